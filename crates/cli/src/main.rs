@@ -1,0 +1,298 @@
+//! The `morph` command line (see the CLI contract in `docs/design.md`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use morph_os::layout::{Aslr, Kernel};
+use morph_os::{Config, ExitStatus, Machine};
+
+/// Exit status for morph's own usage and load errors.
+const EXIT_MORPH: u8 = 125;
+
+#[derive(Parser)]
+#[command(
+    name = "morph",
+    version,
+    about = "An IA-32 Linux user-mode machine with a Code Morphing-style dynamic binary translator"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a 32-bit Linux program.
+    Run(RunArgs),
+    /// Assemble (on first use) or locate the Debian i386 sysroot; prints its path.
+    Sysroot {
+        /// Cache directory (default: $MORPH_CACHE, $XDG_CACHE_HOME/morph or ~/.cache/morph).
+        #[arg(long)]
+        cache: Option<PathBuf>,
+        /// Comma-separated Debian packages to install (default: busybox-static,libc6,bash,coreutils).
+        #[arg(long)]
+        packages: Option<String>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Engine {
+    /// The reference interpreter.
+    Interp,
+    /// Interpret, then translate hot blocks.
+    Dbt,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Key {
+    Virtual,
+    Physical,
+    Process,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum KernelArg {
+    #[value(name = "2.6.12")]
+    Linux2612,
+    Modern,
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Execution engine.
+    #[arg(long, value_enum, default_value = "interp")]
+    engine: Engine,
+    /// Translation cache key policy (dbt engine).
+    #[arg(long, value_enum, default_value = "physical")]
+    key: Key,
+    /// Executions of a block before it is translated (dbt engine).
+    #[arg(long, default_value_t = 50)]
+    threshold: u32,
+    /// Do not chain translated blocks (dbt engine).
+    #[arg(long)]
+    no_chain: bool,
+    /// ASLR: 0, 1, 2 (randomize_va_space of --kernel) or a comma list of stack,mmap,exec,brk,vdso.
+    #[arg(long, default_value = "0")]
+    aslr: String,
+    /// Kernel whose ASLR behaviour is modeled.
+    #[arg(long, value_enum, default_value = "modern")]
+    kernel: KernelArg,
+    /// Seed of the machine's random number generator.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Host directory that is the guest's root file system.
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Print statistics to stderr at exit.
+    #[arg(long)]
+    stats: bool,
+    /// Write statistics as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Trace system calls to stderr.
+    #[arg(long)]
+    strace: bool,
+    /// Guest physical memory limit in MiB.
+    #[arg(long, default_value_t = 4096)]
+    max_mem: u64,
+    /// Wall-clock limit in seconds.
+    #[arg(long)]
+    timeout: Option<f64>,
+    /// The program (a guest path) and its arguments.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    program: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_MORPH } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli.cmd {
+        Cmd::Run(args) => match run(args) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("morph: {e:#}");
+                ExitCode::from(EXIT_MORPH)
+            }
+        },
+        Cmd::Sysroot { cache, packages } => match sysroot(cache, packages) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("morph: {e:#}");
+                ExitCode::from(EXIT_MORPH)
+            }
+        },
+    }
+}
+
+/// Finds the guest path of the program: as given if it contains a '/', else in the
+/// guest's PATH inside the root.
+fn find_program(root: &std::path::Path, name: &str, cwd: &str) -> String {
+    if name.contains('/') {
+        return name.to_string();
+    }
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"] {
+        let guest = format!("{dir}/{name}");
+        if root.join(guest.trim_start_matches('/')).is_file() {
+            return guest;
+        }
+    }
+    format!("{}/{name}", cwd.trim_end_matches('/'))
+}
+
+fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    if a.engine == Engine::Dbt {
+        anyhow::bail!("--engine dbt is not available yet in this build (use --engine interp)");
+    }
+    let _ = (a.key, a.threshold, a.no_chain);
+    let kernel = match a.kernel {
+        KernelArg::Linux2612 => Kernel::Linux2612,
+        KernelArg::Modern => Kernel::Modern,
+    };
+    let aslr = Aslr::parse(&a.aslr, kernel).map_err(anyhow::Error::msg)?;
+    let root = a.root.clone().unwrap_or_else(|| PathBuf::from("/"));
+    if !root.is_dir() {
+        anyhow::bail!("--root {}: not a directory", root.display());
+    }
+    let root = root.canonicalize()?;
+    let host_cwd = std::env::current_dir()?;
+    let cwd = match host_cwd.strip_prefix(&root) {
+        Ok(rel) => format!("/{}", rel.display()),
+        Err(_) => "/".to_string(),
+    };
+    let cfg = Config {
+        root: root.clone(),
+        seed: a.seed,
+        aslr,
+        kernel,
+        strace: a.strace,
+        max_mem: a.max_mem << 20,
+        timeout: a.timeout.map(Duration::from_secs_f64),
+        ..Config::default()
+    };
+    let mut machine = Machine::new(cfg)?;
+    let path = find_program(&root, &a.program[0], &cwd);
+    let argv: Vec<Vec<u8>> = a.program.iter().map(|s| s.as_bytes().to_vec()).collect();
+    let envp: Vec<Vec<u8>> = std::env::vars_os()
+        .map(|(k, v)| {
+            let mut e = k.into_encoded_bytes();
+            e.push(b'=');
+            e.extend_from_slice(v.as_encoded_bytes());
+            e
+        })
+        .collect();
+    machine.spawn(&path, &argv, &envp, &cwd)?;
+    let t0 = std::time::Instant::now();
+    let status = machine.run()?;
+    let wall = t0.elapsed();
+    let _ = std::io::stdout().flush();
+    if a.stats || a.stats_json.is_some() {
+        let s = stats_json(&machine, wall);
+        if a.stats {
+            print_stats(&s);
+        }
+        if let Some(f) = &a.stats_json {
+            std::fs::write(f, serde_json::to_string_pretty(&s)? + "\n")?;
+        }
+    }
+    Ok(ExitCode::from(match status {
+        ExitStatus::Code(c) => (c & 0xff) as u8,
+        ExitStatus::Signal(s) => (128 + s) as u8,
+    }))
+}
+
+fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
+    use serde_json::json;
+    let i = m.interp().stats;
+    let os = m.stats();
+    let ph = m.phys().stats();
+    let pc = m.page_cache().stats();
+    let names = |map: &std::collections::BTreeMap<u32, u64>| -> serde_json::Map<String, serde_json::Value> {
+        map.iter()
+            .map(|(nr, n)| {
+                let name =
+                    morph_os::syscall::lookup(*nr).map_or_else(|| format!("syscall_{nr}"), |s| s.name.to_string());
+                (name, json!(n))
+            })
+            .collect()
+    };
+    json!({
+        "wall_ns": wall.as_nanos() as u64,
+        "engine": {
+            "interp_instructions": i.instructions,
+            "blocks_decoded": i.blocks_decoded,
+            "instructions_decoded": i.instructions_decoded,
+            "blocks_invalidated": i.blocks_invalidated,
+            "fpu_instructions": i.fpu_instructions,
+            "engine_ns": os.engine_ns,
+        },
+        "os": {
+            "syscalls_total": os.syscalls.values().sum::<u64>(),
+            "syscalls": names(&os.syscalls),
+            "enosys": names(&os.enosys),
+            "os_ns": os.os_ns,
+            "processes": os.processes,
+        },
+        "memory": {
+            "frames_in_use": ph.frames_in_use,
+            "frames_peak": ph.frames_peak,
+            "frames_allocated": ph.frames_allocated,
+            "code_writes": ph.code_writes,
+            "page_cache_lookups": pc.lookups,
+            "page_cache_hits": pc.hits,
+            "page_cache_fills": pc.fills,
+        }
+    })
+}
+
+fn print_stats(v: &serde_json::Value) {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (k, x) in o {
+                    let p = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&p, x, out);
+                }
+            }
+            x => out.push(format!("{prefix:<40} {x}")),
+        }
+    }
+    let mut lines = Vec::new();
+    walk("", v, &mut lines);
+    eprintln!("morph stats:");
+    for l in lines {
+        eprintln!("  {l}");
+    }
+}
+
+const MKSYSROOT: &str = include_str!("../../../guests/sysroot/mksysroot.py");
+
+fn sysroot(cache: Option<PathBuf>, packages: Option<String>) -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("morph-mksysroot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let script = dir.join("mksysroot.py");
+    std::fs::write(&script, MKSYSROOT)?;
+    let mut cmd = std::process::Command::new("python3");
+    cmd.arg(&script);
+    if let Some(c) = cache {
+        cmd.arg("--cache").arg(c);
+    }
+    if let Some(p) = packages {
+        cmd.arg("--packages").arg(p);
+    }
+    let status = cmd.status();
+    let _ = std::fs::remove_dir_all(&dir);
+    let status = status.map_err(|e| anyhow::anyhow!("cannot run python3: {e}"))?;
+    if !status.success() {
+        anyhow::bail!("sysroot assembly failed");
+    }
+    Ok(())
+}

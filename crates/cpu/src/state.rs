@@ -1,0 +1,216 @@
+//! Guest IA-32 register state.
+
+use std::fmt;
+
+/// EFLAGS bits.
+pub mod flags {
+    /// Carry.
+    pub const CF: u32 = 1 << 0;
+    /// Always-one reserved bit.
+    pub const FIXED: u32 = 1 << 1;
+    /// Parity (of the low byte of the result).
+    pub const PF: u32 = 1 << 2;
+    /// Auxiliary carry (out of bit 3).
+    pub const AF: u32 = 1 << 4;
+    /// Zero.
+    pub const ZF: u32 = 1 << 6;
+    /// Sign.
+    pub const SF: u32 = 1 << 7;
+    /// Trap (single step).
+    pub const TF: u32 = 1 << 8;
+    /// Interrupt enable (always set in user mode).
+    pub const IF: u32 = 1 << 9;
+    /// Direction.
+    pub const DF: u32 = 1 << 10;
+    /// Overflow.
+    pub const OF: u32 = 1 << 11;
+    /// Nested task.
+    pub const NT: u32 = 1 << 14;
+    /// Alignment check.
+    pub const AC: u32 = 1 << 18;
+    /// CPUID available.
+    pub const ID: u32 = 1 << 21;
+    /// The six arithmetic flags.
+    pub const ARITH: u32 = CF | PF | AF | ZF | SF | OF;
+    /// What `popf` may change in user mode (IOPL 0).
+    pub const USER_WRITABLE: u32 = ARITH | TF | DF | NT | AC | ID;
+}
+
+/// General-purpose register numbers, in the encoding order.
+pub mod reg {
+    /// EAX.
+    pub const EAX: usize = 0;
+    /// ECX.
+    pub const ECX: usize = 1;
+    /// EDX.
+    pub const EDX: usize = 2;
+    /// EBX.
+    pub const EBX: usize = 3;
+    /// ESP.
+    pub const ESP: usize = 4;
+    /// EBP.
+    pub const EBP: usize = 5;
+    /// ESI.
+    pub const ESI: usize = 6;
+    /// EDI.
+    pub const EDI: usize = 7;
+}
+
+/// Segment register numbers, in the encoding order.
+pub mod seg {
+    /// ES.
+    pub const ES: usize = 0;
+    /// CS.
+    pub const CS: usize = 1;
+    /// SS.
+    pub const SS: usize = 2;
+    /// DS.
+    pub const DS: usize = 3;
+    /// FS.
+    pub const FS: usize = 4;
+    /// GS.
+    pub const GS: usize = 5;
+}
+
+/// Linux i386 `__USER_CS`.
+pub const USER_CS: u16 = 0x73;
+/// Linux i386 `__USER_DS`.
+pub const USER_DS: u16 = 0x7b;
+/// First GDT entry available to `set_thread_area` (Linux `GDT_ENTRY_TLS_MIN`).
+pub const TLS_ENTRY_MIN: usize = 6;
+/// Number of TLS GDT entries.
+pub const TLS_ENTRIES: usize = 3;
+
+/// A TLS segment descriptor as `set_thread_area` installs it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlsDescriptor {
+    /// Segment base.
+    pub base: u32,
+    /// Segment limit (in bytes or pages, see `limit_in_pages`).
+    pub limit: u32,
+    /// Granularity bit.
+    pub limit_in_pages: bool,
+    /// Whether the entry is in use.
+    pub present: bool,
+}
+
+/// The x87/MMX state, kept in the 512-byte `FXSAVE` format so it can be loaded into the
+/// host FPU around a guest x87 instruction (see `x87.rs`).
+#[derive(Clone)]
+#[repr(C, align(16))]
+pub struct FpuState(pub [u8; 512]);
+
+impl FpuState {
+    /// The state after `FNINIT` (control word 0x037F, empty stack, default MXCSR).
+    pub fn new() -> Self {
+        let mut s = FpuState([0; 512]);
+        s.set_fcw(0x037f);
+        s.0[24..28].copy_from_slice(&0x1f80u32.to_le_bytes()); // MXCSR, kept at the ABI default
+        s
+    }
+    /// Control word.
+    pub fn fcw(&self) -> u16 {
+        u16::from_le_bytes([self.0[0], self.0[1]])
+    }
+    /// Sets the control word.
+    pub fn set_fcw(&mut self, v: u16) {
+        self.0[0..2].copy_from_slice(&v.to_le_bytes());
+    }
+    /// Status word (with TOP).
+    pub fn fsw(&self) -> u16 {
+        u16::from_le_bytes([self.0[2], self.0[3]])
+    }
+    /// Whether an unmasked exception is pending (status word ES bit).
+    pub fn pending_exception(&self) -> bool {
+        let unmasked = !self.fcw() & self.fsw() & 0x3f;
+        unmasked != 0
+    }
+}
+
+impl Default for FpuState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The architectural state of one guest CPU (one thread of one process).
+#[derive(Clone)]
+pub struct Cpu {
+    /// EAX, ECX, EDX, EBX, ESP, EBP, ESI, EDI.
+    pub gpr: [u32; 8],
+    /// Instruction pointer.
+    pub eip: u32,
+    /// EFLAGS, with all arithmetic flags materialized.
+    pub eflags: u32,
+    /// Segment selectors ES, CS, SS, DS, FS, GS.
+    pub sel: [u16; 6],
+    /// Segment bases (non-zero only for FS/GS TLS segments).
+    pub seg_base: [u32; 6],
+    /// The TLS GDT entries.
+    pub tls: [TlsDescriptor; TLS_ENTRIES],
+    /// x87/MMX state.
+    pub fpu: Box<FpuState>,
+    /// Guest instructions retired (drives the virtual time stamp counter).
+    pub icount: u64,
+}
+
+impl Cpu {
+    /// A CPU in the state Linux gives a new i386 process (registers zero, flags 0x202).
+    pub fn new() -> Self {
+        Cpu {
+            gpr: [0; 8],
+            eip: 0,
+            eflags: flags::FIXED | flags::IF,
+            sel: [USER_DS, USER_CS, USER_DS, USER_DS, 0, 0],
+            seg_base: [0; 6],
+            tls: [TlsDescriptor::default(); TLS_ENTRIES],
+            fpu: Box::new(FpuState::new()),
+            icount: 0,
+        }
+    }
+
+    /// Loads a segment register from a selector, as `mov sreg, r/m16` does in user mode.
+    /// Returns false (the caller raises `#GP`) if the selector is not usable.
+    pub fn load_segment(&mut self, sreg: usize, selector: u16) -> bool {
+        let index = usize::from(selector >> 3);
+        let rpl = selector & 3;
+        let base = if selector & !3 == 0 {
+            // The null selector: allowed in DS/ES/FS/GS, not in SS/CS.
+            if sreg == seg::SS || sreg == seg::CS {
+                return false;
+            }
+            0
+        } else if selector & 4 != 0 || rpl != 3 {
+            return false; // LDT selectors are not supported; user code runs at CPL 3
+        } else if selector == USER_DS || (selector == USER_CS && sreg != seg::SS) {
+            0
+        } else if (TLS_ENTRY_MIN..TLS_ENTRY_MIN + TLS_ENTRIES).contains(&index) {
+            let d = self.tls[index - TLS_ENTRY_MIN];
+            if !d.present || sreg == seg::SS || sreg == seg::CS {
+                return false;
+            }
+            d.base
+        } else {
+            return false;
+        };
+        self.sel[sreg] = selector;
+        self.seg_base[sreg] = base;
+        true
+    }
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Cpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = ["eax", "ecx", "edx", "ebx", "esp", "ebp", "esi", "edi"];
+        for (n, v) in names.iter().zip(self.gpr) {
+            write!(f, "{n}={v:08x} ")?;
+        }
+        write!(f, "eip={:08x} eflags={:08x} gs={:04x}", self.eip, self.eflags, self.sel[seg::GS])
+    }
+}

@@ -1,0 +1,169 @@
+//! x87 and MMX instructions, executed on the host FPU.
+//!
+//! The host has the same FPU, so the exact 80-bit semantics (rounding, precision
+//! control, status word, denormals, transcendental results) come from running the
+//! guest's own instruction on it with the guest's x87 state loaded around it:
+//!
+//! ```text
+//! stub(rdi = host address of the memory operand, rsi = guest FXSAVE image, rdx = &eflags):
+//!     load guest arithmetic flags (FCMOVcc reads them)   mov eax,[rdx]; and eax,0x8d5; push rax; popfq
+//!     fxrstor [rsi]
+//!     <the guest instruction, memory operand rewritten to [rdi]>
+//!     fxsave  [rsi]
+//!     store host flags (FCOMI writes ZF/PF/CF)         pushfq; pop rax; mov [rdx],eax
+//!     fninit                                           (leave the ABI's FPU state behind)
+//!     ret
+//! ```
+//!
+//! Stubs are encoded with iced-x86 in 64-bit mode, cached by their bytes, and live in a
+//! small W^X code buffer. The caller has already checked the memory operand against
+//! the guest page table and any pending unmasked exception (which becomes a guest
+//! `SIGFPE`), so a stub never faults on the host.
+
+use std::collections::HashMap;
+
+use iced_x86::{Code, Encoder, Instruction, MemoryOperand, Register};
+
+use crate::state::FpuState;
+
+const BUF_SIZE: usize = 256 * 1024;
+const PROLOGUE: &[u8] = &[
+    0x8b, 0x02, // mov eax, [rdx]
+    0x25, 0xd5, 0x08, 0x00, 0x00, // and eax, 0x8d5 (arithmetic flags only)
+    0x50, // push rax
+    0x9d, // popfq
+    0x0f, 0xae, 0x0e, // fxrstor [rsi]
+];
+const EPILOGUE: &[u8] = &[
+    0x0f, 0xae, 0x06, // fxsave [rsi]
+    0x9c, // pushfq
+    0x58, // pop rax
+    0x89, 0x02, // mov [rdx], eax
+    0xdb, 0xe3, // fninit
+    0xc3, // ret
+];
+
+type StubFn = unsafe extern "C" fn(*mut u8, *mut FpuState, *mut u32);
+
+/// Errors building a stub (an instruction iced cannot re-encode).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot re-encode {0} for the host FPU")]
+pub struct StubError(String);
+
+/// A cache of host stubs, one per distinct guest x87/MMX instruction form.
+pub struct HostFpu {
+    buf: *mut u8,
+    used: usize,
+    stubs: HashMap<Vec<u8>, usize>,
+    encoder: Encoder,
+}
+
+impl HostFpu {
+    /// An empty stub cache.
+    pub fn new() -> Self {
+        // SAFETY: a fresh private anonymous mapping; the result is checked below.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), BUF_SIZE, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+        };
+        assert!(p != libc::MAP_FAILED, "mmap of the x87 stub buffer failed");
+        HostFpu { buf: p.cast(), used: 0, stubs: HashMap::new(), encoder: Encoder::new(64) }
+    }
+
+    /// Runs `ins` (an x87 or MMX instruction decoded in 32-bit mode) on the host FPU with
+    /// `fpu` loaded. `mem` is the host address of its memory operand (checked by the
+    /// caller), or null. `eflags` is read for FCMOVcc and written for FCOMI.
+    ///
+    /// # Safety
+    /// `mem` must be null (no memory operand) or valid for the operand's size, for
+    /// reading and, if the instruction stores, for writing.
+    pub unsafe fn exec(
+        &mut self,
+        ins: &Instruction,
+        mem: *mut u8,
+        fpu: &mut FpuState,
+        eflags: &mut u32,
+    ) -> Result<(), StubError> {
+        let mut host = *ins;
+        if ins.op_kinds().any(|k| k == iced_x86::OpKind::Memory) {
+            host.set_memory_base(Register::RDI);
+            host.set_memory_index(Register::None);
+            host.set_memory_index_scale(1);
+            host.set_memory_displacement64(0);
+            host.set_memory_displ_size(0);
+            host.set_segment_prefix(Register::None);
+        }
+        let len = self.encoder.encode(&host, 0).map_err(|e| StubError(format!("{ins} ({e})")))?;
+        let bytes = self.encoder.take_buffer();
+        let off = match self.stubs.get(&bytes) {
+            Some(&o) => o,
+            None => self.emit(bytes[..len].to_vec())?,
+        };
+        // SAFETY: `off` is the start of a complete stub in the executable buffer; the
+        // stub follows the C ABI (clobbers rax and flags only, restores the ABI FPU
+        // state) and touches only `mem` (checked by the caller), `fpu` and `eflags`.
+        unsafe {
+            let f: StubFn = std::mem::transmute(self.buf.add(off));
+            f(mem, fpu, eflags);
+        }
+        Ok(())
+    }
+
+    /// Runs an MMX instruction that has a 32-bit GPR operand (`movd`), through a scratch
+    /// memory slot: returns the new GPR value for `movd r32, mm`.
+    pub fn exec_movd(
+        &mut self,
+        ins: &Instruction,
+        gpr: u32,
+        fpu: &mut FpuState,
+        eflags: &mut u32,
+    ) -> Result<u32, StubError> {
+        let mut scratch = u64::from(gpr);
+        let mem = MemoryOperand::with_base(Register::RDI);
+        let host = match ins.code() {
+            Code::Movd_mm_rm32 => Instruction::with2(Code::Movd_mm_rm32, ins.op0_register(), mem),
+            Code::Movd_rm32_mm => Instruction::with2(Code::Movd_rm32_mm, mem, ins.op1_register()),
+            _ => return Err(StubError(format!("{ins}"))),
+        }
+        .map_err(|e| StubError(e.to_string()))?;
+        // SAFETY: the scratch slot is 8 bytes, enough for a 32-bit movd operand.
+        unsafe { self.exec(&host, (&mut scratch as *mut u64).cast(), fpu, eflags)? };
+        Ok(scratch as u32)
+    }
+
+    fn emit(&mut self, body: Vec<u8>) -> Result<usize, StubError> {
+        let size = PROLOGUE.len() + body.len() + EPILOGUE.len();
+        if self.used + size > BUF_SIZE {
+            self.stubs.clear(); // start over: stubs are cheap to rebuild
+            self.used = 0;
+        }
+        let off = self.used;
+        // SAFETY: toggling protection on our own buffer, then writing inside its bounds.
+        unsafe {
+            libc::mprotect(self.buf.cast(), BUF_SIZE, libc::PROT_READ | libc::PROT_WRITE);
+            let mut p = self.buf.add(off);
+            for part in [PROLOGUE, &body, EPILOGUE] {
+                std::ptr::copy_nonoverlapping(part.as_ptr(), p, part.len());
+                p = p.add(part.len());
+            }
+            libc::mprotect(self.buf.cast(), BUF_SIZE, libc::PROT_READ | libc::PROT_EXEC);
+        }
+        self.used += size;
+        self.stubs.insert(body, off);
+        Ok(off)
+    }
+}
+
+impl Default for HostFpu {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for HostFpu {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping; no stub runs after drop.
+        unsafe {
+            libc::munmap(self.buf.cast(), BUF_SIZE);
+        }
+    }
+}

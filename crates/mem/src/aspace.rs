@@ -1,0 +1,752 @@
+//! A guest process's address space: a 4 GiB host window plus a software page table.
+//!
+//! Guest virtual address `v` lives at host address `base + v`. Each present guest page
+//! is a `MAP_SHARED|MAP_FIXED` mapping of its frame of the physical memfd, so two
+//! windows mapping one frame see the same bytes. The software page table ([`Pte`]) is
+//! the truth: every guest access made by the emulator is checked against it first, so
+//! a bad guest access is a [`MemFault`], never a host `SIGSEGV`. The host mapping also
+//! carries the guest protection (copy-on-write pages are mapped read-only), so host
+//! code that runs guest accesses directly (the translator) gets the same answer from
+//! the MMU.
+//!
+//! The list of [`Vma`]s records what was mapped where, with which name, for Linux's
+//! placement rules and `/proc/self/maps`.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::rc::Rc;
+
+use crate::{FileId, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err};
+
+/// Guest page protection (Linux `PROT_*` bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Prot(pub u32);
+
+impl Prot {
+    /// No access.
+    pub const NONE: Prot = Prot(0);
+    /// `PROT_READ`.
+    pub const READ: Prot = Prot(1);
+    /// `PROT_WRITE`.
+    pub const WRITE: Prot = Prot(2);
+    /// `PROT_EXEC`.
+    pub const EXEC: Prot = Prot(4);
+    /// Read + write.
+    pub const RW: Prot = Prot(3);
+    /// Read + exec.
+    pub const RX: Prot = Prot(5);
+    /// Read + write + exec.
+    pub const RWX: Prot = Prot(7);
+
+    /// Whether all bits of `other` are set.
+    pub fn has(self, other: Prot) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// A page-table entry: the frame and the guest's rights on the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Pte(u64);
+
+impl Pte {
+    const PRESENT: u64 = 1 << 0;
+    const READ: u64 = 1 << 1;
+    const WRITE: u64 = 1 << 2;
+    const EXEC: u64 = 1 << 3;
+    /// The frame is shared with someone else; copy it before the first write.
+    const COW: u64 = 1 << 4;
+    /// Part of a `MAP_SHARED` mapping: fork shares the frame instead of copying it.
+    const SHARED: u64 = 1 << 5;
+
+    fn new(frame: Frame, prot: Prot, cow: bool, shared: bool) -> Pte {
+        let mut bits = Self::PRESENT | (u64::from(frame.0) << 32);
+        // i386 without NX: readable pages are executable and vice versa.
+        if prot.has(Prot::READ) || prot.has(Prot::EXEC) {
+            bits |= Self::READ | Self::EXEC;
+        }
+        if prot.has(Prot::WRITE) {
+            bits |= Self::WRITE | Self::READ | Self::EXEC;
+        }
+        if cow {
+            bits |= Self::COW;
+        }
+        if shared {
+            bits |= Self::SHARED;
+        }
+        Pte(bits)
+    }
+    /// Whether the page is mapped.
+    pub fn present(self) -> bool {
+        self.0 & Self::PRESENT != 0
+    }
+    /// Whether the guest may read (and, on i386, execute) the page.
+    pub fn readable(self) -> bool {
+        self.0 & Self::READ != 0
+    }
+    /// Whether the guest may write the page (possibly after a copy).
+    pub fn writable(self) -> bool {
+        self.0 & Self::WRITE != 0
+    }
+    /// Whether the page is copy-on-write.
+    pub fn cow(self) -> bool {
+        self.0 & Self::COW != 0
+    }
+    /// The frame behind the page (meaningful only if present).
+    pub fn frame(self) -> Frame {
+        Frame((self.0 >> 32) as u32)
+    }
+    fn host_prot(self) -> i32 {
+        let mut p = 0;
+        if self.readable() {
+            p |= libc::PROT_READ;
+        }
+        if self.writable() && !self.cow() {
+            p |= libc::PROT_WRITE;
+        }
+        p
+    }
+}
+
+/// Why a guest access failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemFaultKind {
+    /// Nothing is mapped there (`SEGV_MAPERR`).
+    Unmapped,
+    /// Mapped, but the access is not allowed (`SEGV_ACCERR`).
+    Protection,
+}
+
+/// A guest memory fault: becomes a guest `SIGSEGV`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemFault {
+    /// The faulting guest address.
+    pub addr: u32,
+    /// Whether the access was a write.
+    pub write: bool,
+    /// Unmapped or protection.
+    pub kind: MemFaultKind,
+}
+
+/// What a mapping holds, for placement and `/proc/self/maps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    /// Anonymous memory.
+    Anon,
+    /// A file mapping starting at page `page` of the file.
+    File {
+        /// The file's identity.
+        id: FileId,
+        /// First file page mapped at the start of the VMA.
+        page: u32,
+    },
+}
+
+/// A virtual memory area.
+#[derive(Clone, Debug)]
+pub struct Vma {
+    /// First address.
+    pub start: u32,
+    /// One past the last address (≤ 0xFFFF_F000).
+    pub end: u32,
+    /// Protection.
+    pub prot: Prot,
+    /// `MAP_SHARED`.
+    pub shared: bool,
+    /// What is mapped.
+    pub kind: MapKind,
+    /// Name shown in maps (`[heap]`, `[stack]`, a path, or empty).
+    pub name: Rc<str>,
+}
+
+/// One guest process's address space.
+pub struct AddressSpace {
+    phys: Rc<PhysMem>,
+    base: *mut u8,
+    pt: Box<[Pte]>,
+    vmas: BTreeMap<u32, Vma>,
+    /// Host mmap calls made for this address space (a cost worth counting).
+    pub host_maps: u64,
+    mmap_base: u32,
+}
+
+/// Size of the host reservation: 4 GiB plus a guard for accesses that straddle the top.
+const WINDOW: usize = (1 << 32) + (1 << 16);
+
+impl AddressSpace {
+    /// A new, empty address space over `phys`.
+    pub fn new(phys: Rc<PhysMem>) -> Result<Self, MemError> {
+        // SAFETY: reserving fresh address space; no existing mapping is touched.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                WINDOW,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(host_err("mmap(guest window)"));
+        }
+        Ok(AddressSpace {
+            phys,
+            base: base.cast(),
+            pt: vec![Pte::default(); NUM_PAGES].into_boxed_slice(),
+            vmas: BTreeMap::new(),
+            host_maps: 0,
+            mmap_base: 0x4000_0000,
+        })
+    }
+
+    /// Top of the top-down mmap area (set by the loader from the layout).
+    pub fn mmap_base(&self) -> u32 {
+        self.mmap_base
+    }
+
+    /// Sets the top of the mmap area.
+    pub fn set_mmap_base(&mut self, base: u32) {
+        self.mmap_base = base;
+    }
+
+    /// The physical memory behind this address space.
+    pub fn phys(&self) -> &Rc<PhysMem> {
+        &self.phys
+    }
+
+    /// Host address of guest address 0 (never baked into translations).
+    pub fn host_base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// The page-table entry of the page containing `va`.
+    #[inline]
+    pub fn pte(&self, va: u32) -> Pte {
+        self.pt[(va >> PAGE_SHIFT) as usize]
+    }
+
+    /// Guest VA → PA, if mapped.
+    pub fn translate(&self, va: u32) -> Option<PhysAddr> {
+        let p = self.pte(va);
+        p.present().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
+    }
+
+    /// The VMAs in address order.
+    pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
+        self.vmas.values()
+    }
+
+    // ----- host mapping ---------------------------------------------------------
+
+    /// Makes the host window agree with the page table for pages `[first, first+n)`,
+    /// merging runs of consecutive frames with equal protection into one mmap.
+    fn sync_host(&mut self, first: u32, n: u32) -> Result<(), MemError> {
+        let mut i = first;
+        let end = first + n;
+        while i < end {
+            let p = self.pt[i as usize];
+            let mut j = i + 1;
+            if p.present() && p.host_prot() != 0 {
+                while j < end {
+                    let q = self.pt[j as usize];
+                    if !q.present() || q.host_prot() != p.host_prot() || q.frame().0 != p.frame().0 + (j - i) {
+                        break;
+                    }
+                    j += 1;
+                }
+                self.host_map(i, j - i, Some((p.frame(), p.host_prot())))?;
+            } else {
+                while j < end {
+                    let q = self.pt[j as usize];
+                    if q.present() && q.host_prot() != 0 {
+                        break;
+                    }
+                    j += 1;
+                }
+                self.host_map(i, j - i, None)?;
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
+    fn host_map(&mut self, page: u32, n: u32, what: Option<(Frame, i32)>) -> Result<(), MemError> {
+        // SAFETY: the target range lies inside this address space's own reservation.
+        let addr = unsafe { self.base.add((page as usize) << PAGE_SHIFT) };
+        let len = (n as usize) << PAGE_SHIFT;
+        self.host_maps += 1;
+        // SAFETY: MAP_FIXED inside our reservation replaces only our own mappings.
+        let r = unsafe {
+            match what {
+                Some((frame, prot)) => libc::mmap(
+                    addr.cast(),
+                    len,
+                    prot,
+                    libc::MAP_SHARED | libc::MAP_FIXED,
+                    self.phys.raw_fd(),
+                    frame.file_offset(),
+                ),
+                None => libc::mmap(
+                    addr.cast(),
+                    len,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                ),
+            }
+        };
+        if r == libc::MAP_FAILED {
+            return Err(host_err("mmap(guest page)"));
+        }
+        Ok(())
+    }
+
+    // ----- VMAs -----------------------------------------------------------------
+
+    /// Splits the VMA containing `addr` (if any) so that a VMA starts at `addr`.
+    fn split_at(&mut self, addr: u32) {
+        let Some((&s, v)) = self.vmas.range(..addr).next_back() else { return };
+        if v.end <= addr || s == addr {
+            return;
+        }
+        let mut hi = v.clone();
+        let lo_end = addr;
+        if let MapKind::File { page, .. } = &mut hi.kind {
+            *page += (addr - s) >> PAGE_SHIFT;
+        }
+        hi.start = addr;
+        self.vmas.get_mut(&s).expect("vma present").end = lo_end;
+        self.vmas.insert(addr, hi);
+    }
+
+    fn carve(&mut self, start: u32, end: u32) -> Vec<Vma> {
+        self.split_at(start);
+        self.split_at(end);
+        let keys: Vec<u32> = self.vmas.range(start..end).map(|(&k, _)| k).collect();
+        keys.into_iter().filter_map(|k| self.vmas.remove(&k)).collect()
+    }
+
+    /// Whether any page of `[start, start+len)` is mapped.
+    pub fn is_free(&self, start: u32, len: u32) -> bool {
+        let end = u64::from(start) + u64::from(len);
+        if end > 1 << 32 {
+            return false;
+        }
+        match self.vmas.range(..end as u32).next_back() {
+            Some((_, v)) => v.end <= start,
+            None => true,
+        }
+    }
+
+    /// The highest free, page-aligned range of `len` bytes ending at or below `top` and
+    /// starting at or above `bottom` (Linux's top-down mmap placement).
+    pub fn find_free_top_down(&self, len: u32, bottom: u32, top: u32) -> Option<u32> {
+        let len = crate::page_align_up(u64::from(len)) as u32;
+        let mut hi = top;
+        for v in self.vmas.values().rev() {
+            if v.start >= hi {
+                continue;
+            }
+            if v.end <= hi && hi - v.end.max(bottom) >= len && v.end.max(bottom) <= hi {
+                return Some(hi - len);
+            }
+            hi = hi.min(v.start);
+            if hi < bottom {
+                return None;
+            }
+        }
+        (hi >= bottom && hi - bottom >= len).then(|| hi - len)
+    }
+
+    // ----- mapping operations ---------------------------------------------------
+
+    fn drop_pages(&mut self, first: u32, n: u32) {
+        for i in first..first + n {
+            let p = std::mem::take(&mut self.pt[i as usize]);
+            if p.present() {
+                self.phys.release(p.frame());
+            }
+        }
+    }
+
+    /// Maps fresh zeroed anonymous memory at `[start, start+len)`, replacing what was there.
+    pub fn map_anon(&mut self, start: u32, len: u32, prot: Prot, shared: bool, name: &str) -> Result<(), MemError> {
+        let (first, n) = pages(start, len);
+        if n == 0 {
+            return Ok(());
+        }
+        self.carve(start, start + (n << PAGE_SHIFT));
+        self.drop_pages(first, n);
+        let f = self.phys.alloc_run(n)?;
+        for i in 0..n {
+            self.pt[(first + i) as usize] = Pte::new(Frame(f.0 + i), prot, false, shared);
+        }
+        self.vmas.insert(
+            start,
+            Vma { start, end: start + (n << PAGE_SHIFT), prot, shared, kind: MapKind::Anon, name: name.into() },
+        );
+        self.sync_host(first, n)
+    }
+
+    /// Maps `len` bytes of `file` from byte `offset` (page aligned) at `start`, through the
+    /// page cache. A private writable mapping shares the cached frames copy-on-write.
+    #[allow(clippy::too_many_arguments)]
+    pub fn map_file(
+        &mut self,
+        cache: &mut PageCache,
+        start: u32,
+        len: u32,
+        prot: Prot,
+        shared: bool,
+        file: &File,
+        id: FileId,
+        offset: u64,
+        name: &str,
+    ) -> Result<(), MemError> {
+        let (first, n) = pages(start, len);
+        if n == 0 {
+            return Ok(());
+        }
+        self.carve(start, start + (n << PAGE_SHIFT));
+        self.drop_pages(first, n);
+        let file_page = (offset >> PAGE_SHIFT) as u32;
+        for i in 0..n {
+            let f = cache.page(&self.phys, file, id, file_page + i)?;
+            self.phys.retain(f);
+            let cow = !shared && prot.has(Prot::WRITE);
+            self.pt[(first + i) as usize] = Pte::new(f, prot, cow, shared);
+        }
+        self.vmas.insert(
+            start,
+            Vma {
+                start,
+                end: start + (n << PAGE_SHIFT),
+                prot,
+                shared,
+                kind: MapKind::File { id, page: file_page },
+                name: name.into(),
+            },
+        );
+        self.sync_host(first, n)
+    }
+
+    /// Unmaps `[start, start+len)`.
+    pub fn unmap(&mut self, start: u32, len: u32) -> Result<(), MemError> {
+        let (first, n) = pages(start, len);
+        if n == 0 {
+            return Ok(());
+        }
+        self.carve(start, start.wrapping_add(n << PAGE_SHIFT).max(start));
+        self.drop_pages(first, n);
+        self.sync_host(first, n)
+    }
+
+    /// Changes the protection of `[start, start+len)`; fails with `Unmapped` if a page
+    /// in the range is not mapped (Linux: `ENOMEM`).
+    pub fn protect(&mut self, start: u32, len: u32, prot: Prot) -> Result<(), MemFaultKind> {
+        let (first, n) = pages(start, len);
+        if (first..first + n).any(|i| !self.pt[i as usize].present()) {
+            return Err(MemFaultKind::Unmapped);
+        }
+        let end = start + (n << PAGE_SHIFT);
+        self.split_at(start);
+        self.split_at(end);
+        for v in self.vmas.range_mut(start..end).map(|(_, v)| v) {
+            v.prot = prot;
+        }
+        for i in first..first + n {
+            let p = self.pt[i as usize];
+            let shared = p.0 & Pte::SHARED != 0;
+            let cow = p.cow() || (!shared && self.phys.refcount(p.frame()) > 1);
+            self.pt[i as usize] = Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared);
+        }
+        self.sync_host(first, n).map_err(|_| MemFaultKind::Unmapped)
+    }
+
+    /// Gives the private page containing `va` its own frame (copy-on-write break).
+    fn break_cow(&mut self, va: u32) -> Result<(), MemError> {
+        let i = (va >> PAGE_SHIFT) as usize;
+        let p = self.pt[i];
+        let old = p.frame();
+        let frame = if self.phys.refcount(old) == 1 {
+            old
+        } else {
+            let f = self.phys.alloc()?;
+            self.phys.copy_frame(f, old);
+            self.phys.release(old);
+            f
+        };
+        self.pt[i] = Pte((p.0 & !Pte::COW & 0xFFFF_FFFF) | (u64::from(frame.0) << 32));
+        self.sync_host(i as u32, 1)
+    }
+
+    /// A copy of this address space for `fork`: private pages become copy-on-write in
+    /// both, shared pages stay shared.
+    pub fn fork(&mut self) -> Result<AddressSpace, MemError> {
+        let mut child = AddressSpace::new(self.phys.clone())?;
+        child.vmas = self.vmas.clone();
+        child.mmap_base = self.mmap_base;
+        let mut changed = Vec::new();
+        for i in 0..NUM_PAGES {
+            let mut p = self.pt[i];
+            if !p.present() {
+                continue;
+            }
+            self.phys.retain(p.frame());
+            if p.writable() && p.0 & Pte::SHARED == 0 && !p.cow() {
+                p.0 |= Pte::COW;
+                self.pt[i] = p;
+                changed.push(i as u32);
+            }
+            child.pt[i] = p;
+        }
+        for i in changed {
+            self.sync_host(i, 1)?;
+        }
+        let (mut i, mut run) = (0u32, 0u32);
+        while (i as usize) < NUM_PAGES {
+            if child.pt[i as usize].present() {
+                run = i;
+                while (i as usize) < NUM_PAGES && child.pt[i as usize].present() {
+                    i += 1;
+                }
+                child.sync_host(run, i - run)?;
+            }
+            i += 1;
+        }
+        let _ = run;
+        Ok(child)
+    }
+
+    // ----- guest accesses ---------------------------------------------------------
+
+    #[inline]
+    fn fault(&self, addr: u32, write: bool) -> MemFault {
+        let p = self.pte(addr);
+        let kind = if p.present() { MemFaultKind::Protection } else { MemFaultKind::Unmapped };
+        MemFault { addr, write, kind }
+    }
+
+    /// Checks that `[va, va+len)` may be read; returns the first bad address otherwise.
+    pub fn check_read(&self, va: u32, len: u32) -> Result<(), MemFault> {
+        if len == 0 {
+            return Ok(());
+        }
+        let last = va.checked_add(len - 1).ok_or(self.fault(0, false))?;
+        let mut page = va >> PAGE_SHIFT;
+        loop {
+            if !self.pt[page as usize].readable() {
+                return Err(self.fault((page << PAGE_SHIFT).max(va), false));
+            }
+            if page == last >> PAGE_SHIFT {
+                return Ok(());
+            }
+            page += 1;
+        }
+    }
+
+    /// Checks that `[va, va+len)` may be written, and prepares it: breaks copy-on-write
+    /// and reports writes to code frames. After this, host writes to the range are safe.
+    pub fn prepare_write(&mut self, va: u32, len: u32) -> Result<(), MemFault> {
+        if len == 0 {
+            return Ok(());
+        }
+        let last = va.checked_add(len - 1).ok_or(self.fault(0, true))?;
+        let mut page = va >> PAGE_SHIFT;
+        loop {
+            let a = (page << PAGE_SHIFT).max(va);
+            let p = self.pt[page as usize];
+            if !p.writable() {
+                return Err(self.fault(a, true));
+            }
+            if p.cow() && self.break_cow(a).is_err() {
+                return Err(MemFault { addr: a, write: true, kind: MemFaultKind::Protection });
+            }
+            let f = self.pt[page as usize].frame();
+            if self.phys.is_code(f) {
+                self.phys.note_code_write(f);
+            }
+            if page == last >> PAGE_SHIFT {
+                return Ok(());
+            }
+            page += 1;
+        }
+    }
+
+    /// Host pointer to guest `va` (the range must have been checked).
+    #[inline]
+    pub fn host_ptr(&self, va: u32) -> *mut u8 {
+        // SAFETY: any 32-bit offset lies inside the 4 GiB (+guard) reservation.
+        unsafe { self.base.add(va as usize) }
+    }
+
+    /// Reads guest bytes into `buf`.
+    pub fn read_bytes(&self, va: u32, buf: &mut [u8]) -> Result<(), MemFault> {
+        self.check_read(va, buf.len() as u32)?;
+        // SAFETY: the whole range was checked readable, so it is mapped on the host.
+        unsafe { std::ptr::copy_nonoverlapping(self.host_ptr(va), buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    /// Writes `buf` to guest memory.
+    pub fn write_bytes(&mut self, va: u32, buf: &[u8]) -> Result<(), MemFault> {
+        self.prepare_write(va, buf.len() as u32)?;
+        // SAFETY: the range was checked and made writable on the host by prepare_write.
+        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), self.host_ptr(va), buf.len()) };
+        Ok(())
+    }
+
+    /// Reads a NUL-terminated guest string of at most `max` bytes.
+    pub fn read_cstr(&self, va: u32, max: usize) -> Result<Vec<u8>, MemFault> {
+        let mut out = Vec::new();
+        let mut a = va;
+        while out.len() < max {
+            let b = self.read::<1>(a)?[0];
+            if b == 0 {
+                return Ok(out);
+            }
+            out.push(b);
+            a = a.wrapping_add(1);
+        }
+        Ok(out)
+    }
+
+    /// Reads `N` bytes at `va`.
+    #[inline]
+    pub fn read<const N: usize>(&self, va: u32) -> Result<[u8; N], MemFault> {
+        let off = va & (PAGE_SIZE - 1);
+        if off as usize + N <= PAGE_SIZE as usize {
+            if self.pt[(va >> PAGE_SHIFT) as usize].readable() {
+                // SAFETY: the page is readable, hence mapped readable on the host.
+                return Ok(unsafe { std::ptr::read_unaligned(self.host_ptr(va).cast::<[u8; N]>()) });
+            }
+            return Err(self.fault(va, false));
+        }
+        let mut b = [0u8; N];
+        self.read_bytes(va, &mut b)?;
+        Ok(b)
+    }
+
+    /// Writes `N` bytes at `va`.
+    #[inline]
+    pub fn write<const N: usize>(&mut self, va: u32, val: [u8; N]) -> Result<(), MemFault> {
+        let off = va & (PAGE_SIZE - 1);
+        if off as usize + N <= PAGE_SIZE as usize {
+            let p = self.pt[(va >> PAGE_SHIFT) as usize];
+            if p.0 & (Pte::WRITE | Pte::COW) == Pte::WRITE && !self.phys.is_code(p.frame()) {
+                // SAFETY: writable, not copy-on-write: mapped writable on the host.
+                unsafe { std::ptr::write_unaligned(self.host_ptr(va).cast::<[u8; N]>(), val) };
+                return Ok(());
+            }
+        }
+        self.write_bytes(va, &val)
+    }
+
+    /// Reads a byte.
+    #[inline]
+    pub fn read_u8(&self, va: u32) -> Result<u8, MemFault> {
+        Ok(self.read::<1>(va)?[0])
+    }
+    /// Reads a little-endian u16.
+    #[inline]
+    pub fn read_u16(&self, va: u32) -> Result<u16, MemFault> {
+        Ok(u16::from_le_bytes(self.read(va)?))
+    }
+    /// Reads a little-endian u32.
+    #[inline]
+    pub fn read_u32(&self, va: u32) -> Result<u32, MemFault> {
+        Ok(u32::from_le_bytes(self.read(va)?))
+    }
+    /// Reads a little-endian u64.
+    #[inline]
+    pub fn read_u64(&self, va: u32) -> Result<u64, MemFault> {
+        Ok(u64::from_le_bytes(self.read(va)?))
+    }
+    /// Writes a byte.
+    #[inline]
+    pub fn write_u8(&mut self, va: u32, v: u8) -> Result<(), MemFault> {
+        self.write(va, [v])
+    }
+    /// Writes a little-endian u16.
+    #[inline]
+    pub fn write_u16(&mut self, va: u32, v: u16) -> Result<(), MemFault> {
+        self.write(va, v.to_le_bytes())
+    }
+    /// Writes a little-endian u32.
+    #[inline]
+    pub fn write_u32(&mut self, va: u32, v: u32) -> Result<(), MemFault> {
+        self.write(va, v.to_le_bytes())
+    }
+    /// Writes a little-endian u64.
+    #[inline]
+    pub fn write_u64(&mut self, va: u32, v: u64) -> Result<(), MemFault> {
+        self.write(va, v.to_le_bytes())
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        for i in 0..NUM_PAGES {
+            let p = self.pt[i];
+            if p.present() {
+                self.phys.release(p.frame());
+            }
+        }
+        // SAFETY: unmapping our own reservation; no reference into it outlives self.
+        unsafe {
+            libc::munmap(self.base.cast(), WINDOW);
+        }
+    }
+}
+
+/// First page and page count of `[start, start+len)` rounded out to pages, clipped to
+/// the 4 GiB space.
+fn pages(start: u32, len: u32) -> (u32, u32) {
+    let first = start >> PAGE_SHIFT;
+    let end = (u64::from(start) + u64::from(len)).div_ceil(u64::from(PAGE_SIZE)).min(NUM_PAGES as u64);
+    (first, (end as u32).saturating_sub(first))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn space() -> AddressSpace {
+        AddressSpace::new(Rc::new(PhysMem::new(1 << 30).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn anon_read_write_and_faults() {
+        let mut a = space();
+        a.map_anon(0x1000_0000, 0x2000, Prot::RW, false, "").unwrap();
+        a.write_u32(0x1000_0ffe, 0xdead_beef).unwrap(); // straddles two pages
+        assert_eq!(a.read_u32(0x1000_0ffe).unwrap(), 0xdead_beef);
+        assert_eq!(a.read_u8(0x2000_0000).unwrap_err().kind, MemFaultKind::Unmapped);
+        a.protect(0x1000_1000, 0x1000, Prot::READ).unwrap();
+        let e = a.write_u8(0x1000_1004, 1).unwrap_err();
+        assert_eq!((e.kind, e.addr, e.write), (MemFaultKind::Protection, 0x1000_1004, true));
+        a.unmap(0x1000_0000, 0x1000).unwrap();
+        assert!(a.read_u8(0x1000_0000).is_err());
+        assert_eq!(a.read_u8(0x1000_1001).unwrap(), 0xde);
+    }
+
+    #[test]
+    fn fork_is_copy_on_write() {
+        let mut a = space();
+        a.map_anon(0x8000, 0x1000, Prot::RW, false, "").unwrap();
+        a.write_u32(0x8000, 1).unwrap();
+        let mut b = a.fork().unwrap();
+        b.write_u32(0x8000, 2).unwrap();
+        assert_eq!(a.read_u32(0x8000).unwrap(), 1);
+        assert_eq!(b.read_u32(0x8000).unwrap(), 2);
+    }
+
+    #[test]
+    fn top_down_placement() {
+        let mut a = space();
+        a.map_anon(0xb000_0000, 0x1000, Prot::RW, false, "").unwrap();
+        let p = a.find_free_top_down(0x3000, 0x1000_0000, 0xb000_1000).unwrap();
+        assert_eq!(p, 0xb000_0000 - 0x3000);
+    }
+}

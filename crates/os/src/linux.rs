@@ -1,0 +1,178 @@
+//! The Linux i386 ABI: constants and structure layouts, named as Linux names them.
+
+#![allow(missing_docs)]
+
+// errno values.
+pub const EPERM: i32 = 1;
+pub const ENOENT: i32 = 2;
+pub const ESRCH: i32 = 3;
+pub const EINTR: i32 = 4;
+pub const EIO: i32 = 5;
+pub const ENOEXEC: i32 = 8;
+pub const EBADF: i32 = 9;
+pub const ECHILD: i32 = 10;
+pub const EAGAIN: i32 = 11;
+pub const ENOMEM: i32 = 12;
+pub const EACCES: i32 = 13;
+pub const EFAULT: i32 = 14;
+pub const EEXIST: i32 = 17;
+pub const ENOTDIR: i32 = 20;
+pub const EISDIR: i32 = 21;
+pub const EINVAL: i32 = 22;
+pub const EMFILE: i32 = 24;
+pub const ENOTTY: i32 = 25;
+pub const ESPIPE: i32 = 29;
+pub const ERANGE: i32 = 34;
+pub const ENAMETOOLONG: i32 = 36;
+pub const ENOSYS: i32 = 38;
+pub const ELOOP: i32 = 40;
+pub const EXDEV: i32 = 18;
+pub const EOVERFLOW: i32 = 75;
+
+// Signals.
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGQUIT: i32 = 3;
+pub const SIGILL: i32 = 4;
+pub const SIGTRAP: i32 = 5;
+pub const SIGABRT: i32 = 6;
+pub const SIGBUS: i32 = 7;
+pub const SIGFPE: i32 = 8;
+pub const SIGKILL: i32 = 9;
+pub const SIGSEGV: i32 = 11;
+pub const SIGPIPE: i32 = 13;
+pub const SIGALRM: i32 = 14;
+pub const SIGTERM: i32 = 15;
+pub const SIGCHLD: i32 = 17;
+
+/// Name of a signal, as `kill -l` prints it.
+pub fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        SIGHUP => "SIGHUP",
+        SIGINT => "SIGINT",
+        SIGQUIT => "SIGQUIT",
+        SIGILL => "SIGILL",
+        SIGTRAP => "SIGTRAP",
+        SIGABRT => "SIGABRT",
+        SIGBUS => "SIGBUS",
+        SIGFPE => "SIGFPE",
+        SIGKILL => "SIGKILL",
+        SIGSEGV => "SIGSEGV",
+        SIGPIPE => "SIGPIPE",
+        SIGALRM => "SIGALRM",
+        SIGTERM => "SIGTERM",
+        SIGCHLD => "SIGCHLD",
+        _ => "signal",
+    }
+}
+
+// mmap.
+pub const PROT_READ: u32 = 1;
+pub const PROT_WRITE: u32 = 2;
+pub const PROT_EXEC: u32 = 4;
+pub const MAP_SHARED: u32 = 0x01;
+pub const MAP_PRIVATE: u32 = 0x02;
+pub const MAP_TYPE: u32 = 0x0f;
+pub const MAP_FIXED: u32 = 0x10;
+pub const MAP_ANONYMOUS: u32 = 0x20;
+pub const MAP_FIXED_NOREPLACE: u32 = 0x10_0000;
+
+// open flags (i386 == generic).
+pub const O_ACCMODE: u32 = 3;
+pub const O_CREAT: u32 = 0o100;
+pub const O_EXCL: u32 = 0o200;
+pub const O_NOCTTY: u32 = 0o400;
+pub const O_TRUNC: u32 = 0o1000;
+pub const O_APPEND: u32 = 0o2000;
+pub const O_NONBLOCK: u32 = 0o4000;
+pub const O_DIRECTORY: u32 = 0o200000;
+pub const O_NOFOLLOW: u32 = 0o400000;
+pub const O_CLOEXEC: u32 = 0o2000000;
+pub const O_LARGEFILE: u32 = 0o100000;
+pub const O_PATH: u32 = 0o10000000;
+
+pub const AT_FDCWD: i32 = -100;
+pub const AT_SYMLINK_NOFOLLOW: u32 = 0x100;
+pub const AT_REMOVEDIR: u32 = 0x200;
+pub const AT_EMPTY_PATH: u32 = 0x1000;
+
+// Auxiliary vector.
+pub const AT_NULL: u32 = 0;
+pub const AT_PHDR: u32 = 3;
+pub const AT_PHENT: u32 = 4;
+pub const AT_PHNUM: u32 = 5;
+pub const AT_PAGESZ: u32 = 6;
+pub const AT_BASE: u32 = 7;
+pub const AT_FLAGS: u32 = 8;
+pub const AT_ENTRY: u32 = 9;
+pub const AT_UID: u32 = 11;
+pub const AT_EUID: u32 = 12;
+pub const AT_GID: u32 = 13;
+pub const AT_EGID: u32 = 14;
+pub const AT_PLATFORM: u32 = 15;
+pub const AT_HWCAP: u32 = 16;
+pub const AT_CLKTCK: u32 = 17;
+pub const AT_SECURE: u32 = 23;
+pub const AT_RANDOM: u32 = 25;
+pub const AT_EXECFN: u32 = 31;
+
+// ioctl.
+pub const TCGETS: u32 = 0x5401;
+pub const TCSETS: u32 = 0x5402;
+pub const TCSETSW: u32 = 0x5403;
+pub const TCSETSF: u32 = 0x5404;
+pub const TIOCGPGRP: u32 = 0x540f;
+pub const TIOCSPGRP: u32 = 0x5410;
+pub const TIOCGWINSZ: u32 = 0x5413;
+pub const FIONREAD: u32 = 0x541b;
+pub const FIONBIO: u32 = 0x5421;
+
+/// The i386 `struct stat64` (96 bytes).
+pub fn stat64_bytes(st: &libc::stat) -> [u8; 96] {
+    let mut b = [0u8; 96];
+    let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+    put(0, &st.st_dev.to_le_bytes());
+    put(12, &(st.st_ino as u32).to_le_bytes());
+    put(16, &st.st_mode.to_le_bytes());
+    put(20, &(st.st_nlink as u32).to_le_bytes());
+    put(24, &st.st_uid.to_le_bytes());
+    put(28, &st.st_gid.to_le_bytes());
+    put(32, &st.st_rdev.to_le_bytes());
+    put(44, &st.st_size.to_le_bytes());
+    put(52, &(st.st_blksize as u32).to_le_bytes());
+    put(56, &st.st_blocks.to_le_bytes());
+    put(64, &(st.st_atime as u32).to_le_bytes());
+    put(68, &(st.st_atime_nsec as u32).to_le_bytes());
+    put(72, &(st.st_mtime as u32).to_le_bytes());
+    put(76, &(st.st_mtime_nsec as u32).to_le_bytes());
+    put(80, &(st.st_ctime as u32).to_le_bytes());
+    put(84, &(st.st_ctime_nsec as u32).to_le_bytes());
+    put(88, &st.st_ino.to_le_bytes());
+    b
+}
+
+/// The i386 `struct stat` (old, 64 bytes), for `stat`/`fstat`/`lstat`.
+pub fn stat_bytes(st: &libc::stat) -> Option<[u8; 64]> {
+    if st.st_ino > u64::from(u32::MAX) || st.st_size > i64::from(i32::MAX) {
+        return None; // EOVERFLOW
+    }
+    let mut b = [0u8; 64];
+    let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+    put(0, &(st.st_dev as u32).to_le_bytes());
+    put(4, &(st.st_ino as u32).to_le_bytes());
+    put(8, &(st.st_mode as u16).to_le_bytes());
+    put(10, &(st.st_nlink as u16).to_le_bytes());
+    put(12, &(st.st_uid as u16).to_le_bytes());
+    put(14, &(st.st_gid as u16).to_le_bytes());
+    put(16, &(st.st_rdev as u32).to_le_bytes());
+    put(20, &(st.st_size as u32).to_le_bytes());
+    put(24, &(st.st_blksize as u32).to_le_bytes());
+    put(28, &(st.st_blocks as u32).to_le_bytes());
+    put(32, &(st.st_atime as u32).to_le_bytes());
+    put(36, &(st.st_atime_nsec as u32).to_le_bytes());
+    put(40, &(st.st_mtime as u32).to_le_bytes());
+    put(44, &(st.st_mtime_nsec as u32).to_le_bytes());
+    put(48, &(st.st_ctime as u32).to_le_bytes());
+    put(52, &(st.st_ctime_nsec as u32).to_le_bytes());
+    Some(b)
+}

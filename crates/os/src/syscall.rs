@@ -1,0 +1,1027 @@
+//! Linux i386 system calls (`int 0x80`), as a table.
+//!
+//! Each row gives the number, the name, the argument formats (for `--strace`) and the
+//! handler; the same table drives dispatch, tracing and the statistics. A number not
+//! in the table returns `-ENOSYS` and is counted, so a researcher sees exactly what a
+//! guest asked for and did not get.
+//!
+//! Argument formats: `d` signed decimal, `u` unsigned, `x` hex, `f` file descriptor,
+//! `s` guest string, `p` guest pointer, `o` octal mode.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
+
+use morph_cpu::state::reg;
+use morph_mem::{MemFault, PAGE_SIZE, Prot};
+use rand::Rng;
+
+use crate::layout::MMAP_MIN_ADDR;
+use crate::linux::*;
+use crate::machine::Machine;
+use crate::process::{ExitStatus, FdEntry, Process};
+use crate::vfs::{Errno, Vfs, host_errno};
+
+/// A handler's result: the return value or a (positive) errno.
+pub type SysResult = Result<u32, Errno>;
+
+type Handler = fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult;
+
+/// One row of the system call table.
+pub struct Syscall {
+    /// i386 number.
+    pub nr: u32,
+    /// Name.
+    pub name: &'static str,
+    /// Argument formats, one character per argument.
+    pub args: &'static str,
+    handler: Handler,
+}
+
+macro_rules! table {
+    ($($nr:literal $name:ident $args:literal $h:expr;)*) => {
+        /// The implemented system calls.
+        pub static TABLE: &[Syscall] = &[$(Syscall { nr: $nr, name: stringify!($name), args: $args, handler: $h }),*];
+    };
+}
+
+table! {
+    1 exit "d" sys_exit;
+    3 read "fpu" sys_read;
+    4 write "fpu" sys_write;
+    5 open "sxo" sys_open;
+    6 close "f" sys_close;
+    10 unlink "s" sys_unlink;
+    12 chdir "s" sys_chdir;
+    13 time "p" sys_time;
+    19 lseek "fdd" sys_lseek;
+    20 getpid "" sys_getpid;
+    24 getuid "" |_, _, _| Ok(ids()[0]);
+    33 access "so" sys_access;
+    39 mkdir "so" sys_mkdir;
+    40 rmdir "s" sys_rmdir;
+    41 dup "f" sys_dup;
+    45 brk "x" sys_brk;
+    47 getgid "" |_, _, _| Ok(ids()[2]);
+    49 geteuid "" |_, _, _| Ok(ids()[1]);
+    50 getegid "" |_, _, _| Ok(ids()[3]);
+    54 ioctl "fxx" sys_ioctl;
+    55 fcntl "fdx" sys_fcntl;
+    60 umask "o" sys_umask;
+    63 dup2 "ff" sys_dup2;
+    64 getppid "" |_, p, _| Ok(p.ppid);
+    78 gettimeofday "pp" sys_gettimeofday;
+    85 readlink "spu" sys_readlink;
+    90 mmap "p" sys_old_mmap;
+    91 munmap "xu" sys_munmap;
+    106 stat "sp" sys_stat;
+    107 lstat "sp" sys_lstat;
+    108 fstat "fp" sys_fstat;
+    116 sysinfo "p" sys_sysinfo;
+    122 uname "p" sys_uname;
+    125 mprotect "xux" sys_mprotect;
+    140 _llseek "fxxpd" sys_llseek;
+    145 readv "fpu" sys_readv;
+    146 writev "fpu" sys_writev;
+    174 rt_sigaction "dppu" sys_rt_sigaction;
+    175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
+    183 getcwd "pu" sys_getcwd;
+    191 ugetrlimit "dp" sys_getrlimit;
+    192 mmap2 "xuxxfx" sys_mmap2;
+    195 stat64 "sp" sys_stat64;
+    196 lstat64 "sp" sys_lstat64;
+    197 fstat64 "fp" sys_fstat64;
+    199 getuid32 "" |_, _, _| Ok(ids()[0]);
+    200 getgid32 "" |_, _, _| Ok(ids()[2]);
+    201 geteuid32 "" |_, _, _| Ok(ids()[1]);
+    202 getegid32 "" |_, _, _| Ok(ids()[3]);
+    220 getdents64 "fpu" sys_getdents64;
+    221 fcntl64 "fdx" sys_fcntl;
+    224 gettid "" sys_getpid;
+    243 set_thread_area "p" sys_set_thread_area;
+    252 exit_group "d" sys_exit;
+    258 set_tid_address "p" sys_getpid;
+    265 clock_gettime "dp" sys_clock_gettime;
+    295 openat "fsxo" sys_openat;
+    300 fstatat64 "fspx" sys_fstatat64;
+    301 unlinkat "fsx" sys_unlinkat;
+    307 faccessat "fso" sys_faccessat;
+    311 set_robust_list "pu" |_, _, _| Ok(0);
+    330 dup3 "ffx" sys_dup3;
+    340 prlimit64 "ddpp" sys_prlimit64;
+    355 getrandom "pux" sys_getrandom;
+    383 statx "fsxxp" sys_statx;
+    403 clock_gettime64 "dp" sys_clock_gettime64;
+    439 faccessat2 "fsox" sys_faccessat;
+}
+
+/// Looks a number up in the table.
+pub fn lookup(nr: u32) -> Option<&'static Syscall> {
+    static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut v = vec![None; 512];
+        for (i, s) in TABLE.iter().enumerate() {
+            v[s.nr as usize] = Some(i as u16);
+        }
+        v
+    });
+    index.get(nr as usize).copied().flatten().map(|i| &TABLE[usize::from(i)])
+}
+
+/// Handles the system call the process just made (number in EAX, arguments in EBX,
+/// ECX, EDX, ESI, EDI, EBP); the result goes to EAX.
+pub fn dispatch(m: &mut Machine, p: &mut Process) {
+    let nr = p.cpu.gpr[reg::EAX];
+    let g = &p.cpu.gpr;
+    let args = [g[reg::EBX], g[reg::ECX], g[reg::EDX], g[reg::ESI], g[reg::EDI], g[reg::EBP]];
+    *m.stats.syscalls.entry(nr).or_default() += 1;
+    let (name, fmt, res) = match lookup(nr) {
+        Some(s) => {
+            let trace_args = if m.cfg.strace { format_args_of(p, s.args, &args) } else { String::new() };
+            let r = (s.handler)(m, p, &args);
+            (s.name, trace_args, r)
+        }
+        None => {
+            *m.stats.enosys.entry(nr).or_default() += 1;
+            ("", String::new(), Err(ENOSYS))
+        }
+    };
+    if m.cfg.strace {
+        let shown = if name.is_empty() { format!("syscall_{nr}") } else { name.to_string() };
+        let ret = match res {
+            Ok(v) if fmt.is_empty() && v > 0xffff => format!("{v:#x}"),
+            Ok(v) => format!("{}", v as i32),
+            Err(e) => format!("-1 {} ({})", errno_name(e), std::io::Error::from_raw_os_error(e)),
+        };
+        if p.exit.is_none() {
+            eprintln!("[{}] {shown}({fmt}) = {ret}", p.pid);
+        } else {
+            eprintln!("[{}] {shown}({fmt}) = ?", p.pid);
+        }
+    }
+    p.cpu.gpr[reg::EAX] = match res {
+        Ok(v) => v,
+        Err(e) => (-e) as u32,
+    };
+}
+
+fn errno_name(e: Errno) -> &'static str {
+    match e {
+        EPERM => "EPERM",
+        ENOENT => "ENOENT",
+        ESRCH => "ESRCH",
+        EINTR => "EINTR",
+        EIO => "EIO",
+        ENOEXEC => "ENOEXEC",
+        EBADF => "EBADF",
+        ECHILD => "ECHILD",
+        EAGAIN => "EAGAIN",
+        ENOMEM => "ENOMEM",
+        EACCES => "EACCES",
+        EFAULT => "EFAULT",
+        EEXIST => "EEXIST",
+        ENOTDIR => "ENOTDIR",
+        EISDIR => "EISDIR",
+        EINVAL => "EINVAL",
+        EMFILE => "EMFILE",
+        ENOTTY => "ENOTTY",
+        ESPIPE => "ESPIPE",
+        ERANGE => "ERANGE",
+        ENOSYS => "ENOSYS",
+        ELOOP => "ELOOP",
+        _ => "E?",
+    }
+}
+
+fn format_args_of(p: &Process, fmt: &str, a: &[u32; 6]) -> String {
+    let mut out = Vec::new();
+    for (c, &v) in fmt.chars().zip(a.iter()) {
+        out.push(match c {
+            'd' | 'f' => format!("{}", v as i32),
+            'u' => format!("{v}"),
+            'o' => format!("{v:#o}"),
+            's' => match p.aspace.read_cstr(v, 256) {
+                Ok(s) => format!("{:?}", String::from_utf8_lossy(&s)),
+                Err(_) => format!("{v:#x}"),
+            },
+            _ => format!("{v:#x}"),
+        });
+    }
+    out.join(", ")
+}
+
+fn ids() -> [u32; 4] {
+    // SAFETY: these calls cannot fail.
+    unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] }
+}
+
+fn efault(_: MemFault) -> Errno {
+    EFAULT
+}
+
+/// Converts a host syscall return (-1 + errno) into a result.
+fn host(r: isize) -> SysResult {
+    if r < 0 { Err(host_errno()) } else { Ok(r as u32) }
+}
+
+fn host_fd(p: &Process, fd: u32) -> Result<i32, Errno> {
+    p.fds.get(fd).map(|e| e.host.as_raw_fd()).ok_or(EBADF)
+}
+
+fn read_path(p: &Process, ptr: u32) -> Result<Vec<u8>, Errno> {
+    let s = p.aspace.read_cstr(ptr, 4096).map_err(efault)?;
+    if s.len() >= 4096 {
+        return Err(ENAMETOOLONG);
+    }
+    Ok(s)
+}
+
+
+// ----- process ---------------------------------------------------------------------
+
+fn sys_exit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.exit = Some(ExitStatus::Code((a[0] & 0xff) as i32));
+    Ok(0)
+}
+
+fn sys_getpid(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    Ok(p.pid)
+}
+
+fn sys_uname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    // struct new_utsname: six 65-byte fields.
+    let mut buf = [0u8; 65 * 6];
+    // glibc refuses kernels older than 3.2, so the 2.6.12 model also reports a modern
+    // release; only its ASLR behaviour is modeled.
+    let _ = m.cfg.kernel;
+    let release: &[u8] = b"6.1.0-morph";
+    for (i, f) in [&b"Linux"[..], b"morph", release, b"#1 SMP morph", b"i686", b"(none)"].iter().enumerate() {
+        buf[i * 65..i * 65 + f.len()].copy_from_slice(f);
+    }
+    p.aspace.write_bytes(a[0], &buf).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    use morph_cpu::state::{TLS_ENTRIES, TLS_ENTRY_MIN, seg};
+    let mut d = [0u8; 16];
+    p.aspace.read_bytes(a[0], &mut d).map_err(efault)?;
+    let w = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
+    let (entry, base, limit, flags) = (w(0), w(4), w(8), w(12));
+    let idx = if entry == u32::MAX {
+        let free = p.cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
+        let n = (TLS_ENTRY_MIN + free) as u32;
+        p.aspace.write_u32(a[0], n).map_err(efault)?;
+        free
+    } else {
+        let i = (entry as usize).wrapping_sub(TLS_ENTRY_MIN);
+        if i >= TLS_ENTRIES {
+            return Err(EINVAL);
+        }
+        i
+    };
+    let empty = base == 0 && limit == 0 && flags & (1 << 3) != 0; // read_exec_only "empty" desc
+    let present = flags & (1 << 5) == 0 && !empty; // seg_not_present
+    p.cpu.tls[idx] = morph_cpu::TlsDescriptor { base, limit, limit_in_pages: flags & (1 << 4) != 0, present };
+    // Reload segment registers that use this entry.
+    for s in [seg::FS, seg::GS] {
+        let sel = p.cpu.sel[s];
+        if usize::from(sel >> 3) == TLS_ENTRY_MIN + idx {
+            p.cpu.seg_base[s] = if present { base } else { 0 };
+        }
+    }
+    Ok(0)
+}
+
+fn sys_rt_sigaction(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let sig = a[0] as usize;
+    if sig == 0 || sig > 64 || a[3] != 8 {
+        return Err(EINVAL);
+    }
+    if a[1] != 0 && (sig == SIGKILL as usize || sig == 19) {
+        return Err(EINVAL);
+    }
+    let old = p.sigactions[sig - 1];
+    if a[1] != 0 {
+        let mut b = [0u8; 20];
+        p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
+        let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        p.sigactions[sig - 1] = crate::process::SigAction {
+            handler: w(0),
+            flags: w(4),
+            restorer: w(8),
+            mask: u64::from(w(12)) | (u64::from(w(16)) << 32),
+        };
+    }
+    if a[2] != 0 {
+        let mut b = Vec::with_capacity(20);
+        for v in [old.handler, old.flags, old.restorer, old.mask as u32, (old.mask >> 32) as u32] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        p.aspace.write_bytes(a[2], &b).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+fn sys_rt_sigprocmask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[3] != 8 {
+        return Err(EINVAL);
+    }
+    let old = p.sigmask;
+    if a[1] != 0 {
+        let set = p.aspace.read_u64(a[1]).map_err(efault)?;
+        let unblockable = (1u64 << (SIGKILL - 1)) | (1u64 << (19 - 1));
+        p.sigmask = match a[0] {
+            0 => old | set,
+            1 => old & !set,
+            2 => set,
+            _ => return Err(EINVAL),
+        } & !unblockable;
+    }
+    if a[2] != 0 {
+        p.aspace.write_u64(a[2], old).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+fn sys_getrlimit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (cur, max) = *p.rlimits.get(a[0] as usize).ok_or(EINVAL)?;
+    let clip = |v: u64| if v > u64::from(u32::MAX) { u32::MAX } else { v as u32 };
+    let mut b = clip(cur).to_le_bytes().to_vec();
+    b.extend_from_slice(&clip(max).to_le_bytes());
+    p.aspace.write_bytes(a[1], &b).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_prlimit64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] != 0 && a[0] != p.pid {
+        return Err(ESRCH);
+    }
+    let r = a[1] as usize;
+    let old = *p.rlimits.get(r).ok_or(EINVAL)?;
+    if a[2] != 0 {
+        let cur = p.aspace.read_u64(a[2]).map_err(efault)?;
+        let max = p.aspace.read_u64(a[2] + 8).map_err(efault)?;
+        if cur > max {
+            return Err(EINVAL);
+        }
+        if max > old.1 && ids()[1] != 0 {
+            return Err(EPERM);
+        }
+        p.rlimits[r] = (cur, max);
+    }
+    if a[3] != 0 {
+        let mut b = old.0.to_le_bytes().to_vec();
+        b.extend_from_slice(&old.1.to_le_bytes());
+        p.aspace.write_bytes(a[3], &b).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+fn sys_sysinfo(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut b = [0u8; 64];
+    let put = |b: &mut [u8; 64], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    put(&mut b, 0, m.started.elapsed().as_secs() as u32);
+    let total = m.cfg.max_mem.min(u64::from(u32::MAX)) as u32;
+    let used = (m.phys.stats().frames_in_use * u64::from(PAGE_SIZE)).min(u64::from(total)) as u32;
+    put(&mut b, 16, total);
+    put(&mut b, 20, total - used);
+    b[40..42].copy_from_slice(&(m.procs.len() as u16 + 1).to_le_bytes());
+    put(&mut b, 52, 1); // mem_unit
+    p.aspace.write_bytes(a[0], &b).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_getrandom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let len = a[1].min(1 << 25);
+    let mut buf = vec![0u8; len as usize];
+    m.rng.fill_bytes(&mut buf);
+    p.aspace.write_bytes(a[0], &buf).map_err(efault)?;
+    Ok(len)
+}
+
+// ----- time --------------------------------------------------------------------------
+
+fn host_clock(clock: u32) -> Result<libc::timespec, Errno> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes into a local timespec; an invalid clock id is reported as EINVAL.
+    if unsafe { libc::clock_gettime(clock as i32, &mut ts) } != 0 {
+        return Err(EINVAL);
+    }
+    Ok(ts)
+}
+
+fn sys_time(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let t = host_clock(libc::CLOCK_REALTIME as u32)?.tv_sec as u32;
+    if a[0] != 0 {
+        p.aspace.write_u32(a[0], t).map_err(efault)?;
+    }
+    Ok(t)
+}
+
+fn sys_gettimeofday(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let ts = host_clock(libc::CLOCK_REALTIME as u32)?;
+    if a[0] != 0 {
+        let mut b = (ts.tv_sec as u32).to_le_bytes().to_vec();
+        b.extend_from_slice(&((ts.tv_nsec / 1000) as u32).to_le_bytes());
+        p.aspace.write_bytes(a[0], &b).map_err(efault)?;
+    }
+    if a[1] != 0 {
+        p.aspace.write_u64(a[1], 0).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+fn sys_clock_gettime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let ts = host_clock(a[0])?;
+    let mut b = (ts.tv_sec as u32).to_le_bytes().to_vec();
+    b.extend_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
+    p.aspace.write_bytes(a[1], &b).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_clock_gettime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let ts = host_clock(a[0])?;
+    let mut b = ts.tv_sec.to_le_bytes().to_vec();
+    b.extend_from_slice(&ts.tv_nsec.to_le_bytes());
+    p.aspace.write_bytes(a[1], &b).map_err(efault)?;
+    Ok(0)
+}
+
+// ----- memory ------------------------------------------------------------------------
+
+fn sys_brk(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let want = a[0];
+    if want < p.brk_start {
+        return Ok(p.brk);
+    }
+    let old_end = morph_mem::page_align_up(u64::from(p.brk)) as u32;
+    let new_end = morph_mem::page_align_up(u64::from(want));
+    if new_end > u64::from(p.aspace.mmap_base()) {
+        return Ok(p.brk);
+    }
+    let new_end = new_end as u32;
+    if new_end > old_end {
+        if !p.aspace.is_free(old_end, new_end - old_end) {
+            return Ok(p.brk);
+        }
+        if p.aspace.map_anon(old_end, new_end - old_end, Prot::RW, false, "[heap]").is_err() {
+            return Ok(p.brk);
+        }
+    } else if new_end < old_end && p.aspace.unmap(new_end, old_end - new_end).is_err() {
+        return Ok(p.brk);
+    }
+    p.brk = want;
+    Ok(want)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn do_mmap(
+    m: &mut Machine,
+    p: &mut Process,
+    addr: u32,
+    len: u32,
+    prot: u32,
+    flags: u32,
+    fd: u32,
+    off: u64,
+) -> SysResult {
+    if len == 0 {
+        return Err(EINVAL);
+    }
+    let typ = flags & MAP_TYPE;
+    if typ != MAP_SHARED && typ != MAP_PRIVATE && typ != 3 {
+        return Err(EINVAL);
+    }
+    if off & u64::from(PAGE_SIZE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let alen = morph_mem::page_align_up(u64::from(len));
+    if alen > u64::from(crate::layout::TASK_SIZE) {
+        return Err(ENOMEM);
+    }
+    let alen = alen as u32;
+    let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+    let start = if fixed {
+        if addr & (PAGE_SIZE - 1) != 0 {
+            return Err(EINVAL);
+        }
+        if u64::from(addr) + u64::from(alen) > u64::from(crate::layout::TASK_SIZE) || addr < MMAP_MIN_ADDR {
+            return Err(ENOMEM);
+        }
+        if flags & MAP_FIXED_NOREPLACE != 0 && !p.aspace.is_free(addr, alen) {
+            return Err(EEXIST);
+        }
+        addr
+    } else {
+        let hint = addr & !(PAGE_SIZE - 1);
+        if hint >= MMAP_MIN_ADDR
+            && u64::from(hint) + u64::from(alen) <= u64::from(p.aspace.mmap_base())
+            && p.aspace.is_free(hint, alen)
+        {
+            hint
+        } else {
+            p.aspace.find_free_top_down(alen, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?
+        }
+    };
+    let shared = typ == MAP_SHARED;
+    let prot = Prot(prot & 7);
+    if flags & MAP_ANONYMOUS != 0 {
+        p.aspace.map_anon(start, alen, prot, shared, "").map_err(|_| ENOMEM)?;
+        return Ok(start);
+    }
+    let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
+    let raw = entry.host.as_raw_fd();
+    // SAFETY: F_GETFL on a descriptor we hold open.
+    let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if fl & libc::O_ACCMODE == libc::O_WRONLY
+        || (shared && prot.has(Prot::WRITE) && fl & libc::O_ACCMODE != libc::O_RDWR)
+    {
+        return Err(EACCES);
+    }
+    // SAFETY: dup of a descriptor we hold; the File owns the duplicate.
+    let dup = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 0) };
+    if dup < 0 {
+        return Err(host_errno());
+    }
+    // SAFETY: a fresh descriptor we own.
+    let file = unsafe { std::fs::File::from_raw_fd(dup) };
+    if file.metadata().map(|md| !md.is_file()).unwrap_or(true) {
+        return Err(ENODEV);
+    }
+    let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
+    let name = std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .ok()
+        .and_then(|h| h.strip_prefix(m.vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
+        .unwrap_or_default();
+    p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|_| ENOMEM)?;
+    Ok(start)
+}
+
+const ENODEV: i32 = 19;
+
+fn sys_mmap2(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    do_mmap(m, p, a[0], a[1], a[2], a[3], a[4], u64::from(a[5]) * u64::from(PAGE_SIZE))
+}
+
+fn sys_old_mmap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut w = [0u32; 6];
+    for (i, v) in w.iter_mut().enumerate() {
+        *v = p.aspace.read_u32(a[0] + 4 * i as u32).map_err(efault)?;
+    }
+    do_mmap(m, p, w[0], w[1], w[2], w[3], w[4], u64::from(w[5]))
+}
+
+fn sys_munmap(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] & (PAGE_SIZE - 1) != 0
+        || a[1] == 0
+        || u64::from(a[0]) + u64::from(a[1]) > u64::from(crate::layout::TASK_SIZE)
+    {
+        return Err(EINVAL);
+    }
+    p.aspace.unmap(a[0], a[1]).map_err(|_| ENOMEM)?;
+    Ok(0)
+}
+
+fn sys_mprotect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] & (PAGE_SIZE - 1) != 0 || a[2] & !7 != 0 {
+        return Err(EINVAL);
+    }
+    if a[1] == 0 {
+        return Ok(0);
+    }
+    p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|_| ENOMEM)?;
+    Ok(0)
+}
+
+// ----- files -------------------------------------------------------------------------
+
+fn sys_read(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(0x7fff_f000);
+    p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    // SAFETY: the guest range was checked writable and is mapped in our window.
+    host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+}
+
+fn sys_write(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(0x7fff_f000);
+    p.aspace.check_read(a[1], len).map_err(efault)?;
+    // SAFETY: the guest range was checked readable and is mapped in our window.
+    host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+}
+
+fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {
+    if n > 1024 {
+        return Err(EINVAL);
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    for i in 0..n {
+        let base = p.aspace.read_u32(ptr + 8 * i).map_err(efault)?;
+        let len = p.aspace.read_u32(ptr + 8 * i + 4).map_err(efault)?;
+        if write_to_guest {
+            p.aspace.prepare_write(base, len).map_err(efault)?;
+        } else {
+            p.aspace.check_read(base, len).map_err(efault)?;
+        }
+        v.push(libc::iovec { iov_base: p.aspace.host_ptr(base).cast(), iov_len: len as usize });
+    }
+    Ok(v)
+}
+
+fn sys_readv(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let v = iovecs(p, a[1], a[2], true)?;
+    // SAFETY: every iovec points into checked, writable guest memory.
+    host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
+}
+
+fn sys_writev(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let v = iovecs(p, a[1], a[2], false)?;
+    // SAFETY: every iovec points into checked, readable guest memory.
+    host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) })
+}
+
+/// Guest `open` flags → host flags (the values are the same on i386 and x86-64; only
+/// close-on-exec is kept by morph itself).
+fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: u32, mode: u32) -> SysResult {
+    let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    let mode = mode & !p.umask;
+    let fd = m.vfs.open(dir, path, host_flags, mode)?;
+    let cloexec = flags & O_CLOEXEC != 0;
+    p.fds.install(FdEntry { host: Rc::new(fd), cloexec }, 0).ok_or(EMFILE)
+}
+
+/// The directory a `*at` call's relative path starts from, as a guest path.
+fn at_dir(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, Errno> {
+    if path.first() == Some(&b'/') || dirfd as i32 == AT_FDCWD {
+        return Ok(p.cwd.clone());
+    }
+    let e = p.fds.get(dirfd).ok_or(EBADF)?;
+    m.vfs.guest_path_of(&e.host)
+}
+
+fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let cwd = p.cwd.clone();
+    open_common(m, p, &cwd, &path, a[1], a[2])
+}
+
+fn sys_openat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let dir = at_dir(m, p, a[0], &path)?;
+    open_common(m, p, &dir, &path, a[2], a[3])
+}
+
+fn sys_close(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.fds.close(a[0]).map(|_| 0).ok_or(EBADF)
+}
+
+fn sys_lseek(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    // SAFETY: lseek on a descriptor we hold.
+    let r = unsafe { libc::lseek(fd, i64::from(a[1] as i32), a[2] as i32) };
+    if r < 0 {
+        return Err(host_errno());
+    }
+    if r > i64::from(i32::MAX) {
+        return Err(EOVERFLOW);
+    }
+    Ok(r as u32)
+}
+
+fn sys_llseek(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
+    p.aspace.prepare_write(a[3], 8).map_err(efault)?;
+    // SAFETY: lseek on a descriptor we hold.
+    let r = unsafe { libc::lseek(fd, off, a[4] as i32) };
+    if r < 0 {
+        return Err(host_errno());
+    }
+    p.aspace.write_u64(a[3], r as u64).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_dup(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    e.cloexec = false;
+    p.fds.install(e, 0).ok_or(EMFILE)
+}
+
+fn sys_dup2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    if a[0] == a[1] {
+        return Ok(a[1]);
+    }
+    if a[1] as usize >= crate::process::MAX_FDS {
+        return Err(EBADF);
+    }
+    e.cloexec = false;
+    p.fds.set(a[1], e);
+    Ok(a[1])
+}
+
+fn sys_dup3(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] == a[1] || a[2] & !O_CLOEXEC != 0 {
+        return Err(EINVAL);
+    }
+    let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    if a[1] as usize >= crate::process::MAX_FDS {
+        return Err(EBADF);
+    }
+    e.cloexec = a[2] & O_CLOEXEC != 0;
+    p.fds.set(a[1], e);
+    Ok(a[1])
+}
+
+fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const F_DUPFD: u32 = 0;
+    const F_GETFD: u32 = 1;
+    const F_SETFD: u32 = 2;
+    const F_GETFL: u32 = 3;
+    const F_SETFL: u32 = 4;
+    const F_DUPFD_CLOEXEC: u32 = 1030;
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    match a[1] {
+        F_DUPFD | F_DUPFD_CLOEXEC => {
+            let mut e = e;
+            e.cloexec = a[1] == F_DUPFD_CLOEXEC;
+            p.fds.install(e, a[2]).ok_or(EMFILE)
+        }
+        F_GETFD => Ok(u32::from(e.cloexec)),
+        F_SETFD => {
+            if let Some(x) = p.fds.get_mut(a[0]) {
+                x.cloexec = a[2] & 1 != 0;
+            }
+            Ok(0)
+        }
+        F_GETFL => {
+            // SAFETY: F_GETFL on a descriptor we hold.
+            let r = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) };
+            host(r as isize).map(|v| v | O_LARGEFILE)
+        }
+        F_SETFL => {
+            // SAFETY: F_SETFL on a descriptor we hold.
+            let r = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_SETFL, (a[2] & !O_LARGEFILE) as i32) };
+            host(r as isize)
+        }
+        _ => Err(EINVAL),
+    }
+}
+
+fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let size = match a[1] {
+        TCGETS => 36,
+        TIOCGWINSZ => 8,
+        TIOCGPGRP | FIONREAD => 4,
+        _ => {
+            *m.ioctl_unknown.entry(a[1]).or_default() += 1;
+            return Err(ENOTTY);
+        }
+    };
+    let mut buf = [0u8; 64];
+    // SAFETY: each request writes at most `size` ≤ 64 bytes into our buffer (the
+    // structures have the same layout on i386 and x86-64).
+    let r = unsafe { libc::ioctl(fd, u64::from(a[1]), buf.as_mut_ptr()) };
+    if r < 0 {
+        return Err(host_errno());
+    }
+    p.aspace.write_bytes(a[2], &buf[..size]).map_err(efault)?;
+    Ok(r as u32)
+}
+
+fn sys_getdents64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
+    // SAFETY: linux_dirent64 has the same layout on both sides; the buffer is checked.
+    host(unsafe { libc::syscall(libc::SYS_getdents64, fd, p.aspace.host_ptr(a[1]), a[2] as usize) } as isize)
+}
+
+fn sys_umask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let old = p.umask;
+    p.umask = a[0] & 0o777;
+    Ok(old)
+}
+
+fn sys_getcwd(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut s = p.cwd.clone().into_bytes();
+    s.push(0);
+    if s.len() > a[1] as usize {
+        return Err(ERANGE);
+    }
+    p.aspace.write_bytes(a[0], &s).map_err(efault)?;
+    Ok(s.len() as u32)
+}
+
+fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let fd = m.vfs.open(&p.cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+    p.cwd = m.vfs.guest_path_of(&fd)?;
+    Ok(0)
+}
+
+fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let target = if path == b"/proc/self/exe" {
+        p.exe.clone().into_bytes()
+    } else {
+        let (dir, name) = m.vfs.parent(&p.cwd, &path)?;
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: readlinkat into our buffer of the given size.
+        let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(host_errno());
+        }
+        buf.truncate(n as usize);
+        buf
+    };
+    let n = target.len().min(a[2] as usize);
+    p.aspace.write_bytes(a[1], &target[..n]).map_err(efault)?;
+    Ok(n as u32)
+}
+
+/// Opens a guest path as `O_PATH` (following or not the last symlink) for the
+/// stat/access family.
+fn open_path(m: &Machine, dir: &str, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+    let mut flags = libc::O_PATH;
+    if !follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    m.vfs.open(dir, path, flags, 0)
+}
+
+fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatat with AT_EMPTY_PATH on a descriptor we hold, into a local struct.
+    let r = unsafe { libc::fstatat(fd, c"".as_ptr(), &mut st, libc::AT_EMPTY_PATH) };
+    if r != 0 {
+        return Err(host_errno());
+    }
+    Ok(st)
+}
+
+fn stat_path(m: &Machine, _p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
+    let fd = open_path(m, dir, path, follow)?;
+    host_stat_fd(fd.as_raw_fd())
+}
+
+fn put_stat64(p: &mut Process, ptr: u32, st: &libc::stat) -> SysResult {
+    p.aspace.write_bytes(ptr, &stat64_bytes(st)).map_err(efault)?;
+    Ok(0)
+}
+
+fn put_stat(p: &mut Process, ptr: u32, st: &libc::stat) -> SysResult {
+    let b = stat_bytes(st).ok_or(EOVERFLOW)?;
+    p.aspace.write_bytes(ptr, &b).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_stat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let st = stat_path(m, p, &p.cwd.clone(), &path, true)?;
+    put_stat64(p, a[1], &st)
+}
+
+fn sys_lstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let st = stat_path(m, p, &p.cwd.clone(), &path, false)?;
+    put_stat64(p, a[1], &st)
+}
+
+fn sys_fstat64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let st = host_stat_fd(host_fd(p, a[0])?)?;
+    put_stat64(p, a[1], &st)
+}
+
+fn sys_stat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let st = stat_path(m, p, &p.cwd.clone(), &path, true)?;
+    put_stat(p, a[1], &st)
+}
+
+fn sys_lstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let st = stat_path(m, p, &p.cwd.clone(), &path, false)?;
+    put_stat(p, a[1], &st)
+}
+
+fn sys_fstat(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let st = host_stat_fd(host_fd(p, a[0])?)?;
+    put_stat(p, a[1], &st)
+}
+
+/// The descriptor a `*at` call with `AT_EMPTY_PATH` or a path refers to.
+fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> Result<OwnedFd, Errno> {
+    if path.is_empty() {
+        if flags & AT_EMPTY_PATH == 0 {
+            return Err(ENOENT);
+        }
+        let e = p.fds.get(dirfd).ok_or(EBADF)?;
+        // SAFETY: dup of a descriptor we hold.
+        let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if d < 0 {
+            return Err(host_errno());
+        }
+        // SAFETY: a fresh descriptor we own.
+        return Ok(unsafe { OwnedFd::from_raw_fd(d) });
+    }
+    let dir = at_dir(m, p, dirfd, path)?;
+    open_path(m, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
+}
+
+fn sys_fstatat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let fd = at_target(m, p, a[0], &path, a[3])?;
+    let st = host_stat_fd(fd.as_raw_fd())?;
+    put_stat64(p, a[2], &st)
+}
+
+fn sys_statx(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let fd = at_target(m, p, a[0], &path, a[2])?;
+    let mut buf = [0u8; 256];
+    // SAFETY: statx with AT_EMPTY_PATH into a 256-byte buffer (struct statx is the same
+    // on every architecture).
+    let r = unsafe {
+        libc::syscall(libc::SYS_statx, fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, a[3], buf.as_mut_ptr())
+    };
+    if r != 0 {
+        return Err(host_errno());
+    }
+    p.aspace.write_bytes(a[4], &buf).map_err(efault)?;
+    Ok(0)
+}
+
+fn access_common(m: &Machine, p: &Process, dirfd: u32, path: &[u8], mode: u32, flags: u32) -> SysResult {
+    if mode & !7 != 0 {
+        return Err(EINVAL);
+    }
+    let fd = at_target(m, p, dirfd, path, flags)?;
+    // SAFETY: faccessat2 on a descriptor we hold with an empty path.
+    let r = unsafe { libc::syscall(libc::SYS_faccessat2, fd.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EMPTY_PATH) };
+    host(r as isize)
+}
+
+fn sys_access(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    access_common(m, p, AT_FDCWD as u32, &path, a[1], 0)
+}
+
+fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    access_common(m, p, a[0], &path, a[2], a[3] & AT_SYMLINK_NOFOLLOW)
+}
+
+fn unlink_common(m: &Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
+    let (d, name) = m.vfs.parent(dir, path)?;
+    let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
+    let _ = p;
+    // SAFETY: unlinkat on a directory descriptor we hold with a C string name.
+    host(unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), f) } as isize)
+}
+
+fn sys_unlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    unlink_common(m, p, &p.cwd.clone(), &path, 0)
+}
+
+fn sys_unlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let dir = at_dir(m, p, a[0], &path)?;
+    unlink_common(m, p, &dir, &path, a[2])
+}
+
+fn sys_rmdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    unlink_common(m, p, &p.cwd.clone(), &path, AT_REMOVEDIR)
+}
+
+fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let (d, name) = m.vfs.parent(&p.cwd, &path)?;
+    // SAFETY: mkdirat on a directory descriptor we hold with a C string name.
+    host(unsafe { libc::mkdirat(d.as_raw_fd(), name.as_ptr(), a[1] & 0o7777 & !p.umask) } as isize)
+}
+
+#[allow(dead_code)]
+fn joined(cwd: &str, path: &[u8]) -> Vec<u8> {
+    Vfs::absolute(cwd, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_unique() {
+        for w in TABLE.windows(2) {
+            assert!(w[0].nr < w[1].nr, "{} before {}", w[0].name, w[1].name);
+        }
+        assert_eq!(lookup(4).map(|s| s.name), Some("write"));
+        assert!(lookup(2).is_none());
+    }
+}
