@@ -153,6 +153,15 @@ fn supported(ins: &Instruction) -> bool {
 }
 
 fn classify(ins: &Instruction) -> Class {
+    // ENDBR32/ENDBR64 live in the P6 reserved-NOP space (0F 1E): a NOP on the TM5600.
+    // TZCNT/LZCNT (F3 0F BC/BD) execute as BSF/BSR on CPUs without BMI1/LZCNT, and
+    // compilers emit TZCNT for BSF relying on exactly that.
+    if matches!(
+        ins.mnemonic(),
+        M::Endbr32 | M::Endbr64 | M::Tzcnt | M::Lzcnt
+    ) {
+        return Class::Int;
+    }
     if ins.is_invalid() || !supported(ins) {
         return Class::Invalid;
     }
@@ -475,48 +484,51 @@ impl Interp {
     /// Runs the guest until a system call, a fault, or about `budget` instructions.
     pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Exit {
         let start = cpu.icount;
-        loop {
-            if cpu.icount.wrapping_sub(start) >= budget {
-                return Exit::Budget;
-            }
-            if mem.phys().code_epoch() != self.epoch {
-                self.sync_code(mem);
-            }
-            let block = match self.block(cpu.eip, mem) {
-                Ok(b) => b,
-                Err(e) => return e,
-            };
-            for d in block.instrs.iter() {
-                let r = self.exec(cpu, mem, d);
-                match r {
-                    Ok(Flow::Next) => {
-                        cpu.eip = d.ins.next_ip32();
-                        cpu.icount += 1;
-                    }
-                    Ok(Flow::Jump(t)) => {
-                        cpu.eip = t;
-                        cpu.icount += 1;
-                        break;
-                    }
-                    Err(e) => {
-                        if let Exit::Syscall
-                        | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. }) = e
-                        {
-                            cpu.icount += 1;
-                        }
-                        self.stats.instructions += cpu.icount - start;
-                        return e;
-                    }
-                }
-                if mem.phys().code_epoch() != self.epoch {
-                    break; // the block may have rewritten itself: decode afresh
-                }
-            }
-            if cpu.icount - start >= budget {
-                self.stats.instructions += cpu.icount - start;
-                return Exit::Budget;
+        while cpu.icount.wrapping_sub(start) < budget {
+            if let Err(e) = self.run_block(cpu, mem) {
+                return e;
             }
         }
+        Exit::Budget
+    }
+
+    /// Executes the block at `cpu.eip` (or its rest, if it rewrites itself), leaving EIP
+    /// at the next instruction to run.
+    pub fn run_block(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
+        if mem.phys().code_epoch() != self.epoch {
+            self.sync_code(mem);
+        }
+        let start = cpu.icount;
+        let block = self.block(cpu.eip, mem)?;
+        let mut result = Ok(());
+        for d in block.instrs.iter() {
+            match self.exec(cpu, mem, d) {
+                Ok(Flow::Next) => {
+                    cpu.eip = d.ins.next_ip32();
+                    cpu.icount += 1;
+                }
+                Ok(Flow::Jump(t)) => {
+                    cpu.eip = t;
+                    cpu.icount += 1;
+                    break;
+                }
+                Err(e) => {
+                    // Traps and system calls retire their instruction; faults do not.
+                    if let Exit::Syscall
+                    | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. }) = e
+                    {
+                        cpu.icount += 1;
+                    }
+                    result = Err(e);
+                    break;
+                }
+            }
+            if mem.phys().code_epoch() != self.epoch {
+                break; // the block may have rewritten itself: decode afresh
+            }
+        }
+        self.stats.instructions += cpu.icount - start;
+        result
     }
 
     /// Executes one instruction (also used by the translator for instructions it
@@ -533,11 +545,17 @@ impl Interp {
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
         let d = Decoded { ins: *ins, class: classify(ins) };
-        match self.exec(cpu, mem, &d)? {
+        let r = self.exec(cpu, mem, &d);
+        if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
+            cpu.icount += 1;
+            self.stats.instructions += 1;
+        }
+        match r? {
             Flow::Next => cpu.eip = ins.next_ip32(),
             Flow::Jump(t) => cpu.eip = t,
         }
         cpu.icount += 1;
+        self.stats.instructions += 1;
         Ok(())
     }
 
@@ -649,7 +667,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         return Ok(Flow::Next);
     }
     match m {
-        M::Nop | M::Pause | M::Wait => {}
+        M::Nop | M::Pause | M::Wait | M::Endbr32 | M::Endbr64 => {}
         M::Mov => {
             let bits = op_bits(ins, 0);
             let k0 = ins.op_kind(0);
@@ -780,13 +798,13 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             }
         }
         M::Bt | M::Bts | M::Btr | M::Btc => bit_test(c)?,
-        M::Bsf | M::Bsr => {
+        M::Bsf | M::Bsr | M::Tzcnt | M::Lzcnt => {
             let bits = op_bits(ins, 0);
             let v = c.read(1, bits)?;
             if v == 0 {
                 set_arith(c.cpu, (c.cpu.eflags & ARITH & !ZF) | ZF);
             } else {
-                let r = if m == M::Bsf { v.trailing_zeros() } else { 31 - v.leading_zeros() };
+                let r = if matches!(m, M::Bsf | M::Tzcnt) { v.trailing_zeros() } else { 31 - v.leading_zeros() };
                 c.write(0, bits, r)?;
                 set_arith(c.cpu, c.cpu.eflags & ARITH & !ZF);
             }
@@ -800,8 +818,15 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             let a = c.read(0, bits)?;
             let b = c.read(1, bits)?;
             let (r, f) = alu::add(a, b, false, bits);
-            c.write(0, bits, r)?;
-            c.write(1, bits, a)?;
+            // TEMP = SRC + DEST; SRC = DEST; DEST = TEMP (so `xadd r, r` keeps the sum).
+            // A memory destination is written first, so a fault changes no register.
+            if ins.op_kind(0) == OpKind::Memory {
+                c.write(0, bits, r)?;
+                c.write(1, bits, a)?;
+            } else {
+                c.write(1, bits, a)?;
+                c.write(0, bits, r)?;
+            }
             set_arith(c.cpu, f);
         }
         M::Cmpxchg => {

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 
 use crate::{FileId, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err};
@@ -57,6 +58,8 @@ impl Pte {
     const COW: u64 = 1 << 4;
     /// Part of a `MAP_SHARED` mapping: fork shares the frame instead of copying it.
     const SHARED: u64 = 1 << 5;
+    /// A page of a host file mapped directly (no frame; see [`MapKind::HostFile`]).
+    const DIRECT: u64 = 1 << 6;
 
     fn new(frame: Frame, prot: Prot, cow: bool, shared: bool) -> Pte {
         let mut bits = Self::PRESENT | (u64::from(frame.0) << 32);
@@ -91,7 +94,11 @@ impl Pte {
     pub fn cow(self) -> bool {
         self.0 & Self::COW != 0
     }
-    /// The frame behind the page (meaningful only if present).
+    /// Whether the page maps a host file directly (it has no frame).
+    pub fn direct(self) -> bool {
+        self.0 & Self::DIRECT != 0
+    }
+    /// The frame behind the page (meaningful only if present and not direct).
     pub fn frame(self) -> Frame {
         Frame((self.0 >> 32) as u32)
     }
@@ -128,12 +135,23 @@ pub struct MemFault {
 }
 
 /// What a mapping holds, for placement and `/proc/self/maps`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum MapKind {
     /// Anonymous memory.
     Anon,
-    /// A file mapping starting at page `page` of the file.
+    /// A private file mapping through the page cache, starting at page `page` of the file.
     File {
+        /// The file's identity.
+        id: FileId,
+        /// First file page mapped at the start of the VMA.
+        page: u32,
+    },
+    /// A shared file mapping: the host file itself is mapped, so guest stores reach the
+    /// file and `write(2)` to the file is seen through the mapping, as on Linux. Such
+    /// pages have no guest frame (their code is interpreted, never cached).
+    HostFile {
+        /// The open host file.
+        fd: Rc<OwnedFd>,
         /// The file's identity.
         id: FileId,
         /// First file page mapped at the start of the VMA.
@@ -228,7 +246,7 @@ impl AddressSpace {
     /// Guest VA → PA, if mapped.
     pub fn translate(&self, va: u32) -> Option<PhysAddr> {
         let p = self.pte(va);
-        p.present().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
+        (p.present() && !p.direct()).then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
     }
 
     /// The VMAs in address order.
@@ -246,7 +264,9 @@ impl AddressSpace {
         while i < end {
             let p = self.pt[i as usize];
             let mut j = i + 1;
-            if p.present() && p.host_prot() != 0 {
+            if p.present() && p.direct() {
+                self.host_map_direct(i, p.host_prot())?;
+            } else if p.present() && p.host_prot() != 0 {
                 while j < end {
                     let q = self.pt[j as usize];
                     if !q.present() || q.host_prot() != p.host_prot() || q.frame().0 != p.frame().0 + (j - i) {
@@ -258,7 +278,7 @@ impl AddressSpace {
             } else {
                 while j < end {
                     let q = self.pt[j as usize];
-                    if q.present() && q.host_prot() != 0 {
+                    if q.present() && (q.host_prot() != 0 || q.direct()) {
                         break;
                     }
                     j += 1;
@@ -266,6 +286,31 @@ impl AddressSpace {
                 self.host_map(i, j - i, None)?;
             }
             i = j;
+        }
+        Ok(())
+    }
+
+    fn host_map_direct(&mut self, page: u32, prot: i32) -> Result<(), MemError> {
+        let va = page << PAGE_SHIFT;
+        let Some(Vma { start, kind: MapKind::HostFile { fd, page: first, .. }, .. }) = self.vma_at(va) else {
+            return self.host_map(page, 1, None);
+        };
+        let off = (u64::from(*first) + u64::from((va - start) >> PAGE_SHIFT)) << PAGE_SHIFT;
+        let fd = fd.as_raw_fd();
+        self.host_maps += 1;
+        // SAFETY: MAP_FIXED inside our reservation replaces only our own mapping.
+        let r = unsafe {
+            libc::mmap(
+                self.host_ptr(va).cast(),
+                PAGE_SIZE as usize,
+                prot,
+                libc::MAP_SHARED | libc::MAP_FIXED,
+                fd,
+                off as i64,
+            )
+        };
+        if r == libc::MAP_FAILED {
+            return Err(host_err("mmap(shared file page)"));
         }
         Ok(())
     }
@@ -312,12 +357,35 @@ impl AddressSpace {
         }
         let mut hi = v.clone();
         let lo_end = addr;
-        if let MapKind::File { page, .. } = &mut hi.kind {
+        if let MapKind::File { page, .. } | MapKind::HostFile { page, .. } = &mut hi.kind {
             *page += (addr - s) >> PAGE_SHIFT;
         }
         hi.start = addr;
         self.vmas.get_mut(&s).expect("vma present").end = lo_end;
         self.vmas.insert(addr, hi);
+    }
+
+    /// Merges the VMA ending at `addr` with the one starting there, if Linux would: same
+    /// protection and sharing, both anonymous with the same name, or consecutive pages of
+    /// the same file.
+    fn merge_around(&mut self, addr: u32) {
+        let Some((&ls, l)) = self.vmas.range(..addr).next_back() else { return };
+        let Some(r) = self.vmas.get(&addr) else { return };
+        if l.end != addr || l.prot != r.prot || l.shared != r.shared || l.name != r.name {
+            return;
+        }
+        let contiguous = match (&l.kind, &r.kind) {
+            (MapKind::Anon, MapKind::Anon) => true,
+            (MapKind::File { id: a, page: pa }, MapKind::File { id: b, page: pb }) => {
+                a == b && pa + ((addr - ls) >> PAGE_SHIFT) == *pb
+            }
+            _ => false,
+        };
+        if contiguous {
+            let end = r.end;
+            self.vmas.remove(&addr);
+            self.vmas.get_mut(&ls).expect("left vma").end = end;
+        }
     }
 
     fn carve(&mut self, start: u32, end: u32) -> Vec<Vma> {
@@ -364,7 +432,7 @@ impl AddressSpace {
     fn drop_pages(&mut self, first: u32, n: u32) {
         for i in first..first + n {
             let p = std::mem::take(&mut self.pt[i as usize]);
-            if p.present() {
+            if p.present() && !p.direct() {
                 self.phys.release(p.frame());
             }
         }
@@ -386,6 +454,8 @@ impl AddressSpace {
             start,
             Vma { start, end: start + (n << PAGE_SHIFT), prot, shared, kind: MapKind::Anon, name: name.into() },
         );
+        self.merge_around(start + (n << PAGE_SHIFT));
+        self.merge_around(start);
         self.sync_host(first, n)
     }
 
@@ -428,6 +498,39 @@ impl AddressSpace {
                 name: name.into(),
             },
         );
+        self.merge_around(start + (n << PAGE_SHIFT));
+        self.merge_around(start);
+        self.sync_host(first, n)
+    }
+
+    /// Maps `len` bytes of the host file `fd` from byte `offset` at `start`, shared: the
+    /// file itself backs the pages (see [`MapKind::HostFile`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn map_host_file(
+        &mut self,
+        start: u32,
+        len: u32,
+        prot: Prot,
+        fd: Rc<OwnedFd>,
+        id: FileId,
+        offset: u64,
+        name: &str,
+    ) -> Result<(), MemError> {
+        let (first, n) = pages(start, len);
+        if n == 0 {
+            return Ok(());
+        }
+        self.carve(start, start + (n << PAGE_SHIFT));
+        self.drop_pages(first, n);
+        for i in 0..n {
+            let mut p = Pte::new(Frame(0), prot, false, true);
+            p.0 |= Pte::DIRECT;
+            self.pt[(first + i) as usize] = p;
+        }
+        let page = (offset >> PAGE_SHIFT) as u32;
+        let kind = MapKind::HostFile { fd, id, page };
+        self.vmas
+            .insert(start, Vma { start, end: start + (n << PAGE_SHIFT), prot, shared: true, kind, name: name.into() });
         self.sync_host(first, n)
     }
 
@@ -440,6 +543,35 @@ impl AddressSpace {
         self.carve(start, start.wrapping_add(n << PAGE_SHIFT).max(start));
         self.drop_pages(first, n);
         self.sync_host(first, n)
+    }
+
+    /// The VMA containing `addr`.
+    pub fn vma_at(&self, addr: u32) -> Option<&Vma> {
+        self.vmas.range(..=addr).next_back().map(|(_, v)| v).filter(|v| addr < v.end)
+    }
+
+    /// Moves the pages and VMAs of `[from, from+len)` to `to` (for `mremap`), replacing
+    /// whatever was mapped at the destination. The ranges must not overlap.
+    pub fn move_pages(&mut self, from: u32, to: u32, len: u32) -> Result<(), MemError> {
+        let (first, n) = pages(from, len);
+        let (dfirst, _) = pages(to, len);
+        let moved = self.carve(from, from + (n << PAGE_SHIFT));
+        self.carve(to, to + (n << PAGE_SHIFT));
+        self.drop_pages(dfirst, n);
+        for i in 0..n {
+            self.pt[(dfirst + i) as usize] = std::mem::take(&mut self.pt[(first + i) as usize]);
+        }
+        for mut v in moved {
+            let delta = v.start - from;
+            let l = v.end - v.start;
+            v.start = to + delta;
+            v.end = v.start + l;
+            self.vmas.insert(v.start, v);
+        }
+        self.merge_around(to);
+        self.merge_around(to + (n << PAGE_SHIFT));
+        self.sync_host(first, n)?;
+        self.sync_host(dfirst, n)
     }
 
     /// Changes the protection of `[start, start+len)`; fails with `Unmapped` if a page
@@ -458,9 +590,15 @@ impl AddressSpace {
         for i in first..first + n {
             let p = self.pt[i as usize];
             let shared = p.0 & Pte::SHARED != 0;
+            if p.direct() {
+                self.pt[i as usize] = Pte(Pte::new(Frame(0), prot, false, true).0 | Pte::DIRECT);
+                continue;
+            }
             let cow = p.cow() || (!shared && self.phys.refcount(p.frame()) > 1);
             self.pt[i as usize] = Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared);
         }
+        self.merge_around(start);
+        self.merge_around(end);
         self.sync_host(first, n).map_err(|_| MemFaultKind::Unmapped)
     }
 
@@ -493,7 +631,9 @@ impl AddressSpace {
             if !p.present() {
                 continue;
             }
-            self.phys.retain(p.frame());
+            if !p.direct() {
+                self.phys.retain(p.frame());
+            }
             if p.writable() && p.0 & Pte::SHARED == 0 && !p.cow() {
                 p.0 |= Pte::COW;
                 self.pt[i] = p;
@@ -559,6 +699,13 @@ impl AddressSpace {
             let p = self.pt[page as usize];
             if !p.writable() {
                 return Err(self.fault(a, true));
+            }
+            if p.direct() {
+                if page == last >> PAGE_SHIFT {
+                    return Ok(());
+                }
+                page += 1;
+                continue;
             }
             if p.cow() && self.break_cow(a).is_err() {
                 return Err(MemFault { addr: a, write: true, kind: MemFaultKind::Protection });
@@ -634,7 +781,7 @@ impl AddressSpace {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
             let p = self.pt[(va >> PAGE_SHIFT) as usize];
-            if p.0 & (Pte::WRITE | Pte::COW) == Pte::WRITE && !self.phys.is_code(p.frame()) {
+            if p.0 & (Pte::WRITE | Pte::COW | Pte::DIRECT) == Pte::WRITE && !self.phys.is_code(p.frame()) {
                 // SAFETY: writable, not copy-on-write: mapped writable on the host.
                 unsafe { std::ptr::write_unaligned(self.host_ptr(va).cast::<[u8; N]>(), val) };
                 return Ok(());
@@ -689,7 +836,7 @@ impl Drop for AddressSpace {
     fn drop(&mut self) {
         for i in 0..NUM_PAGES {
             let p = self.pt[i];
-            if p.present() {
+            if p.present() && !p.direct() {
                 self.phys.release(p.frame());
             }
         }

@@ -212,7 +212,12 @@ impl PhysMem {
                     i64::from(PAGE_SIZE),
                 );
             }
-            self.code[f.0 as usize].set(false);
+            if self.code[f.0 as usize].replace(false) {
+                // Code decoded or translated from this frame must not be found again
+                // when the frame is reused for other contents.
+                self.dirty_code.borrow_mut().push(f);
+                self.code_epoch.set(self.code_epoch.get() + 1);
+            }
             inner.free.push(f.0);
             inner.stats.frames_in_use -= 1;
         }

@@ -82,11 +82,16 @@ table! {
     140 _llseek "fxxpd" sys_llseek;
     145 readv "fpu" sys_readv;
     146 writev "fpu" sys_writev;
+    163 mremap "xuuxx" sys_mremap;
     174 rt_sigaction "dppu" sys_rt_sigaction;
     175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
+    180 pread64 "fpuxx" sys_pread64;
+    181 pwrite64 "fpuxx" sys_pwrite64;
     183 getcwd "pu" sys_getcwd;
     191 ugetrlimit "dp" sys_getrlimit;
     192 mmap2 "xuxxfx" sys_mmap2;
+    193 truncate64 "sxx" sys_truncate64;
+    194 ftruncate64 "fxx" sys_ftruncate64;
     195 stat64 "sp" sys_stat64;
     196 lstat64 "sp" sys_lstat64;
     197 fstat64 "fp" sys_fstat64;
@@ -234,7 +239,6 @@ fn read_path(p: &Process, ptr: u32) -> Result<Vec<u8>, Errno> {
     }
     Ok(s)
 }
-
 
 // ----- process ---------------------------------------------------------------------
 
@@ -549,12 +553,23 @@ fn do_mmap(
         return Err(ENODEV);
     }
     let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
-    let name = std::fs::read_link(format!("/proc/self/fd/{raw}"))
-        .ok()
-        .and_then(|h| h.strip_prefix(m.vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
-        .unwrap_or_default();
+    if shared {
+        let fd = Rc::new(OwnedFd::from(file));
+        let name = guest_name_of(m, raw);
+        p.aspace.map_host_file(start, alen, prot, fd, id, off, &name).map_err(|_| ENOMEM)?;
+        return Ok(start);
+    }
+    let name = guest_name_of(m, raw);
     p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|_| ENOMEM)?;
     Ok(start)
+}
+
+/// The guest path of an open host descriptor (for the names in `/proc/self/maps`).
+fn guest_name_of(m: &Machine, raw: i32) -> String {
+    std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .ok()
+        .and_then(|h| h.strip_prefix(m.vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
+        .unwrap_or_default()
 }
 
 const ENODEV: i32 = 19;
@@ -569,6 +584,51 @@ fn sys_old_mmap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         *v = p.aspace.read_u32(a[0] + 4 * i as u32).map_err(efault)?;
     }
     do_mmap(m, p, w[0], w[1], w[2], w[3], w[4], u64::from(w[5]))
+}
+
+fn sys_mremap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MREMAP_MAYMOVE: u32 = 1;
+    const MREMAP_FIXED: u32 = 2;
+    let (old, flags) = (a[0], a[3]);
+    if old & (PAGE_SIZE - 1) != 0 || a[2] == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED) != 0 {
+        return Err(EINVAL);
+    }
+    if flags & MREMAP_FIXED != 0 {
+        return Err(EINVAL); // MREMAP_FIXED is not supported: say so rather than misplace
+    }
+    let old_len = morph_mem::page_align_up(u64::from(a[1])) as u32;
+    let new_len = morph_mem::page_align_up(u64::from(a[2]));
+    if new_len > u64::from(crate::layout::TASK_SIZE) {
+        return Err(ENOMEM);
+    }
+    let new_len = new_len as u32;
+    let vma = p.aspace.vma_at(old).ok_or(EFAULT)?.clone();
+    if u64::from(old) + u64::from(old_len) > u64::from(vma.end) {
+        return Err(EFAULT);
+    }
+    if new_len <= old_len {
+        p.aspace.unmap(old + new_len, old_len - new_len).map_err(|_| ENOMEM)?;
+        return Ok(old);
+    }
+    let extra = new_len - old_len;
+    // Growing a file mapping would need the file itself; morph grows anonymous ones.
+    if !matches!(vma.kind, morph_mem::MapKind::Anon) {
+        return Err(ENOMEM);
+    }
+    let grow_at = |p: &mut Process, base: u32| -> SysResult {
+        p.aspace.map_anon(base + old_len, extra, vma.prot, vma.shared, &vma.name).map_err(|_| ENOMEM)?;
+        Ok(base)
+    };
+    if old + old_len == vma.end && p.aspace.is_free(old + old_len, extra) {
+        return grow_at(p, old);
+    }
+    if flags & MREMAP_MAYMOVE == 0 {
+        return Err(ENOMEM);
+    }
+    let dest = p.aspace.find_free_top_down(new_len, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?;
+    p.aspace.move_pages(old, dest, old_len).map_err(|_| ENOMEM)?;
+    let _ = m;
+    grow_at(p, dest)
 }
 
 fn sys_munmap(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -609,6 +669,39 @@ fn sys_write(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.aspace.check_read(a[1], len).map_err(efault)?;
     // SAFETY: the guest range was checked readable and is mapped in our window.
     host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+}
+
+fn sys_pread64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(0x7fff_f000);
+    let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
+    p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    // SAFETY: the guest range was checked writable and is mapped in our window.
+    host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
+}
+
+fn sys_pwrite64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(0x7fff_f000);
+    let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
+    p.aspace.check_read(a[1], len).map_err(efault)?;
+    // SAFETY: the guest range was checked readable and is mapped in our window.
+    host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
+}
+
+fn sys_ftruncate64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
+    // SAFETY: ftruncate on a descriptor we hold.
+    host(unsafe { libc::ftruncate(fd, len) } as isize)
+}
+
+fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let fd = m.vfs.open(&p.cwd, &path, libc::O_WRONLY, 0)?;
+    let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
+    // SAFETY: ftruncate on a descriptor we own.
+    host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)
 }
 
 fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {

@@ -1,0 +1,65 @@
+/*
+ * util.c - small helpers shared by the test programs (flag rendering,
+ * hex output, checksums).
+ */
+#include "rt.h"
+
+const char *flagstr(uint32_t fl, uint32_t defined)
+{
+	static char ring[8][8];
+	static unsigned slot;
+	static const struct { uint32_t bit; char name; } f[6] = {
+		{ FL_CF, 'c' }, { FL_PF, 'p' }, { FL_AF, 'a' },
+		{ FL_ZF, 'z' }, { FL_SF, 's' }, { FL_OF, 'o' },
+	};
+	char *s = ring[slot++ & 7];
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		if (!(defined & f[i].bit))
+			s[i] = '-';
+		else if (fl & f[i].bit)
+			s[i] = (char)(f[i].name - 'a' + 'A');
+		else
+			s[i] = f[i].name;
+	}
+	s[6] = 0;
+	return s;
+}
+
+const char *hexle(const void *p, size_t n)
+{
+	static char ring[4][80];
+	static unsigned slot;
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *b = p;
+	char *s = ring[slot++ & 3], *o = s;
+
+	if (n > 39)
+		n = 39;
+	while (n--) {
+		*o++ = hex[b[n] >> 4];
+		*o++ = hex[b[n] & 15];
+	}
+	*o = 0;
+	return s;
+}
+
+void print_bytes(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		printf(i ? " %02x" : "%02x", b[i]);
+}
+
+uint32_t fnv1a(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ *b++) * 16777619u;
+	return h;
+}
