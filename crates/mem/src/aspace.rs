@@ -60,6 +60,9 @@ impl Pte {
     const SHARED: u64 = 1 << 5;
     /// A page of a host file mapped directly (no frame; see [`MapKind::HostFile`]).
     const DIRECT: u64 = 1 << 6;
+    /// Translated code was made from this page: the host mapping is read-only so that
+    /// translated stores to it trap (the guest may still write; see `prepare_write`).
+    const CODE_RO: u64 = 1 << 7;
 
     fn new(frame: Frame, prot: Prot, cow: bool, shared: bool) -> Pte {
         let mut bits = Self::PRESENT | (u64::from(frame.0) << 32);
@@ -107,7 +110,7 @@ impl Pte {
         if self.readable() {
             p |= libc::PROT_READ;
         }
-        if self.writable() && !self.cow() {
+        if self.writable() && !self.cow() && self.0 & Self::CODE_RO == 0 {
             p |= libc::PROT_WRITE;
         }
         p
@@ -707,6 +710,12 @@ impl AddressSpace {
                 page += 1;
                 continue;
             }
+            if p.0 & Pte::CODE_RO != 0 {
+                self.pt[page as usize].0 &= !Pte::CODE_RO;
+                if self.sync_host(page, 1).is_err() {
+                    return Err(MemFault { addr: a, write: true, kind: MemFaultKind::Protection });
+                }
+            }
             if p.cow() && self.break_cow(a).is_err() {
                 return Err(MemFault { addr: a, write: true, kind: MemFaultKind::Protection });
             }
@@ -719,6 +728,19 @@ impl AddressSpace {
             }
             page += 1;
         }
+    }
+
+    /// Write-protects the host mapping of the page holding `va` because translated code
+    /// was made from it; a translated store to it then traps and the engine invalidates.
+    pub fn protect_code_page(&mut self, va: u32) -> Result<(), MemError> {
+        let page = va >> PAGE_SHIFT;
+        let p = &mut self.pt[page as usize];
+        if !p.present() || p.direct() || p.0 & Pte::CODE_RO != 0 {
+            return Ok(());
+        }
+        p.0 |= Pte::CODE_RO;
+        let writable_on_host = p.writable() && !p.cow();
+        if writable_on_host { self.sync_host(page, 1) } else { Ok(()) }
     }
 
     /// Host pointer to guest `va` (the range must have been checked).
@@ -781,7 +803,7 @@ impl AddressSpace {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
             let p = self.pt[(va >> PAGE_SHIFT) as usize];
-            if p.0 & (Pte::WRITE | Pte::COW | Pte::DIRECT) == Pte::WRITE && !self.phys.is_code(p.frame()) {
+            if p.0 & (Pte::WRITE | Pte::COW | Pte::DIRECT | Pte::CODE_RO) == Pte::WRITE && !self.phys.is_code(p.frame()) {
                 // SAFETY: writable, not copy-on-write: mapped writable on the host.
                 unsafe { std::ptr::write_unaligned(self.host_ptr(va).cast::<[u8; N]>(), val) };
                 return Ok(());
