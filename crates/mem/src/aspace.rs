@@ -9,6 +9,12 @@
 //! code that runs guest accesses directly (the translator) gets the same answer from
 //! the MMU.
 //!
+//! File mappings, private and shared, map the page cache's frames (see
+//! [`crate::PageCache`]): a private writable one copy-on-write, a shared one directly. A
+//! shared mapping of a file opened read/write holds a descriptor of the file and writes
+//! its dirty pages back when it is unmapped (also when replaced or moved over), when
+//! `msync` asks, and when the address space is dropped.
+//!
 //! The list of [`Vma`]s records what was mapped where, with which name, for Linux's
 //! placement rules and `/proc/self/maps`.
 
@@ -17,6 +23,7 @@ use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 
+use crate::pagecache::{fstat, write_back_page};
 use crate::{FileId, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err};
 
 /// Guest page protection (Linux `PROT_*` bits).
@@ -58,8 +65,6 @@ impl Pte {
     const COW: u64 = 1 << 4;
     /// Part of a `MAP_SHARED` mapping: fork shares the frame instead of copying it.
     const SHARED: u64 = 1 << 5;
-    /// A page of a host file mapped directly (no frame; see [`MapKind::HostFile`]).
-    const DIRECT: u64 = 1 << 6;
     /// Translated code was made from this page: the host mapping is read-only so that
     /// translated stores to it trap (the guest may still write; see `prepare_write`).
     const CODE_RO: u64 = 1 << 7;
@@ -97,11 +102,17 @@ impl Pte {
     pub fn cow(self) -> bool {
         self.0 & Self::COW != 0
     }
-    /// Whether the page maps a host file directly (it has no frame).
+    /// Whether the page maps a host file directly, without a frame. Never true any more:
+    /// shared file mappings map page-cache frames like private ones. Kept only so that
+    /// callers written against the old mapping scheme still build; do not use in new code.
     pub fn direct(self) -> bool {
-        self.0 & Self::DIRECT != 0
+        false
     }
-    /// The frame behind the page (meaningful only if present and not direct).
+    /// Whether the page is part of a `MAP_SHARED` mapping.
+    pub fn shared(self) -> bool {
+        self.0 & Self::SHARED != 0
+    }
+    /// The frame behind the page (meaningful only if present).
     pub fn frame(self) -> Frame {
         Frame((self.0 >> 32) as u32)
     }
@@ -142,23 +153,15 @@ pub struct MemFault {
 pub enum MapKind {
     /// Anonymous memory.
     Anon,
-    /// A private file mapping through the page cache, starting at page `page` of the file.
+    /// A file mapping through the page cache, starting at page `page` of the file.
     File {
-        /// The file's identity.
+        /// The file's identity (as when it was mapped).
         id: FileId,
         /// First file page mapped at the start of the VMA.
         page: u32,
-    },
-    /// A shared file mapping: the host file itself is mapped, so guest stores reach the
-    /// file and `write(2)` to the file is seen through the mapping, as on Linux. Such
-    /// pages have no guest frame (their code is interpreted, never cached).
-    HostFile {
-        /// The open host file.
-        fd: Rc<OwnedFd>,
-        /// The file's identity.
-        id: FileId,
-        /// First file page mapped at the start of the VMA.
-        page: u32,
+        /// For a shared mapping of a file opened read/write: where its pages are written
+        /// back (see [`AddressSpace::write_back`]).
+        writeback: Option<Rc<OwnedFd>>,
     },
 }
 
@@ -249,7 +252,7 @@ impl AddressSpace {
     /// Guest VA → PA, if mapped.
     pub fn translate(&self, va: u32) -> Option<PhysAddr> {
         let p = self.pte(va);
-        (p.present() && !p.direct()).then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
+        p.present().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
     }
 
     /// The VMAs in address order.
@@ -267,9 +270,7 @@ impl AddressSpace {
         while i < end {
             let p = self.pt[i as usize];
             let mut j = i + 1;
-            if p.present() && p.direct() {
-                self.host_map_direct(i, p.host_prot())?;
-            } else if p.present() && p.host_prot() != 0 {
+            if p.present() && p.host_prot() != 0 {
                 while j < end {
                     let q = self.pt[j as usize];
                     if !q.present() || q.host_prot() != p.host_prot() || q.frame().0 != p.frame().0 + (j - i) {
@@ -281,7 +282,7 @@ impl AddressSpace {
             } else {
                 while j < end {
                     let q = self.pt[j as usize];
-                    if q.present() && (q.host_prot() != 0 || q.direct()) {
+                    if q.present() && q.host_prot() != 0 {
                         break;
                     }
                     j += 1;
@@ -289,31 +290,6 @@ impl AddressSpace {
                 self.host_map(i, j - i, None)?;
             }
             i = j;
-        }
-        Ok(())
-    }
-
-    fn host_map_direct(&mut self, page: u32, prot: i32) -> Result<(), MemError> {
-        let va = page << PAGE_SHIFT;
-        let Some(Vma { start, kind: MapKind::HostFile { fd, page: first, .. }, .. }) = self.vma_at(va) else {
-            return self.host_map(page, 1, None);
-        };
-        let off = (u64::from(*first) + u64::from((va - start) >> PAGE_SHIFT)) << PAGE_SHIFT;
-        let fd = fd.as_raw_fd();
-        self.host_maps += 1;
-        // SAFETY: MAP_FIXED inside our reservation replaces only our own mapping.
-        let r = unsafe {
-            libc::mmap(
-                self.host_ptr(va).cast(),
-                PAGE_SIZE as usize,
-                prot,
-                libc::MAP_SHARED | libc::MAP_FIXED,
-                fd,
-                off as i64,
-            )
-        };
-        if r == libc::MAP_FAILED {
-            return Err(host_err("mmap(shared file page)"));
         }
         Ok(())
     }
@@ -360,7 +336,7 @@ impl AddressSpace {
         }
         let mut hi = v.clone();
         let lo_end = addr;
-        if let MapKind::File { page, .. } | MapKind::HostFile { page, .. } = &mut hi.kind {
+        if let MapKind::File { page, .. } = &mut hi.kind {
             *page += (addr - s) >> PAGE_SHIFT;
         }
         hi.start = addr;
@@ -379,8 +355,8 @@ impl AddressSpace {
         }
         let contiguous = match (&l.kind, &r.kind) {
             (MapKind::Anon, MapKind::Anon) => true,
-            (MapKind::File { id: a, page: pa }, MapKind::File { id: b, page: pb }) => {
-                a == b && pa + ((addr - ls) >> PAGE_SHIFT) == *pb
+            (MapKind::File { id: a, page: pa, writeback: wa }, MapKind::File { id: b, page: pb, writeback: wb }) => {
+                a.key() == b.key() && wa.is_some() == wb.is_some() && pa + ((addr - ls) >> PAGE_SHIFT) == *pb
             }
             _ => false,
         };
@@ -435,10 +411,69 @@ impl AddressSpace {
     fn drop_pages(&mut self, first: u32, n: u32) {
         for i in first..first + n {
             let p = std::mem::take(&mut self.pt[i as usize]);
-            if p.present() && !p.direct() {
+            if p.present() {
                 self.phys.release(p.frame());
             }
         }
+    }
+
+    /// Removes the VMAs and pages of pages `[first, first+n)`, writing the pages of
+    /// shared file mappings back first. As `munmap` on Linux, it does not report
+    /// write-back errors (they would surface at `fsync`, which morph does not model).
+    fn remove_range(&mut self, first: u32, n: u32) {
+        let start = first << PAGE_SHIFT;
+        // VMAs end at or below 0xFFFF_F000 (see `Vma::end`).
+        let end = ((u64::from(first) + u64::from(n)) << PAGE_SHIFT).min(0xFFFF_F000) as u32;
+        for v in self.carve(start, end.max(start)) {
+            let _ = self.write_back_vma(&v, v.start, v.end);
+        }
+        self.drop_pages(first, n);
+    }
+
+    /// Writes back the pages of `v` inside `[from, to)` if `v` is a shared mapping of a
+    /// file opened read/write: pages that differ from the file, and only up to its
+    /// current size (write-back never extends a file).
+    fn write_back_vma(&self, v: &Vma, from: u32, to: u32) -> Result<(), MemError> {
+        let MapKind::File { page, writeback: Some(fd), .. } = &v.kind else { return Ok(()) };
+        let fd = fd.as_raw_fd();
+        let size = fstat(fd).map_err(|err| MemError::Host { op: "fstat(write-back)", err })?.st_size as u64;
+        let (lo, hi) = (u64::from(from.max(v.start) & !(PAGE_SIZE - 1)), u64::from(to.min(v.end)));
+        for va in (lo..hi).step_by(PAGE_SIZE as usize) {
+            let p = self.pte(va as u32);
+            if !p.present() {
+                continue;
+            }
+            let off = (u64::from(*page) + ((va - u64::from(v.start)) >> PAGE_SHIFT)) << PAGE_SHIFT;
+            if off >= size {
+                break;
+            }
+            write_back_page(fd, self.phys.frame_bytes(p.frame()), off, size)
+                .map_err(|err| MemError::Host { op: "pwrite(write-back)", err })?;
+        }
+        Ok(())
+    }
+
+    /// Writes the dirty pages of the shared file mappings in `[start, start+len)` back to
+    /// their files (`msync`).
+    pub fn write_back(&self, start: u32, len: u32) -> Result<(), MemError> {
+        if len == 0 {
+            return Ok(());
+        }
+        let last = start.saturating_add(len - 1);
+        let overlapping = self.vmas.range(..=last).rev().take_while(|(_, v)| v.end > start);
+        let mut result = Ok(());
+        for (_, v) in overlapping {
+            if let Err(e) = self.write_back_vma(v, start, last.saturating_add(1)) {
+                result = Err(e);
+            }
+        }
+        result
+    }
+
+    /// Whether every page of `[start, start+len)` is mapped.
+    pub fn is_mapped(&self, start: u32, len: u32) -> bool {
+        let (first, n) = pages(start, len);
+        (first..first + n).all(|i| self.pt[i as usize].present())
     }
 
     /// Maps fresh zeroed anonymous memory at `[start, start+len)`, replacing what was there.
@@ -447,8 +482,7 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
-        self.carve(start, start + (n << PAGE_SHIFT));
-        self.drop_pages(first, n);
+        self.remove_range(first, n);
         let f = self.phys.alloc_run(n)?;
         for i in 0..n {
             self.pt[(first + i) as usize] = Pte::new(Frame(f.0 + i), prot, false, shared);
@@ -463,7 +497,10 @@ impl AddressSpace {
     }
 
     /// Maps `len` bytes of `file` from byte `offset` (page aligned) at `start`, through the
-    /// page cache. A private writable mapping shares the cached frames copy-on-write.
+    /// page cache, replacing what was there. A private writable mapping shares the cached
+    /// frames copy-on-write; a shared one maps them writable, and if `file` is open
+    /// read/write its stores are written back to the file (see [`MapKind::File`]). The
+    /// caller checks the access mode against `prot`, as `mmap` does.
     #[allow(clippy::too_many_arguments)]
     pub fn map_file(
         &mut self,
@@ -481,14 +518,42 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
-        self.carve(start, start + (n << PAGE_SHIFT));
-        self.drop_pages(first, n);
-        let file_page = (offset >> PAGE_SHIFT) as u32;
+        let file_page = u32::try_from(offset >> PAGE_SHIFT).ok().filter(|p| p.checked_add(n - 1).is_some()).ok_or(
+            MemError::Host { op: "mmap(file offset)", err: std::io::Error::from_raw_os_error(libc::EOVERFLOW) },
+        )?;
+        // Find (or read) every page before touching the old mapping, so that a failure
+        // leaves it in place. Each frame gets the mapping's reference at once.
+        let mut frames = Vec::with_capacity(n as usize);
+        let mut found = Ok(());
         for i in 0..n {
-            let f = cache.page(&self.phys, file, id, file_page + i)?;
-            self.phys.retain(f);
-            let cow = !shared && prot.has(Prot::WRITE);
-            self.pt[(first + i) as usize] = Pte::new(f, prot, cow, shared);
+            match cache.page(&self.phys, file, id, file_page + i) {
+                Ok(f) => {
+                    self.phys.retain(f);
+                    frames.push(f);
+                }
+                Err(e) => {
+                    found = Err(e);
+                    break;
+                }
+            }
+        }
+        let writeback = found.and_then(|()| match shared && is_read_write(file) {
+            true => cache.shared_writer(id.key(), file).map(Some),
+            false => Ok(None),
+        });
+        let writeback = match writeback {
+            Ok(w) => w,
+            Err(e) => {
+                for f in frames {
+                    self.phys.release(f);
+                }
+                return Err(e);
+            }
+        };
+        self.remove_range(first, n);
+        let cow = !shared && prot.has(Prot::WRITE);
+        for (i, f) in (first..).zip(frames) {
+            self.pt[i as usize] = Pte::new(f, prot, cow, shared);
         }
         self.vmas.insert(
             start,
@@ -497,7 +562,7 @@ impl AddressSpace {
                 end: start + (n << PAGE_SHIFT),
                 prot,
                 shared,
-                kind: MapKind::File { id, page: file_page },
+                kind: MapKind::File { id, page: file_page, writeback },
                 name: name.into(),
             },
         );
@@ -506,45 +571,13 @@ impl AddressSpace {
         self.sync_host(first, n)
     }
 
-    /// Maps `len` bytes of the host file `fd` from byte `offset` at `start`, shared: the
-    /// file itself backs the pages (see [`MapKind::HostFile`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn map_host_file(
-        &mut self,
-        start: u32,
-        len: u32,
-        prot: Prot,
-        fd: Rc<OwnedFd>,
-        id: FileId,
-        offset: u64,
-        name: &str,
-    ) -> Result<(), MemError> {
-        let (first, n) = pages(start, len);
-        if n == 0 {
-            return Ok(());
-        }
-        self.carve(start, start + (n << PAGE_SHIFT));
-        self.drop_pages(first, n);
-        for i in 0..n {
-            let mut p = Pte::new(Frame(0), prot, false, true);
-            p.0 |= Pte::DIRECT;
-            self.pt[(first + i) as usize] = p;
-        }
-        let page = (offset >> PAGE_SHIFT) as u32;
-        let kind = MapKind::HostFile { fd, id, page };
-        self.vmas
-            .insert(start, Vma { start, end: start + (n << PAGE_SHIFT), prot, shared: true, kind, name: name.into() });
-        self.sync_host(first, n)
-    }
-
-    /// Unmaps `[start, start+len)`.
+    /// Unmaps `[start, start+len)`, writing shared file pages back.
     pub fn unmap(&mut self, start: u32, len: u32) -> Result<(), MemError> {
         let (first, n) = pages(start, len);
         if n == 0 {
             return Ok(());
         }
-        self.carve(start, start.wrapping_add(n << PAGE_SHIFT).max(start));
-        self.drop_pages(first, n);
+        self.remove_range(first, n);
         self.sync_host(first, n)
     }
 
@@ -559,8 +592,7 @@ impl AddressSpace {
         let (first, n) = pages(from, len);
         let (dfirst, _) = pages(to, len);
         let moved = self.carve(from, from + (n << PAGE_SHIFT));
-        self.carve(to, to + (n << PAGE_SHIFT));
-        self.drop_pages(dfirst, n);
+        self.remove_range(dfirst, n);
         for i in 0..n {
             self.pt[(dfirst + i) as usize] = std::mem::take(&mut self.pt[(first + i) as usize]);
         }
@@ -578,13 +610,20 @@ impl AddressSpace {
     }
 
     /// Changes the protection of `[start, start+len)`; fails with `Unmapped` if a page
-    /// in the range is not mapped (Linux: `ENOMEM`).
+    /// in the range is not mapped (Linux: `ENOMEM`), and with `Protection` if it would
+    /// make a shared mapping of a file not open read/write writable (Linux: `EACCES`).
     pub fn protect(&mut self, start: u32, len: u32, prot: Prot) -> Result<(), MemFaultKind> {
         let (first, n) = pages(start, len);
         if (first..first + n).any(|i| !self.pt[i as usize].present()) {
             return Err(MemFaultKind::Unmapped);
         }
         let end = start + (n << PAGE_SHIFT);
+        let read_only_file = |v: &Vma| v.shared && matches!(v.kind, MapKind::File { writeback: None, .. });
+        if prot.has(Prot::WRITE)
+            && self.vmas.range(..end).rev().take_while(|(_, v)| v.end > start).any(|(_, v)| read_only_file(v))
+        {
+            return Err(MemFaultKind::Protection);
+        }
         self.split_at(start);
         self.split_at(end);
         for v in self.vmas.range_mut(start..end).map(|(_, v)| v) {
@@ -592,11 +631,7 @@ impl AddressSpace {
         }
         for i in first..first + n {
             let p = self.pt[i as usize];
-            let shared = p.0 & Pte::SHARED != 0;
-            if p.direct() {
-                self.pt[i as usize] = Pte(Pte::new(Frame(0), prot, false, true).0 | Pte::DIRECT);
-                continue;
-            }
+            let shared = p.shared();
             let cow = p.cow() || (!shared && self.phys.refcount(p.frame()) > 1);
             self.pt[i as usize] = Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared);
         }
@@ -634,10 +669,8 @@ impl AddressSpace {
             if !p.present() {
                 continue;
             }
-            if !p.direct() {
-                self.phys.retain(p.frame());
-            }
-            if p.writable() && p.0 & Pte::SHARED == 0 && !p.cow() {
+            self.phys.retain(p.frame());
+            if p.writable() && !p.shared() && !p.cow() {
                 p.0 |= Pte::COW;
                 self.pt[i] = p;
                 changed.push(i as u32);
@@ -703,13 +736,6 @@ impl AddressSpace {
             if !p.writable() {
                 return Err(self.fault(a, true));
             }
-            if p.direct() {
-                if page == last >> PAGE_SHIFT {
-                    return Ok(());
-                }
-                page += 1;
-                continue;
-            }
             if p.0 & Pte::CODE_RO != 0 {
                 self.pt[page as usize].0 &= !Pte::CODE_RO;
                 if self.sync_host(page, 1).is_err() {
@@ -735,7 +761,7 @@ impl AddressSpace {
     pub fn protect_code_page(&mut self, va: u32) -> Result<(), MemError> {
         let page = va >> PAGE_SHIFT;
         let p = &mut self.pt[page as usize];
-        if !p.present() || p.direct() || p.0 & Pte::CODE_RO != 0 {
+        if !p.present() || p.0 & Pte::CODE_RO != 0 {
             return Ok(());
         }
         p.0 |= Pte::CODE_RO;
@@ -803,7 +829,7 @@ impl AddressSpace {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
             let p = self.pt[(va >> PAGE_SHIFT) as usize];
-            if p.0 & (Pte::WRITE | Pte::COW | Pte::DIRECT | Pte::CODE_RO) == Pte::WRITE && !self.phys.is_code(p.frame()) {
+            if p.0 & (Pte::WRITE | Pte::COW | Pte::CODE_RO) == Pte::WRITE && !self.phys.is_code(p.frame()) {
                 // SAFETY: writable, not copy-on-write: mapped writable on the host.
                 unsafe { std::ptr::write_unaligned(self.host_ptr(va).cast::<[u8; N]>(), val) };
                 return Ok(());
@@ -856,9 +882,12 @@ impl AddressSpace {
 
 impl Drop for AddressSpace {
     fn drop(&mut self) {
+        for v in self.vmas.values() {
+            let _ = self.write_back_vma(v, v.start, v.end);
+        }
         for i in 0..NUM_PAGES {
             let p = self.pt[i];
-            if p.present() && !p.direct() {
+            if p.present() {
                 self.phys.release(p.frame());
             }
         }
@@ -867,6 +896,13 @@ impl Drop for AddressSpace {
             libc::munmap(self.base.cast(), WINDOW);
         }
     }
+}
+
+/// Whether `file` is open for reading and writing.
+fn is_read_write(file: &File) -> bool {
+    // SAFETY: F_GETFL on a descriptor the File holds.
+    let fl = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_ACCMODE == libc::O_RDWR
 }
 
 /// First page and page count of `[start, start+len)` rounded out to pages, clipped to

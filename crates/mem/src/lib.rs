@@ -2,11 +2,13 @@
 //!
 //! The machine has one **physical memory**: a memfd cut into 4 KiB frames, so that a
 //! guest physical address is simply `frame × 4096 + offset` ([`PhysAddr`]). Frames are
-//! reference counted; the machine-wide **page cache** maps (file identity, page index)
+//! reference counted; the machine-wide **page cache** maps (device, inode, page index)
 //! to the frame holding that page, for as long as the machine lives, exactly as Linux
 //! keeps page-cache pages after a process exits. Two processes that map the same page
 //! of `libc.so.6` therefore see the same frame — the fact that physically keyed
-//! translations exploit.
+//! translations exploit. It is also the one in-memory copy of a file's pages: private
+//! and shared mappings map its frames, `write(2)` updates them and shared stores are
+//! written back, so every view of a file agrees, as on Linux.
 //!
 //! Each guest process has an **address space**: a 4 GiB host reservation in which guest
 //! virtual address `v` lives at host address `base + v`, each present guest page being a
@@ -21,7 +23,7 @@ mod pagecache;
 mod phys;
 
 pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Prot, Pte, Vma};
-pub use pagecache::{FileId, PageCache, PageCacheStats};
+pub use pagecache::{FileId, FileKey, PageCache, PageCacheStats};
 pub use phys::{Frame, PhysMem, PhysStats};
 
 /// Size of a guest page (and of a physical frame).

@@ -1,18 +1,62 @@
-//! The page cache: (file identity, page index) → frame, shared by every process.
+//! The page cache: (device, inode) → the file's cached pages, shared by every process.
 //!
-//! Like Linux's, it outlives the processes that filled it: the second `exec` of a
-//! program finds its pages (and those of `ld-linux.so.2` and `libc.so.6`) already in
-//! frames, and maps the *same* frames. A file's identity includes its modification
-//! time and size, so a file rewritten on the host is read afresh rather than served
-//! stale.
+//! It is the machine's one in-memory copy of file contents, as Linux's page cache is:
+//!
+//! - **Identity.** A file is keyed by its host (device, inode) ([`FileKey`]), which does
+//!   not change when the file is written. Every mapping of page *n* of a file — private
+//!   or shared, in any process, before or after the file was written — maps the same
+//!   frame, so a store through a `MAP_SHARED` mapping is seen by every other mapping and
+//!   physically keyed translations find the same frame for the same library page.
+//! - **Lifetime.** Like Linux's, the cache outlives the processes that filled it: the
+//!   second `exec` of a program finds its pages (and those of `ld-linux.so.2` and
+//!   `libc.so.6`) already in frames. Each cached file holds one host descriptor, so its
+//!   inode (hence its key) cannot be reused by another file while pages are cached.
+//!   Files no process maps are evicted when too many files are cached, or when they
+//!   have been unlinked ([`PageCache::forget_if_unlinked`]).
+//! - **Coherence with `write(2)`.** The OS layer reports every write and truncation of
+//!   a cached file ([`PageCache::written`], [`PageCache::truncated`]); the cache then
+//!   re-reads the written bytes into the frames, so every mapping sees them.
+//! - **Coherence with `read(2)`.** Stores through shared mappings dirty frames the file
+//!   does not have yet. They are written back (never beyond the current end of the
+//!   file, which they never extend) when a shared mapping goes away or is `msync`ed (by
+//!   the address space) and before the OS layer reads a file that has shared writable
+//!   mappings ([`PageCache::write_back`]). Write-back compares first and writes only
+//!   pages that differ, so a clean page never touches the file (nor its mtime).
+//!
+//! A file changed behind morph's back (by another host process) is noticed through its
+//! modification time and size ([`FileId`]): its cached pages are dropped and read
+//! again, unless some process still maps them — then the machine keeps its own view.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::rc::Rc;
 
-use crate::{Frame, MemError, PAGE_SIZE, PhysMem};
+use crate::{Frame, MemError, PAGE_SHIFT, PAGE_SIZE, PhysMem};
 
-/// Identity of a file's contents: device, inode, modification time and size.
+/// Which file: host device and inode. The page cache's key; writing the file does not
+/// change it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FileKey {
+    /// Host device.
+    pub dev: u64,
+    /// Host inode.
+    pub ino: u64,
+}
+
+impl FileKey {
+    /// The key of an open host descriptor, if it is a regular file (only regular files
+    /// have pages in the cache).
+    pub fn of_fd(fd: RawFd) -> std::io::Result<Option<FileKey>> {
+        let st = fstat(fd)?;
+        Ok((st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(FileKey { dev: st.st_dev, ino: st.st_ino }))
+    }
+}
+
+/// A file's identity plus what it looked like when it was opened: device, inode,
+/// modification time and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FileId {
     /// Host device.
@@ -31,6 +75,15 @@ impl FileId {
         let m = file.metadata()?;
         Ok(FileId { dev: m.dev(), ino: m.ino(), mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(), size: m.size() })
     }
+
+    /// The cache key (device and inode).
+    pub fn key(&self) -> FileKey {
+        FileKey { dev: self.dev, ino: self.ino }
+    }
+
+    fn stamp(&self) -> (i64, u64) {
+        (self.mtime_ns, self.size)
+    }
 }
 
 /// Counters of the page cache.
@@ -44,12 +97,55 @@ pub struct PageCacheStats {
     pub fills: u64,
     /// Pages currently cached.
     pub pages: u64,
+    /// Files currently cached.
+    pub files: u64,
+    /// Cached pages updated by `write(2)` to their file.
+    pub write_throughs: u64,
+    /// Dirty pages written back to their file.
+    pub write_backs: u64,
+    /// Files dropped: evicted, unlinked, or changed outside the machine.
+    pub files_dropped: u64,
+}
+
+/// Files cached at once before files no process maps are evicted (each holds a host
+/// descriptor).
+const MAX_FILES: usize = 256;
+
+/// The cached pages of one file.
+struct CachedFile {
+    /// Page index → frame (the cache holds one reference on each).
+    pages: BTreeMap<u32, Frame>,
+    /// A descriptor of the file: keeps its inode alive, so the key stays its own, and
+    /// re-reads written ranges.
+    file: File,
+    /// A read/write descriptor without `O_APPEND`, for writing shared pages back; kept
+    /// while a shared writable mapping of the file may exist.
+    writer: Option<Rc<OwnedFd>>,
+    /// Modification time and size as morph last saw or left them.
+    stamp: (i64, u64),
+    /// When it was last looked up (for eviction).
+    last_use: u64,
+}
+
+impl CachedFile {
+    /// Whether any of its frames is mapped by a process (referenced beyond the cache).
+    fn mapped(&self, phys: &PhysMem) -> bool {
+        self.pages.values().any(|&f| phys.refcount(f) > 1)
+    }
+
+    /// Re-reads the modification time and size after morph changed the file.
+    fn restamp(&mut self) {
+        if let Ok(id) = FileId::of(&self.file) {
+            self.stamp = id.stamp();
+        }
+    }
 }
 
 /// The machine-wide page cache.
 #[derive(Default)]
 pub struct PageCache {
-    pages: HashMap<(FileId, u32), Frame>,
+    files: HashMap<FileKey, CachedFile>,
+    clock: u64,
     stats: PageCacheStats,
 }
 
@@ -61,36 +157,487 @@ impl PageCache {
 
     /// The frame holding page `index` of `file`, reading it on first use. The cache
     /// keeps one reference; the caller gets none (call [`PhysMem::retain`] to map it).
+    /// `id` is the file's identity as just read from `file`.
     pub fn page(&mut self, phys: &PhysMem, file: &File, id: FileId, index: u32) -> Result<Frame, MemError> {
         self.stats.lookups += 1;
-        if let Some(&f) = self.pages.get(&(id, index)) {
+        self.clock += 1;
+        let key = id.key();
+        match self.files.get(&key) {
+            Some(e) if e.stamp != id.stamp() && e.writer.is_none() && !e.mapped(phys) => {
+                // Changed outside the machine and nobody maps it: read it afresh.
+                self.drop_file(phys, key);
+            }
+            Some(_) => {}
+            None => self.make_room(phys),
+        }
+        let e = match self.files.entry(key) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                let pin = file.try_clone().map_err(|err| MemError::Host { op: "dup(page cache file)", err })?;
+                self.stats.files += 1;
+                v.insert(CachedFile { pages: BTreeMap::new(), file: pin, writer: None, stamp: id.stamp(), last_use: 0 })
+            }
+        };
+        e.last_use = self.clock;
+        if let Some(&f) = e.pages.get(&index) {
             self.stats.hits += 1;
             return Ok(f);
         }
         let f = phys.alloc()?;
         // SAFETY: the frame is freshly allocated and not yet mapped anywhere else.
         let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(f), PAGE_SIZE as usize) };
-        let off = u64::from(index) * u64::from(PAGE_SIZE);
-        let mut done = 0;
-        while done < buf.len() {
-            match file.read_at(&mut buf[done..], off + done as u64) {
-                Ok(0) => break, // past EOF: the rest stays zero
-                Ok(n) => done += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(err) => {
-                    phys.release(f);
-                    return Err(MemError::Host { op: "read(page cache fill)", err });
-                }
-            }
+        if let Err(err) = read_fully(file, buf, page_offset(index)) {
+            phys.release(f);
+            return Err(MemError::Host { op: "read(page cache fill)", err });
         }
         self.stats.fills += 1;
         self.stats.pages += 1;
-        self.pages.insert((id, index), f);
+        e.pages.insert(index, f);
         Ok(f)
+    }
+
+    /// Whether the file has pages in the cache (writes to other files need no work).
+    pub fn is_cached(&self, key: FileKey) -> bool {
+        self.files.contains_key(&key)
+    }
+
+    /// A read/write descriptor of the cached file `key` (opened from `file`) for writing
+    /// back the pages of a shared mapping, recording that the file may have dirty shared
+    /// pages. It is a fresh open file description, so the guest's `O_APPEND` or file
+    /// offset cannot affect write-back.
+    pub fn shared_writer(&mut self, key: FileKey, file: &File) -> Result<Rc<OwnedFd>, MemError> {
+        let Some(e) = self.files.get_mut(&key) else {
+            return Err(MemError::Host {
+                op: "shared_writer(uncached file)",
+                err: std::io::Error::other("not cached"),
+            });
+        };
+        if let Some(w) = &e.writer {
+            return Ok(w.clone());
+        }
+        let w = Rc::new(reopen_rw(file)?);
+        e.writer = Some(w.clone());
+        Ok(w)
+    }
+
+    /// Writes back the pages of `key` that processes map, if the file has shared writable
+    /// mappings: called before the OS layer reads the file, so `read(2)` sees stores
+    /// made through mappings. Only pages that differ from the file are written, and never
+    /// past its current end.
+    pub fn write_back(&mut self, phys: &PhysMem, key: FileKey) -> Result<(), MemError> {
+        let Some(e) = self.files.get_mut(&key) else { return Ok(()) };
+        let Some(w) = e.writer.clone() else { return Ok(()) };
+        let size = fstat(w.as_raw_fd()).map_err(|err| MemError::Host { op: "fstat(write-back)", err })?.st_size as u64;
+        let mut mapped = false;
+        let mut wrote = 0;
+        for (&index, &f) in &e.pages {
+            if phys.refcount(f) <= 1 {
+                continue; // only mapped pages can have been stored to since the last write-back
+            }
+            mapped = true;
+            if write_back_page(w.as_raw_fd(), phys.frame_bytes(f), page_offset(index), size)
+                .map_err(|err| MemError::Host { op: "pwrite(write-back)", err })?
+            {
+                wrote += 1;
+            }
+        }
+        if !mapped {
+            e.writer = None; // no mapping left that could dirty a page
+        }
+        if wrote > 0 {
+            self.stats.write_backs += wrote;
+            e.restamp();
+        }
+        Ok(())
+    }
+
+    /// Records that `[off, off+len)` of the file `key` was just written on the host:
+    /// the cached frames covering it take the new bytes, so every mapping sees them.
+    pub fn written(&mut self, phys: &PhysMem, key: FileKey, off: u64, len: u64) -> Result<(), MemError> {
+        let Some(e) = self.files.get_mut(&key) else { return Ok(()) };
+        if len == 0 {
+            return Ok(());
+        }
+        let end = off.saturating_add(len);
+        let first = page_index(off);
+        let last = page_index(end - 1);
+        let mut result = Ok(());
+        for (&index, &f) in e.pages.range(first..=last) {
+            let start = page_offset(index);
+            let lo = off.max(start);
+            let hi = end.min(start + u64::from(PAGE_SIZE));
+            // SAFETY: `f` is an allocated frame; the range lies inside it. Guest mappings
+            // may alias it, which raw bytes tolerate in this single-threaded machine.
+            let buf = unsafe {
+                std::slice::from_raw_parts_mut(phys.frame_ptr(f).add((lo - start) as usize), (hi - lo) as usize)
+            };
+            if let Err(err) = read_fully(&e.file, buf, lo) {
+                result = Err(MemError::Host { op: "read(page cache write-through)", err });
+            }
+            if phys.is_code(f) {
+                phys.note_code_write(f);
+            }
+            self.stats.write_throughs += 1;
+        }
+        e.restamp();
+        result
+    }
+
+    /// Records that the file `key` was truncated (or extended) to `size` bytes: cached
+    /// bytes past the end become zero, and cached pages wholly past it are dropped, or
+    /// zeroed if a process still maps them.
+    pub fn truncated(&mut self, phys: &PhysMem, key: FileKey, size: u64) {
+        let Some(e) = self.files.get_mut(&key) else { return };
+        let mut dropped = Vec::new();
+        let first = page_index(size);
+        for (&index, &f) in e.pages.range(first..) {
+            let start = page_offset(index);
+            let from = size.saturating_sub(start).min(u64::from(PAGE_SIZE)) as usize;
+            if from == 0 && phys.refcount(f) <= 1 {
+                dropped.push(index);
+                continue;
+            }
+            if from < PAGE_SIZE as usize {
+                // SAFETY: `f` is an allocated frame and `from` lies inside it.
+                unsafe { std::ptr::write_bytes(phys.frame_ptr(f).add(from), 0, PAGE_SIZE as usize - from) };
+                if phys.is_code(f) {
+                    phys.note_code_write(f);
+                }
+            }
+        }
+        for index in dropped {
+            if let Some(f) = e.pages.remove(&index) {
+                phys.release(f);
+                self.stats.pages -= 1;
+            }
+        }
+        e.restamp();
+    }
+
+    /// Drops the cached file `key` if it has been unlinked and no process maps it: no one
+    /// can reach it through a path any more, and its descriptor would keep it on disk.
+    /// Returns whether it was dropped.
+    pub fn forget_if_unlinked(&mut self, phys: &PhysMem, key: FileKey) -> bool {
+        let Some(e) = self.files.get(&key) else { return false };
+        let unlinked = fstat(e.file.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0);
+        if unlinked && e.writer.is_none() && !e.mapped(phys) {
+            self.drop_file(phys, key);
+            return true;
+        }
+        false
+    }
+
+    /// Keeps the number of cached files below [`MAX_FILES`] by evicting the least
+    /// recently used file that no process maps.
+    fn make_room(&mut self, phys: &PhysMem) {
+        if self.files.len() < MAX_FILES {
+            return;
+        }
+        let victim = self
+            .files
+            .iter()
+            .filter(|(_, e)| e.writer.is_none() && !e.mapped(phys))
+            .min_by_key(|(_, e)| e.last_use)
+            .map(|(&k, _)| k);
+        if let Some(k) = victim {
+            self.drop_file(phys, k);
+        }
+    }
+
+    fn drop_file(&mut self, phys: &PhysMem, key: FileKey) {
+        if let Some(e) = self.files.remove(&key) {
+            for f in e.pages.into_values() {
+                phys.release(f);
+                self.stats.pages -= 1;
+            }
+            self.stats.files -= 1;
+            self.stats.files_dropped += 1;
+        }
     }
 
     /// Counters.
     pub fn stats(&self) -> PageCacheStats {
         self.stats
+    }
+}
+
+/// Byte offset of file page `index`.
+fn page_offset(index: u32) -> u64 {
+    u64::from(index) << PAGE_SHIFT
+}
+
+/// The page index holding byte `off` (saturating for offsets past 16 TiB).
+fn page_index(off: u64) -> u32 {
+    (off >> PAGE_SHIFT).min(u64::from(u32::MAX)) as u32
+}
+
+/// Fills `buf` from `file` at `off`; what lies past the end of the file becomes zero.
+fn read_fully(file: &File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], off + done as u64) {
+            Ok(0) => {
+                buf[done..].fill(0);
+                break;
+            }
+            Ok(n) => done += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes the page at file offset `off` (whose bytes are `page`) back through `fd`,
+/// clipped to the file's `size`, if it differs from the file. Returns whether it wrote.
+pub(crate) fn write_back_page(fd: RawFd, page: &[u8], off: u64, size: u64) -> std::io::Result<bool> {
+    if off >= size {
+        return Ok(false); // past the end of the file: write-back never extends it
+    }
+    let len = (size - off).min(page.len() as u64) as usize;
+    // SAFETY: `fd` is an open descriptor the caller holds for the duration of the call;
+    // ManuallyDrop keeps the borrowed File from closing it.
+    let file = std::mem::ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+    let mut cur = [0u8; PAGE_SIZE as usize];
+    let mut have = 0;
+    while have < len {
+        match file.read_at(&mut cur[have..len], off + have as u64) {
+            Ok(0) => break, // the file shrank meanwhile: write what is still inside it
+            Ok(n) => have += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if cur[..have] == page[..have] {
+        return Ok(false);
+    }
+    file.write_all_at(&page[..have], off)?;
+    Ok(true)
+}
+
+/// A fresh read/write open file description of `file` (through `/proc/self/fd`), or a
+/// duplicate when that is impossible and the descriptor has no `O_APPEND`.
+fn reopen_rw(file: &File) -> Result<OwnedFd, MemError> {
+    let raw = file.as_raw_fd();
+    if let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open(format!("/proc/self/fd/{raw}")) {
+        return Ok(f.into());
+    }
+    // SAFETY: F_GETFL on a descriptor we hold.
+    let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    if fl < 0 || fl & libc::O_ACCMODE != libc::O_RDWR || fl & libc::O_APPEND != 0 {
+        return Err(MemError::Host { op: "open(shared file for write-back)", err: std::io::Error::last_os_error() });
+    }
+    let dup = file.try_clone().map_err(|err| MemError::Host { op: "dup(shared file)", err })?;
+    Ok(dup.into())
+}
+
+/// `fstat` of a descriptor.
+pub(crate) fn fstat(fd: RawFd) -> std::io::Result<libc::stat> {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat into a local struct; an invalid descriptor is reported as an error.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(st)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::{AddressSpace, Prot};
+
+    /// A scratch file with `contents`, opened read/write; removed when dropped.
+    struct Scratch {
+        path: PathBuf,
+        file: File,
+    }
+
+    impl Scratch {
+        fn new(tag: &str, contents: &[u8]) -> Scratch {
+            let path = std::env::temp_dir().join(format!("morph-pagecache-{}-{tag}", std::process::id()));
+            std::fs::write(&path, contents).unwrap();
+            let file = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+            Scratch { path, file }
+        }
+        fn id(&self) -> FileId {
+            FileId::of(&self.file).unwrap()
+        }
+        fn contents(&self) -> Vec<u8> {
+            std::fs::read(&self.path).unwrap()
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+
+    fn pattern(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+    }
+
+    fn machine() -> (Rc<PhysMem>, PageCache) {
+        (Rc::new(PhysMem::new(1 << 28).unwrap()), PageCache::new())
+    }
+
+    fn map(a: &mut AddressSpace, c: &mut PageCache, s: &Scratch, va: u32, pages: u32, prot: Prot, shared: bool) {
+        a.map_file(c, va, pages * PAGE_SIZE, prot, shared, &s.file, s.id(), 0, "f").unwrap();
+    }
+
+    #[test]
+    fn shared_store_is_seen_by_private_mappings_of_the_page() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("shared", &pattern(10000));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        let mut b = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
+        map(&mut a, &mut c, &s, 0x2000_0000, 3, Prot::RW, true);
+        map(&mut b, &mut c, &s, 0x3000_0000, 3, Prot::RW, false);
+        assert_eq!(a.pte(0x1000_0000).frame(), a.pte(0x2000_0000).frame(), "one page-cache frame");
+        a.write_bytes(0x2000_0064, b"SHARED").unwrap();
+        let mut got = [0u8; 6];
+        a.read_bytes(0x1000_0064, &mut got).unwrap();
+        assert_eq!(&got, b"SHARED");
+        b.read_bytes(0x3000_0064, &mut got).unwrap();
+        assert_eq!(&got, b"SHARED", "a private writable mapping not yet written shares the page");
+        // A private write stays private: neither the file nor the other mappings see it.
+        b.write_bytes(0x3000_0064, b"PRIVAT").unwrap();
+        a.read_bytes(0x2000_0064, &mut got).unwrap();
+        assert_eq!(&got, b"SHARED");
+        c.write_back(&phys, s.id().key()).unwrap();
+        assert_eq!(&s.contents()[100..106], b"SHARED", "write-back before a read reaches the file");
+        assert_eq!(s.contents().len(), 10000);
+    }
+
+    #[test]
+    fn write_through_is_seen_by_mappings() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("write", &pattern(3 * PAGE_SIZE as usize));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
+        map(&mut a, &mut c, &s, 0x2000_0000, 3, Prot::RW, true);
+        let code_frame = a.pte(0x1000_1000).frame();
+        phys.set_code(code_frame);
+        // A write straddling pages 0 and 1, as `pwrite(fd, "0123456789", 10, 4090)`.
+        s.file.write_all_at(b"0123456789", 4090).unwrap();
+        c.written(&phys, s.id().key(), 4090, 10).unwrap();
+        for base in [0x1000_0000u32, 0x2000_0000] {
+            let mut got = [0u8; 12];
+            a.read_bytes(base + 4089, &mut got).unwrap();
+            assert_eq!(&got[1..11], b"0123456789");
+            assert_eq!(got[0], pattern(4090)[4089], "bytes around the write are unchanged");
+        }
+        assert!(!phys.is_code(code_frame), "code in a rewritten frame is invalidated");
+        assert!(phys.take_dirty_code().contains(&code_frame));
+    }
+
+    #[test]
+    fn munmap_writes_shared_stores_back_within_the_file() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("munmap", &pattern(5000));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x2000_0000, 2, Prot::RW, true);
+        a.write_bytes(0x2000_0010, b"STORE").unwrap();
+        a.write_bytes(0x2000_1400, b"PAST-EOF").unwrap(); // byte 5120 of a 5000-byte file
+        assert_eq!(&s.contents()[16..21], &pattern(21)[16..], "not yet written back");
+        a.unmap(0x2000_0000, 2 * PAGE_SIZE).unwrap();
+        let after = s.contents();
+        assert_eq!(&after[16..21], b"STORE");
+        assert_eq!(after.len(), 5000, "write-back never extends the file");
+        // Dropping an address space writes back too.
+        let mut b = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut b, &mut c, &s, 0x2000_0000, 2, Prot::RW, true);
+        b.write_bytes(0x2000_1000, b"DROPPED").unwrap();
+        drop(b);
+        assert_eq!(&s.contents()[4096..4103], b"DROPPED");
+        // msync too.
+        let mut d = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut d, &mut c, &s, 0x2000_0000, 1, Prot::RW, true);
+        d.write_bytes(0x2000_0020, b"SYNCED").unwrap();
+        d.write_back(0x2000_0000, PAGE_SIZE).unwrap();
+        assert_eq!(&s.contents()[32..38], b"SYNCED");
+    }
+
+    #[test]
+    fn a_forked_child_shares_shared_file_pages() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("fork", &pattern(4096));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x2000_0000, 1, Prot::RW, true);
+        map(&mut a, &mut c, &s, 0x3000_0000, 1, Prot::RW, false);
+        let mut child = a.fork().unwrap();
+        child.write_bytes(0x2000_0000, b"CHILD").unwrap();
+        child.write_bytes(0x3000_0000, b"PRIV").unwrap();
+        let mut got = [0u8; 5];
+        a.read_bytes(0x2000_0000, &mut got).unwrap();
+        assert_eq!(&got, b"CHILD");
+        a.read_bytes(0x3000_0000, &mut got).unwrap();
+        assert_eq!(&got, b"CHILD", "the parent's private page still shares the cached frame");
+        drop(child);
+        assert_eq!(&s.contents()[..5], b"CHILD");
+    }
+
+    #[test]
+    fn truncation_zeroes_and_drops_cached_pages() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("trunc", &pattern(3 * PAGE_SIZE as usize));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
+        a.unmap(0x1000_2000, PAGE_SIZE).unwrap(); // page 2 stays cached, unmapped
+        assert_eq!(c.stats().pages, 3);
+        s.file.set_len(5000).unwrap();
+        c.truncated(&phys, s.id().key(), 5000);
+        assert_eq!(c.stats().pages, 2, "the unmapped page past the end is dropped");
+        let mut page1 = vec![0u8; PAGE_SIZE as usize];
+        a.read_bytes(0x1000_1000, &mut page1).unwrap();
+        assert_eq!(&page1[..904], &pattern(5000)[4096..]);
+        assert!(page1[904..].iter().all(|&b| b == 0), "bytes past the new end are zero");
+        // Growing again reads zeros where the file was cut, through a new mapping too.
+        s.file.set_len(3 * u64::from(PAGE_SIZE)).unwrap();
+        c.truncated(&phys, s.id().key(), 3 * u64::from(PAGE_SIZE));
+        map(&mut a, &mut c, &s, 0x2000_0000, 3, Prot::READ, false);
+        let mut all = vec![0u8; 3 * PAGE_SIZE as usize];
+        a.read_bytes(0x2000_0000, &mut all).unwrap();
+        assert_eq!(&all[..5000], &pattern(5000)[..]);
+        assert!(all[5000..].iter().all(|&b| b == 0));
+        assert_eq!(a.pte(0x2000_1000).frame(), a.pte(0x1000_1000).frame());
+    }
+
+    #[test]
+    fn identity_survives_writes_and_outside_changes_are_reread() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("ident", &pattern(4096));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x1000_0000, 1, Prot::READ, false);
+        let frame = a.pte(0x1000_0000).frame();
+        s.file.write_all_at(b"through morph", 0).unwrap();
+        c.written(&phys, s.id().key(), 0, 13).unwrap();
+        map(&mut a, &mut c, &s, 0x2000_0000, 1, Prot::READ, false);
+        assert_eq!(a.pte(0x2000_0000).frame(), frame, "same page after a write: same frame");
+        a.unmap(0x1000_0000, PAGE_SIZE).unwrap();
+        a.unmap(0x2000_0000, PAGE_SIZE).unwrap();
+        // Changed behind the machine's back (size differs) while nobody maps it.
+        s.file.write_all_at(b"outside", 4096).unwrap();
+        map(&mut a, &mut c, &s, 0x1000_0000, 2, Prot::READ, false);
+        let mut got = [0u8; 7];
+        a.read_bytes(0x1000_1000, &mut got).unwrap();
+        assert_eq!(&got, b"outside");
+        assert_eq!(c.stats().files_dropped, 1);
+    }
+
+    #[test]
+    fn mprotect_cannot_make_a_read_only_shared_file_mapping_writable() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("ro", &pattern(4096));
+        let ro = File::open(&s.path).unwrap();
+        let mut a = AddressSpace::new(phys).unwrap();
+        a.map_file(&mut c, 0x1000_0000, PAGE_SIZE, Prot::READ, true, &ro, s.id(), 0, "f").unwrap();
+        assert_eq!(a.protect(0x1000_0000, PAGE_SIZE, Prot::RW), Err(crate::MemFaultKind::Protection));
+        a.map_file(&mut c, 0x2000_0000, PAGE_SIZE, Prot::READ, false, &ro, s.id(), 0, "f").unwrap();
+        assert_eq!(a.protect(0x2000_0000, PAGE_SIZE, Prot::RW), Ok(()));
     }
 }

@@ -180,7 +180,7 @@ impl Machine {
             if d >= 0 {
                 // SAFETY: a fresh descriptor we own.
                 let host = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(d) };
-                fds.set(fd as u32, FdEntry { host: Rc::new(host), cloexec: false });
+                fds.set(fd as u32, FdEntry::new(host, false));
             }
         }
         let pid = self.next_pid;

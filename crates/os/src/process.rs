@@ -1,11 +1,11 @@
 //! A guest process: CPU state, address space, file descriptors and the rest of the
 //! per-process kernel state.
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 
 use morph_cpu::Cpu;
-use morph_mem::AddressSpace;
+use morph_mem::{AddressSpace, FileKey};
 
 /// Process identifier.
 pub type Pid = u32;
@@ -36,6 +36,18 @@ pub struct FdEntry {
     pub host: Rc<OwnedFd>,
     /// `FD_CLOEXEC`.
     pub cloexec: bool,
+    /// For a regular file, its (device, inode): which page-cache file reads and writes
+    /// through this descriptor must stay coherent with (found once, at open).
+    pub file: Option<FileKey>,
+}
+
+impl FdEntry {
+    /// An entry for the host descriptor `host`, noting which file it is if it is a
+    /// regular file.
+    pub fn new(host: OwnedFd, cloexec: bool) -> FdEntry {
+        let file = FileKey::of_fd(host.as_raw_fd()).ok().flatten();
+        FdEntry { host: Rc::new(host), cloexec, file }
+    }
 }
 
 /// The guest descriptor table.

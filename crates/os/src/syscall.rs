@@ -9,10 +9,9 @@
 //! `s` guest string, `p` guest pointer, `o` octal mode.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::rc::Rc;
 
 use morph_cpu::state::reg;
-use morph_mem::{MemFault, PAGE_SIZE, Prot};
+use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE, Prot};
 use rand::Rng;
 
 use crate::layout::MMAP_MIN_ADDR;
@@ -80,6 +79,7 @@ table! {
     122 uname "p" sys_uname;
     125 mprotect "xux" sys_mprotect;
     140 _llseek "fxxpd" sys_llseek;
+    144 msync "xux" sys_msync;
     145 readv "fpu" sys_readv;
     146 writev "fpu" sys_writev;
     163 mremap "xuuxx" sys_mremap;
@@ -553,14 +553,11 @@ fn do_mmap(
         return Err(ENODEV);
     }
     let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
-    if shared {
-        let fd = Rc::new(OwnedFd::from(file));
-        let name = guest_name_of(m, raw);
-        p.aspace.map_host_file(start, alen, prot, fd, id, off, &name).map_err(|_| ENOMEM)?;
-        return Ok(start);
-    }
     let name = guest_name_of(m, raw);
-    p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|_| ENOMEM)?;
+    p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
+        MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
+        _ => ENOMEM,
+    })?;
     Ok(start)
 }
 
@@ -649,51 +646,134 @@ fn sys_mprotect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] == 0 {
         return Ok(0);
     }
-    p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|_| ENOMEM)?;
+    p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|k| match k {
+        MemFaultKind::Protection => EACCES,
+        MemFaultKind::Unmapped => ENOMEM,
+    })?;
     Ok(0)
+}
+
+fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MS_ASYNC: u32 = 1;
+    const MS_INVALIDATE: u32 = 2;
+    const MS_SYNC: u32 = 4;
+    let (start, flags) = (a[0], a[2]);
+    if start & (PAGE_SIZE - 1) != 0
+        || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || (flags & MS_ASYNC != 0 && flags & MS_SYNC != 0)
+    {
+        return Err(EINVAL);
+    }
+    let len = morph_mem::page_align_up(u64::from(a[1]));
+    if u64::from(start) + len > 1 << 32 {
+        return Err(ENOMEM);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let len = u32::try_from(len).map_err(|_| ENOMEM)?;
+    // Every flag writes back: the host's own page cache then holds the bytes, which is
+    // all MS_SYNC promises other readers too.
+    let mapped = p.aspace.is_mapped(start, len);
+    p.aspace.write_back(start, len).map_err(|_| EIO)?;
+    if mapped { Ok(0) } else { Err(ENOMEM) }
 }
 
 // ----- files -------------------------------------------------------------------------
 
-fn sys_read(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+// Coherence with the page cache: the host file is the backing store of the machine's
+// page cache (see `morph_mem::PageCache`). Before the host reads a file that may have
+// shared writable mappings, their stores are written back; after the host writes or
+// truncates a file with cached pages, the cache takes the change. Descriptors know their
+// (device, inode) from open time, so the common case (no cached pages, or not a regular
+// file) costs a hash lookup.
+
+/// Writes back stores made through shared mappings of the file behind guest `fd`, so a
+/// host read sees them. A failure is not the reader's: it reads what the file holds.
+fn sync_before_read(m: &mut Machine, p: &Process, fd: u32) {
+    if let Some(key) = p.fds.get(fd).and_then(|e| e.file) {
+        let _ = m.cache.write_back(&m.phys, key);
+    }
+}
+
+/// The cached file behind guest `fd`, if it is a regular file with cached pages.
+fn cached_file(m: &Machine, p: &Process, fd: u32) -> Option<FileKey> {
+    p.fds.get(fd).and_then(|e| e.file).filter(|&k| m.cache.is_cached(k))
+}
+
+/// After `n` bytes were written through guest `fd` at `off` (or, for `write`, just
+/// before the file offset): the cached pages take the new bytes.
+fn wrote(m: &mut Machine, p: &Process, fd: u32, off: Option<u64>, n: u32) {
+    let Some(key) = cached_file(m, p, fd) else { return };
+    let off = match off {
+        Some(off) => off,
+        None => {
+            let Ok(raw) = host_fd(p, fd) else { return };
+            // SAFETY: lseek on a descriptor we hold (reads the offset, moves nothing).
+            let end = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
+            match u64::try_from(end) {
+                Ok(end) => end.saturating_sub(u64::from(n)),
+                Err(_) => return,
+            }
+        }
+    };
+    let _ = m.cache.written(&m.phys, key, off, u64::from(n));
+}
+
+fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(0x7fff_f000);
     p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    sync_before_read(m, p, a[0]);
     // SAFETY: the guest range was checked writable and is mapped in our window.
     host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
 }
 
-fn sys_write(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(0x7fff_f000);
     p.aspace.check_read(a[1], len).map_err(efault)?;
     // SAFETY: the guest range was checked readable and is mapped in our window.
-    host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+    let n = host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })?;
+    wrote(m, p, a[0], None, n);
+    Ok(n)
 }
 
-fn sys_pread64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(0x7fff_f000);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    sync_before_read(m, p, a[0]);
     // SAFETY: the guest range was checked writable and is mapped in our window.
     host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
 }
 
-fn sys_pwrite64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(0x7fff_f000);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     p.aspace.check_read(a[1], len).map_err(efault)?;
     // SAFETY: the guest range was checked readable and is mapped in our window.
-    host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
+    let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
+    wrote(m, p, a[0], Some(off as u64), n);
+    Ok(n)
 }
 
-fn sys_ftruncate64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+/// After the file `key` was truncated (or extended) to `len` bytes.
+fn truncated(m: &mut Machine, key: Option<FileKey>, len: u64) {
+    if let Some(key) = key {
+        m.cache.truncated(&m.phys, key, len);
+    }
+}
+
+fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
     // SAFETY: ftruncate on a descriptor we hold.
-    host(unsafe { libc::ftruncate(fd, len) } as isize)
+    let r = host(unsafe { libc::ftruncate(fd, len) } as isize)?;
+    truncated(m, cached_file(m, p, a[0]), len as u64);
+    Ok(r)
 }
 
 fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -701,7 +781,9 @@ fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = m.vfs.open(&p.cwd, &path, libc::O_WRONLY, 0)?;
     let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
     // SAFETY: ftruncate on a descriptor we own.
-    host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)
+    let r = host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)?;
+    truncated(m, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    Ok(r)
 }
 
 fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {
@@ -722,18 +804,21 @@ fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec
     Ok(v)
 }
 
-fn sys_readv(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], true)?;
+    sync_before_read(m, p, a[0]);
     // SAFETY: every iovec points into checked, writable guest memory.
     host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
 }
 
-fn sys_writev(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     // SAFETY: every iovec points into checked, readable guest memory.
-    host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) })
+    let n = host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) })?;
+    wrote(m, p, a[0], None, n);
+    Ok(n)
 }
 
 /// Guest `open` flags → host flags (the values are the same on i386 and x86-64; only
@@ -742,8 +827,14 @@ fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: 
     let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     let mode = mode & !p.umask;
     let fd = m.vfs.open(dir, path, host_flags, mode)?;
-    let cloexec = flags & O_CLOEXEC != 0;
-    p.fds.install(FdEntry { host: Rc::new(fd), cloexec }, 0).ok_or(EMFILE)
+    let entry = FdEntry::new(fd, flags & O_CLOEXEC != 0);
+    if flags & O_TRUNC != 0
+        && let Some(key) = entry.file.filter(|&k| m.cache.is_cached(k))
+        && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
+    {
+        m.cache.truncated(&m.phys, key, st.st_size as u64);
+    }
+    p.fds.install(entry, 0).ok_or(EMFILE)
 }
 
 /// The directory a `*at` call's relative path starts from, as a guest path.
@@ -985,8 +1076,10 @@ fn sys_lstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     put_stat64(p, a[1], &st)
 }
 
-fn sys_fstat64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let st = host_stat_fd(host_fd(p, a[0])?)?;
+fn sys_fstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    sync_before_read(m, p, a[0]); // stores through shared mappings update the mtime
+    let st = host_stat_fd(fd)?;
     put_stat64(p, a[1], &st)
 }
 
@@ -1002,8 +1095,10 @@ fn sys_lstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     put_stat(p, a[1], &st)
 }
 
-fn sys_fstat(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let st = host_stat_fd(host_fd(p, a[0])?)?;
+fn sys_fstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    sync_before_read(m, p, a[0]); // stores through shared mappings update the mtime
+    let st = host_stat_fd(fd)?;
     put_stat(p, a[1], &st)
 }
 
@@ -1069,12 +1164,28 @@ fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     access_common(m, p, a[0], &path, a[2], a[3] & AT_SYMLINK_NOFOLLOW)
 }
 
-fn unlink_common(m: &Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
+fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
     let (d, name) = m.vfs.parent(dir, path)?;
     let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
     let _ = p;
+    // A cached file that loses its last name and is mapped by no one leaves the cache
+    // (its descriptor there would keep it on disk).
+    let cached = if f == 0 {
+        // SAFETY: an all-zero stat is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstatat on a directory descriptor we hold, into a local struct.
+        let r = unsafe { libc::fstatat(d.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+        let key = FileKey { dev: st.st_dev, ino: st.st_ino };
+        (r == 0 && m.cache.is_cached(key)).then_some(key)
+    } else {
+        None
+    };
     // SAFETY: unlinkat on a directory descriptor we hold with a C string name.
-    host(unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), f) } as isize)
+    let r = host(unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), f) } as isize)?;
+    if let Some(key) = cached {
+        m.cache.forget_if_unlinked(&m.phys, key);
+    }
+    Ok(r)
 }
 
 fn sys_unlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
