@@ -69,7 +69,7 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "physical")]
     key: Key,
     /// Executions of a block before it is translated (dbt engine).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = morph_dbt::DEFAULT_THRESHOLD)]
     threshold: u32,
     /// Do not chain translated blocks (dbt engine).
     #[arg(long)]
@@ -149,10 +149,16 @@ fn find_program(root: &std::path::Path, name: &str, cwd: &str) -> String {
 }
 
 fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
-    if a.engine == Engine::Dbt {
-        anyhow::bail!("--engine dbt is not available yet in this build (use --engine interp)");
-    }
-    let _ = (a.key, a.threshold, a.no_chain);
+    let engine = morph_dbt::EngineConfig {
+        translate: a.engine == Engine::Dbt,
+        key: match a.key {
+            Key::Virtual => morph_dbt::KeyPolicy::Virtual,
+            Key::Physical => morph_dbt::KeyPolicy::Physical,
+            Key::Process => morph_dbt::KeyPolicy::Process,
+        },
+        threshold: a.threshold,
+        chain: !a.no_chain,
+    };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
         KernelArg::Modern => Kernel::Modern,
@@ -176,6 +182,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         strace: a.strace,
         max_mem: a.max_mem << 20,
         timeout: a.timeout.map(Duration::from_secs_f64),
+        engine,
         ..Config::default()
     };
     let mut machine = Machine::new(cfg)?;
@@ -211,7 +218,9 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
 
 fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
     use serde_json::json;
-    let i = m.interp().stats;
+    let i = m.engine().interp().stats;
+    let e = m.engine().stats();
+    let cfg = m.engine().config();
     let os = m.stats();
     let ph = m.phys().stats();
     let pc = m.page_cache().stats();
@@ -227,12 +236,31 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
     json!({
         "wall_ns": wall.as_nanos() as u64,
         "engine": {
-            "interp_instructions": i.instructions,
-            "blocks_decoded": i.blocks_decoded,
-            "instructions_decoded": i.instructions_decoded,
-            "blocks_invalidated": i.blocks_invalidated,
+            "kind": if cfg.translate { "dbt" } else { "interp" },
+            "key": cfg.key.name(),
+            "threshold": cfg.threshold,
+            "chain": cfg.chain,
+            "lookups": e.lookups,
+            "hits": e.hits,
+            "misses": e.misses,
+            "translations": e.translations,
+            "retranslations": e.retranslations,
+            "chain_patches": e.chain_patches,
+            "invalidations": e.invalidations,
+            "interp_instructions": e.interp_instructions,
+            "translated_instructions": e.translated_instructions,
+            "translated_guest_instructions": e.translated_guest_instructions,
+            "helper_instructions": e.helper_instructions,
+            "host_faults": e.host_faults,
+            "blocks": e.blocks,
+            "host_bytes": e.host_bytes,
+            "flushes": e.flushes,
+            "interp_ns": e.interp_ns,
+            "translate_ns": e.translate_ns,
+            "exec_ns": e.exec_ns,
+            "interp_blocks_decoded": i.blocks_decoded,
+            "interp_blocks_invalidated": i.blocks_invalidated,
             "fpu_instructions": i.fpu_instructions,
-            "engine_ns": os.engine_ns,
         },
         "os": {
             "syscalls_total": os.syscalls.values().sum::<u64>(),

@@ -152,14 +152,17 @@ fn supported(ins: &Instruction) -> bool {
     })
 }
 
+/// Whether `ins` is an integer instruction of the TM5600's ISA (not x87/MMX, not
+/// invalid): the ones a translator may re-encode; the rest go to the interpreter.
+pub fn is_integer_instruction(ins: &Instruction) -> bool {
+    classify(ins) == Class::Int
+}
+
 fn classify(ins: &Instruction) -> Class {
     // ENDBR32/ENDBR64 live in the P6 reserved-NOP space (0F 1E): a NOP on the TM5600.
     // TZCNT/LZCNT (F3 0F BC/BD) execute as BSF/BSR on CPUs without BMI1/LZCNT, and
     // compilers emit TZCNT for BSF relying on exactly that.
-    if matches!(
-        ins.mnemonic(),
-        M::Endbr32 | M::Endbr64 | M::Tzcnt | M::Lzcnt
-    ) {
+    if matches!(ins.mnemonic(), M::Endbr32 | M::Endbr64 | M::Tzcnt | M::Lzcnt) {
         return Class::Int;
     }
     if ins.is_invalid() || !supported(ins) {
@@ -406,6 +409,14 @@ impl Interp {
         let phys = mem.phys();
         self.epoch = phys.code_epoch();
         let dirty = phys.take_dirty_code();
+        self.invalidate_frames(mem, &dirty);
+    }
+
+    /// Drops the blocks decoded from `dirty` frames (the caller drained them from
+    /// physical memory, e.g. the translator, which invalidates its own code too).
+    pub fn invalidate_frames(&mut self, mem: &AddressSpace, dirty: &[Frame]) {
+        let phys = mem.phys();
+        self.epoch = phys.code_epoch();
         if dirty.is_empty() {
             return;
         }
@@ -422,7 +433,7 @@ impl Interp {
         }
     }
 
-    fn block(&mut self, eip: u32, mem: &AddressSpace) -> Res<Rc<Block>> {
+    fn block(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Rc<Block>> {
         if let Some(b) = self.blocks.get(&eip) {
             let p0 = mem.pte(eip);
             let p1 = mem.pte(b.last);
@@ -435,7 +446,7 @@ impl Interp {
         Ok(b)
     }
 
-    fn decode(&mut self, eip: u32, mem: &AddressSpace) -> Res<Block> {
+    fn decode(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Block> {
         let fetch = page_fault(eip);
         let first = mem.pte(eip);
         if !first.readable() {
@@ -472,10 +483,9 @@ impl Interp {
                 break;
             }
         }
-        let phys = mem.phys();
         let frames = [first.frame(), mem.pte(last).frame()];
-        phys.set_code(frames[0]);
-        phys.set_code(frames[1]);
+        mem.mark_code(eip);
+        mem.mark_code(last);
         self.stats.blocks_decoded += 1;
         self.stats.instructions_decoded += instrs.len() as u64;
         Ok(Block { frames, last, instrs: instrs.into_boxed_slice() })

@@ -102,12 +102,6 @@ impl Pte {
     pub fn cow(self) -> bool {
         self.0 & Self::COW != 0
     }
-    /// Whether the page maps a host file directly, without a frame. Never true any more:
-    /// shared file mappings map page-cache frames like private ones. Kept only so that
-    /// callers written against the old mapping scheme still build; do not use in new code.
-    pub fn direct(self) -> bool {
-        false
-    }
     /// Whether the page is part of a `MAP_SHARED` mapping.
     pub fn shared(self) -> bool {
         self.0 & Self::SHARED != 0
@@ -633,7 +627,9 @@ impl AddressSpace {
             let p = self.pt[i as usize];
             let shared = p.shared();
             let cow = p.cow() || (!shared && self.phys.refcount(p.frame()) > 1);
-            self.pt[i as usize] = Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared);
+            // Keep the translated-code protection: the frame still holds that code.
+            let code_ro = p.0 & Pte::CODE_RO;
+            self.pt[i as usize] = Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | code_ro);
         }
         self.merge_around(start);
         self.merge_around(end);
@@ -753,6 +749,17 @@ impl AddressSpace {
                 return Ok(());
             }
             page += 1;
+        }
+    }
+
+    /// Records that code was decoded or translated from the page holding `va`: sets the
+    /// frame's code bit (so guest writes are reported) and write-protects the host
+    /// mapping (so stores made by translated code trap too).
+    pub fn mark_code(&mut self, va: u32) {
+        let p = self.pte(va);
+        if p.present() {
+            self.phys.set_code(p.frame());
+            let _ = self.protect_code_page(va);
         }
     }
 

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use morph_cpu::{Cpu, Exit, FaultKind, Interp};
+use morph_cpu::{Cpu, Exit, FaultKind};
+use morph_dbt::{Engine, EngineConfig};
 use morph_mem::{AddressSpace, MemFaultKind, PageCache, PhysMem};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -41,6 +42,8 @@ pub struct Config {
     pub timeout: Option<Duration>,
     /// Guest instructions per time slice.
     pub slice: u64,
+    /// The execution engine: interpreter only, or translation with a key policy.
+    pub engine: EngineConfig,
 }
 
 impl Default for Config {
@@ -54,6 +57,7 @@ impl Default for Config {
             max_mem: 4 << 30,
             timeout: None,
             slice: 1 << 20,
+            engine: EngineConfig::default(),
         }
     }
 }
@@ -88,7 +92,7 @@ pub struct Machine {
     pub(crate) cfg: Config,
     pub(crate) phys: Rc<PhysMem>,
     pub(crate) cache: PageCache,
-    pub(crate) interp: Interp,
+    pub(crate) engine: Engine,
     pub(crate) vfs: Vfs,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) procs: BTreeMap<Pid, Process>,
@@ -106,12 +110,13 @@ impl Machine {
     pub fn new(cfg: Config) -> std::io::Result<Machine> {
         let phys = Rc::new(PhysMem::new(cfg.max_mem).map_err(std::io::Error::other)?);
         let vfs = Vfs::new(&cfg.root)?;
+        let engine = Engine::new(cfg.engine);
         Ok(Machine {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             cfg,
             phys,
             cache: PageCache::new(),
-            interp: Interp::new(),
+            engine,
             vfs,
             procs: BTreeMap::new(),
             next_pid: FIRST_PID,
@@ -131,9 +136,9 @@ impl Machine {
         &self.stats
     }
 
-    /// The interpreter (for its counters).
-    pub fn interp(&self) -> &Interp {
-        &self.interp
+    /// The execution engine (for its counters).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// Physical memory (for its counters).
@@ -231,7 +236,7 @@ impl Machine {
                     return Err(RunError::Timeout(t));
                 }
                 let t0 = Instant::now();
-                let exit = self.interp.run(&mut p.cpu, &mut p.aspace, self.cfg.slice);
+                let exit = self.engine.run(&mut p.cpu, &mut p.aspace, p.pid, self.cfg.slice);
                 let t1 = Instant::now();
                 self.stats.engine_ns += (t1 - t0).as_nanos() as u64;
                 match exit {
@@ -244,6 +249,7 @@ impl Machine {
                     break;
                 }
             }
+            self.engine.drop_context(pid);
             if pid == first {
                 status = p.exit;
             }

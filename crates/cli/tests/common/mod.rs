@@ -108,7 +108,15 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
-/// The engine configurations every guest is checked under.
+/// The engine configurations every guest is checked under: the interpreter, and the
+/// translator under each key policy, thresholds 0 and default, chaining on and off.
 pub fn configs() -> Vec<Vec<&'static str>> {
-    vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]]
+    let mut v = vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]];
+    for key in ["physical", "virtual", "process"] {
+        v.push(vec!["--engine", "dbt", "--key", key, "--threshold", "0"]);
+        v.push(vec!["--engine", "dbt", "--key", key, "--threshold", "0", "--no-chain"]);
+        v.push(vec!["--engine", "dbt", "--key", key]);
+    }
+    v.push(vec!["--engine", "dbt", "--no-chain", "--aslr", "2", "--seed", "3"]);
+    v
 }

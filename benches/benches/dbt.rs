@@ -1,0 +1,44 @@
+//! Translator benchmarks: translation speed (guest instructions translated per second),
+//! translated execution of a CPU-bound loop, and dispatch (a loop whose every block
+//! returns to the dispatcher: lookup + entry + exit).
+
+#![allow(missing_docs)] // criterion's macros generate undocumented items
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use morph_benches::{CODE, alu_loop, alu_loop_instructions, machine};
+use morph_cpu::Exit;
+use morph_dbt::{Engine, EngineConfig, KeyPolicy};
+
+fn translate_speed(c: &mut Criterion) {
+    // A page of straight-line guest code, translated block by block.
+    let code = alu_loop(1);
+    let mut g = c.benchmark_group("dbt");
+    let n = 8u64; // instructions in the loop body block
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("translate_block", |b| {
+        b.iter(|| morph_dbt::translate::translate(&code, CODE, 0, 0).expect("translates"))
+    });
+    g.finish();
+}
+
+fn execute(c: &mut Criterion) {
+    let n = 100_000;
+    let code = alu_loop(n);
+    let mut g = c.benchmark_group("dbt");
+    g.throughput(Throughput::Elements(alu_loop_instructions(n)));
+    for chain in [true, false] {
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(EngineConfig { translate: true, key: KeyPolicy::Physical, threshold: 0, chain });
+        let name = if chain { "alu_loop_chained" } else { "alu_loop_dispatch_every_block" };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                cpu.eip = CODE;
+                assert_eq!(e.run(&mut cpu, &mut mem, 1, u64::MAX), Exit::Syscall);
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, translate_speed, execute);
+criterion_main!(benches);

@@ -1,0 +1,587 @@
+//! The Code Morphing engine: interpret, profile, translate, chain, invalidate.
+//!
+//! Modeled on Transmeta's Code Morphing Software (Dehnert et al., CGO 2003): guest code
+//! is first run by the reference interpreter while the engine counts how often each
+//! block starts; a block that reaches the *threshold* is translated to x86-64
+//! ([`translate`]) and kept in the **translation cache**, whose key is the experiment's
+//! independent variable ([`KeyPolicy`]):
+//!
+//! | policy | key | valid when |
+//! |---|---|---|
+//! | `virtual` | guest VA | the VA still maps the frame the code came from |
+//! | `physical` | guest PA (frame, offset) | always (translations are position-independent) |
+//! | `process` | (process, VA) | same as virtual; dropped at exec and exit |
+//!
+//! Translations jump to each other directly once both exist (*chaining*), but only
+//! within one page, so a chained jump never needs a mapping check. A guest write to a
+//! frame holding translated code (the frame's code bit, Transmeta's T-bit) drops every
+//! translation made from it. A host fault inside translated code becomes a precise
+//! guest fault: the instruction is re-run by the interpreter, which either completes it
+//! (a copy-on-write or code-page write) or raises the guest exception with the exact
+//! EIP and registers.
+//!
+//! The engine sees memory only through an [`AddressSpace`] and never calls the OS.
+
+mod runtime;
+pub mod translate;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use dynasmrt::{AssemblyOffset, DynasmApi};
+use iced_x86::{Decoder, DecoderOptions, Instruction};
+use morph_cpu::state::seg;
+use morph_cpu::{Cpu, Exit, Interp};
+use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+
+use crate::runtime::{
+    EXIT_BRANCH, EXIT_BUDGET, EXIT_FAULT, EXIT_HELPER, EXIT_INDIRECT, EXIT_SYSCALL, FaultMap, JitState, LIVE_FLAGS,
+};
+use crate::translate::{Fixup, Site};
+
+/// What the translation cache is keyed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyPolicy {
+    /// Guest virtual address, validated against the frame.
+    Virtual,
+    /// Guest physical address.
+    Physical,
+    /// A private cache per process, keyed by virtual address.
+    Process,
+}
+
+impl KeyPolicy {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyPolicy::Virtual => "virtual",
+            KeyPolicy::Physical => "physical",
+            KeyPolicy::Process => "process",
+        }
+    }
+}
+
+/// Engine configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct EngineConfig {
+    /// Translate at all (`--engine dbt`) or only interpret (`--engine interp`).
+    pub translate: bool,
+    /// The cache key.
+    pub key: KeyPolicy,
+    /// Block executions before translation (0: translate at first execution).
+    pub threshold: u32,
+    /// Chain translations to each other.
+    pub chain: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig { translate: false, key: KeyPolicy::Physical, threshold: DEFAULT_THRESHOLD, chain: true }
+    }
+}
+
+/// The default threshold. Low enough that the short-lived programs of the seed workload
+/// get their library code translated, high enough that code run once (start-up paths,
+/// the dynamic loader's relocation loops are the exception) is not: see
+/// `docs/engine.md`.
+pub const DEFAULT_THRESHOLD: u32 = 50;
+
+/// Every counter of the engine, in one place.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineStats {
+    /// Translation cache lookups (one per dispatched block).
+    pub lookups: u64,
+    /// Lookups that found a valid translation.
+    pub hits: u64,
+    /// Lookups that did not.
+    pub misses: u64,
+    /// Blocks translated.
+    pub translations: u64,
+    /// Translations of physical code that had been translated before under another key.
+    pub retranslations: u64,
+    /// Direct jumps patched to chain two translations.
+    pub chain_patches: u64,
+    /// Translations dropped because their code was written.
+    pub invalidations: u64,
+    /// Guest instructions run by the interpreter.
+    pub interp_instructions: u64,
+    /// Guest instructions run inside translations (helper-run ones included).
+    pub translated_instructions: u64,
+    /// Guest instructions translated.
+    pub translated_guest_instructions: u64,
+    /// Instructions translations hand to the interpreter helper (static count).
+    pub helper_instructions: u64,
+    /// Host faults inside translated code.
+    pub host_faults: u64,
+    /// Live translations.
+    pub blocks: u64,
+    /// Bytes of host code in the cache.
+    pub host_bytes: u64,
+    /// Caches flushed because the code buffer was full.
+    pub flushes: u64,
+    /// Host nanoseconds interpreting.
+    pub interp_ns: u64,
+    /// Host nanoseconds translating.
+    pub translate_ns: u64,
+    /// Host nanoseconds executing translations.
+    pub exec_ns: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Key {
+    Virt(u32),
+    Phys(u64),
+    Proc(u32, u32),
+}
+
+struct Translation {
+    key: Key,
+    frame: Frame,
+    pa: u64,
+    start: usize,
+    body: usize,
+    sites: Vec<Site>,
+    alive: bool,
+    /// Boxed so their addresses, baked into the translation, never move.
+    #[allow(clippy::vec_box)]
+    _helpers: Vec<Box<Instruction>>,
+}
+
+/// The context the fallback helper needs, reachable from the state block.
+struct HelperCtx {
+    cpu: *mut Cpu,
+    mem: *mut AddressSpace,
+    interp: *mut Interp,
+    pending: Option<Exit>,
+    epoch: u64,
+}
+
+/// Code buffer size at which the cache is flushed.
+const FLUSH_BYTES: usize = 256 << 20;
+
+/// The engine: the interpreter, the translation cache and the runtime.
+pub struct Engine {
+    cfg: EngineConfig,
+    interp: Interp,
+    asm: dynasmrt::x64::Assembler,
+    enter_off: usize,
+    exit_common_off: usize,
+    exit_nosave_off: usize,
+    trans: Vec<Translation>,
+    by_key: HashMap<Key, u32>,
+    by_frame: HashMap<Frame, Vec<u32>>,
+    profile: HashMap<Key, u32>,
+    seen_pa: HashSet<u64>,
+    state: Box<JitState>,
+    fault_map: Box<FaultMap>,
+    stats: EngineStats,
+    epoch: u64,
+}
+
+impl Engine {
+    /// A new engine.
+    pub fn new(cfg: EngineConfig) -> Engine {
+        if cfg.translate {
+            runtime::install_fault_handler();
+        }
+        let mut e = Engine {
+            cfg,
+            interp: Interp::new(),
+            asm: dynasmrt::x64::Assembler::new().expect("code buffer"),
+            enter_off: 0,
+            exit_common_off: 0,
+            exit_nosave_off: 0,
+            trans: Vec::new(),
+            by_key: HashMap::new(),
+            by_frame: HashMap::new(),
+            profile: HashMap::new(),
+            seen_pa: HashSet::new(),
+            state: Box::default(),
+            fault_map: Box::default(),
+            stats: EngineStats::default(),
+            epoch: 0,
+        };
+        e.emit_runtime();
+        e
+    }
+
+    fn emit_runtime(&mut self) {
+        self.enter_off = self.asm.offset().0;
+        self.asm.extend(runtime::enter_trampoline());
+        self.exit_common_off = self.asm.offset().0;
+        self.asm.extend(runtime::exit_common());
+        self.exit_nosave_off = self.asm.offset().0;
+        self.asm.extend(runtime::exit_nosave());
+        self.asm.commit().expect("commit runtime");
+        self.fault_map.exit_common = self.exit_common_off;
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> EngineConfig {
+        self.cfg
+    }
+
+    /// The counters (interpreter instructions included).
+    pub fn stats(&self) -> EngineStats {
+        let mut s = self.stats;
+        s.interp_instructions = self.interp.stats.instructions;
+        s.blocks = self.trans.iter().filter(|t| t.alive).count() as u64;
+        s.host_bytes = self.asm.offset().0 as u64;
+        s
+    }
+
+    /// The interpreter (for its own counters).
+    pub fn interp(&self) -> &Interp {
+        &self.interp
+    }
+
+    /// Forgets everything translated for process `ctx` (at its exec and exit) under the
+    /// `process` policy.
+    pub fn drop_context(&mut self, ctx: u32) {
+        if self.cfg.key != KeyPolicy::Process {
+            return;
+        }
+        let dead: Vec<u32> =
+            self.by_key.iter().filter(|(k, _)| matches!(k, Key::Proc(c, _) if *c == ctx)).map(|(_, &t)| t).collect();
+        for t in dead {
+            self.kill(t);
+        }
+        self.profile.retain(|k, _| !matches!(k, Key::Proc(c, _) if *c == ctx));
+    }
+
+    fn kill(&mut self, t: u32) {
+        let tr = &mut self.trans[t as usize];
+        if tr.alive {
+            tr.alive = false;
+            let key = tr.key;
+            if self.by_key.get(&key) == Some(&t) {
+                self.by_key.remove(&key);
+            }
+        }
+    }
+
+    /// Drops translations and decoded blocks made from frames the guest wrote.
+    fn sync_code(&mut self, mem: &AddressSpace) {
+        self.epoch = mem.phys().code_epoch();
+        let dirty = mem.phys().take_dirty_code();
+        self.interp.invalidate_frames(mem, &dirty);
+        for f in dirty {
+            if let Some(ts) = self.by_frame.remove(&f) {
+                for t in ts {
+                    if self.trans[t as usize].alive {
+                        self.stats.invalidations += 1;
+                        let pa = self.trans[t as usize].pa;
+                        self.seen_pa.remove(&pa);
+                        self.kill(t);
+                    }
+                }
+            }
+        }
+    }
+
+    fn key(&self, eip: u32, frame: Frame, ctx: u32) -> Key {
+        match self.cfg.key {
+            KeyPolicy::Virtual => Key::Virt(eip),
+            KeyPolicy::Physical => Key::Phys(frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1))),
+            KeyPolicy::Process => Key::Proc(ctx, eip),
+        }
+    }
+
+    fn lookup(&self, key: Key, frame: Frame) -> Option<u32> {
+        let &t = self.by_key.get(&key)?;
+        let tr = &self.trans[t as usize];
+        (tr.alive && tr.frame == frame).then_some(t)
+    }
+
+    /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
+    pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
+        if !self.cfg.translate {
+            let t0 = Instant::now();
+            let e = self.interp.run(cpu, mem, budget);
+            self.stats.interp_ns += t0.elapsed().as_nanos() as u64;
+            return e;
+        }
+        let start = cpu.icount;
+        loop {
+            let used = cpu.icount - start;
+            if used >= budget {
+                return Exit::Budget;
+            }
+            if mem.phys().code_epoch() != self.epoch {
+                self.sync_code(mem);
+            }
+            let eip = cpu.eip;
+            let t = if let Some(pa) = mem.translate(eip).filter(|_| mem.pte(eip).readable()) {
+                let frame = pa.frame();
+                let key = self.key(eip, frame, ctx);
+                self.stats.lookups += 1;
+                match self.lookup(key, frame) {
+                    Some(t) => {
+                        self.stats.hits += 1;
+                        Some(t)
+                    }
+                    None => {
+                        self.stats.misses += 1;
+                        let count = self.profile.entry(key).or_insert(0);
+                        *count += 1;
+                        if *count > self.cfg.threshold { self.translate(key, eip, frame, mem) } else { None }
+                    }
+                }
+            } else {
+                None
+            };
+            let r = match t {
+                Some(t) => self.execute(t, cpu, mem, budget - used),
+                None => {
+                    let t0 = Instant::now();
+                    let r = self.interp.run_block(cpu, mem);
+                    self.stats.interp_ns += t0.elapsed().as_nanos() as u64;
+                    r
+                }
+            };
+            if let Err(e) = r {
+                return e;
+            }
+        }
+    }
+
+    fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace) -> Option<u32> {
+        let t0 = Instant::now();
+        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+        let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
+        let mut bytes = vec![0u8; len as usize];
+        mem.read_bytes(eip, &mut bytes).ok()?;
+        let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
+        let Some(tr) = tr else {
+            self.stats.translate_ns += t0.elapsed().as_nanos() as u64;
+            return None;
+        };
+        if self.asm.offset().0 + tr.code.len() > FLUSH_BYTES {
+            self.flush();
+        }
+        let start = self.asm.offset().0;
+        let mut code = tr.code;
+        for &(field, to) in &tr.fixups {
+            let target = match to {
+                Fixup::ExitCommon => self.exit_common_off,
+                Fixup::ExitNosave => self.exit_nosave_off,
+            };
+            let rel = (target as i64 - (start + field + 4) as i64) as i32;
+            code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+        self.asm.extend(code.iter().copied());
+        if self.asm.commit().is_err() {
+            return None;
+        }
+        let id = self.trans.len() as u32;
+        for &(h, g, k) in &tr.points {
+            self.fault_map.points.push((h + start as u32, g, k));
+        }
+        let pa = frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1));
+        if !self.seen_pa.insert(pa) {
+            self.stats.retranslations += 1;
+        }
+        self.stats.translations += 1;
+        self.stats.translated_guest_instructions += u64::from(tr.instructions);
+        self.stats.helper_instructions += u64::from(tr.fallbacks);
+        self.trans.push(Translation {
+            key,
+            frame,
+            pa,
+            start,
+            body: start + tr.body,
+            sites: tr.sites,
+            alive: true,
+            _helpers: tr.helper_instrs,
+        });
+        if let Some(old) = self.by_key.insert(key, id) {
+            self.trans[old as usize].alive = false;
+        }
+        self.by_frame.entry(frame).or_default().push(id);
+        mem.mark_code(eip);
+        self.stats.translate_ns += t0.elapsed().as_nanos() as u64;
+        Some(id)
+    }
+
+    fn flush(&mut self) {
+        self.asm = dynasmrt::x64::Assembler::new().expect("code buffer");
+        self.trans.clear();
+        self.by_key.clear();
+        self.by_frame.clear();
+        self.fault_map.points.clear();
+        self.stats.flushes += 1;
+        self.emit_runtime();
+    }
+
+    /// Runs translation `t`; returns `Err` for exits the caller must see.
+    fn execute(&mut self, t: u32, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
+        let t0 = Instant::now();
+        let mut hctx = HelperCtx {
+            cpu: cpu as *mut Cpu,
+            mem: mem as *mut AddressSpace,
+            interp: &mut self.interp as *mut Interp,
+            pending: None,
+            epoch: mem.phys().code_epoch(),
+        };
+        {
+            let st = &mut *self.state;
+            st.gpr = cpu.gpr;
+            st.eflags = cpu.eflags & LIVE_FLAGS;
+            st.block_va = cpu.eip;
+            st.eip = cpu.eip;
+            st.limit = budget;
+            st.icount = 0;
+            st.exit = 0;
+            st.fs_base = cpu.seg_base[seg::FS];
+            st.gs_base = cpu.seg_base[seg::GS];
+            st.ctx = (&mut hctx as *mut HelperCtx).cast();
+        }
+        let window = mem.host_base() as usize;
+        runtime::set_window(window);
+        let reader = self.asm.reader();
+        let buf = reader.lock();
+        let base = buf.ptr(AssemblyOffset(0)) as usize;
+        self.fault_map.code_base = base;
+        self.fault_map.code_len = buf.len();
+        self.fault_map.window = window;
+        self.fault_map.state = &mut *self.state;
+        runtime::set_fault_map(&*self.fault_map);
+        let body = base + self.trans[t as usize].body;
+        // SAFETY: `enter` is the trampoline emitted by `emit_runtime` into this buffer; it
+        // follows the C ABI, saves the callee-saved registers, and runs translated code
+        // that touches only the guest window (through gs), the state block and, via the
+        // helper, the CPU, memory and interpreter passed in `hctx`, none of which is used
+        // by this function until it returns. The buffer is locked against changes.
+        unsafe {
+            let enter: extern "C" fn(*mut JitState, usize) = std::mem::transmute(base + self.enter_off);
+            enter(&mut *self.state, body);
+        }
+        drop(buf);
+        runtime::set_fault_map(std::ptr::null());
+        let st = &*self.state;
+        cpu.gpr = st.gpr;
+        cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
+        cpu.eip = st.eip;
+        cpu.icount += st.icount;
+        self.stats.translated_instructions += st.icount;
+        self.stats.exec_ns += t0.elapsed().as_nanos() as u64;
+        match st.exit {
+            EXIT_BRANCH => {
+                if self.cfg.chain {
+                    self.try_chain(st.exit_site >> 8, (st.exit_site & 0xff) as usize, cpu.eip, mem);
+                }
+                Ok(())
+            }
+            EXIT_INDIRECT | EXIT_BUDGET => Ok(()),
+            EXIT_SYSCALL => Err(Exit::Syscall),
+            EXIT_FAULT => {
+                // Re-run the instruction in the interpreter: it completes a write to a
+                // copy-on-write or code page, or raises the precise guest fault.
+                self.stats.host_faults += 1;
+                let ins = decode_at(mem, cpu.eip).ok_or_else(|| {
+                    Exit::Fault(morph_cpu::Fault {
+                        kind: morph_cpu::FaultKind::Page(mem.check_read(cpu.eip, 16).err().unwrap_or(
+                            morph_mem::MemFault {
+                                addr: cpu.eip,
+                                write: false,
+                                kind: morph_mem::MemFaultKind::Unmapped,
+                            },
+                        )),
+                        eip: cpu.eip,
+                    })
+                })?;
+                self.interp.step(cpu, mem, &ins)
+            }
+            EXIT_HELPER => match hctx.pending.take() {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+            other => unreachable!("bad exit code {other}"),
+        }
+    }
+
+    /// Patches site `site` of translation `from` to jump straight to the translation of
+    /// `target`, if there is one on the same page (same frame) and the key agrees.
+    fn try_chain(&mut self, from: u32, site: usize, target: u32, mem: &AddressSpace) {
+        let f = &self.trans[from as usize];
+        if !f.alive {
+            return;
+        }
+        let Some(&s) = f.sites.get(site) else { return };
+        let from_va = target.wrapping_sub(s.target_delta as u32);
+        if from_va >> 12 != target >> 12 {
+            return; // only within a page: no mapping check needed on the chained path
+        }
+        let pte = mem.pte(target);
+        if !pte.readable() || pte.frame() != f.frame {
+            return;
+        }
+        let key = match f.key {
+            Key::Virt(_) => Key::Virt(target),
+            Key::Phys(_) => Key::Phys(pte.frame().addr().0 + u64::from(target & (PAGE_SIZE - 1))),
+            Key::Proc(c, _) => Key::Proc(c, target),
+        };
+        let Some(to) = self.lookup(key, pte.frame()) else { return };
+        let field = f.start + s.rel;
+        let dest = self.trans[to as usize].start; // the chain entry (budget check)
+        let rel = (dest as i64 - (field as i64 + 4)) as i32;
+        let ok = self.asm.alter(|m| {
+            m.goto(AssemblyOffset(field));
+            m.extend(rel.to_le_bytes());
+        });
+        if ok.is_ok() {
+            self.stats.chain_patches += 1;
+        }
+    }
+}
+
+fn decode_at(mem: &AddressSpace, eip: u32) -> Option<Instruction> {
+    let mut b = [0u8; 15];
+    let mut n = 0;
+    while n < 15 && mem.read_u8(eip.wrapping_add(n as u32)).map(|v| b[n] = v).is_ok() {
+        n += 1;
+    }
+    let mut d = Decoder::with_ip(32, &b[..n], u64::from(eip), DecoderOptions::NONE);
+    let i = d.decode();
+    (!i.is_invalid() || n == 15).then_some(i)
+}
+
+/// The fallback: runs one guest instruction in the reference interpreter on behalf of
+/// translated code. Returns 0 to continue, 1 to leave (the state says why).
+extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u32 {
+    // SAFETY: translated code passes its own state block and an instruction owned by
+    // the translation; `ctx` was set by `execute` to a live HelperCtx whose pointers are
+    // not otherwise used while translated code runs.
+    unsafe {
+        let st = &mut *st;
+        let h = &mut *(st.ctx as *mut HelperCtx);
+        let (cpu, mem, interp) = (&mut *h.cpu, &mut *h.mem, &mut *h.interp);
+        cpu.gpr = st.gpr;
+        cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
+        cpu.eip = st.eip;
+        let before = cpu.icount;
+        let r = interp.step(cpu, mem, &*ins);
+        let retired = cpu.icount - before;
+        cpu.icount = before;
+        st.gpr = cpu.gpr;
+        st.eflags = cpu.eflags & LIVE_FLAGS;
+        st.eip = cpu.eip;
+        st.fs_base = cpu.seg_base[seg::FS];
+        st.gs_base = cpu.seg_base[seg::GS];
+        match r {
+            Ok(()) if mem.phys().code_epoch() == h.epoch => 0,
+            Ok(()) => {
+                // The instruction wrote code: leave so the engine drops stale code.
+                st.icount += u64::from(st.helper_k) + retired;
+                st.exit = EXIT_INDIRECT;
+                1
+            }
+            Err(e) => {
+                st.icount += u64::from(st.helper_k) + retired;
+                h.pending = Some(e);
+                st.exit = EXIT_HELPER;
+                1
+            }
+        }
+    }
+}

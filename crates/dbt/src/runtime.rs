@@ -1,0 +1,401 @@
+//! The runtime that translated code runs in: the state block, register assignment,
+//! entry and exit trampolines, the fallback helper call, and the host fault handler.
+//!
+//! ## Register assignment (host x86-64 ← guest IA-32)
+//!
+//! | host | guest | note |
+//! |---|---|---|
+//! | eax ecx edx ebx ebp esi edi | the same registers | so most instructions re-encode as they are |
+//! | r12d | esp | the host keeps its own stack in rsp |
+//! | r14d | EIP of the current block's first instruction | every EIP-dependent value is derived from it |
+//! | r15 | `*mut JitState` | |
+//! | r11 | guest instructions completed since entry | counted with flag-free `lea` |
+//! | r13, r8 | scratch | |
+//! | gs base | the process window | a guest address `a` is `gs:[a]` with a 32-bit address size |
+//! | EFLAGS | guest CF PF AF ZF SF OF DF | live across instructions |
+//!
+//! Nothing in a translation depends on where the process window is: switching process
+//! only reloads the GS base.
+
+use std::cell::Cell;
+
+use iced_x86::code_asm::*;
+
+/// The state shared between the dispatcher and translated code.
+#[repr(C)]
+pub struct JitState {
+    /// Guest registers (EAX..EDI).
+    pub gpr: [u32; 8],
+    /// Guest EIP at exit.
+    pub eip: u32,
+    /// Guest flags (arithmetic and DF) in and out.
+    pub eflags: u32,
+    /// EIP of the block being executed (r14d).
+    pub block_va: u32,
+    /// Why translated code returned (`EXIT_*`).
+    pub exit: u32,
+    /// Chains stop once this many instructions have run.
+    pub limit: u64,
+    /// Instructions completed (r11).
+    pub icount: u64,
+    /// Guest FS base.
+    pub fs_base: u32,
+    /// Guest GS base.
+    pub gs_base: u32,
+    /// Which chain site exited: translation id << 8 | site.
+    pub exit_site: u32,
+    /// Guest address of a host fault.
+    pub fault_addr: u32,
+    /// The fallback helper's context.
+    pub ctx: *mut std::ffi::c_void,
+    /// Instructions of the block completed before the one the helper runs.
+    pub helper_k: u32,
+    /// Padding.
+    pub _pad: u32,
+}
+
+impl Default for JitState {
+    fn default() -> Self {
+        JitState {
+            gpr: [0; 8],
+            eip: 0,
+            eflags: 0,
+            block_va: 0,
+            exit: 0,
+            limit: 0,
+            icount: 0,
+            fs_base: 0,
+            gs_base: 0,
+            exit_site: 0,
+            fault_addr: 0,
+            ctx: std::ptr::null_mut(),
+            helper_k: 0,
+            _pad: 0,
+        }
+    }
+}
+
+/// Field offsets (checked against the layout in a test).
+pub mod off {
+    /// `gpr`.
+    pub const GPR: i32 = 0;
+    /// `eip`.
+    pub const EIP: i32 = 32;
+    /// `eflags`.
+    pub const EFLAGS: i32 = 36;
+    /// `block_va`.
+    pub const BLOCK_VA: i32 = 40;
+    /// `exit`.
+    pub const EXIT: i32 = 44;
+    /// `limit`.
+    pub const LIMIT: i32 = 48;
+    /// `icount`.
+    pub const ICOUNT: i32 = 56;
+    /// `fs_base`.
+    pub const FS_BASE: i32 = 64;
+    /// `gs_base`.
+    pub const GS_BASE: i32 = 68;
+    /// `exit_site`.
+    pub const EXIT_SITE: i32 = 72;
+    /// `helper_k`.
+    pub const HELPER_K: i32 = 88;
+}
+
+/// A chain site exited (EIP set; `exit_site` says which).
+pub const EXIT_BRANCH: u32 = 1;
+/// An indirect branch or return exited (EIP set).
+pub const EXIT_INDIRECT: u32 = 2;
+/// `int 0x80` (EIP past it).
+pub const EXIT_SYSCALL: u32 = 3;
+/// A host fault in translated code (EIP at the guest instruction).
+pub const EXIT_FAULT: u32 = 4;
+/// The instruction budget ran out at a chain.
+pub const EXIT_BUDGET: u32 = 5;
+/// The fallback helper stopped with a guest exit (kept in the helper context).
+pub const EXIT_HELPER: u32 = 6;
+
+/// The guest flags translated code keeps in host EFLAGS: the arithmetic flags and DF.
+pub const LIVE_FLAGS: u32 = 0x8d5 | 0x400;
+
+/// Assembles 64-bit glue with iced.
+fn assemble(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Vec<u8> {
+    let mut a = CodeAssembler::new(64).expect("64-bit assembler");
+    f(&mut a).expect("glue assembles");
+    a.assemble(0).expect("glue assembles")
+}
+
+/// Guest register → host register (32-bit).
+pub fn host_gpr(i: usize) -> AsmRegister32 {
+    [eax, ecx, edx, ebx, r12d, ebp, esi, edi][i]
+}
+
+/// `enter(state: *mut JitState, code: *const u8)`: loads guest state and jumps to `code`.
+pub fn enter_trampoline() -> Vec<u8> {
+    assemble(|a| {
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            a.push(r)?;
+        }
+        a.sub(rsp, 8)?;
+        a.mov(r15, rdi)?;
+        a.mov(r13, rsi)?;
+        a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
+        a.mov(eax, dword_ptr(r15 + off::EFLAGS))?;
+        a.push(rax)?;
+        a.popfq()?;
+        for i in 0..8 {
+            a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
+        }
+        a.mov(r14d, dword_ptr(r15 + off::BLOCK_VA))?;
+        a.jmp(r13)
+    })
+}
+
+/// Saves guest state and returns to the dispatcher (EIP and exit already stored).
+pub fn exit_common() -> Vec<u8> {
+    assemble(|a| {
+        a.pushfq()?;
+        a.pop(r13)?;
+        a.mov(dword_ptr(r15 + off::EFLAGS), r13d)?;
+        for i in 0..8 {
+            a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
+        }
+        a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
+        a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
+        a.cld()?;
+        a.add(rsp, 8)?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.ret()
+    })
+}
+
+/// Returns to the dispatcher when the state is already saved (after the helper).
+pub fn exit_nosave() -> Vec<u8> {
+    assemble(|a| {
+        a.cld()?;
+        a.add(rsp, 8)?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            a.pop(r)?;
+        }
+        a.ret()
+    })
+}
+
+/// Spills guest state, calls `helper(state, ins)`, and reloads it. Followed by a
+/// `jnz rel32` to `exit_nosave` that the caller emits (the helper returns non-zero to
+/// leave). `k` is the number of the block's instructions completed before this one,
+/// `eip_off` the instruction's offset from the block start.
+pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>, Vec<u8>) {
+    let before = assemble(|a| {
+        a.pushfq()?;
+        a.pop(r13)?;
+        a.mov(dword_ptr(r15 + off::EFLAGS), r13d)?;
+        for i in 0..8 {
+            a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
+        }
+        a.lea(r13d, dword_ptr(r14 + eip_off as i32))?;
+        a.mov(dword_ptr(r15 + off::EIP), r13d)?;
+        a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
+        a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
+        a.mov(dword_ptr(r15 + off::HELPER_K), k)?;
+        a.cld()?;
+        a.mov(rdi, r15)?;
+        a.mov(rsi, ins as u64)?;
+        a.mov(rax, helper as u64)?;
+        a.call(rax)?;
+        a.test(eax, eax)
+    });
+    let after = assemble(|a| {
+        a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
+        for i in 0..8 {
+            a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
+        }
+        a.mov(r13d, dword_ptr(r15 + off::EFLAGS))?;
+        a.push(r13)?;
+        a.popfq()
+    });
+    (before, after)
+}
+
+// ----- hand-encoded glue with fixed layouts (patched or emitted very often) ----------
+
+/// `lea r11, [r11 + n]`.
+pub fn lea_r11(n: u32) -> [u8; 7] {
+    let d = n.to_le_bytes();
+    [0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]
+}
+
+/// `lea r14d, [r14 + d]`.
+pub fn lea_r14(d: i32) -> [u8; 7] {
+    let b = d.to_le_bytes();
+    [0x45, 0x8d, 0xb6, b[0], b[1], b[2], b[3]]
+}
+
+/// `lea r13d, [r14 + d]`.
+pub fn lea_r13_r14(d: i32) -> [u8; 7] {
+    let b = d.to_le_bytes();
+    [0x45, 0x8d, 0xae, b[0], b[1], b[2], b[3]]
+}
+
+/// `mov [r15 + off], r13d`.
+pub fn store_r13(off: i32) -> [u8; 7] {
+    let b = off.to_le_bytes();
+    [0x45, 0x89, 0xaf, b[0], b[1], b[2], b[3]]
+}
+
+/// `mov [r15 + off], r14d`.
+pub fn store_r14(off: i32) -> [u8; 7] {
+    let b = off.to_le_bytes();
+    [0x45, 0x89, 0xb7, b[0], b[1], b[2], b[3]]
+}
+
+/// `mov dword [r15 + off], imm`.
+pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
+    let b = off.to_le_bytes();
+    let i = imm.to_le_bytes();
+    [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
+}
+
+/// The budget check at a chain entry: `pushfq; cmp r11, [r15+LIMIT]; jae <rel32>;
+/// popfq`. Returns the bytes and the offset of the rel32 field.
+pub fn chain_check() -> (Vec<u8>, usize) {
+    let mut v = vec![0x9c, 0x4d, 0x3b, 0x5f, off::LIMIT as u8, 0x0f, 0x83, 0, 0, 0, 0, 0x9d];
+    v.shrink_to_fit();
+    (v, 7)
+}
+
+// ----- the process window and host faults -------------------------------------------
+
+thread_local! {
+    static GS_BASE: Cell<usize> = const { Cell::new(usize::MAX) };
+    static FAULT_MAP: Cell<*const FaultMap> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Points the host GS base at `base` (the current process window), if it is not already.
+pub fn set_window(base: usize) {
+    GS_BASE.with(|g| {
+        if g.get() != base {
+            const ARCH_SET_GS: i32 = 0x1001;
+            // SAFETY: arch_prctl(ARCH_SET_GS) changes only this thread's GS base, which
+            // neither Rust nor glibc use on x86-64.
+            let r = unsafe { libc::syscall(libc::SYS_arch_prctl, ARCH_SET_GS, base) };
+            assert_eq!(r, 0, "arch_prctl(ARCH_SET_GS) failed");
+            g.set(base);
+        }
+    });
+}
+
+/// Where each guest instruction of each translation starts in host code, so a host
+/// fault can be turned into a precise guest fault.
+#[derive(Default)]
+pub struct FaultMap {
+    /// Host address of the code buffer.
+    pub code_base: usize,
+    /// Size of the code in the buffer.
+    pub code_len: usize,
+    /// Offset of `exit_common` in the buffer.
+    pub exit_common: usize,
+    /// Host address of the guest window.
+    pub window: usize,
+    /// The state block of the running translation.
+    pub state: *mut JitState,
+    /// `(host offset, guest offset from block start, instructions before)` for every
+    /// translated guest instruction, in host order.
+    pub points: Vec<(u32, u32, u32)>,
+}
+
+/// Installs the host `SIGSEGV`/`SIGBUS` handler (once per process).
+pub fn install_fault_handler() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        for sig in [libc::SIGSEGV, libc::SIGBUS] {
+            // SAFETY: installing a handler with a zeroed, then filled, sigaction.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_host_fault as *const () as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_NODEFER;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// Makes `map` the one consulted by the fault handler on this thread (null: none).
+pub fn set_fault_map(map: *const FaultMap) {
+    FAULT_MAP.with(|m| m.set(map));
+}
+
+extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+    let map = FAULT_MAP.with(|m| m.get());
+    // SAFETY: the kernel passes a valid ucontext; `map` is null or points at the
+    // engine's fault map, which is not being modified while translated code runs.
+    unsafe {
+        let uc = &mut *(uc as *mut libc::ucontext_t);
+        let gregs = &mut uc.uc_mcontext.gregs;
+        let pc = gregs[libc::REG_RIP as usize] as usize;
+        let Some(map) = map.as_ref().filter(|m| pc >= m.code_base && pc < m.code_base + m.code_len) else {
+            // Not ours: a morph bug. Fall back to the default action (a core dump).
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+            return;
+        };
+        let off = (pc - map.code_base) as u32;
+        let i = map.points.partition_point(|p| p.0 <= off);
+        let Some(&(_, guest_off, k)) = i.checked_sub(1).and_then(|i| map.points.get(i)) else {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+            return;
+        };
+        let st = &mut *map.state;
+        let block_va = gregs[libc::REG_R14 as usize] as u32;
+        st.eip = block_va.wrapping_add(guest_off);
+        st.exit = EXIT_FAULT;
+        st.fault_addr = ((*info).si_addr() as usize).wrapping_sub(map.window) as u32;
+        gregs[libc::REG_R11 as usize] += i64::from(k);
+        gregs[libc::REG_RIP as usize] = (map.code_base + map.exit_common) as i64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_layout() {
+        let s = JitState::default();
+        let base = &s as *const _ as usize;
+        assert_eq!(&s.eip as *const _ as usize - base, off::EIP as usize);
+        assert_eq!(&s.limit as *const _ as usize - base, off::LIMIT as usize);
+        assert_eq!(&s.icount as *const _ as usize - base, off::ICOUNT as usize);
+        assert_eq!(&s.gs_base as *const _ as usize - base, off::GS_BASE as usize);
+        assert_eq!(&s.exit_site as *const _ as usize - base, off::EXIT_SITE as usize);
+        assert_eq!(&s.helper_k as *const _ as usize - base, off::HELPER_K as usize);
+    }
+
+    #[test]
+    fn hand_encodings_decode_as_intended() {
+        use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+        let mut f = IntelFormatter::new();
+        let mut show = |b: &[u8]| {
+            let mut d = Decoder::with_ip(64, b, 0, DecoderOptions::NONE);
+            let mut out = Vec::new();
+            while d.can_decode() {
+                let mut s = String::new();
+                f.format(&d.decode(), &mut s);
+                out.push(s);
+            }
+            out.join("; ")
+        };
+        assert_eq!(show(&lea_r11(7)), "lea r11,[r11+7]");
+        assert_eq!(show(&lea_r14(-8)), "lea r14d,[r14-8]");
+        assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
+        assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
+        assert_eq!(show(&store_r14(32)), "mov [r15+20h],r14d");
+        assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
+        assert_eq!(show(&chain_check().0), "pushfq; cmp r11,[r15+30h]; jae 000000000000000Bh; popfq");
+    }
+}

@@ -1,0 +1,621 @@
+//! The translator: one guest basic block (IA-32) → position-independent x86-64.
+//!
+//! Because guest and host are both x86, most guest instructions are *re-encoded* by
+//! iced-x86 rather than translated: registers stay the same registers (ESP becomes
+//! r12d), and a memory operand `[base + index*s + d]` becomes `gs:[base + index*s + d]`
+//! with a 32-bit address size, so the effective address wraps like the guest's and
+//! lands in the process window. Guest TLS operands (`%gs:`/`%fs:`) first add the
+//! guest segment base with flag-free `lea`s.
+//!
+//! Nothing EIP-dependent is baked in: return addresses, branch targets, exit EIPs and
+//! fault EIPs are all `r14d + offset`, r14d holding the runtime EIP of the block's first
+//! instruction. A translation is therefore valid at any virtual address that maps the
+//! same physical bytes — the property the `physical` key policy relies on.
+//!
+//! Control transfers end the block:
+//! - direct jumps and the fall-through go through *sites* (`lea r11; lea r14; jmp`), whose
+//!   jump starts at an exit stub and is later patched to chain to the target;
+//! - indirect jumps, calls and returns leave with the target in r13d;
+//! - `int 0x80` leaves with a system-call exit.
+//!
+//! Instructions whose 64-bit re-encoding would differ (string operations, x87/MMX, stack
+//! forms not handled here, divisions that can fault, `cpuid`...) are run by the
+//! reference interpreter through a helper call, with the state spilled and reloaded
+//! around it: the interpreter stays the single definition of their semantics.
+
+use iced_x86::code_asm::*;
+use iced_x86::{
+    Code, ConditionCode, Decoder, DecoderOptions, Encoder, FlowControl, Instruction, Mnemonic as M, OpKind, Register,
+};
+
+use crate::runtime::{self, EXIT_BRANCH, EXIT_INDIRECT, EXIT_SYSCALL, off};
+
+/// The most guest instructions in one translation.
+pub const MAX_INSTRUCTIONS: usize = 64;
+
+/// A chain site: a `jmp rel32` that initially goes to the site's exit stub.
+#[derive(Clone, Copy, Debug)]
+pub struct Site {
+    /// Offset (in the translation) of the jump's rel32 field.
+    pub rel: usize,
+    /// Offset of the site's exit stub (the unchained target).
+    pub stub: usize,
+    /// Target EIP minus the block's first EIP.
+    pub target_delta: i32,
+}
+
+/// Where a rel32 field must point once the translation is placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixup {
+    /// The shared `exit_common` routine.
+    ExitCommon,
+    /// The shared `exit_nosave` routine.
+    ExitNosave,
+}
+
+/// A translated block, not yet placed in the code buffer.
+pub struct Translated {
+    /// Host code (position-independent except for the fixups).
+    pub code: Vec<u8>,
+    /// Offset of the body: where the dispatcher enters.
+    pub body: usize,
+    /// Chain sites.
+    pub sites: Vec<Site>,
+    /// rel32 fields to resolve against shared routines.
+    pub fixups: Vec<(usize, Fixup)>,
+    /// `(host offset, guest offset, instructions before)` per guest instruction.
+    pub points: Vec<(u32, u32, u32)>,
+    /// Guest instructions in the block.
+    pub instructions: u32,
+    /// Guest bytes in the block.
+    pub guest_len: u32,
+    /// Instructions the helper runs (kept alive and unmoved: translated code points at
+    /// them).
+    #[allow(clippy::vec_box)]
+    pub helper_instrs: Vec<Box<Instruction>>,
+    /// How many instructions go through the helper.
+    pub fallbacks: u32,
+}
+
+struct Emitter {
+    code: Vec<u8>,
+    fixups: Vec<(usize, Fixup)>,
+    local: Vec<(usize, usize)>,
+    sites: Vec<Site>,
+    encoder: Encoder,
+}
+
+fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
+    let mut a = CodeAssembler::new(64).ok()?;
+    f(&mut a).ok()?;
+    a.assemble(0).ok()
+}
+
+impl Emitter {
+    fn bytes(&mut self, b: &[u8]) {
+        self.code.extend_from_slice(b);
+    }
+
+    /// `jmp rel32` to a shared routine.
+    fn jmp_shared(&mut self, to: Fixup) {
+        self.code.push(0xe9);
+        self.fixups.push((self.code.len(), to));
+        self.code.extend_from_slice(&[0; 4]);
+    }
+
+    fn encode(&mut self, ins: &Instruction) -> Option<Vec<u8>> {
+        self.encoder.encode(ins, 0).ok()?;
+        Some(self.encoder.take_buffer())
+    }
+
+    /// `lea r11, [r11 + n]` then exit with the target EIP in r13d.
+    fn exit_indirect(&mut self, n: u32) {
+        self.bytes(&runtime::lea_r11(n));
+        self.bytes(&runtime::store_r13(off::EIP));
+        self.bytes(&runtime::store_imm(off::EXIT, EXIT_INDIRECT));
+        self.jmp_shared(Fixup::ExitCommon);
+    }
+
+    /// A chain site towards `delta` bytes from the block start, `n` instructions done.
+    fn site(&mut self, n: u32, delta: i32) {
+        self.bytes(&runtime::lea_r11(n));
+        self.bytes(&runtime::lea_r14(delta));
+        self.code.push(0xe9);
+        let rel = self.code.len();
+        self.code.extend_from_slice(&[0; 4]);
+        self.sites.push(Site { rel, stub: 0, target_delta: delta });
+    }
+}
+
+/// Maps a guest register operand to the host register holding it.
+fn map_reg(r: Register) -> Option<Register> {
+    match r {
+        Register::ESP => Some(Register::R12D),
+        Register::SP => Some(Register::R12W),
+        r if r.is_segment_register() => None,
+        r => Some(r),
+    }
+}
+
+/// Instructions the translator never re-encodes: their meaning in 64-bit mode differs,
+/// they touch the stack or segments implicitly, or they can raise guest exceptions
+/// other than page faults.
+fn needs_helper(ins: &Instruction) -> bool {
+    matches!(
+        ins.mnemonic(),
+        M::Pushad
+            | M::Popad
+            | M::Pusha
+            | M::Popa
+            | M::Pushfd
+            | M::Popfd
+            | M::Pushf
+            | M::Popf
+            | M::Enter
+            | M::Loop
+            | M::Loope
+            | M::Loopne
+            | M::Jecxz
+            | M::Jcxz
+            | M::Int3
+            | M::Into
+            | M::Bound
+            | M::Movsb
+            | M::Movsw
+            | M::Movsd
+            | M::Stosb
+            | M::Stosw
+            | M::Stosd
+            | M::Lodsb
+            | M::Lodsw
+            | M::Lodsd
+            | M::Cmpsb
+            | M::Cmpsw
+            | M::Cmpsd
+            | M::Scasb
+            | M::Scasw
+            | M::Scasd
+            | M::Insb
+            | M::Insw
+            | M::Insd
+            | M::Outsb
+            | M::Outsw
+            | M::Outsd
+            | M::Cpuid
+            | M::Rdtsc
+            | M::Div
+            | M::Idiv
+            | M::Aam
+            | M::Xlatb
+            | M::Ud0
+            | M::Ud1
+            | M::Ud2
+            | M::Hlt
+            | M::Wait
+    ) || (matches!(ins.mnemonic(), M::Bt | M::Bts | M::Btr | M::Btc)
+        && ins.op0_kind() == OpKind::Memory
+        && ins.op1_kind() == OpKind::Register)
+        || ins.memory_base().size() == 2
+        || ins.memory_index().size() == 2
+}
+
+/// The 64-bit-mode encoding of guest codes that have none (short inc/dec, moffs moves,
+/// TZCNT/LZCNT which the TM5600 runs as BSF/BSR).
+fn code_for_64(c: Code) -> Code {
+    match c {
+        Code::Inc_r32 => Code::Inc_rm32,
+        Code::Dec_r32 => Code::Dec_rm32,
+        Code::Inc_r16 => Code::Inc_rm16,
+        Code::Dec_r16 => Code::Dec_rm16,
+        Code::Mov_AL_moffs8 => Code::Mov_r8_rm8,
+        Code::Mov_AX_moffs16 => Code::Mov_r16_rm16,
+        Code::Mov_EAX_moffs32 => Code::Mov_r32_rm32,
+        Code::Mov_moffs8_AL => Code::Mov_rm8_r8,
+        Code::Mov_moffs16_AX => Code::Mov_rm16_r16,
+        Code::Mov_moffs32_EAX => Code::Mov_rm32_r32,
+        Code::Tzcnt_r32_rm32 => Code::Bsf_r32_rm32,
+        Code::Tzcnt_r16_rm16 => Code::Bsf_r16_rm16,
+        Code::Lzcnt_r32_rm32 => Code::Bsr_r32_rm32,
+        Code::Lzcnt_r16_rm16 => Code::Bsr_r16_rm16,
+        c => c,
+    }
+}
+
+/// Rewrites the memory operand of `h` (a copy of `ins`) into the process window,
+/// emitting the address computation TLS operands need. `None`: not expressible.
+fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruction) -> Option<()> {
+    let base = match ins.memory_base() {
+        Register::None => Register::None,
+        r => map_reg(r)?,
+    };
+    let index = match ins.memory_index() {
+        Register::None => Register::None,
+        r => map_reg(r)?,
+    };
+    let disp = ins.memory_displacement32();
+    let seg = ins.memory_segment();
+    let lea = ins.mnemonic() == M::Lea;
+    if !lea && (seg == Register::FS || seg == Register::GS) {
+        // r13d = offset + guest segment base, computed without touching the flags.
+        let seg_off = if seg == Register::FS { off::FS_BASE } else { off::GS_BASE };
+        let mut l = Instruction::with2(
+            Code::Lea_r32_m,
+            Register::R13D,
+            iced_x86::MemoryOperand::with_base_index_scale_displ_size(
+                base,
+                index,
+                ins.memory_index_scale(),
+                i64::from(disp as i32),
+                4,
+            ),
+        )
+        .ok()?;
+        if base == Register::None && index == Register::None {
+            l = Instruction::with2(Code::Mov_r32_imm32, Register::R13D, disp).ok()?;
+        }
+        let b = e.encode(&l)?;
+        e.bytes(&b);
+        let b = asm(|a| {
+            a.mov(r8d, dword_ptr(r15 + seg_off))?;
+            a.lea(r13d, dword_ptr(r13 + r8))
+        })?;
+        e.bytes(&b);
+        set_mem(h, Register::R13D, Register::None, 1, 0);
+    } else if base == Register::None && index == Register::None {
+        let b = e.encode(&Instruction::with2(Code::Mov_r32_imm32, Register::R13D, disp).ok()?)?;
+        e.bytes(&b);
+        set_mem(h, Register::R13D, Register::None, 1, 0);
+    } else {
+        set_mem(h, base, index, ins.memory_index_scale(), disp);
+    }
+    h.set_segment_prefix(if lea { Register::None } else { Register::GS });
+    Some(())
+}
+
+fn set_mem(h: &mut Instruction, base: Register, index: Register, scale: u32, disp: u32) {
+    h.set_memory_base(base);
+    h.set_memory_index(index);
+    h.set_memory_index_scale(scale);
+    h.set_memory_displacement64(u64::from(disp));
+    h.set_memory_displ_size(if disp == 0 { 0 } else { 4 });
+}
+
+/// Re-encodes an ordinary guest instruction for the host, or `None`.
+fn reencode(e: &mut Emitter, ins: &Instruction) -> Option<()> {
+    let mark = e.code.len();
+    let mut h = *ins;
+    h.set_code(code_for_64(ins.code()));
+    if !h.code().op_code().mode64() {
+        return None; // e.g. AAA, PUSHA, BOUND: no 64-bit encoding
+    }
+    for i in 0..ins.op_count() {
+        if ins.op_kind(i) == OpKind::Register {
+            h.set_op_register(i, map_reg(ins.op_register(i))?);
+        }
+    }
+    let has_mem = ins.op_kinds().any(|k| k == OpKind::Memory);
+    if has_mem && rewrite_memory(e, ins, &mut h).is_none() {
+        e.code.truncate(mark);
+        return None;
+    }
+    match e.encode(&h) {
+        Some(b) => {
+            e.bytes(&b);
+            Some(())
+        }
+        None => {
+            e.code.truncate(mark);
+            None
+        }
+    }
+}
+
+/// A guest memory operand loaded into a host register (for push m32, jmp/call m32).
+fn load_operand(e: &mut Emitter, ins: &Instruction, to: Register) -> Option<()> {
+    let mark = e.code.len();
+    let r = match ins.op0_kind() {
+        OpKind::Register => {
+            let src = map_reg(ins.op0_register())?;
+            e.encode(&Instruction::with2(Code::Mov_r32_rm32, to, src).ok()?)
+        }
+        OpKind::Memory => {
+            let mut h =
+                Instruction::with2(Code::Mov_r32_rm32, to, iced_x86::MemoryOperand::with_base(Register::EAX)).ok()?;
+            if rewrite_memory(e, ins, &mut h).is_none() {
+                e.code.truncate(mark);
+                return None;
+            }
+            e.encode(&h)
+        }
+        _ => None,
+    };
+    match r {
+        Some(b) => {
+            e.bytes(&b);
+            Some(())
+        }
+        None => {
+            e.code.truncate(mark);
+            None
+        }
+    }
+}
+
+/// Pushes the 32-bit host register `r`: the store first (it may fault), then ESP.
+fn push_reg(e: &mut Emitter, r: AsmRegister32) -> Option<()> {
+    let b = asm(|a| {
+        a.mov(dword_ptr(r12 - 4).gs(), r)?;
+        a.lea(r12d, dword_ptr(r12 - 4))
+    })?;
+    e.bytes(&fix32(b));
+    Some(())
+}
+
+/// iced assembles `[r12-4]` with a 64-bit address; the guest needs the 32-bit wrap, so
+/// the stack accesses carry an address-size prefix: `gs mov [r12d-4]` etc.
+fn fix32(b: Vec<u8>) -> Vec<u8> {
+    // Re-encode every instruction whose memory operand uses r12 with 32-bit addressing.
+    let mut d = Decoder::with_ip(64, &b, 0, DecoderOptions::NONE);
+    let mut enc = Encoder::new(64);
+    let mut out = Vec::new();
+    while d.can_decode() {
+        let mut i = d.decode();
+        if i.memory_base() == Register::R12 {
+            i.set_memory_base(Register::R12D);
+        }
+        enc.encode(&i, 0).expect("re-encode");
+        out.extend_from_slice(&enc.take_buffer());
+    }
+    out
+}
+
+/// Translates the block starting at `eip`, whose bytes up to the end of its page are
+/// `bytes`, as translation number `id`. `None` if its first instruction crosses the
+/// page (the interpreter runs it).
+pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Translated> {
+    let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
+    let mut instrs = Vec::new();
+    while instrs.len() < MAX_INSTRUCTIONS && dec.can_decode() {
+        let ins = dec.decode();
+        if ins.is_invalid() && dec.last_error() == iced_x86::DecoderError::NoMoreBytes {
+            break;
+        }
+        let end = ins.flow_control() != FlowControl::Next || ins.is_invalid();
+        instrs.push(ins);
+        if end {
+            break;
+        }
+    }
+    if instrs.is_empty() {
+        return None;
+    }
+    let mut e = Emitter {
+        code: Vec::new(),
+        fixups: Vec::new(),
+        local: Vec::new(),
+        sites: Vec::new(),
+        encoder: Encoder::new(64),
+    };
+    // Chain entry: the budget check; the body follows.
+    let (check, rel) = runtime::chain_check();
+    e.bytes(&check);
+    let budget_rel = rel;
+    let body = e.code.len();
+    let mut points = Vec::new();
+    let mut helper_instrs = Vec::new();
+    let mut fallbacks = 0;
+    let n = instrs.len() as u32;
+    let mut ended = false;
+    for (k, ins) in instrs.iter().enumerate() {
+        let k = k as u32;
+        let goff = ins.ip32().wrapping_sub(eip);
+        let next = ins.next_ip32().wrapping_sub(eip) as i32;
+        points.push((e.code.len() as u32, goff, k));
+        let done = k + 1;
+        let class_native = morph_cpu::is_integer_instruction(ins);
+        let m = ins.mnemonic();
+        let mut handled = class_native && !needs_helper(ins);
+        if handled {
+            handled = match m {
+                M::Nop | M::Pause | M::Endbr32 | M::Endbr64 => true,
+                _ if ins.is_jcc_short_or_near() => {
+                    let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
+                    e.bytes(&[0x0f, 0x80 + cc]);
+                    let rel = e.code.len();
+                    e.bytes(&[0; 4]);
+                    e.site(done, next);
+                    let taken = e.code.len();
+                    e.local.push((rel, taken));
+                    e.site(done, ins.near_branch32().wrapping_sub(eip) as i32);
+                    ended = true;
+                    true
+                }
+                M::Jmp if ins.op0_kind() == OpKind::NearBranch32 => {
+                    e.site(done, ins.near_branch32().wrapping_sub(eip) as i32);
+                    ended = true;
+                    true
+                }
+                M::Jmp if ins.op0_kind() != OpKind::NearBranch16 => {
+                    let ok = load_operand(&mut e, ins, Register::R13D).is_some();
+                    if ok {
+                        e.exit_indirect(done);
+                        ended = true;
+                    }
+                    ok
+                }
+                M::Call if ins.op0_kind() == OpKind::NearBranch32 => {
+                    e.bytes(&runtime::lea_r13_r14(next));
+                    push_reg(&mut e, r13d);
+                    e.site(done, ins.near_branch32().wrapping_sub(eip) as i32);
+                    ended = true;
+                    true
+                }
+                M::Call if ins.op0_kind() != OpKind::NearBranch16 && ins.memory_size().size() != 2 => {
+                    let ok = load_operand(&mut e, ins, Register::R13D).is_some();
+                    if ok {
+                        e.bytes(&fix_lea_r8(next));
+                        push_reg(&mut e, r8d);
+                        e.exit_indirect(done);
+                        ended = true;
+                    }
+                    ok
+                }
+                M::Ret => {
+                    let extra = if ins.op_count() == 1 { i32::from(ins.immediate16()) } else { 0 };
+                    let b = fix32(asm(|a| {
+                        a.mov(r13d, dword_ptr(r12).gs())?;
+                        a.lea(r12d, dword_ptr(r12 + 4 + extra))
+                    })?);
+                    e.bytes(&b);
+                    e.exit_indirect(done);
+                    ended = true;
+                    true
+                }
+                M::Push if ins.op0_kind() == OpKind::Register && ins.op0_register().is_gpr32() => {
+                    let r = runtime::host_gpr(gpr_index(ins.op0_register()));
+                    push_reg(&mut e, r);
+                    true
+                }
+                M::Push if matches!(ins.op0_kind(), OpKind::Immediate8to32 | OpKind::Immediate32) => {
+                    let v = ins.immediate(0) as u32;
+                    let b = fix32(asm(|a| {
+                        a.mov(dword_ptr(r12 - 4).gs(), v)?;
+                        a.lea(r12d, dword_ptr(r12 - 4))
+                    })?);
+                    e.bytes(&b);
+                    true
+                }
+                M::Push if ins.op0_kind() == OpKind::Memory && ins.memory_size().size() == 4 => {
+                    let ok = load_operand(&mut e, ins, Register::R13D).is_some();
+                    if ok {
+                        push_reg(&mut e, r13d);
+                    }
+                    ok
+                }
+                M::Pop
+                    if ins.op0_kind() == OpKind::Register
+                        && ins.op0_register().is_gpr32()
+                        && ins.op0_register() != Register::ESP =>
+                {
+                    let r = runtime::host_gpr(gpr_index(ins.op0_register()));
+                    let b = fix32(asm(|a| {
+                        a.mov(r, dword_ptr(r12).gs())?;
+                        a.lea(r12d, dword_ptr(r12 + 4))
+                    })?);
+                    e.bytes(&b);
+                    true
+                }
+                M::Leave if ins.code() == Code::Leaved => {
+                    // Load first (it may fault), then update ESP and EBP.
+                    let b = asm(|a| {
+                        a.mov(r13d, dword_ptr(rbp).gs())?;
+                        a.lea(r12d, dword_ptr(rbp + 4))?;
+                        a.mov(ebp, r13d)
+                    })?;
+                    e.bytes(&fix32_rbp(b));
+                    true
+                }
+                M::Int if ins.immediate8() == 0x80 => {
+                    e.bytes(&runtime::lea_r11(done));
+                    e.bytes(&runtime::lea_r13_r14(next));
+                    e.bytes(&runtime::store_r13(off::EIP));
+                    e.bytes(&runtime::store_imm(off::EXIT, EXIT_SYSCALL));
+                    e.jmp_shared(Fixup::ExitCommon);
+                    ended = true;
+                    true
+                }
+                M::Push | M::Pop | M::Leave | M::Call | M::Jmp => false,
+                _ if ins.flow_control() != FlowControl::Next => false,
+                _ => reencode(&mut e, ins).is_some(),
+            };
+        }
+        if !handled {
+            fallbacks += 1;
+            let boxed = Box::new(*ins);
+            let (before, after) = runtime::helper_call(helper, &*boxed as *const Instruction as usize, k, goff);
+            helper_instrs.push(boxed);
+            e.bytes(&before);
+            e.bytes(&[0x0f, 0x85]);
+            e.fixups.push((e.code.len(), Fixup::ExitNosave));
+            e.bytes(&[0; 4]);
+            e.bytes(&after);
+            if ins.flow_control() != FlowControl::Next {
+                // The interpreter has set EIP: leave through the dispatcher.
+                e.bytes(&runtime::lea_r11(done));
+                e.bytes(&runtime::store_imm(off::EXIT, EXIT_INDIRECT));
+                e.jmp_shared(Fixup::ExitCommon);
+                ended = true;
+            }
+        }
+        if ended {
+            break;
+        }
+    }
+    let last = instrs.last().expect("non-empty");
+    let guest_len = last.next_ip32().wrapping_sub(eip);
+    if !ended {
+        // The block stops at the page end or the size limit: fall through to the next.
+        e.site(n, guest_len as i32);
+    }
+    // Exit stubs of the sites (unchained targets).
+    let sites = std::mem::take(&mut e.sites);
+    let mut placed = Vec::with_capacity(sites.len());
+    for (i, s) in sites.into_iter().enumerate() {
+        let stub = e.code.len();
+        e.bytes(&runtime::store_r14(off::EIP));
+        e.bytes(&runtime::store_imm(off::EXIT_SITE, (id << 8) | i as u32));
+        e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
+        e.jmp_shared(Fixup::ExitCommon);
+        e.local.push((s.rel, stub));
+        placed.push(Site { stub, ..s });
+    }
+    // The budget exit of the chain entry.
+    let out = e.code.len();
+    e.bytes(&[0x9d]); // popfq
+    e.bytes(&runtime::store_r14(off::EIP));
+    e.bytes(&runtime::store_imm(off::EXIT, runtime::EXIT_BUDGET));
+    e.jmp_shared(Fixup::ExitCommon);
+    e.local.push((budget_rel, out));
+    for &(field, target) in &e.local {
+        let rel = (target as i64 - (field as i64 + 4)) as i32;
+        e.code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
+    }
+    Some(Translated {
+        code: e.code,
+        body,
+        sites: placed,
+        fixups: e.fixups,
+        points,
+        instructions: n,
+        guest_len,
+        helper_instrs,
+        fallbacks,
+    })
+}
+
+/// `lea r8d, [r14 + d]` (the return address of an indirect call).
+fn fix_lea_r8(d: i32) -> Vec<u8> {
+    asm(|a| a.lea(r8d, dword_ptr(r14 + d))).expect("lea")
+}
+
+/// Like [`fix32`], for `[rbp]` operands.
+fn fix32_rbp(b: Vec<u8>) -> Vec<u8> {
+    let mut d = Decoder::with_ip(64, &b, 0, DecoderOptions::NONE);
+    let mut enc = Encoder::new(64);
+    let mut out = Vec::new();
+    while d.can_decode() {
+        let mut i = d.decode();
+        match i.memory_base() {
+            Register::RBP => i.set_memory_base(Register::EBP),
+            Register::R12 => i.set_memory_base(Register::R12D),
+            _ => {}
+        }
+        enc.encode(&i, 0).expect("re-encode");
+        out.extend_from_slice(&enc.take_buffer());
+    }
+    out
+}
+
+fn gpr_index(r: Register) -> usize {
+    (r as usize) - (Register::EAX as usize)
+}

@@ -1,0 +1,154 @@
+//! Differential tests: the same guest code under the reference interpreter and under
+//! the translator must leave the same architectural state (undefined flags masked).
+
+use std::rc::Rc;
+
+use iced_x86::code_asm::*;
+use morph_cpu::{Cpu, Exit};
+use morph_dbt::{Engine, EngineConfig, KeyPolicy};
+use morph_mem::{AddressSpace, PhysMem, Prot};
+
+const CODE: u32 = 0x0804_8000;
+const DATA: u32 = 0x1000_0000;
+const STACK: u32 = 0x2000_0000;
+
+fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
+    let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
+    let mut mem = AddressSpace::new(phys).unwrap();
+    let len = (code.len() as u32).div_ceil(4096) * 4096;
+    mem.map_anon(CODE, len, Prot::RWX, false, "code").unwrap();
+    mem.write_bytes(CODE, code).unwrap();
+    mem.map_anon(DATA, 0x2000, Prot::RW, false, "data").unwrap();
+    for i in 0..0x800u32 {
+        mem.write_u32(DATA + 4 * i, i.wrapping_mul(0x9e37_79b9)).unwrap();
+    }
+    mem.map_anon(STACK - 0x4000, 0x4000, Prot::RW, false, "stack").unwrap();
+    let mut cpu = Cpu::new();
+    cpu.eip = CODE;
+    cpu.gpr = [1, 2, 3, DATA, STACK - 16, DATA + 0x100, DATA + 0x200, DATA + 0x300];
+    (cpu, mem)
+}
+
+/// Runs `code` to its `int 0x80` with `cfg`; returns the CPU and the data page.
+fn run(code: &[u8], cfg: EngineConfig) -> (Cpu, Vec<u8>, Vec<u8>) {
+    let (mut cpu, mut mem) = machine(code);
+    let mut e = Engine::new(cfg);
+    let exit = e.run(&mut cpu, &mut mem, 1, 10_000_000);
+    assert_eq!(exit, Exit::Syscall, "{cpu:?}");
+    let mut data = vec![0u8; 0x2000];
+    mem.read_bytes(DATA, &mut data).unwrap();
+    let mut stack = vec![0u8; 0x4000];
+    mem.read_bytes(STACK - 0x4000, &mut stack).unwrap();
+    (cpu, data, stack)
+}
+
+fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
+    let mut a = CodeAssembler::new(32).unwrap();
+    f(&mut a).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    let interp = run(&code, EngineConfig { translate: false, ..EngineConfig::default() });
+    for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
+        for chain in [true, false] {
+            for threshold in [0, 2] {
+                let cfg = EngineConfig { translate: true, key, threshold, chain };
+                let dbt = run(&code, cfg);
+                assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
+                assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");
+                assert!(interp.1 == dbt.1, "{name}: data differs under {cfg:?}");
+                assert!(interp.2 == dbt.2, "{name}: stack differs under {cfg:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn straight_line_alu() {
+    check("alu", |a| {
+        a.add(eax, ebx)?;
+        a.sub(ecx, 5)?;
+        a.xor(edx, eax)?;
+        a.and(esi, 0xff0)?;
+        a.or(edi, ecx)?;
+        a.adc(eax, edx)?;
+        a.imul_3(ebx, ecx, 7)?;
+        a.lea(ebp, dword_ptr(eax + ecx * 4 + 8))?;
+        a.sub(ebx, eax)
+    });
+}
+
+#[test]
+fn memory_operands() {
+    check("mem", |a| {
+        a.mov(eax, dword_ptr(ebx + 8))?;
+        a.add(dword_ptr(ebx + 12), eax)?;
+        a.mov(ecx, 3)?;
+        a.mov(edx, dword_ptr(ebx + ecx * 4 + 0x40))?;
+        a.mov(byte_ptr(ebx + 0x81), dl)?;
+        a.movzx(esi, word_ptr(ebx + 0x82))?;
+        a.mov(dword_ptr(DATA + 0x500), esi)?;
+        a.inc(dword_ptr(ebx + 0x10))
+    });
+}
+
+#[test]
+fn stack_and_calls() {
+    check("stack", |a| {
+        let mut f = a.create_label();
+        let mut done = a.create_label();
+        a.push(eax)?;
+        a.push(0x1234)?;
+        a.push(dword_ptr(ebx + 4))?;
+        a.call(f)?;
+        a.pop(ecx)?;
+        a.pop(edx)?;
+        a.pop(esi)?;
+        a.jmp(done)?;
+        a.set_label(&mut f)?;
+        a.mov(eax, dword_ptr(esp + 4))?;
+        a.push(ebp)?;
+        a.mov(ebp, esp)?;
+        a.sub(esp, 16)?;
+        a.mov(dword_ptr(ebp - 4), eax)?;
+        a.leave()?;
+        a.ret()?;
+        a.set_label(&mut done)?;
+        a.nop()
+    });
+}
+
+#[test]
+fn loops_and_branches() {
+    check("loop", |a| {
+        let mut top = a.create_label();
+        let mut skip = a.create_label();
+        a.mov(ecx, 100)?;
+        a.xor(eax, eax)?;
+        a.set_label(&mut top)?;
+        a.add(eax, ecx)?;
+        a.test(ecx, 1)?;
+        a.jz(skip)?;
+        a.add(dword_ptr(ebx), ecx)?;
+        a.set_label(&mut skip)?;
+        a.dec(ecx)?;
+        a.jnz(top)
+    });
+}
+
+#[test]
+fn helper_instructions() {
+    check("helper", |a| {
+        a.mov(esi, DATA)?;
+        a.mov(edi, DATA + 0x400)?;
+        a.mov(ecx, 16)?;
+        a.cld()?;
+        a.rep().movsd()?;
+        a.mov(eax, 100)?;
+        a.xor(edx, edx)?;
+        a.mov(ecx, 7)?;
+        a.div(ecx)?;
+        a.cpuid()?;
+        a.fld1()?;
+        a.fstp(dword_ptr(DATA + 0x600))
+    });
+}

@@ -1,0 +1,81 @@
+//! Golden tests: a few guest blocks and the host code the translator makes of them,
+//! disassembled with iced's formatter. Run with `BLESS=1` to rewrite the expectations
+//! after reviewing a change to the translator.
+
+use iced_x86::code_asm::*;
+use iced_x86::{Code, Decoder, DecoderOptions, Formatter, IntelFormatter};
+
+const EIP: u32 = 0x0804_8000;
+
+fn disasm(bits: u32, code: &[u8], ip: u64) -> String {
+    let mut d = Decoder::with_ip(bits, code, ip, DecoderOptions::NONE);
+    let mut f = IntelFormatter::new();
+    let mut out = String::new();
+    while d.can_decode() {
+        let i = d.decode();
+        let mut s = String::new();
+        if i.code() == Code::Mov_r64_imm64 {
+            // Host addresses (helper function, instruction records) vary per run.
+            s = format!("mov {:?},<host address>", i.op0_register()).to_lowercase();
+        } else {
+            f.format(&i, &mut s);
+        }
+        out.push_str(&format!("  {:04x}  {s}\n", i.ip() - ip));
+    }
+    out
+}
+
+fn golden(name: &str, f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) {
+    let mut a = CodeAssembler::new(32).unwrap();
+    f(&mut a).unwrap();
+    let guest = a.assemble(u64::from(EIP)).unwrap();
+    let t = morph_dbt::translate::translate(&guest, EIP, 0, 0).expect("translates");
+    let text = format!(
+        "# guest block at {EIP:#x} ({} instructions, {} to the helper)\n{}\n# host code (chain entry at 0000, body at {:04x})\n{}",
+        t.instructions,
+        t.fallbacks,
+        disasm(32, &guest, u64::from(EIP)),
+        t.body,
+        disasm(64, &t.code, 0)
+    );
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(format!("{name}.txt"));
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(want, text, "{name}: translation changed; review and rerun with BLESS=1");
+}
+
+#[test]
+fn alu_and_memory() {
+    golden("alu_and_memory", |a| {
+        a.mov(eax, dword_ptr(ebx + 8))?;
+        a.add(dword_ptr(esp + 4), eax)?;
+        a.lea(ecx, dword_ptr(eax + edx * 4 - 1))?;
+        a.inc(esi)?;
+        a.jne(EIP as u64)
+    });
+}
+
+#[test]
+fn call_and_return() {
+    golden("call_and_return", |a| {
+        a.push(ebp)?;
+        a.mov(ebp, esp)?;
+        a.call(EIP as u64 + 0x40)
+    });
+    golden("return", |a| {
+        a.leave()?;
+        a.ret_1(8)
+    });
+}
+
+#[test]
+fn tls_and_helper() {
+    golden("tls_and_helper", |a| {
+        a.mov(eax, dword_ptr(0x14).gs())?;
+        a.rep().stosd()?;
+        a.int(0x80)
+    });
+}
