@@ -246,6 +246,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "translations": e.translations,
             "retranslations": e.retranslations,
             "chain_patches": e.chain_patches,
+            "jump_cache_hits": e.jump_cache_hits,
             "invalidations": e.invalidations,
             "interp_instructions": e.interp_instructions,
             "translated_instructions": e.translated_instructions,
@@ -267,6 +268,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "syscalls": names(&os.syscalls),
             "enosys": names(&os.enosys),
             "os_ns": os.os_ns,
+            "engine_ns": os.engine_ns,
             "processes": os.processes,
         },
         "memory": {

@@ -25,7 +25,6 @@
 mod runtime;
 pub mod translate;
 
-use std::collections::{HashMap, HashSet};
 use std::time::Instant;
 
 use dynasmrt::{AssemblyOffset, DynasmApi};
@@ -33,9 +32,11 @@ use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::seg;
 use morph_cpu::{Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::runtime::{
-    EXIT_BRANCH, EXIT_BUDGET, EXIT_FAULT, EXIT_HELPER, EXIT_INDIRECT, EXIT_SYSCALL, FaultMap, JitState, LIVE_FLAGS,
+    EXIT_BRANCH, EXIT_BUDGET, EXIT_FAULT, EXIT_HELPER, EXIT_INDIRECT, EXIT_SYSCALL, FaultMap, JC_ENTRIES, JcEntry,
+    JitState, LIVE_FLAGS,
 };
 use crate::translate::{Fixup, Site};
 
@@ -125,6 +126,9 @@ pub struct EngineStats {
     pub translate_ns: u64,
     /// Host nanoseconds executing translations.
     pub exec_ns: u64,
+    /// Indirect branches (returns, indirect calls and jumps) resolved by the jump cache
+    /// inside translated code, without a translation-cache lookup.
+    pub jump_cache_hits: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -176,6 +180,13 @@ pub struct Engine {
     fault_map: Box<FaultMap>,
     stats: EngineStats,
     epoch: u64,
+    /// Host address of the code buffer (it moves only when code is committed or
+    /// patched, which happens only in the dispatcher).
+    code_base: usize,
+    /// The jump cache (VA → host entry) of the current address space.
+    jc: Box<[JcEntry]>,
+    /// What the jump cache is valid for: the window and its mapping generation.
+    jc_tag: (usize, u64),
 }
 
 impl Engine {
@@ -192,14 +203,17 @@ impl Engine {
             exit_common_off: 0,
             exit_nosave_off: 0,
             trans: Vec::new(),
-            by_key: HashMap::new(),
-            by_frame: HashMap::new(),
-            profile: HashMap::new(),
-            seen_pa: HashSet::new(),
+            by_key: HashMap::default(),
+            by_frame: HashMap::default(),
+            profile: HashMap::default(),
+            seen_pa: HashSet::default(),
             state: Box::default(),
             fault_map: Box::default(),
             stats: EngineStats::default(),
             epoch: 0,
+            code_base: 0,
+            jc: vec![JcEntry::EMPTY; JC_ENTRIES].into_boxed_slice(),
+            jc_tag: (0, 0),
         };
         e.emit_runtime();
         e
@@ -214,6 +228,25 @@ impl Engine {
         self.asm.extend(runtime::exit_nosave());
         self.asm.commit().expect("commit runtime");
         self.fault_map.exit_common = self.exit_common_off;
+        self.refresh_code_base();
+    }
+
+    /// Empties the jump cache (mappings changed, code moved or was dropped).
+    fn flush_jump_cache(&mut self) {
+        self.jc.fill(JcEntry::EMPTY);
+    }
+
+    /// Re-reads where the code buffer is, after a commit or patch may have moved it.
+    fn refresh_code_base(&mut self) {
+        let reader = self.asm.reader();
+        let buf = reader.lock();
+        let base = buf.ptr(AssemblyOffset(0)) as usize;
+        if base != self.code_base {
+            self.jc.fill(JcEntry::EMPTY);
+        }
+        self.code_base = base;
+        self.fault_map.code_base = self.code_base;
+        self.fault_map.code_len = buf.len();
     }
 
     /// The configuration.
@@ -250,6 +283,7 @@ impl Engine {
     }
 
     fn kill(&mut self, t: u32) {
+        self.jc.fill(JcEntry::EMPTY);
         let tr = &mut self.trans[t as usize];
         if tr.alive {
             tr.alive = false;
@@ -331,7 +365,16 @@ impl Engine {
                 None
             };
             let r = match t {
-                Some(t) => self.execute(t, cpu, mem, budget - used),
+                Some(t) => {
+                    let tag = (mem.host_base() as usize, mem.host_maps);
+                    if tag != self.jc_tag {
+                        self.flush_jump_cache();
+                        self.jc_tag = tag;
+                    }
+                    let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
+                    *slot = JcEntry { va: eip, _pad: 0, host: (self.code_base + self.trans[t as usize].body) as u64 };
+                    self.execute(t, cpu, mem, budget - used)
+                }
                 None => {
                     let t0 = Instant::now();
                     let r = self.interp.run_block(cpu, mem);
@@ -373,6 +416,7 @@ impl Engine {
         if self.asm.commit().is_err() {
             return None;
         }
+        self.refresh_code_base();
         let id = self.trans.len() as u32;
         for &(h, g, k) in &tr.points {
             self.fault_map.points.push((h + start as u32, g, k));
@@ -404,6 +448,7 @@ impl Engine {
     }
 
     fn flush(&mut self) {
+        self.flush_jump_cache();
         self.asm = dynasmrt::x64::Assembler::new().expect("code buffer");
         self.trans.clear();
         self.by_key.clear();
@@ -435,14 +480,12 @@ impl Engine {
             st.fs_base = cpu.seg_base[seg::FS];
             st.gs_base = cpu.seg_base[seg::GS];
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
+            st.jc = self.jc.as_mut_ptr();
+            st.jc_hits = 0;
         }
         let window = mem.host_base() as usize;
         runtime::set_window(window);
-        let reader = self.asm.reader();
-        let buf = reader.lock();
-        let base = buf.ptr(AssemblyOffset(0)) as usize;
-        self.fault_map.code_base = base;
-        self.fault_map.code_len = buf.len();
+        let base = self.code_base;
         self.fault_map.window = window;
         self.fault_map.state = &mut *self.state;
         runtime::set_fault_map(&*self.fault_map);
@@ -451,12 +494,12 @@ impl Engine {
         // follows the C ABI, saves the callee-saved registers, and runs translated code
         // that touches only the guest window (through gs), the state block and, via the
         // helper, the CPU, memory and interpreter passed in `hctx`, none of which is used
-        // by this function until it returns. The buffer is locked against changes.
+        // by this function until it returns. The buffer is only changed (and can only
+        // move) in the dispatcher, after which `code_base` is re-read.
         unsafe {
             let enter: extern "C" fn(*mut JitState, usize) = std::mem::transmute(base + self.enter_off);
             enter(&mut *self.state, body);
         }
-        drop(buf);
         runtime::set_fault_map(std::ptr::null());
         let st = &*self.state;
         cpu.gpr = st.gpr;
@@ -464,6 +507,7 @@ impl Engine {
         cpu.eip = st.eip;
         cpu.icount += st.icount;
         self.stats.translated_instructions += st.icount;
+        self.stats.jump_cache_hits += st.jc_hits;
         self.stats.exec_ns += t0.elapsed().as_nanos() as u64;
         match st.exit {
             EXIT_BRANCH => {
@@ -532,6 +576,7 @@ impl Engine {
         if ok.is_ok() {
             self.stats.chain_patches += 1;
         }
+        self.refresh_code_base();
     }
 }
 

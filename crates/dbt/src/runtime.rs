@@ -52,6 +52,30 @@ pub struct JitState {
     pub helper_k: u32,
     /// Padding.
     pub _pad: u32,
+    /// The jump cache: guest VA → host entry, for indirect branches.
+    pub jc: *mut JcEntry,
+    /// Indirect branches resolved by the jump cache without leaving translated code.
+    pub jc_hits: u64,
+}
+
+/// One jump-cache entry: a guest block start and the host address of its body.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct JcEntry {
+    /// Guest VA (`u32::MAX`: empty).
+    pub va: u32,
+    /// Padding.
+    pub _pad: u32,
+    /// Host address of the translation's body.
+    pub host: u64,
+}
+
+/// Jump-cache entries (indexed by the low 12 bits of the VA).
+pub const JC_ENTRIES: usize = 4096;
+
+impl JcEntry {
+    /// An empty entry.
+    pub const EMPTY: JcEntry = JcEntry { va: u32::MAX, _pad: 0, host: 0 };
 }
 
 impl Default for JitState {
@@ -71,6 +95,8 @@ impl Default for JitState {
             ctx: std::ptr::null_mut(),
             helper_k: 0,
             _pad: 0,
+            jc: std::ptr::null_mut(),
+            jc_hits: 0,
         }
     }
 }
@@ -99,6 +125,10 @@ pub mod off {
     pub const EXIT_SITE: i32 = 72;
     /// `helper_k`.
     pub const HELPER_K: i32 = 88;
+    /// `jc`.
+    pub const JC: i32 = 96;
+    /// `jc_hits`.
+    pub const JC_HITS: i32 = 104;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -216,6 +246,39 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
         a.popfq()
     });
     (before, after)
+}
+
+/// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
+/// look the target up in the jump cache and, on a hit within the budget, jump straight
+/// to its translation; otherwise leave with `EXIT_INDIRECT`. Ends with a `jmp rel32` to
+/// `exit_common` whose field is the last four bytes.
+pub fn indirect_lookup() -> &'static [u8] {
+    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    CODE.get_or_init(|| {
+        let mut v = assemble(|a| {
+            let mut miss = a.create_label();
+            a.pushfq()?;
+            a.mov(r8d, r13d)?;
+            a.and(r8d, (JC_ENTRIES - 1) as u32)?;
+            a.shl(r8d, 4)?;
+            a.add(r8, qword_ptr(r15 + off::JC))?;
+            a.cmp(r13d, dword_ptr(r8))?;
+            a.jne(miss)?;
+            a.cmp(r11, qword_ptr(r15 + off::LIMIT))?;
+            a.jae(miss)?;
+            a.inc(qword_ptr(r15 + off::JC_HITS))?;
+            a.mov(r14d, r13d)?;
+            a.popfq()?;
+            a.jmp(qword_ptr(r8 + 8))?;
+            a.set_label(&mut miss)?;
+            a.popfq()?;
+            a.mov(dword_ptr(r15 + off::EIP), r13d)?;
+            a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
+            Ok(())
+        });
+        v.extend_from_slice(&[0xe9, 0, 0, 0, 0]);
+        v
+    })
 }
 
 // ----- hand-encoded glue with fixed layouts (patched or emitted very often) ----------
@@ -374,6 +437,8 @@ mod tests {
         assert_eq!(&s.gs_base as *const _ as usize - base, off::GS_BASE as usize);
         assert_eq!(&s.exit_site as *const _ as usize - base, off::EXIT_SITE as usize);
         assert_eq!(&s.helper_k as *const _ as usize - base, off::HELPER_K as usize);
+        assert_eq!(&s.jc as *const _ as usize - base, off::JC as usize);
+        assert_eq!(&s.jc_hits as *const _ as usize - base, off::JC_HITS as usize);
     }
 
     #[test]

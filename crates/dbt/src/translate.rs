@@ -108,12 +108,12 @@ impl Emitter {
         Some(self.encoder.take_buffer())
     }
 
-    /// `lea r11, [r11 + n]` then exit with the target EIP in r13d.
+    /// `lea r11, [r11 + n]` then continue at the target EIP in r13d: through the jump
+    /// cache, or by leaving to the dispatcher.
     fn exit_indirect(&mut self, n: u32) {
         self.bytes(&runtime::lea_r11(n));
-        self.bytes(&runtime::store_r13(off::EIP));
-        self.bytes(&runtime::store_imm(off::EXIT, EXIT_INDIRECT));
-        self.jmp_shared(Fixup::ExitCommon);
+        self.bytes(runtime::indirect_lookup());
+        self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
     }
 
     /// A chain site towards `delta` bytes from the block start, `n` instructions done.
