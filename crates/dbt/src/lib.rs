@@ -474,7 +474,8 @@ impl Engine {
             st.eflags = cpu.eflags & LIVE_FLAGS;
             st.block_va = cpu.eip;
             st.eip = cpu.eip;
-            st.limit = budget;
+            // Each chained entry runs at most MAX_INSTRUCTIONS: this bounds the slice.
+            st.limit = (budget / translate::MAX_INSTRUCTIONS as u64).max(1);
             st.icount = 0;
             st.exit = 0;
             st.fs_base = cpu.seg_base[seg::FS];

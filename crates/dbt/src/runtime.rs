@@ -10,6 +10,7 @@
 //! | r14d | EIP of the current block's first instruction | every EIP-dependent value is derived from it |
 //! | r15 | `*mut JitState` | |
 //! | r11 | guest instructions completed since entry | counted with flag-free `lea` |
+//! | r10 | chained entries left before returning to the dispatcher | counted down without touching flags |
 //! | r13, r8 | scratch | |
 //! | gs base | the process window | a guest address `a` is `gs:[a]` with a 32-bit address size |
 //! | EFLAGS | guest CF PF AF ZF SF OF DF | live across instructions |
@@ -34,7 +35,8 @@ pub struct JitState {
     pub block_va: u32,
     /// Why translated code returned (`EXIT_*`).
     pub exit: u32,
-    /// Chains stop once this many instructions have run.
+    /// Chained block entries allowed before translated code returns (r10 counts them
+    /// down; see [`chain_check`]).
     pub limit: u64,
     /// Instructions completed (r11).
     pub icount: u64,
@@ -169,6 +171,7 @@ pub fn enter_trampoline() -> Vec<u8> {
         a.mov(r15, rdi)?;
         a.mov(r13, rsi)?;
         a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
+        a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
         a.mov(eax, dword_ptr(r15 + off::EFLAGS))?;
         a.push(rax)?;
         a.popfq()?;
@@ -228,6 +231,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
         a.mov(dword_ptr(r15 + off::EIP), r13d)?;
         a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
         a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
+        a.mov(qword_ptr(r15 + off::LIMIT), r10)?;
         a.mov(dword_ptr(r15 + off::HELPER_K), k)?;
         a.cld()?;
         a.mov(rdi, r15)?;
@@ -238,6 +242,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
     });
     let after = assemble(|a| {
         a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
+        a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
         for i in 0..8 {
             a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
         }
@@ -264,8 +269,8 @@ pub fn indirect_lookup() -> &'static [u8] {
             a.add(r8, qword_ptr(r15 + off::JC))?;
             a.cmp(r13d, dword_ptr(r8))?;
             a.jne(miss)?;
-            a.cmp(r11, qword_ptr(r15 + off::LIMIT))?;
-            a.jae(miss)?;
+            a.sub(r10, 1)?;
+            a.jz(miss)?;
             a.inc(qword_ptr(r15 + off::JC_HITS))?;
             a.mov(r14d, r13d)?;
             a.popfq()?;
@@ -320,12 +325,21 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
 }
 
-/// The budget check at a chain entry: `pushfq; cmp r11, [r15+LIMIT]; jae <rel32>;
-/// popfq`. Returns the bytes and the offset of the rel32 field.
+/// The budget check at a chain entry, without touching the guest's flags (which live in
+/// EFLAGS across the chained jump): `xchg rcx, r10; lea rcx, [rcx-1]; jrcxz out;
+/// xchg rcx, r10; jmp body; out: xchg rcx, r10; jmp <rel32>` — the body follows.
+/// Returns the bytes and the offset of the rel32 field (to the budget exit).
 pub fn chain_check() -> (Vec<u8>, usize) {
-    let mut v = vec![0x9c, 0x4d, 0x3b, 0x5f, off::LIMIT as u8, 0x0f, 0x83, 0, 0, 0, 0, 0x9d];
-    v.shrink_to_fit();
-    (v, 7)
+    let v = vec![
+        0x4c, 0x87, 0xd1, // xchg rcx, r10
+        0x48, 0x8d, 0x49, 0xff, // lea rcx, [rcx-1]
+        0xe3, 0x05, // jrcxz out (+5)
+        0x4c, 0x87, 0xd1, // xchg rcx, r10
+        0xeb, 0x08, // jmp body (+8)
+        0x4c, 0x87, 0xd1, // out: xchg rcx, r10
+        0xe9, 0, 0, 0, 0, // jmp budget exit
+    ];
+    (v, 18)
 }
 
 // ----- the process window and host faults -------------------------------------------
@@ -461,6 +475,9 @@ mod tests {
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_r14(32)), "mov [r15+20h],r14d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
-        assert_eq!(show(&chain_check().0), "pushfq; cmp r11,[r15+30h]; jae 000000000000000Bh; popfq");
+        assert_eq!(
+            show(&chain_check().0),
+            "xchg rcx,r10; lea rcx,[rcx-1]; jrcxz 000000000000000Eh; xchg rcx,r10; jmp short 0000000000000016h; xchg rcx,r10; jmp 0000000000000016h"
+        );
     }
 }

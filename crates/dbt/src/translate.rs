@@ -571,7 +571,6 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     }
     // The budget exit of the chain entry.
     let out = e.code.len();
-    e.bytes(&[0x9d]); // popfq
     e.bytes(&runtime::store_r14(off::EIP));
     e.bytes(&runtime::store_imm(off::EXIT, runtime::EXIT_BUDGET));
     e.jmp_shared(Fixup::ExitCommon);
