@@ -154,7 +154,11 @@ impl PhysMem {
     pub fn alloc(&self) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
         let f = match inner.free.pop() {
-            Some(f) => f,
+            Some(f) => {
+                // SAFETY: a free frame is mapped in the physmap and referenced by no one.
+                unsafe { std::ptr::write_bytes(self.frame_ptr(Frame(f)), 0, PAGE_SIZE as usize) };
+                f
+            }
             None => {
                 let f = inner.top;
                 self.grow(&mut inner, f + 1)?;
@@ -202,16 +206,8 @@ impl PhysMem {
         debug_assert!(*rc > 0, "release of a free frame {f:?}");
         *rc -= 1;
         if *rc == 0 {
-            // SAFETY: punching a hole in our own memfd inside its size; it zeroes the
-            // frame and returns its memory to the host.
-            unsafe {
-                libc::fallocate(
-                    self.fd.as_raw_fd(),
-                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    f.file_offset(),
-                    i64::from(PAGE_SIZE),
-                );
-            }
+            // The frame is zeroed when it is handed out again (one system call per freed
+            // frame to punch a hole would dominate the cost of exit and exec).
             if self.code[f.0 as usize].replace(false) {
                 // Code decoded or translated from this frame must not be found again
                 // when the frame is reused for other contents.
