@@ -329,8 +329,8 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
 /// EFLAGS across the chained jump): `xchg rcx, r10; lea rcx, [rcx-1]; jrcxz out;
 /// xchg rcx, r10; jmp body; out: xchg rcx, r10; jmp <rel32>` — the body follows.
 /// Returns the bytes and the offset of the rel32 field (to the budget exit).
-pub fn chain_check() -> (Vec<u8>, usize) {
-    let v = vec![
+pub fn chain_check() -> (&'static [u8], usize) {
+    const CHECK: &[u8] = &[
         0x4c, 0x87, 0xd1, // xchg rcx, r10
         0x48, 0x8d, 0x49, 0xff, // lea rcx, [rcx-1]
         0xe3, 0x05, // jrcxz out (+5)
@@ -339,7 +339,7 @@ pub fn chain_check() -> (Vec<u8>, usize) {
         0x4c, 0x87, 0xd1, // out: xchg rcx, r10
         0xe9, 0, 0, 0, 0, // jmp budget exit
     ];
-    (v, 18)
+    (CHECK, 18)
 }
 
 // ----- the process window and host faults -------------------------------------------
@@ -476,7 +476,7 @@ mod tests {
         assert_eq!(show(&store_r14(32)), "mov [r15+20h],r14d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
         assert_eq!(
-            show(&chain_check().0),
+            show(chain_check().0),
             "xchg rcx,r10; lea rcx,[rcx-1]; jrcxz 000000000000000Eh; xchg rcx,r10; jmp short 0000000000000016h; xchg rcx,r10; jmp 0000000000000016h"
         );
     }

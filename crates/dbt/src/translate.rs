@@ -83,6 +83,7 @@ struct Emitter {
     local: Vec<(usize, usize)>,
     sites: Vec<Site>,
     encoder: Encoder,
+    scratch: Vec<u8>,
 }
 
 fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -104,8 +105,24 @@ impl Emitter {
     }
 
     fn encode(&mut self, ins: &Instruction) -> Option<Vec<u8>> {
-        self.encoder.encode(ins, 0).ok()?;
-        Some(self.encoder.take_buffer())
+        let r = self.encoder.encode(ins, 0);
+        let b = self.encoder.take_buffer();
+        r.ok()?;
+        Some(b)
+    }
+
+    /// Encodes `ins` straight into the code (no allocation); false if it cannot be.
+    fn emit_encoded(&mut self, ins: &Instruction) -> bool {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.encoder.set_buffer(scratch);
+        let ok = self.encoder.encode(ins, 0).is_ok();
+        let b = self.encoder.take_buffer();
+        if ok {
+            self.code.extend_from_slice(&b);
+        }
+        self.scratch = b;
+        ok
     }
 
     /// `lea r11, [r11 + n]` then continue at the target EIP in r13d: through the jump
@@ -298,15 +315,11 @@ fn reencode(e: &mut Emitter, ins: &Instruction) -> Option<()> {
         e.code.truncate(mark);
         return None;
     }
-    match e.encode(&h) {
-        Some(b) => {
-            e.bytes(&b);
-            Some(())
-        }
-        None => {
-            e.code.truncate(mark);
-            None
-        }
+    if e.emit_encoded(&h) {
+        Some(())
+    } else {
+        e.code.truncate(mark);
+        None
     }
 }
 
@@ -390,15 +403,16 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         return None;
     }
     let mut e = Emitter {
-        code: Vec::new(),
+        code: Vec::with_capacity(64 * instrs.len() + 128),
         fixups: Vec::new(),
         local: Vec::new(),
         sites: Vec::new(),
         encoder: Encoder::new(64),
+        scratch: Vec::with_capacity(16),
     };
     // Chain entry: the budget check; the body follows.
     let (check, rel) = runtime::chain_check();
-    e.bytes(&check);
+    e.bytes(check);
     let budget_rel = rel;
     let body = e.code.len();
     let mut points = Vec::new();
