@@ -5,7 +5,8 @@
 //! Flags the Intel SDM leaves *undefined* are given the values Intel P6-family and
 //! later hardware produces where that is well known, and are otherwise cleared; the
 //! per-instruction list of undefined flags lives in `docs/flags.md` and in
-//! [`undefined_flags`], which the differential tests use as their mask.
+//! [`undefined_flags`]; the guest programs mask exactly these when they print flags,
+//! and the translator's property test masks what iced-x86's tables call undefined.
 
 use crate::state::flags::{AF, ARITH, CF, OF, PF, SF, ZF};
 
@@ -203,7 +204,8 @@ pub fn double_shift(left: bool, dst: u32, src: u32, count: u32, bits: u32, old: 
 }
 
 /// Flags that the Intel SDM calls undefined after an instruction, by mnemonic (and, for
-/// shifts and rotates, by masked count). The differential tests mask these.
+/// shifts and rotates, by masked count), for 32-bit operands (narrower shifts by more
+/// than their width also leave CF undefined).
 pub fn undefined_flags(mnemonic: iced_x86::Mnemonic, count: Option<u32>) -> u32 {
     use iced_x86::Mnemonic as M;
     match mnemonic {

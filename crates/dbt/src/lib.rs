@@ -176,6 +176,9 @@ pub struct Engine {
     by_frame: HashMap<Frame, Vec<u32>>,
     profile: HashMap<Key, u32>,
     seen_pa: HashSet<u64>,
+    /// Blocks the translator cannot take (first instruction crosses a page): left to
+    /// the interpreter without retrying.
+    untranslatable: HashSet<Key>,
     state: Box<JitState>,
     fault_map: Box<FaultMap>,
     stats: EngineStats,
@@ -207,6 +210,7 @@ impl Engine {
             by_frame: HashMap::default(),
             profile: HashMap::default(),
             seen_pa: HashSet::default(),
+            untranslatable: HashSet::default(),
             state: Box::default(),
             fault_map: Box::default(),
             stats: EngineStats::default(),
@@ -298,6 +302,9 @@ impl Engine {
     fn sync_code(&mut self, mem: &AddressSpace) {
         self.epoch = mem.phys().code_epoch();
         let dirty = mem.phys().take_dirty_code();
+        if !dirty.is_empty() {
+            self.untranslatable.clear();
+        }
         self.interp.invalidate_frames(mem, &dirty);
         for f in dirty {
             if let Some(ts) = self.by_frame.remove(&f) {
@@ -358,7 +365,15 @@ impl Engine {
                         self.stats.misses += 1;
                         let count = self.profile.entry(key).or_insert(0);
                         *count += 1;
-                        if *count > self.cfg.threshold { self.translate(key, eip, frame, mem) } else { None }
+                        if *count > self.cfg.threshold && !self.untranslatable.contains(&key) {
+                            let t = self.translate(key, eip, frame, mem);
+                            if t.is_none() {
+                                self.untranslatable.insert(key);
+                            }
+                            t
+                        } else {
+                            None
+                        }
                     }
                 }
             } else {
@@ -592,6 +607,24 @@ fn decode_at(mem: &AddressSpace, eip: u32) -> Option<Instruction> {
     (!i.is_invalid() || n == 15).then_some(i)
 }
 
+/// `ins` as if decoded at `eip` (same bytes, another address): instruction pointers and
+/// relative branch targets move with it.
+fn relocated(ins: &Instruction, eip: u32) -> Instruction {
+    let delta = eip.wrapping_sub(ins.ip32());
+    if delta == 0 {
+        return *ins;
+    }
+    let mut i = *ins;
+    i.set_ip32(eip);
+    i.set_next_ip32(ins.next_ip32().wrapping_add(delta));
+    for op in 0..i.op_count() {
+        if let iced_x86::OpKind::NearBranch32 = i.op_kind(op) {
+            i.set_near_branch32(ins.near_branch32().wrapping_add(delta));
+        }
+    }
+    i
+}
+
 /// The fallback: runs one guest instruction in the reference interpreter on behalf of
 /// translated code. Returns 0 to continue, 1 to leave (the state says why).
 extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u32 {
@@ -605,10 +638,19 @@ extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u32 {
         cpu.gpr = st.gpr;
         cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
         cpu.eip = st.eip;
+        // The instruction was decoded where the block was first translated; under the
+        // physical key the block may now run at another address: relocate it.
+        let ins = relocated(&*ins, st.eip);
+        // The instruction count as the guest sees it here (rdtsc reads it).
+        let entry = cpu.icount;
+        cpu.icount = entry + st.icount + u64::from(st.helper_k);
         let before = cpu.icount;
-        let r = interp.step(cpu, mem, &*ins);
+        let interp_before = interp.stats.instructions;
+        let r = interp.step(cpu, mem, &ins);
         let retired = cpu.icount - before;
-        cpu.icount = before;
+        cpu.icount = entry;
+        // Counted as executed in the translation, not as interpreted.
+        interp.stats.instructions = interp_before;
         st.gpr = cpu.gpr;
         st.eflags = cpu.eflags & LIVE_FLAGS;
         st.eip = cpu.eip;

@@ -152,3 +152,47 @@ fn helper_instructions() {
         a.fstp(dword_ptr(DATA + 0x600))
     });
 }
+
+/// Under the physical key a translation made at one virtual address runs at another:
+/// EIP-dependent results (call return addresses, fallback branches, the final EIP) must
+/// come from where the code runs now.
+#[test]
+fn physical_translations_run_at_other_addresses() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    let mut top = a.create_label();
+    let mut f = a.create_label();
+    a.mov(ecx, 5).unwrap();
+    a.set_label(&mut top).unwrap();
+    a.inc(eax).unwrap();
+    a.loop_(top).unwrap(); // run by the interpreter helper
+    a.call(f).unwrap();
+    a.int(0x80).unwrap();
+    a.set_label(&mut f).unwrap();
+    a.mov(edx, dword_ptr(esp)).unwrap(); // the return address
+    a.ret().unwrap();
+    let code = a.assemble(0).unwrap(); // position-independent bytes
+    let dir = std::env::temp_dir().join(format!("morph-reloc-{}", std::process::id()));
+    std::fs::write(&dir, &code).unwrap();
+    let file = std::fs::File::open(&dir).unwrap();
+    let id = morph_mem::FileId::of(&file).unwrap();
+    let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
+    let mut cache = morph_mem::PageCache::new();
+    let mut e = Engine::new(EngineConfig { translate: true, key: KeyPolicy::Physical, threshold: 0, chain: true });
+    for (i, va) in [0x1000_0000u32, 0x2345_6000].into_iter().enumerate() {
+        let mut mem = AddressSpace::new(phys.clone()).unwrap();
+        mem.map_file(&mut cache, va, 0x1000, Prot::RX, false, &file, id, 0, "code").unwrap();
+        mem.map_anon(STACK - 0x4000, 0x4000, Prot::RW, false, "stack").unwrap();
+        let mut cpu = Cpu::new();
+        cpu.eip = va;
+        cpu.gpr[4] = STACK - 16;
+        assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
+        assert_eq!(cpu.gpr[0], 5, "run {i}: loop count");
+        assert_eq!(cpu.gpr[2], va + 13, "run {i}: return address");
+        assert_eq!(cpu.eip, va + 15, "run {i}: final EIP");
+        if i == 1 {
+            assert_eq!(e.stats().retranslations, 0, "the second address reuses the translations");
+            assert!(e.stats().hits > 0);
+        }
+    }
+    let _ = std::fs::remove_file(&dir);
+}

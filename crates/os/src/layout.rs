@@ -5,7 +5,7 @@
 //! anonymous mappings), the executable at its link address (or, for PIE, at
 //! `ELF_ET_DYN_BASE`), and the heap (`brk`) right after the executable's bss. Each of
 //! these can be randomized separately; which ones a `randomize_va_space` mode turns on
-//! depends on the kernel (2.6.12 vs modern) — see `docs/aslr.md`. All randomness comes
+//! depends on the kernel (2.6.12 vs modern) — see `docs/architecture.md`. All randomness comes
 //! from the machine's one seeded RNG, so a run is reproducible given its seed.
 
 use rand::Rng;
