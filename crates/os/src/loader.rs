@@ -107,9 +107,6 @@ struct Phdr {
 fn rd16(b: &[u8], o: usize) -> u16 {
     u16::from_le_bytes([b[o], b[o + 1]])
 }
-fn rd32(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
-}
 
 /// Reads and validates the ELF header and program headers of `file`.
 fn parse(path: &str, mut file: File) -> Result<Elf, LoadError> {
@@ -147,18 +144,17 @@ fn parse(path: &str, mut file: File) -> Result<Elf, LoadError> {
     if n < 52 {
         return Err(malformed("truncated ELF header"));
     }
-    let kind = rd16(&head, 16);
-    let machine = rd16(&head, 18);
+    // The fields, parsed by goblin (alignment-independent, errors as values).
+    let eh = goblin::elf::Elf::parse_header(&head).map_err(|e| malformed(&e.to_string()))?;
+    let kind = eh.e_type;
+    let machine = eh.e_machine;
     if machine != EM_386 {
         return Err(LoadError::WrongArch { path: path.into(), what: format!("ELF32, machine {machine}") });
     }
     if kind != ET_EXEC && kind != ET_DYN {
         return Err(malformed("not an executable or shared object"));
     }
-    let entry = rd32(&head, 24);
-    let phoff = rd32(&head, 28);
-    let phentsize = rd16(&head, 42);
-    let phnum = rd16(&head, 44);
+    let (entry, phoff, phentsize, phnum) = (eh.e_entry as u32, eh.e_phoff as u32, eh.e_phentsize, eh.e_phnum);
     if phentsize != 32 {
         return Err(malformed("program header size is not 32"));
     }
@@ -174,14 +170,14 @@ fn parse(path: &str, mut file: File) -> Result<Elf, LoadError> {
     use std::os::unix::fs::FileExt;
     file.read_exact_at(&mut raw, u64::from(phoff)).map_err(io)?;
     let mut phdrs = Vec::new();
-    for c in raw.chunks_exact(32) {
+    for ph in goblin::elf32::program_header::ProgramHeader::from_bytes(&raw, usize::from(phnum)) {
         let p = Phdr {
-            kind: rd32(c, 0),
-            offset: rd32(c, 4),
-            vaddr: rd32(c, 8),
-            filesz: rd32(c, 16),
-            memsz: rd32(c, 20),
-            flags: rd32(c, 24),
+            kind: ph.p_type,
+            offset: ph.p_offset,
+            vaddr: ph.p_vaddr,
+            filesz: ph.p_filesz,
+            memsz: ph.p_memsz,
+            flags: ph.p_flags,
         };
         if p.kind == PT_LOAD {
             if p.filesz > p.memsz {
