@@ -129,6 +129,9 @@ pub struct EngineStats {
     /// Indirect branches (returns, indirect calls and jumps) resolved by the jump cache
     /// inside translated code, without a translation-cache lookup.
     pub jump_cache_hits: u64,
+    /// Returns from translated code to the dispatcher, by reason: unchained direct
+    /// branch, indirect branch (jump-cache miss), budget, system call, host fault, helper.
+    pub exits: [u64; 6],
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -489,8 +492,10 @@ impl Engine {
             st.eflags = cpu.eflags & LIVE_FLAGS;
             st.block_va = cpu.eip;
             st.eip = cpu.eip;
-            // Each chained entry runs at most MAX_INSTRUCTIONS: this bounds the slice.
-            st.limit = (budget / translate::MAX_INSTRUCTIONS as u64).max(1);
+            // Chained entries allowed: a block runs 1..=MAX_INSTRUCTIONS instructions, so
+            // the slice ends after `budget` to MAX_INSTRUCTIONS × `budget` instructions
+            // (typically a few times `budget`), with a single exit and deterministically.
+            st.limit = budget.max(1);
             st.icount = 0;
             st.exit = 0;
             st.fs_base = cpu.seg_base[seg::FS];
@@ -525,6 +530,9 @@ impl Engine {
         self.stats.translated_instructions += st.icount;
         self.stats.jump_cache_hits += st.jc_hits;
         self.stats.exec_ns += t0.elapsed().as_nanos() as u64;
+        if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
+            *n += 1;
+        }
         match st.exit {
             EXIT_BRANCH => {
                 if self.cfg.chain {

@@ -29,6 +29,7 @@ use iced_x86::{
 };
 
 use crate::runtime::{self, EXIT_BRANCH, EXIT_INDIRECT, EXIT_SYSCALL, off};
+use morph_mem::PAGE_SIZE;
 
 /// The most guest instructions in one translation.
 pub const MAX_INSTRUCTIONS: usize = 64;
@@ -84,6 +85,8 @@ struct Emitter {
     sites: Vec<Site>,
     encoder: Encoder,
     scratch: Vec<u8>,
+    /// Offset of the block's first instruction in its page (the same at any address).
+    page_off: u32,
 }
 
 fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -137,6 +140,15 @@ impl Emitter {
     fn site(&mut self, n: u32, delta: i32) {
         self.bytes(&runtime::lea_r11(n));
         self.bytes(&runtime::lea_r14(delta));
+        let target_off = i64::from(self.page_off) + i64::from(delta);
+        if !(0..i64::from(PAGE_SIZE)).contains(&target_off) {
+            // Another page: never chained (its mapping may differ); go through the
+            // jump cache, then the dispatcher.
+            self.bytes(&[0x45, 0x89, 0xf5]); // mov r13d, r14d
+            self.bytes(runtime::indirect_lookup());
+            self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
+            return;
+        }
         self.code.push(0xe9);
         let rel = self.code.len();
         self.code.extend_from_slice(&[0; 4]);
@@ -409,6 +421,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         sites: Vec::new(),
         encoder: Encoder::new(64),
         scratch: Vec::with_capacity(16),
+        page_off: eip & (PAGE_SIZE - 1),
     };
     // Chain entry: the budget check; the body follows.
     let (check, rel) = runtime::chain_check();
