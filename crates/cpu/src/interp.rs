@@ -112,6 +112,8 @@ pub struct Interp {
     epoch: u64,
     fpu: HostFpu,
     info: InstructionInfoFactory,
+    /// How each x87/MMX instruction form accesses its memory operand.
+    access: rustc_hash::FxHashMap<iced_x86::Code, OpAccess>,
     /// Counters.
     pub stats: InterpStats,
 }
@@ -395,6 +397,7 @@ impl Interp {
             epoch: 0,
             fpu: HostFpu::new(),
             info: InstructionInfoFactory::new(),
+            access: rustc_hash::FxHashMap::default(),
             stats: InterpStats::default(),
         }
     }
@@ -603,8 +606,14 @@ impl Interp {
         if ins.op_kinds().any(|k| k == OpKind::Memory) {
             let a = ea(c.cpu, ins);
             let size = ins.memory_size().size() as u32;
-            let info = self.info.info(ins);
-            let access = info.used_memory().first().map_or(OpAccess::Read, |m| m.access());
+            let access = match self.access.get(&ins.code()) {
+                Some(&a) => a,
+                None => {
+                    let a = self.info.info(ins).used_memory().first().map_or(OpAccess::Read, |m| m.access());
+                    self.access.insert(ins.code(), a);
+                    a
+                }
+            };
             match access {
                 OpAccess::Write | OpAccess::ReadWrite | OpAccess::CondWrite | OpAccess::ReadCondWrite => {
                     c.mem

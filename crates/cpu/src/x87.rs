@@ -55,6 +55,8 @@ pub struct HostFpu {
     buf: *mut u8,
     used: usize,
     stubs: HashMap<Vec<u8>, usize>,
+    /// The stub of each normalized instruction, so hot x87 code is not re-encoded.
+    by_instruction: rustc_hash::FxHashMap<Instruction, usize>,
     encoder: Encoder,
 }
 
@@ -66,7 +68,13 @@ impl HostFpu {
             libc::mmap(std::ptr::null_mut(), BUF_SIZE, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
         };
         assert!(p != libc::MAP_FAILED, "mmap of the x87 stub buffer failed");
-        HostFpu { buf: p.cast(), used: 0, stubs: HashMap::new(), encoder: Encoder::new(64) }
+        HostFpu {
+            buf: p.cast(),
+            used: 0,
+            stubs: HashMap::new(),
+            by_instruction: rustc_hash::FxHashMap::default(),
+            encoder: Encoder::new(64),
+        }
     }
 
     /// Runs `ins` (an x87 or MMX instruction decoded in 32-bit mode) on the host FPU with
@@ -92,11 +100,19 @@ impl HostFpu {
             host.set_memory_displ_size(0);
             host.set_segment_prefix(Register::None);
         }
-        let len = self.encoder.encode(&host, 0).map_err(|e| StubError(format!("{ins} ({e})")))?;
-        let bytes = self.encoder.take_buffer();
-        let off = match self.stubs.get(&bytes) {
+        host.set_ip(0);
+        let off = match self.by_instruction.get(&host) {
             Some(&o) => o,
-            None => self.emit(bytes[..len].to_vec())?,
+            None => {
+                self.encoder.encode(&host, 0).map_err(|e| StubError(format!("{ins} ({e})")))?;
+                let bytes = self.encoder.take_buffer();
+                let o = match self.stubs.get(&bytes) {
+                    Some(&o) => o,
+                    None => self.emit(bytes)?,
+                };
+                self.by_instruction.insert(host, o);
+                o
+            }
         };
         // SAFETY: `off` is the start of a complete stub in the executable buffer; the
         // stub follows the C ABI (clobbers rax and flags only, restores the ABI FPU
@@ -134,6 +150,7 @@ impl HostFpu {
         let size = PROLOGUE.len() + body.len() + EPILOGUE.len();
         if self.used + size > BUF_SIZE {
             self.stubs.clear(); // start over: stubs are cheap to rebuild
+            self.by_instruction.clear();
             self.used = 0;
         }
         let off = self.used;
