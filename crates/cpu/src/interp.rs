@@ -154,6 +154,11 @@ fn supported(ins: &Instruction) -> bool {
     })
 }
 
+/// Whether `ins` is an x87 or MMX instruction of the TM5600's ISA.
+pub fn is_fpu_instruction(ins: &Instruction) -> bool {
+    matches!(classify(ins), Class::Fpu | Class::Mmx)
+}
+
 /// Whether `ins` is an integer instruction of the TM5600's ISA (not x87/MMX, not
 /// invalid): the ones a translator may re-encode; the rest go to the interpreter.
 pub fn is_integer_instruction(ins: &Instruction) -> bool {

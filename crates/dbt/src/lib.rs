@@ -193,6 +193,9 @@ pub struct Engine {
     jc: Box<[JcEntry]>,
     /// What the jump cache is valid for: the window and its mapping generation.
     jc_tag: (usize, u64),
+    /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
+    /// FPU state is loaded into the host FPU around translated code.
+    fpu_live: bool,
 }
 
 impl Engine {
@@ -221,6 +224,7 @@ impl Engine {
             code_base: 0,
             jc: vec![JcEntry::EMPTY; JC_ENTRIES].into_boxed_slice(),
             jc_tag: (0, 0),
+            fpu_live: false,
         };
         e.emit_runtime();
         e
@@ -446,6 +450,7 @@ impl Engine {
         self.stats.translations += 1;
         self.stats.translated_guest_instructions += u64::from(tr.instructions);
         self.stats.helper_instructions += u64::from(tr.fallbacks);
+        self.fpu_live |= tr.uses_fpu;
         self.trans.push(Translation {
             key,
             frame,
@@ -503,6 +508,8 @@ impl Engine {
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
             st.jc = self.jc.as_mut_ptr();
             st.jc_hits = 0;
+            st.fpu = &mut *cpu.fpu;
+            st.fpu_live = u32::from(self.fpu_live);
         }
         let window = mem.host_base() as usize;
         runtime::set_window(window);

@@ -58,6 +58,13 @@ pub struct JitState {
     pub jc: *mut JcEntry,
     /// Indirect branches resolved by the jump cache without leaving translated code.
     pub jc_hits: u64,
+    /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
+    /// code runs if `fpu_live` is set.
+    pub fpu: *mut morph_cpu::FpuState,
+    /// Non-zero once translations execute x87/MMX instructions natively.
+    pub fpu_live: u32,
+    /// Padding.
+    pub _pad2: u32,
 }
 
 /// One jump-cache entry: a guest block start and the host address of its body.
@@ -99,6 +106,9 @@ impl Default for JitState {
             _pad: 0,
             jc: std::ptr::null_mut(),
             jc_hits: 0,
+            fpu: std::ptr::null_mut(),
+            fpu_live: 0,
+            _pad2: 0,
         }
     }
 }
@@ -131,6 +141,10 @@ pub mod off {
     pub const JC: i32 = 96;
     /// `jc_hits`.
     pub const JC_HITS: i32 = 104;
+    /// `fpu`.
+    pub const FPU: i32 = 112;
+    /// `fpu_live`.
+    pub const FPU_LIVE: i32 = 120;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -161,6 +175,31 @@ pub fn host_gpr(i: usize) -> AsmRegister32 {
     [eax, ecx, edx, ebx, r12d, ebp, esi, edi][i]
 }
 
+/// If the guest FPU state is live in translated code, load it into the host FPU.
+/// Clobbers r13 and the flags.
+fn fpu_load(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    let mut skip = a.create_label();
+    a.cmp(dword_ptr(r15 + off::FPU_LIVE), 0)?;
+    a.je(skip)?;
+    a.mov(r13, qword_ptr(r15 + off::FPU))?;
+    a.fxrstor(ptr(r13))?;
+    a.set_label(&mut skip)?;
+    a.nop()
+}
+
+/// If the guest FPU state is live, save it from the host FPU and leave the host FPU in
+/// its ABI state. Clobbers r13 and the flags.
+fn fpu_save(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    let mut skip = a.create_label();
+    a.cmp(dword_ptr(r15 + off::FPU_LIVE), 0)?;
+    a.je(skip)?;
+    a.mov(r13, qword_ptr(r15 + off::FPU))?;
+    a.fxsave(ptr(r13))?;
+    a.fninit()?;
+    a.set_label(&mut skip)?;
+    a.nop()
+}
+
 /// `enter(state: *mut JitState, code: *const u8)`: loads guest state and jumps to `code`.
 pub fn enter_trampoline() -> Vec<u8> {
     assemble(|a| {
@@ -169,6 +208,7 @@ pub fn enter_trampoline() -> Vec<u8> {
         }
         a.sub(rsp, 8)?;
         a.mov(r15, rdi)?;
+        fpu_load(a)?; // clobbers r13
         a.mov(r13, rsi)?;
         a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
         a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
@@ -194,6 +234,7 @@ pub fn exit_common() -> Vec<u8> {
         }
         a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
         a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
+        fpu_save(a)?;
         a.cld()?;
         a.add(rsp, 8)?;
         for r in [r15, r14, r13, r12, rbp, rbx] {
@@ -233,6 +274,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
         a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
         a.mov(qword_ptr(r15 + off::LIMIT), r10)?;
         a.mov(dword_ptr(r15 + off::HELPER_K), k)?;
+        fpu_save(a)?;
         a.cld()?;
         a.mov(rdi, r15)?;
         a.mov(rsi, ins as u64)?;
@@ -243,6 +285,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
     let after = assemble(|a| {
         a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
         a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
+        fpu_load(a)?;
         for i in 0..8 {
             a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
         }
@@ -382,11 +425,12 @@ pub struct FaultMap {
     pub points: Vec<(u32, u32, u32)>,
 }
 
-/// Installs the host `SIGSEGV`/`SIGBUS` handler (once per process).
+/// Installs the host `SIGSEGV`/`SIGBUS`/`SIGFPE` handler (once per process); `SIGFPE`
+/// comes from a pending unmasked x87 exception in translated x87 code.
 pub fn install_fault_handler() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        for sig in [libc::SIGSEGV, libc::SIGBUS] {
+        for sig in [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE] {
             // SAFETY: installing a handler with a zeroed, then filled, sigaction.
             unsafe {
                 let mut sa: libc::sigaction = std::mem::zeroed();
@@ -453,6 +497,8 @@ mod tests {
         assert_eq!(&s.helper_k as *const _ as usize - base, off::HELPER_K as usize);
         assert_eq!(&s.jc as *const _ as usize - base, off::JC as usize);
         assert_eq!(&s.jc_hits as *const _ as usize - base, off::JC_HITS as usize);
+        assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
+        assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
     }
 
     #[test]

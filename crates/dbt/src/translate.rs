@@ -76,6 +76,9 @@ pub struct Translated {
     pub helper_instrs: Vec<Box<Instruction>>,
     /// How many instructions go through the helper.
     pub fallbacks: u32,
+    /// Whether the block runs x87/MMX instructions natively (the guest FPU state must
+    /// then be live in the host FPU).
+    pub uses_fpu: bool,
 }
 
 struct Emitter {
@@ -226,6 +229,13 @@ fn needs_helper(ins: &Instruction) -> bool {
         && ins.op1_kind() == OpKind::Register)
         || ins.memory_base().size() == 2
         || ins.memory_index().size() == 2
+}
+
+/// x87/MMX instructions that run natively with the guest FPU state live in the host FPU:
+/// all but those whose 64-bit form differs or that leak host addresses into guest memory
+/// (the environment and state images record the host instruction pointer).
+fn native_fpu(ins: &Instruction) -> bool {
+    !matches!(ins.mnemonic(), M::Fnstenv | M::Fstenv | M::Fnsave | M::Fsave | M::Fldenv | M::Frstor | M::Wait)
 }
 
 /// The 64-bit-mode encoding of guest codes that have none (short inc/dec, moffs moves,
@@ -431,6 +441,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     let mut points = Vec::new();
     let mut helper_instrs = Vec::new();
     let mut fallbacks = 0;
+    let mut uses_fpu = false;
     let n = instrs.len() as u32;
     let mut ended = false;
     for (k, ins) in instrs.iter().enumerate() {
@@ -441,6 +452,10 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         let done = k + 1;
         let class_native = morph_cpu::is_integer_instruction(ins);
         let m = ins.mnemonic();
+        if !class_native && morph_cpu::is_fpu_instruction(ins) && native_fpu(ins) && reencode(&mut e, ins).is_some() {
+            uses_fpu = true;
+            continue;
+        }
         let mut handled = class_native && !needs_helper(ins);
         if handled {
             handled = match m {
@@ -616,6 +631,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         guest_len,
         helper_instrs,
         fallbacks,
+        uses_fpu,
     })
 }
 
