@@ -192,27 +192,6 @@ fn needs_helper(ins: &Instruction) -> bool {
             | M::Int3
             | M::Into
             | M::Bound
-            | M::Movsb
-            | M::Movsw
-            | M::Movsd
-            | M::Stosb
-            | M::Stosw
-            | M::Stosd
-            | M::Lodsb
-            | M::Lodsw
-            | M::Lodsd
-            | M::Cmpsb
-            | M::Cmpsw
-            | M::Cmpsd
-            | M::Scasb
-            | M::Scasw
-            | M::Scasd
-            | M::Insb
-            | M::Insw
-            | M::Insd
-            | M::Outsb
-            | M::Outsw
-            | M::Outsd
             | M::Cpuid
             | M::Rdtsc
             | M::Div
@@ -224,7 +203,8 @@ fn needs_helper(ins: &Instruction) -> bool {
             | M::Ud2
             | M::Hlt
             | M::Wait
-    ) || (matches!(ins.mnemonic(), M::Bt | M::Bts | M::Btr | M::Btc)
+    ) || ins.is_string_instruction() // ES:EDI has no segment base in 64-bit mode
+        || (matches!(ins.mnemonic(), M::Bt | M::Bts | M::Btr | M::Btc)
         && ins.op0_kind() == OpKind::Memory
         && ins.op1_kind() == OpKind::Register)
         || ins.memory_base().size() == 2
