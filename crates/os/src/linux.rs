@@ -95,6 +95,7 @@ pub const AT_FDCWD: i32 = -100;
 pub const AT_SYMLINK_NOFOLLOW: u32 = 0x100;
 pub const AT_REMOVEDIR: u32 = 0x200;
 pub const AT_EMPTY_PATH: u32 = 0x1000;
+pub const AT_SYMLINK_FOLLOW: u32 = 0x400;
 
 // Auxiliary vector.
 pub const AT_NULL: u32 = 0;

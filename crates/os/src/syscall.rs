@@ -49,13 +49,16 @@ table! {
     4 write "fpu" sys_write;
     5 open "sxo" sys_open;
     6 close "f" sys_close;
+    9 link "ss" sys_link;
     10 unlink "s" sys_unlink;
     12 chdir "s" sys_chdir;
     13 time "p" sys_time;
+    15 chmod "so" sys_chmod;
     19 lseek "fdd" sys_lseek;
     20 getpid "" sys_getpid;
     24 getuid "" |_, _, _| Ok(ids()[0]);
     33 access "so" sys_access;
+    38 rename "ss" sys_rename;
     39 mkdir "so" sys_mkdir;
     40 rmdir "s" sys_rmdir;
     41 dup "f" sys_dup;
@@ -69,9 +72,11 @@ table! {
     63 dup2 "ff" sys_dup2;
     64 getppid "" |_, p, _| Ok(p.ppid);
     78 gettimeofday "pp" sys_gettimeofday;
+    83 symlink "ss" sys_symlink;
     85 readlink "spu" sys_readlink;
     90 mmap "p" sys_old_mmap;
     91 munmap "xu" sys_munmap;
+    94 fchmod "fo" sys_fchmod;
     106 stat "sp" sys_stat;
     107 lstat "sp" sys_lstat;
     108 fstat "fp" sys_fstat;
@@ -107,8 +112,13 @@ table! {
     258 set_tid_address "p" sys_getpid;
     265 clock_gettime "dp" sys_clock_gettime;
     295 openat "fsxo" sys_openat;
+    296 mkdirat "fso" sys_mkdirat;
     300 fstatat64 "fspx" sys_fstatat64;
     301 unlinkat "fsx" sys_unlinkat;
+    302 renameat "fsfs" sys_renameat;
+    303 linkat "fsfsx" sys_linkat;
+    304 symlinkat "sfs" sys_symlinkat;
+    306 fchmodat "fso" sys_fchmodat;
     307 faccessat "fso" sys_faccessat;
     311 set_robust_list "pu" |_, _, _| Ok(0);
     330 dup3 "ffx" sys_dup3;
@@ -1209,6 +1219,104 @@ fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (d, name) = m.vfs.parent(&p.cwd, &path)?;
     // SAFETY: mkdirat on a directory descriptor we hold with a C string name.
     host(unsafe { libc::mkdirat(d.as_raw_fd(), name.as_ptr(), a[1] & 0o7777 & !p.umask) } as isize)
+}
+
+/// The parent directory and last component of a `*at` path.
+fn at_parent(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<(OwnedFd, std::ffi::CString), Errno> {
+    let dir = at_dir(m, p, dirfd, path)?;
+    m.vfs.parent(&dir, path)
+}
+
+fn rename_common(m: &Machine, p: &Process, a: [u32; 4]) -> SysResult {
+    let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
+    let (od, on) = at_parent(m, p, a[0], &old)?;
+    let (nd, nn) = at_parent(m, p, a[2], &new)?;
+    // SAFETY: renameat on directory descriptors we hold with C string names.
+    host(unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) } as isize)
+}
+
+fn sys_rename(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    rename_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1]])
+}
+
+fn sys_renameat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    rename_common(m, p, [a[0], a[1], a[2], a[3]])
+}
+
+fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
+    if a[4] & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
+    let (nd, nn) = at_parent(m, p, a[2], &new)?;
+    // The source is opened inside the root (following a final symlink only when asked).
+    let src =
+        at_target(m, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
+    // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
+    // no privilege, and it names exactly the object opened inside the root.
+    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
+    // SAFETY: linkat with C strings and a directory descriptor we hold.
+    host(unsafe { libc::linkat(libc::AT_FDCWD, via.as_ptr(), nd.as_raw_fd(), nn.as_ptr(), libc::AT_SYMLINK_FOLLOW) }
+        as isize)
+}
+
+fn sys_link(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    link_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1], 0])
+}
+
+fn sys_linkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    link_common(m, p, [a[0], a[1], a[2], a[3], a[4]])
+}
+
+fn symlink_common(m: &Machine, p: &Process, target: u32, dirfd: u32, path: u32) -> SysResult {
+    let target = read_path(p, target)?;
+    let path = read_path(p, path)?;
+    let (d, name) = at_parent(m, p, dirfd, &path)?;
+    let t = std::ffi::CString::new(target).map_err(|_| EINVAL)?;
+    // SAFETY: symlinkat with C strings into a directory descriptor we hold. The target is
+    // stored as given; it is resolved inside the root whenever it is followed.
+    host(unsafe { libc::symlinkat(t.as_ptr(), d.as_raw_fd(), name.as_ptr()) } as isize)
+}
+
+fn sys_symlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    symlink_common(m, p, a[0], AT_FDCWD as u32, a[1])
+}
+
+fn sys_symlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    symlink_common(m, p, a[0], a[1], a[2])
+}
+
+fn sys_mkdirat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let (d, name) = at_parent(m, p, a[0], &path)?;
+    // SAFETY: mkdirat on a directory descriptor we hold with a C string name.
+    host(unsafe { libc::mkdirat(d.as_raw_fd(), name.as_ptr(), a[2] & 0o7777 & !p.umask) } as isize)
+}
+
+/// chmod of an object already opened (as `O_PATH`) inside the root, through its
+/// `/proc/self/fd` link (fchmod does not take `O_PATH` descriptors).
+fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    // SAFETY: chmod of a C string naming our own descriptor.
+    host(unsafe { libc::chmod(path.as_ptr(), mode & 0o7777) } as isize)
+}
+
+fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let fd = open_path(m, &p.cwd, &path, true)?;
+    chmod_fd(&fd, a[1])
+}
+
+fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let fd = at_target(m, p, a[0], &path, 0)?;
+    chmod_fd(&fd, a[2])
+}
+
+fn sys_fchmod(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    // SAFETY: fchmod on a descriptor we hold.
+    host(unsafe { libc::fchmod(fd, a[1] & 0o7777) } as isize)
 }
 
 #[allow(dead_code)]
