@@ -1180,16 +1180,7 @@ fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u3
     let _ = p;
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).
-    let cached = if f == 0 {
-        // SAFETY: an all-zero stat is a valid value to be overwritten.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstatat on a directory descriptor we hold, into a local struct.
-        let r = unsafe { libc::fstatat(d.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-        let key = FileKey { dev: st.st_dev, ino: st.st_ino };
-        (r == 0 && m.cache.is_cached(key)).then_some(key)
-    } else {
-        None
-    };
+    let cached = if f == 0 { cached_file_at(m, &d, &name) } else { None };
     // SAFETY: unlinkat on a directory descriptor we hold with a C string name.
     let r = host(unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), f) } as isize)?;
     if let Some(key) = cached {
@@ -1227,12 +1218,28 @@ fn at_parent(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<(Owned
     m.vfs.parent(&dir, path)
 }
 
-fn rename_common(m: &Machine, p: &Process, a: [u32; 4]) -> SysResult {
+/// The page-cache key of the file `name` in directory `dir`, if the cache holds it.
+fn cached_file_at(m: &Machine, dir: &OwnedFd, name: &std::ffi::CStr) -> Option<FileKey> {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatat on a directory descriptor we hold, into a local struct.
+    let r = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    let key = FileKey { dev: st.st_dev, ino: st.st_ino };
+    (r == 0 && m.cache.is_cached(key)).then_some(key)
+}
+
+fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysResult {
     let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
     let (od, on) = at_parent(m, p, a[0], &old)?;
     let (nd, nn) = at_parent(m, p, a[2], &new)?;
+    // A cached file that the rename replaces loses its last name, as with unlink.
+    let replaced = cached_file_at(m, &nd, &nn);
     // SAFETY: renameat on directory descriptors we hold with C string names.
-    host(unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) } as isize)
+    let r = host(unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) } as isize)?;
+    if let Some(key) = replaced {
+        m.cache.forget_if_unlinked(&m.phys, key);
+    }
+    Ok(r)
 }
 
 fn sys_rename(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
