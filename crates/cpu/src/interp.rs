@@ -16,7 +16,7 @@ use std::rc::Rc;
 
 use iced_x86::{
     ConditionCode, CpuidFeature, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction,
-    InstructionInfoFactory, MemorySize, Mnemonic as M, OpAccess, OpKind, Register,
+    InstructionInfoFactory, Mnemonic as M, OpAccess, OpKind, Register,
 };
 use morph_mem::{AddressSpace, Frame, MemFault, PAGE_SIZE};
 
@@ -1477,9 +1477,4 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
         }
     }
     Ok(())
-}
-
-#[allow(dead_code)]
-fn _unused() -> MemorySize {
-    MemorySize::Unknown
 }

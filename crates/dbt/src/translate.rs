@@ -366,17 +366,19 @@ fn push_reg(e: &mut Emitter, r: AsmRegister32) -> Option<()> {
     Some(())
 }
 
-/// iced assembles `[r12-4]` with a 64-bit address; the guest needs the 32-bit wrap, so
-/// the stack accesses carry an address-size prefix: `gs mov [r12d-4]` etc.
+/// iced assembles `[r12-4]`/`[rbp]` with 64-bit addresses; the guest needs the 32-bit
+/// wrap, so stack and frame accesses are re-encoded with 32-bit base registers (which
+/// adds the address-size prefix): `gs mov [r12d-4]` etc.
 fn fix32(b: Vec<u8>) -> Vec<u8> {
-    // Re-encode every instruction whose memory operand uses r12 with 32-bit addressing.
     let mut d = Decoder::with_ip(64, &b, 0, DecoderOptions::NONE);
     let mut enc = Encoder::new(64);
     let mut out = Vec::new();
     while d.can_decode() {
         let mut i = d.decode();
-        if i.memory_base() == Register::R12 {
-            i.set_memory_base(Register::R12D);
+        match i.memory_base() {
+            Register::R12 => i.set_memory_base(Register::R12D),
+            Register::RBP => i.set_memory_base(Register::EBP),
+            _ => {}
         }
         enc.encode(&i, 0).expect("re-encode");
         out.extend_from_slice(&enc.take_buffer());
@@ -534,7 +536,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                         a.lea(r12d, dword_ptr(rbp + 4))?;
                         a.mov(ebp, r13d)
                     })?;
-                    e.bytes(&fix32_rbp(b));
+                    e.bytes(&fix32(b));
                     true
                 }
                 M::Int if ins.immediate8() == 0x80 => {
@@ -618,24 +620,6 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
 /// `lea r8d, [r14 + d]` (the return address of an indirect call).
 fn fix_lea_r8(d: i32) -> Vec<u8> {
     asm(|a| a.lea(r8d, dword_ptr(r14 + d))).expect("lea")
-}
-
-/// Like [`fix32`], for `[rbp]` operands.
-fn fix32_rbp(b: Vec<u8>) -> Vec<u8> {
-    let mut d = Decoder::with_ip(64, &b, 0, DecoderOptions::NONE);
-    let mut enc = Encoder::new(64);
-    let mut out = Vec::new();
-    while d.can_decode() {
-        let mut i = d.decode();
-        match i.memory_base() {
-            Register::RBP => i.set_memory_base(Register::EBP),
-            Register::R12 => i.set_memory_base(Register::R12D),
-            _ => {}
-        }
-        enc.encode(&i, 0).expect("re-encode");
-        out.extend_from_slice(&enc.take_buffer());
-    }
-    out
 }
 
 fn gpr_index(r: Register) -> usize {

@@ -18,7 +18,7 @@ use crate::layout::MMAP_MIN_ADDR;
 use crate::linux::*;
 use crate::machine::Machine;
 use crate::process::{ExitStatus, FdEntry, Process};
-use crate::vfs::{Errno, Vfs, host_errno};
+use crate::vfs::{Errno, host_errno};
 
 /// A handler's result: the return value or a (positive) errno.
 pub type SysResult = Result<u32, Errno>;
@@ -1324,11 +1324,6 @@ fn sys_fchmod(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     // SAFETY: fchmod on a descriptor we hold.
     host(unsafe { libc::fchmod(fd, a[1] & 0o7777) } as isize)
-}
-
-#[allow(dead_code)]
-fn joined(cwd: &str, path: &[u8]) -> Vec<u8> {
-    Vfs::absolute(cwd, path)
 }
 
 #[cfg(test)]
