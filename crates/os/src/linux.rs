@@ -177,3 +177,109 @@ pub fn stat_bytes(st: &libc::stat) -> Option<[u8; 64]> {
     put(52, &(st.st_ctime_nsec as u32).to_le_bytes());
     Some(b)
 }
+
+// More errno values.
+pub const ENXIO: i32 = 6;
+pub const E2BIG: i32 = 7;
+pub const EPIPE: i32 = 32;
+pub const ENOTEMPTY: i32 = 39;
+pub const ENOTSOCK: i32 = 88;
+pub const EAFNOSUPPORT: i32 = 97;
+pub const EADDRNOTAVAIL: i32 = 99;
+pub const ENETUNREACH: i32 = 101;
+pub const ECONNREFUSED: i32 = 111;
+pub const EINPROGRESS: i32 = 115;
+/// Kernel-internal: the call blocked and is re-run when its wait ends (never seen by a
+/// guest; Linux's `ERESTARTSYS`).
+pub const ERESTARTSYS: i32 = 512;
+/// Kernel-internal: the call set every register itself (`sigreturn`, `execve`).
+pub const EJUSTRETURN: i32 = 513;
+
+// More signals.
+pub const SIGUSR1: i32 = 10;
+pub const SIGUSR2: i32 = 12;
+pub const SIGSTKFLT: i32 = 16;
+pub const SIGCONT: i32 = 18;
+pub const SIGSTOP: i32 = 19;
+pub const SIGTSTP: i32 = 20;
+pub const SIGTTIN: i32 = 21;
+pub const SIGTTOU: i32 = 22;
+pub const SIGURG: i32 = 23;
+pub const SIGXCPU: i32 = 24;
+pub const SIGXFSZ: i32 = 25;
+pub const SIGVTALRM: i32 = 26;
+pub const SIGPROF: i32 = 27;
+pub const SIGWINCH: i32 = 28;
+pub const SIGIO: i32 = 29;
+pub const SIGPWR: i32 = 30;
+pub const SIGSYS: i32 = 31;
+/// Signals that cannot be blocked, caught or ignored (bits `sig - 1`).
+pub const UNBLOCKABLE: u64 = (1 << (SIGKILL - 1)) | (1 << (SIGSTOP - 1));
+
+// Dispositions and sigaction flags.
+pub const SIG_DFL: u32 = 0;
+pub const SIG_IGN: u32 = 1;
+pub const SA_NOCLDSTOP: u32 = 1;
+pub const SA_NOCLDWAIT: u32 = 2;
+pub const SA_SIGINFO: u32 = 4;
+pub const SA_RESTORER: u32 = 0x0400_0000;
+pub const SA_ONSTACK: u32 = 0x0800_0000;
+pub const SA_RESTART: u32 = 0x1000_0000;
+pub const SA_NODEFER: u32 = 0x4000_0000;
+pub const SA_RESETHAND: u32 = 0x8000_0000;
+pub const SS_ONSTACK: u32 = 1;
+pub const SS_DISABLE: u32 = 2;
+
+// si_code values.
+pub const SI_USER: i32 = 0;
+pub const SI_KERNEL: i32 = 0x80;
+pub const SI_TKILL: i32 = -6;
+pub const CLD_EXITED: i32 = 1;
+pub const CLD_KILLED: i32 = 2;
+pub const SEGV_MAPERR: i32 = 1;
+pub const SEGV_ACCERR: i32 = 2;
+pub const ILL_ILLOPN: i32 = 2;
+pub const FPE_INTDIV: i32 = 1;
+pub const FPE_FLTINV: i32 = 7;
+
+/// What a signal does when its disposition is `SIG_DFL`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultAction {
+    /// End the process.
+    Terminate,
+    /// Nothing.
+    Ignore,
+    /// Stop the process (job control; morph has no stopped state and ignores it).
+    Stop,
+    /// Continue a stopped process.
+    Continue,
+}
+
+/// The default action of `sig` (signal(7)); core-dumping signals terminate.
+pub fn default_action(sig: i32) -> DefaultAction {
+    match sig {
+        SIGCHLD | SIGURG | SIGWINCH => DefaultAction::Ignore,
+        SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => DefaultAction::Stop,
+        SIGCONT => DefaultAction::Continue,
+        _ => DefaultAction::Terminate,
+    }
+}
+
+// clone flags.
+pub const CSIGNAL: u32 = 0xff;
+pub const CLONE_VM: u32 = 0x100;
+pub const CLONE_FS: u32 = 0x200;
+pub const CLONE_FILES: u32 = 0x400;
+pub const CLONE_SIGHAND: u32 = 0x800;
+pub const CLONE_VFORK: u32 = 0x4000;
+pub const CLONE_PARENT: u32 = 0x8000;
+pub const CLONE_THREAD: u32 = 0x10000;
+pub const CLONE_SETTLS: u32 = 0x80000;
+pub const CLONE_PARENT_SETTID: u32 = 0x100000;
+pub const CLONE_CHILD_CLEARTID: u32 = 0x200000;
+pub const CLONE_CHILD_SETTID: u32 = 0x1000000;
+
+// wait options.
+pub const WNOHANG: u32 = 1;
+pub const WUNTRACED: u32 = 2;
+pub const WCONTINUED: u32 = 8;

@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
-use crate::process::{ExitStatus, FdEntry, FdTable, Pid, Process, SigAction};
+use crate::process::{ExitStatus, FdEntry, FdTable, Pid, Process, SigAction, SigInfo, Wait, Zombie};
 use crate::syscall;
 use crate::vfs::Vfs;
 
@@ -42,6 +42,8 @@ pub struct Config {
     pub timeout: Option<Duration>,
     /// Guest instructions per time slice.
     pub slice: u64,
+    /// Most guest processes alive at once (`fork` fails with `EAGAIN` beyond).
+    pub max_procs: usize,
     /// The execution engine: interpreter only, or translation with a key policy.
     pub engine: EngineConfig,
 }
@@ -57,6 +59,7 @@ impl Default for Config {
             max_mem: 4 << 30,
             timeout: None,
             slice: 1 << 20,
+            max_procs: 256,
             engine: EngineConfig::default(),
         }
     }
@@ -73,10 +76,14 @@ pub struct OsStats {
     pub os_ns: u64,
     /// Host nanoseconds spent in the engine.
     pub engine_ns: u64,
+    /// Host nanoseconds the machine slept with every process blocked.
+    pub idle_ns: u64,
     /// Processes created.
     pub processes: u64,
     /// `exec`s done.
     pub execs: u64,
+    /// `clone` calls refused because they asked for threads (`CLONE_VM`).
+    pub unsupported_clones: u64,
 }
 
 /// Why a run ended abnormally (not a guest exit).
@@ -85,6 +92,9 @@ pub enum RunError {
     /// The wall-clock limit was reached.
     #[error("time limit of {0:?} exceeded")]
     Timeout(Duration),
+    /// Every process waits for something no process or host event can bring.
+    #[error("deadlock: every guest process is blocked for good (pids {0})")]
+    Deadlock(String),
 }
 
 /// The guest machine.
@@ -96,7 +106,9 @@ pub struct Machine {
     pub(crate) vfs: Vfs,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) procs: BTreeMap<Pid, Process>,
-    next_pid: Pid,
+    pub(crate) zombies: BTreeMap<Pid, Zombie>,
+    pub(crate) next_pid: Pid,
+    first_status: Option<ExitStatus>,
     pub(crate) stats: OsStats,
     pub(crate) started: Instant,
     pub(crate) ioctl_unknown: HashMap<u32, u64>,
@@ -119,7 +131,9 @@ impl Machine {
             engine,
             vfs,
             procs: BTreeMap::new(),
+            zombies: BTreeMap::new(),
             next_pid: FIRST_PID,
+            first_status: None,
             stats: OsStats::default(),
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
@@ -151,11 +165,6 @@ impl Machine {
         &self.cache
     }
 
-    fn host_ids() -> [u32; 4] {
-        // SAFETY: these calls cannot fail and have no preconditions.
-        unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] }
-    }
-
     /// Loads `path` into a fresh address space with a new layout; used by spawn and exec.
     pub(crate) fn load_image(
         &mut self,
@@ -168,7 +177,7 @@ impl Machine {
         let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
         let vfs = &self.vfs;
         let open = |p: &str| vfs.open(cwd, p.as_bytes(), libc::O_RDONLY, 0);
-        let args = LoadArgs { path, argv, envp, layout, open: &open, ids: Self::host_ids() };
+        let args = LoadArgs { path, argv, envp, layout, open: &open, ids: ids() };
         let img = loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?;
         aspace.set_mmap_base(layout.mmap_base);
         Ok((aspace, img))
@@ -216,6 +225,18 @@ impl Machine {
             umask: 0o022,
             rlimits,
             exit: None,
+            pgid: pid,
+            sid: pid,
+            pending: 0,
+            siginfo: [SigInfo::default(); 64],
+            altstack: (0, 0, SS_DISABLE),
+            saved_mask: None,
+            blocked: None,
+            resumed: None,
+            vfork_parent: None,
+            alarm: None,
+            exit_signal: SIGCHLD,
+            start_icount: 0,
         };
         self.stats.processes += 1;
         self.procs.insert(pid, p);
@@ -223,64 +244,284 @@ impl Machine {
     }
 
     /// Runs until every process has exited; returns the status of the first process.
+    ///
+    /// The scheduler is round-robin in pid order: a process runs until it blocks, exits
+    /// or has retired `slice` guest instructions. Blocked processes are polled (host
+    /// descriptors, children, deadlines, signals) whenever the scheduler looks for the
+    /// next process; when none can run, the host thread sleeps in `poll` until one can.
     pub fn run(&mut self) -> Result<ExitStatus, RunError> {
         let first = *self.procs.keys().next().expect("a process to run");
-        let mut status = None;
         let deadline = self.cfg.timeout.map(|t| (t, Instant::now() + t));
-        while let Some(&pid) = self.procs.keys().next() {
-            let mut p = self.procs.remove(&pid).expect("process");
-            loop {
-                if let Some((t, d)) = deadline
-                    && Instant::now() > d
-                {
-                    return Err(RunError::Timeout(t));
-                }
-                let t0 = Instant::now();
-                let exit = self.engine.run(&mut p.cpu, &mut p.aspace, p.pid, self.cfg.slice);
-                let t1 = Instant::now();
-                self.stats.engine_ns += (t1 - t0).as_nanos() as u64;
-                match exit {
-                    Exit::Budget => {}
-                    Exit::Syscall => syscall::dispatch(self, &mut p),
-                    Exit::Fault(f) => self.fault(&mut p, &f),
-                }
-                self.stats.os_ns += t1.elapsed().as_nanos() as u64;
-                if p.exit.is_some() {
-                    break;
-                }
+        let mut cursor = 0;
+        while !self.procs.is_empty() {
+            if let Some((t, d)) = deadline
+                && Instant::now() > d
+            {
+                return Err(RunError::Timeout(t));
             }
-            self.engine.drop_context(pid);
-            if pid == first {
-                status = p.exit;
+            let Some(pid) = self.pick(cursor) else {
+                self.sleep_until_ready(deadline.map(|d| d.1))?;
+                continue;
+            };
+            cursor = pid;
+            let mut p = self.procs.remove(&pid).expect("process");
+            self.run_slice(&mut p);
+            if p.exit.is_some() {
+                self.reap(p);
+            } else {
+                self.procs.insert(pid, p);
             }
         }
+        let status = self.first_status.take().filter(|_| first == FIRST_PID);
         Ok(status.unwrap_or(ExitStatus::Code(0)))
     }
 
-    /// A guest exception: the signal's default action (handlers arrive with signal
-    /// delivery). morph says where it happened.
+    /// The next process after `cursor` (in pid order, wrapping) that can run now.
+    fn pick(&mut self, cursor: Pid) -> Option<Pid> {
+        let now = Instant::now();
+        let order: Vec<Pid> = self
+            .procs
+            .range(cursor + 1..)
+            .map(|(&k, _)| k)
+            .chain(self.procs.range(..=cursor).map(|(&k, _)| k))
+            .collect();
+        for pid in order {
+            let mut p = self.procs.remove(&pid).expect("process");
+            let ready = self.wake_if_ready(&mut p, now);
+            self.procs.insert(pid, p);
+            if ready {
+                return Some(pid);
+            }
+        }
+        None
+    }
+
+    /// Fires due alarms, ends a wait that is over; true if the process can run.
+    fn wake_if_ready(&mut self, p: &mut Process, now: Instant) -> bool {
+        if let Some(t) = p.alarm
+            && now >= t
+        {
+            p.alarm = None;
+            p.raise(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+        }
+        let Some(b) = &p.blocked else { return true };
+        if p.deliverable() != 0 {
+            return true; // run_slice interrupts the call
+        }
+        let ready = match &b.wait {
+            Wait::Fds(fds) => !fds.is_empty() && poll_now(fds),
+            Wait::Child => self.child_event(p.pid),
+            Wait::Vfork(child) => !self.procs.contains_key(child) || self.procs[child].vfork_parent.is_none(),
+            Wait::Signal => false,
+        };
+        let timed_out = b.deadline.is_some_and(|d| now >= d);
+        if ready || timed_out {
+            p.blocked = None;
+            p.resumed = Some(timed_out && !ready);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// True if `pid` has a child to report or no children at all (`wait4` then fails).
+    fn child_event(&self, pid: Pid) -> bool {
+        self.zombies.values().any(|z| z.ppid == pid) || !self.procs.values().any(|c| c.ppid == pid)
+    }
+
+    /// Nothing can run: sleep in the host until a descriptor, a deadline or the time
+    /// limit wakes a process.
+    fn sleep_until_ready(&mut self, limit: Option<Instant>) -> Result<(), RunError> {
+        let mut fds = Vec::new();
+        let mut wake = limit;
+        for p in self.procs.values() {
+            let mut earliest = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
+            if let Some(t) = p.alarm {
+                earliest(t);
+            }
+            if let Some(b) = &p.blocked {
+                if let Some(d) = b.deadline {
+                    earliest(d);
+                }
+                if let Wait::Fds(f) = &b.wait {
+                    fds.extend_from_slice(f);
+                }
+            }
+        }
+        if fds.is_empty() && wake == limit && limit.is_none() {
+            let pids: Vec<String> = self.procs.keys().map(|p| p.to_string()).collect();
+            return Err(RunError::Deadlock(pids.join(", ")));
+        }
+        let ms = wake.map_or(-1, |w| {
+            let d = w.saturating_duration_since(Instant::now());
+            d.as_millis().min(i32::MAX as u128) as i32 + i32::from(d.subsec_nanos() % 1_000_000 != 0)
+        });
+        let t0 = Instant::now();
+        // SAFETY: a valid array of pollfd of the given length.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        self.stats.idle_ns += t0.elapsed().as_nanos() as u64;
+        Ok(())
+    }
+
+    /// Runs `p` for one time slice.
+    fn run_slice(&mut self, p: &mut Process) {
+        let start = p.cpu.icount;
+        loop {
+            let t0 = Instant::now();
+            self.deliver_signals(p);
+            self.stats.os_ns += t0.elapsed().as_nanos() as u64;
+            if p.exit.is_some() || p.blocked.is_some() {
+                return;
+            }
+            let used = p.cpu.icount - start;
+            if used >= self.cfg.slice {
+                return;
+            }
+            let t0 = Instant::now();
+            let exit = self.engine.run(&mut p.cpu, &mut p.aspace, p.pid, self.cfg.slice - used);
+            let t1 = Instant::now();
+            self.stats.engine_ns += (t1 - t0).as_nanos() as u64;
+            match exit {
+                Exit::Budget => {}
+                Exit::Syscall => syscall::dispatch(self, p),
+                Exit::Fault(f) => self.fault(p, &f),
+            }
+            self.stats.os_ns += t1.elapsed().as_nanos() as u64;
+        }
+    }
+
+    /// A process has exited: release its resources, make it a zombie for its parent
+    /// (or forget it if the parent ignores `SIGCHLD`), hand its children to init and
+    /// release a parent waiting in `vfork`.
+    pub(crate) fn reap(&mut self, mut p: Process) {
+        let status = p.exit.expect("an exited process");
+        if p.pid == FIRST_PID {
+            self.first_status = Some(status);
+        }
+        self.engine.drop_context(p.pid);
+        p.fds = FdTable::default();
+        for c in self.procs.values_mut() {
+            if c.ppid == p.pid {
+                c.ppid = 1;
+            }
+        }
+        self.zombies.retain(|_, z| z.ppid != p.pid);
+        let (code, st) = match status {
+            ExitStatus::Code(c) => (CLD_EXITED, c),
+            ExitStatus::Signal(s) => (CLD_KILLED, s),
+        };
+        let info = SigInfo { code, pid_or_addr: p.pid, uid: ids()[0], status: st };
+        let mut keep = true;
+        if let Some(parent) = self.procs.get_mut(&p.ppid) {
+            let act = parent.sigactions[(SIGCHLD - 1) as usize];
+            if p.exit_signal == SIGCHLD && (act.handler == SIG_IGN || act.flags & SA_NOCLDWAIT != 0) {
+                keep = false;
+            }
+            if p.exit_signal != 0 {
+                parent.raise(p.exit_signal, info);
+            }
+        } else {
+            keep = false;
+        }
+        if keep {
+            self.zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status });
+        }
+    }
+
+    /// Queues `sig` for every process `target` names (`kill` semantics: a pid, 0 for
+    /// the caller's group, -1 for all, -pgid). `p` is the caller (not in the table
+    /// while it runs). Returns how many processes were signalled.
+    pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], status: 0 };
+        let hit = |q: &Process| match target {
+            t if t > 0 => q.pid == t as Pid,
+            0 => q.pgid == p.pgid,
+            -1 => q.pid != 1,
+            t => q.pgid == t.unsigned_abs(),
+        };
+        let mut n = 0;
+        let self_hit = hit(p);
+        for q in self.procs.values_mut() {
+            if hit(q) {
+                n += 1;
+                if sig != 0 {
+                    q.raise(sig, info);
+                }
+            }
+        }
+        if self_hit && (target != -1) {
+            n += 1;
+            if sig != 0 {
+                p.raise(sig, info);
+            }
+        }
+        n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
+    }
+
+    /// A guest exception: a signal with the faulting instruction's state, delivered to
+    /// a handler if there is one, else the default action (morph says where).
     fn fault(&mut self, p: &mut Process, f: &morph_cpu::Fault) {
-        let (sig, what) = match &f.kind {
+        let (sig, code, addr, what) = match &f.kind {
             FaultKind::Page(m) => {
                 let how = match m.kind {
                     MemFaultKind::Unmapped => "unmapped",
                     MemFaultKind::Protection => "protected",
                 };
+                let code = if m.kind == MemFaultKind::Unmapped { SEGV_MAPERR } else { SEGV_ACCERR };
                 let rw = if m.write { "write to" } else { "read of" };
-                (SIGSEGV, format!("{rw} {how} address {:#010x}", m.addr))
+                (SIGSEGV, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
             }
-            FaultKind::DivideError => (SIGFPE, "divide error".to_string()),
+            FaultKind::DivideError => (SIGFPE, FPE_INTDIV, f.eip, "divide error".to_string()),
             FaultKind::InvalidOpcode(bytes) => {
                 let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
-                (SIGILL, format!("invalid or unsupported instruction (bytes {})", hex.join(" ")))
+                (SIGILL, ILL_ILLOPN, f.eip, format!("invalid or unsupported instruction (bytes {})", hex.join(" ")))
             }
-            FaultKind::GeneralProtection => (SIGSEGV, "general protection fault".to_string()),
-            FaultKind::Breakpoint => (SIGTRAP, "breakpoint".to_string()),
-            FaultKind::Overflow => (SIGSEGV, "overflow trap (into)".to_string()),
-            FaultKind::Bound => (SIGSEGV, "bound range exceeded".to_string()),
-            FaultKind::Fpu => (SIGFPE, "x87 floating-point exception".to_string()),
+            FaultKind::GeneralProtection => (SIGSEGV, SI_KERNEL, 0, "general protection fault".to_string()),
+            FaultKind::Breakpoint => (SIGTRAP, SI_KERNEL, 0, "breakpoint".to_string()),
+            FaultKind::Overflow => (SIGSEGV, SI_KERNEL, 0, "overflow trap (into)".to_string()),
+            FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
+            FaultKind::Fpu => (SIGFPE, FPE_FLTINV, f.eip, "x87 floating-point exception".to_string()),
         };
+        let act = p.sigactions[(sig - 1) as usize];
+        let blocked = p.sigmask & (1 << (sig - 1)) != 0;
+        if act.handler > SIG_IGN && !blocked {
+            p.raise(sig, SigInfo { code, pid_or_addr: addr, uid: 0, status: 0 });
+            return;
+        }
         eprintln!("morph: pid {} killed by {} at eip {:#010x}: {what}", p.pid, signal_name(sig), f.eip);
         p.exit = Some(ExitStatus::Signal(sig));
+    }
+}
+
+/// True if any of `fds` is ready now.
+pub(crate) fn poll_now(fds: &[libc::pollfd]) -> bool {
+    let mut v = fds.to_vec();
+    // SAFETY: a valid array of pollfd of the given length; zero timeout.
+    unsafe { libc::poll(v.as_mut_ptr(), v.len() as libc::nfds_t, 0) > 0 }
+}
+
+/// The host's user and group ids (the guest runs as the user running morph).
+pub(crate) fn ids() -> [u32; 4] {
+    // SAFETY: these calls cannot fail and have no preconditions.
+    unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] }
+}
+
+impl Process {
+    /// Makes `sig` pending with `info` (a second instance of a pending standard signal
+    /// merges with the first, as Linux does).
+    pub fn raise(&mut self, sig: i32, info: SigInfo) {
+        if !(1..=64).contains(&sig) {
+            return;
+        }
+        let bit = 1u64 << (sig - 1);
+        if self.pending & bit == 0 {
+            self.siginfo[(sig - 1) as usize] = info;
+        }
+        self.pending |= bit;
+    }
+
+    /// Pending signals that are not blocked.
+    pub fn deliverable(&self) -> u64 {
+        self.pending & !(self.sigmask & !UNBLOCKABLE)
     }
 }

@@ -1,8 +1,10 @@
 //! A guest process: CPU state, address space, file descriptors and the rest of the
 //! per-process kernel state.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::cell::Cell;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
+use std::time::Instant;
 
 use morph_cpu::Cpu;
 use morph_mem::{AddressSpace, FileKey};
@@ -29,24 +31,111 @@ impl ExitStatus {
     }
 }
 
-/// An open file as the guest sees it: a host descriptor plus guest-only flags.
-#[derive(Clone)]
-pub struct FdEntry {
-    /// The host descriptor (shared by `dup`s, as an open file description is).
-    pub host: Rc<OwnedFd>,
-    /// `FD_CLOEXEC`.
-    pub cloexec: bool,
+/// What kind of object an open file description is, where morph must treat it
+/// specially.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// An ordinary host descriptor.
+    Host,
+    /// `/dev/urandom` or `/dev/random`: bytes come from the machine's seeded RNG.
+    Random,
+}
+
+/// An open file description: a host descriptor plus the state the guest sees on it.
+/// Shared by `dup`s and across `fork`, as Linux shares a `struct file`.
+pub struct OpenFile {
+    fd: OwnedFd,
+    /// The guest's `O_NONBLOCK` (the host descriptor of a morph-made pipe or socket is
+    /// always non-blocking, so that no guest call can stall the machine).
+    pub nonblock: Cell<bool>,
+    /// The host descriptor is non-blocking whatever the guest asked.
+    pub host_nonblock: bool,
+    /// The host descriptor may block on read or write (pipe, socket, FIFO, terminal,
+    /// character device): morph polls it before a blocking call.
+    pub pollable: bool,
     /// For a regular file, its (device, inode): which page-cache file reads and writes
     /// through this descriptor must stay coherent with (found once, at open).
     pub file: Option<FileKey>,
+    /// Special handling.
+    pub kind: FileKind,
+}
+
+impl OpenFile {
+    /// Wraps a host descriptor, finding out what it is.
+    pub fn new(fd: OwnedFd) -> OpenFile {
+        let raw = fd.as_raw_fd();
+        let file = FileKey::of_fd(raw).ok().flatten();
+        // SAFETY: `stat` is plain data; all-zero is a valid value.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        let pollable = file.is_none()
+            // SAFETY: fstat on a descriptor we own into a local struct.
+            && unsafe { libc::fstat(raw, &mut st) } == 0
+            && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR);
+        // SAFETY: F_GETFL on a descriptor we own.
+        let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+        let nonblock = fl >= 0 && fl & libc::O_NONBLOCK != 0;
+        OpenFile { fd, nonblock: Cell::new(nonblock), host_nonblock: false, pollable, file, kind: FileKind::Host }
+    }
+
+    /// Wraps a host descriptor morph made non-blocking (its own pipes and sockets); the
+    /// guest sees `guest_nonblock`.
+    pub fn nonblocking(fd: OwnedFd, guest_nonblock: bool) -> OpenFile {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe {
+            let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+        OpenFile {
+            fd,
+            nonblock: Cell::new(guest_nonblock),
+            host_nonblock: true,
+            pollable: true,
+            file: None,
+            kind: FileKind::Host,
+        }
+    }
+
+    /// The guest's `O_NONBLOCK`.
+    pub fn guest_nonblock(&self) -> bool {
+        self.nonblock.get()
+    }
+}
+
+impl AsRawFd for OpenFile {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl AsRef<OwnedFd> for OpenFile {
+    fn as_ref(&self) -> &OwnedFd {
+        &self.fd
+    }
+}
+
+/// A guest descriptor: an open file description and the descriptor's own flag.
+#[derive(Clone)]
+pub struct FdEntry {
+    /// The open file description (shared by `dup`s and across `fork`).
+    pub host: Rc<OpenFile>,
+    /// `FD_CLOEXEC`.
+    pub cloexec: bool,
 }
 
 impl FdEntry {
-    /// An entry for the host descriptor `host`, noting which file it is if it is a
-    /// regular file.
+    /// An entry for the host descriptor `host`, noting what kind of file it is.
     pub fn new(host: OwnedFd, cloexec: bool) -> FdEntry {
-        let file = FileKey::of_fd(host.as_raw_fd()).ok().flatten();
-        FdEntry { host: Rc::new(host), cloexec, file }
+        FdEntry { host: Rc::new(OpenFile::new(host)), cloexec }
+    }
+
+    /// An entry for an open file description.
+    pub fn of(file: OpenFile, cloexec: bool) -> FdEntry {
+        FdEntry { host: Rc::new(file), cloexec }
+    }
+
+    /// The regular file behind the descriptor, if any.
+    pub fn file(&self) -> Option<FileKey> {
+        self.host.file
     }
 }
 
@@ -140,4 +229,90 @@ pub struct Process {
     pub rlimits: [(u64, u64); 16],
     /// Set when the process has ended.
     pub exit: Option<ExitStatus>,
+    /// Process group.
+    pub pgid: Pid,
+    /// Session.
+    pub sid: Pid,
+    /// Pending signals (bit `sig - 1`), with what each was sent with.
+    pub pending: u64,
+    /// The `siginfo` of each pending signal.
+    pub siginfo: [SigInfo; 64],
+    /// `sigaltstack`: (base, size, flags).
+    pub altstack: (u32, u32, u32),
+    /// The mask to restore after `sigsuspend` once the handler has been set up.
+    pub saved_mask: Option<u64>,
+    /// Why the process is waiting, if it is.
+    pub blocked: Option<Blocked>,
+    /// Set when a blocked call is re-run: `Some(true)` if its deadline passed. Cleared
+    /// after that call.
+    pub resumed: Option<bool>,
+    /// A parent suspended in `vfork` until this process execs or exits.
+    pub vfork_parent: Option<Pid>,
+    /// When `alarm` fires.
+    pub alarm: Option<Instant>,
+    /// The signal sent to the parent at exit (`SIGCHLD` for `fork`).
+    pub exit_signal: i32,
+    /// Guest instructions at the start of the current run, for the `times` accounting.
+    pub start_icount: u64,
+}
+
+/// What a blocked process waits for.
+#[derive(Clone, Debug)]
+pub enum Wait {
+    /// Host descriptors becoming ready (`pollfd` entries, `revents` ignored); an empty
+    /// list waits for the deadline alone.
+    Fds(Vec<libc::pollfd>),
+    /// A child changing state (`wait4`).
+    Child,
+    /// A `vfork` child execing or exiting.
+    Vfork(Pid),
+    /// A signal (`pause`, `sigsuspend`).
+    Signal,
+}
+
+/// A process waiting inside a system call. The call is re-run from the start when the
+/// wait ends (its EIP points at the `int 0x80` again), as Linux restarts calls.
+#[derive(Clone, Debug)]
+pub struct Blocked {
+    /// The event.
+    pub wait: Wait,
+    /// Give up at this time (the call then sees [`Process::resumed`] = `Some(true)`).
+    pub deadline: Option<Instant>,
+    /// With `SA_RESTART`, a handled signal re-runs the call instead of failing it with
+    /// `EINTR`.
+    pub restartable: bool,
+}
+
+/// The part of a `siginfo_t` morph fills in.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SigInfo {
+    /// `si_code`.
+    pub code: i32,
+    /// `si_pid` (or, for faults, `si_addr`).
+    pub pid_or_addr: u32,
+    /// `si_uid`.
+    pub uid: u32,
+    /// `si_status` for `SIGCHLD`.
+    pub status: i32,
+}
+
+/// A process that has exited and not yet been waited for.
+#[derive(Clone, Copy, Debug)]
+pub struct Zombie {
+    /// Its parent.
+    pub ppid: Pid,
+    /// Its process group.
+    pub pgid: Pid,
+    /// How it ended.
+    pub status: ExitStatus,
+}
+
+impl ExitStatus {
+    /// The `wait` status word.
+    pub fn wait_status(self) -> u32 {
+        match self {
+            ExitStatus::Code(c) => ((c & 0xff) as u32) << 8,
+            ExitStatus::Signal(s) => (s & 0x7f) as u32,
+        }
+    }
 }

@@ -36,15 +36,30 @@ pub struct Syscall {
     handler: Handler,
 }
 
+/// Declares a static table of system calls: `nr name "args" handler;` rows.
 macro_rules! table {
-    ($($nr:literal $name:ident $args:literal $h:expr;)*) => {
-        /// The implemented system calls.
-        pub static TABLE: &[Syscall] = &[$(Syscall { nr: $nr, name: stringify!($name), args: $args, handler: $h }),*];
+    ($(#[$m:meta])* $vis:vis $table:ident { $($nr:literal $name:ident $args:literal $h:expr;)* }) => {
+        $(#[$m])*
+        $vis static $table: &[$crate::syscall::Syscall] = &[$($crate::syscall::Syscall {
+            nr: $nr,
+            name: stringify!($name),
+            args: $args,
+            handler: $h,
+        }),*];
     };
 }
 
+mod io;
+mod net;
+mod proc;
+mod signal;
+
+/// Every subsystem's table; together they are the system call table.
+pub static TABLES: &[&[Syscall]] = &[FILES_AND_MEMORY, proc::TABLE, signal::TABLE, io::TABLE, net::TABLE];
+
 table! {
-    1 exit "d" sys_exit;
+    /// Files, memory, time and identity.
+    FILES_AND_MEMORY {
     3 read "fpu" sys_read;
     4 write "fpu" sys_write;
     5 open "sxo" sys_open;
@@ -55,7 +70,6 @@ table! {
     13 time "p" sys_time;
     15 chmod "so" sys_chmod;
     19 lseek "fdd" sys_lseek;
-    20 getpid "" sys_getpid;
     24 getuid "" |_, _, _| Ok(ids()[0]);
     33 access "so" sys_access;
     38 rename "ss" sys_rename;
@@ -70,7 +84,6 @@ table! {
     55 fcntl "fdx" sys_fcntl;
     60 umask "o" sys_umask;
     63 dup2 "ff" sys_dup2;
-    64 getppid "" |_, p, _| Ok(p.ppid);
     78 gettimeofday "pp" sys_gettimeofday;
     83 symlink "ss" sys_symlink;
     85 readlink "spu" sys_readlink;
@@ -88,8 +101,6 @@ table! {
     145 readv "fpu" sys_readv;
     146 writev "fpu" sys_writev;
     163 mremap "xuuxx" sys_mremap;
-    174 rt_sigaction "dppu" sys_rt_sigaction;
-    175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
     180 pread64 "fpuxx" sys_pread64;
     181 pwrite64 "fpuxx" sys_pwrite64;
     183 getcwd "pu" sys_getcwd;
@@ -106,10 +117,7 @@ table! {
     202 getegid32 "" |_, _, _| Ok(ids()[3]);
     220 getdents64 "fpu" sys_getdents64;
     221 fcntl64 "fdx" sys_fcntl;
-    224 gettid "" sys_getpid;
     243 set_thread_area "p" sys_set_thread_area;
-    252 exit_group "d" sys_exit;
-    258 set_tid_address "p" sys_getpid;
     265 clock_gettime "dp" sys_clock_gettime;
     295 openat "fsxo" sys_openat;
     296 mkdirat "fso" sys_mkdirat;
@@ -127,19 +135,22 @@ table! {
     383 statx "fsxxp" sys_statx;
     403 clock_gettime64 "dp" sys_clock_gettime64;
     439 faccessat2 "fsox" sys_faccessat;
-}
+}}
 
 /// Looks a number up in the table.
 pub fn lookup(nr: u32) -> Option<&'static Syscall> {
-    static INDEX: std::sync::OnceLock<Vec<Option<u16>>> = std::sync::OnceLock::new();
+    static INDEX: std::sync::OnceLock<Vec<Option<(u8, u16)>>> = std::sync::OnceLock::new();
     let index = INDEX.get_or_init(|| {
         let mut v = vec![None; 512];
-        for (i, s) in TABLE.iter().enumerate() {
-            v[s.nr as usize] = Some(i as u16);
+        for (t, table) in TABLES.iter().enumerate() {
+            for (i, s) in table.iter().enumerate() {
+                assert!(v[s.nr as usize].is_none(), "system call {} is in two tables", s.nr);
+                v[s.nr as usize] = Some((t as u8, i as u16));
+            }
         }
         v
     });
-    index.get(nr as usize).copied().flatten().map(|i| &TABLE[usize::from(i)])
+    index.get(nr as usize).copied().flatten().map(|(t, i)| &TABLES[usize::from(t)][usize::from(i)])
 }
 
 /// Handles the system call the process just made (number in EAX, arguments in EBX,
@@ -167,16 +178,27 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             Ok(v) => format!("{}", v as i32),
             Err(e) => format!("-1 {} ({})", errno_name(e), std::io::Error::from_raw_os_error(e)),
         };
-        if p.exit.is_none() {
+        if matches!(res, Err(ERESTARTSYS)) {
+            eprintln!("[{}] {shown}({fmt}) <blocked>", p.pid);
+        } else if matches!(res, Err(EJUSTRETURN)) {
+            eprintln!("[{}] {shown}({fmt}) = {}", p.pid, p.cpu.gpr[reg::EAX] as i32);
+        } else if p.exit.is_none() {
             eprintln!("[{}] {shown}({fmt}) = {ret}", p.pid);
         } else {
             eprintln!("[{}] {shown}({fmt}) = ?", p.pid);
         }
     }
-    p.cpu.gpr[reg::EAX] = match res {
-        Ok(v) => v,
-        Err(e) => (-e) as u32,
-    };
+    p.resumed = None;
+    match res {
+        Ok(v) => p.cpu.gpr[reg::EAX] = v,
+        // Blocked: back to the `int 0x80`, to be re-run when the wait ends.
+        Err(ERESTARTSYS) => {
+            p.cpu.eip = p.cpu.eip.wrapping_sub(2);
+            p.cpu.gpr[reg::EAX] = nr;
+        }
+        Err(EJUSTRETURN) => {}
+        Err(e) => p.cpu.gpr[reg::EAX] = (-e) as u32,
+    }
 }
 
 fn errno_name(e: Errno) -> &'static str {
@@ -203,6 +225,18 @@ fn errno_name(e: Errno) -> &'static str {
         ERANGE => "ERANGE",
         ENOSYS => "ENOSYS",
         ELOOP => "ELOOP",
+        ENXIO => "ENXIO",
+        E2BIG => "E2BIG",
+        EPIPE => "EPIPE",
+        EXDEV => "EXDEV",
+        ENOTEMPTY => "ENOTEMPTY",
+        ENAMETOOLONG => "ENAMETOOLONG",
+        ENOTSOCK => "ENOTSOCK",
+        EAFNOSUPPORT => "EAFNOSUPPORT",
+        EADDRNOTAVAIL => "EADDRNOTAVAIL",
+        ENETUNREACH => "ENETUNREACH",
+        ECONNREFUSED => "ECONNREFUSED",
+        EINPROGRESS => "EINPROGRESS",
         _ => "E?",
     }
 }
@@ -224,10 +258,7 @@ fn format_args_of(p: &Process, fmt: &str, a: &[u32; 6]) -> String {
     out.join(", ")
 }
 
-fn ids() -> [u32; 4] {
-    // SAFETY: these calls cannot fail.
-    unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] }
-}
+use crate::machine::ids;
 
 fn efault(_: MemFault) -> Errno {
     EFAULT
@@ -252,15 +283,6 @@ fn read_path(p: &Process, ptr: u32) -> Result<Vec<u8>, Errno> {
 
 // ----- process ---------------------------------------------------------------------
 
-fn sys_exit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    p.exit = Some(ExitStatus::Code((a[0] & 0xff) as i32));
-    Ok(0)
-}
-
-fn sys_getpid(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
-    Ok(p.pid)
-}
-
 fn sys_uname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // struct new_utsname: six 65-byte fields.
     let mut buf = [0u8; 65 * 6];
@@ -276,7 +298,13 @@ fn sys_uname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    set_thread_area(p, a[0])
+}
+
+/// Installs the TLS descriptor (`struct user_desc`) at guest address `ptr`.
+pub(crate) fn set_thread_area(p: &mut Process, ptr: u32) -> SysResult {
     use morph_cpu::state::{TLS_ENTRIES, TLS_ENTRY_MIN, seg};
+    let a = [ptr];
     let mut d = [0u8; 16];
     p.aspace.read_bytes(a[0], &mut d).map_err(efault)?;
     let w = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
@@ -302,57 +330,6 @@ fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
         if usize::from(sel >> 3) == TLS_ENTRY_MIN + idx {
             p.cpu.seg_base[s] = if present { base } else { 0 };
         }
-    }
-    Ok(0)
-}
-
-fn sys_rt_sigaction(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let sig = a[0] as usize;
-    if sig == 0 || sig > 64 || a[3] != 8 {
-        return Err(EINVAL);
-    }
-    if a[1] != 0 && (sig == SIGKILL as usize || sig == 19) {
-        return Err(EINVAL);
-    }
-    let old = p.sigactions[sig - 1];
-    if a[1] != 0 {
-        let mut b = [0u8; 20];
-        p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
-        let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-        p.sigactions[sig - 1] = crate::process::SigAction {
-            handler: w(0),
-            flags: w(4),
-            restorer: w(8),
-            mask: u64::from(w(12)) | (u64::from(w(16)) << 32),
-        };
-    }
-    if a[2] != 0 {
-        let mut b = Vec::with_capacity(20);
-        for v in [old.handler, old.flags, old.restorer, old.mask as u32, (old.mask >> 32) as u32] {
-            b.extend_from_slice(&v.to_le_bytes());
-        }
-        p.aspace.write_bytes(a[2], &b).map_err(efault)?;
-    }
-    Ok(0)
-}
-
-fn sys_rt_sigprocmask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    if a[3] != 8 {
-        return Err(EINVAL);
-    }
-    let old = p.sigmask;
-    if a[1] != 0 {
-        let set = p.aspace.read_u64(a[1]).map_err(efault)?;
-        let unblockable = (1u64 << (SIGKILL - 1)) | (1u64 << (19 - 1));
-        p.sigmask = match a[0] {
-            0 => old | set,
-            1 => old & !set,
-            2 => set,
-            _ => return Err(EINVAL),
-        } & !unblockable;
-    }
-    if a[2] != 0 {
-        p.aspace.write_u64(a[2], old).map_err(efault)?;
     }
     Ok(0)
 }
@@ -701,14 +678,14 @@ fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 /// Writes back stores made through shared mappings of the file behind guest `fd`, so a
 /// host read sees them. A failure is not the reader's: it reads what the file holds.
 fn sync_before_read(m: &mut Machine, p: &Process, fd: u32) {
-    if let Some(key) = p.fds.get(fd).and_then(|e| e.file) {
+    if let Some(key) = p.fds.get(fd).and_then(|e| e.file()) {
         let _ = m.cache.write_back(&m.phys, key);
     }
 }
 
 /// The cached file behind guest `fd`, if it is a regular file with cached pages.
 fn cached_file(m: &Machine, p: &Process, fd: u32) -> Option<FileKey> {
-    p.fds.get(fd).and_then(|e| e.file).filter(|&k| m.cache.is_cached(k))
+    p.fds.get(fd).and_then(|e| e.file()).filter(|&k| m.cache.is_cached(k))
 }
 
 /// After `n` bytes were written through guest `fd` at `off` (or, for `write`, just
@@ -734,6 +711,11 @@ fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(0x7fff_f000);
     p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
+    if let Some(n) = io::read_special(m, p, a[0], &one) {
+        return Ok(n);
+    }
+    io::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
     // SAFETY: the guest range was checked writable and is mapped in our window.
     host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
@@ -743,8 +725,10 @@ fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(0x7fff_f000);
     p.aspace.check_read(a[1], len).map_err(efault)?;
+    io::ready_or_block(p, a[0], libc::POLLOUT)?;
     // SAFETY: the guest range was checked readable and is mapped in our window.
-    let n = host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })?;
+    let n =
+        io::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
     wrote(m, p, a[0], None, n);
     Ok(n)
 }
@@ -817,6 +801,10 @@ fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec
 fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], true)?;
+    if let Some(n) = io::read_special(m, p, a[0], &v) {
+        return Ok(n);
+    }
+    io::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
     // SAFETY: every iovec points into checked, writable guest memory.
     host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
@@ -825,8 +813,9 @@ fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
+    io::ready_or_block(p, a[0], libc::POLLOUT)?;
     // SAFETY: every iovec points into checked, readable guest memory.
-    let n = host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) })?;
+    let n = io::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
     wrote(m, p, a[0], None, n);
     Ok(n)
 }
@@ -839,7 +828,7 @@ fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: 
     let fd = m.vfs.open(dir, path, host_flags, mode)?;
     let entry = FdEntry::new(fd, flags & O_CLOEXEC != 0);
     if flags & O_TRUNC != 0
-        && let Some(key) = entry.file.filter(|&k| m.cache.is_cached(k))
+        && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
         && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
     {
         m.cache.truncated(&m.phys, key, st.st_size as u64);
@@ -853,7 +842,7 @@ fn at_dir(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, E
         return Ok(p.cwd.clone());
     }
     let e = p.fds.get(dirfd).ok_or(EBADF)?;
-    m.vfs.guest_path_of(&e.host)
+    m.vfs.guest_path_of(e.host.as_ref().as_ref())
 }
 
 fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -1331,11 +1320,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_is_sorted_and_unique() {
-        for w in TABLE.windows(2) {
-            assert!(w[0].nr < w[1].nr, "{} before {}", w[0].name, w[1].name);
+    fn tables_are_sorted_and_unique() {
+        for table in TABLES {
+            for w in table.windows(2) {
+                assert!(w[0].nr < w[1].nr, "{} before {}", w[0].name, w[1].name);
+            }
         }
         assert_eq!(lookup(4).map(|s| s.name), Some("write"));
-        assert!(lookup(2).is_none());
+        assert_eq!(lookup(2).map(|s| s.name), Some("fork"));
+        assert!(lookup(0).is_none());
     }
 }

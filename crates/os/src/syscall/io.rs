@@ -1,0 +1,400 @@
+//! Pipes, readiness (poll, select) and sleeping.
+//!
+//! No guest call may stall the machine, since every guest process lives in this one
+//! host thread. A call that would block on a host descriptor first asks the host
+//! (`poll` with a zero timeout); if the descriptor is not ready the process blocks
+//! (see [`crate::process::Blocked`]) and the scheduler runs someone else, re-running
+//! the call when the descriptor is ready. Pipes and sockets morph makes are
+//! non-blocking on the host whatever the guest asked, and the guest's own
+//! `O_NONBLOCK` is kept beside them.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::machine::poll_now;
+use crate::process::{Blocked, FileKind, OpenFile, Wait};
+
+table! {
+    /// Pipes, readiness and sleeping.
+    pub(super) TABLE {
+        42 pipe "p" sys_pipe;
+        82 select "p" sys_old_select;
+        142 _newselect "dpppp" sys_newselect;
+        158 sched_yield "" |_, _, _| Ok(0);
+        162 nanosleep "pp" sys_nanosleep;
+        168 poll "pdd" sys_poll;
+        267 clock_nanosleep "dxpp" sys_clock_nanosleep;
+        308 pselect6 "dppppp" sys_pselect6;
+        309 ppoll "pdppu" sys_ppoll;
+        331 pipe2 "px" sys_pipe2;
+        407 clock_nanosleep_time64 "dxpp" sys_clock_nanosleep64;
+        413 pselect6_time64 "dppppp" sys_pselect6_64;
+        414 ppoll_time64 "pdppu" sys_ppoll64;
+    }
+}
+
+/// Blocks `p` until one of `fds` is ready or `deadline` passes; the call is re-run then.
+pub(crate) fn block_on(
+    p: &mut Process,
+    fds: Vec<libc::pollfd>,
+    deadline: Option<Instant>,
+    restartable: bool,
+) -> SysResult {
+    p.blocked = Some(Blocked { wait: Wait::Fds(fds), deadline, restartable });
+    Err(ERESTARTSYS)
+}
+
+/// Before a call that may block on guest `fd` waiting for `events`: returns if the call
+/// can go ahead without blocking the host thread; else fails with `EAGAIN` (guest
+/// `O_NONBLOCK`) or blocks the process until the descriptor is ready.
+pub(crate) fn ready_or_block(p: &mut Process, fd: u32, events: i16) -> Result<(), Errno> {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    if !e.host.pollable {
+        return Ok(());
+    }
+    let pfd = libc::pollfd { fd: e.host.as_raw_fd(), events, revents: 0 };
+    if poll_now(&[pfd]) {
+        return Ok(());
+    }
+    if e.host.guest_nonblock() {
+        return Err(EAGAIN);
+    }
+    block_on(p, vec![pfd], None, true).map(|_| ())
+}
+
+/// After a write through guest `fd`: a host `EAGAIN` (a full morph pipe or socket)
+/// blocks a blocking guest until there is room; `EPIPE` raises `SIGPIPE`.
+pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResult {
+    match r {
+        Err(EAGAIN) => {
+            let e = p.fds.get(fd).ok_or(EBADF)?;
+            if e.host.guest_nonblock() {
+                return Err(EAGAIN);
+            }
+            let pfd = libc::pollfd { fd: e.host.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+            // The host said writable but took nothing: retry after a short wait.
+            block_on(p, vec![pfd], Some(Instant::now() + Duration::from_millis(1)), true)
+        }
+        Err(EPIPE) => {
+            p.raise(SIGPIPE, crate::process::SigInfo { code: SI_USER, pid_or_addr: p.pid, ..Default::default() });
+            Err(EPIPE)
+        }
+        r => r,
+    }
+}
+
+/// Reads from a descriptor morph serves itself (`/dev/urandom`): fills `bufs` and
+/// returns the count, or `None` for an ordinary descriptor.
+pub(crate) fn read_special(m: &mut Machine, p: &Process, fd: u32, bufs: &[libc::iovec]) -> Option<u32> {
+    let e = p.fds.get(fd)?;
+    match e.host.kind {
+        FileKind::Host => None,
+        FileKind::Random => {
+            let mut n = 0usize;
+            for b in bufs {
+                // SAFETY: each iovec points into checked, writable guest memory.
+                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), b.iov_len) };
+                m.rng.fill_bytes(s);
+                n += b.iov_len;
+            }
+            Some(n as u32)
+        }
+    }
+}
+
+fn make_pipe(p: &mut Process, ptr: u32, flags: u32) -> SysResult {
+    if flags & !(O_CLOEXEC | O_NONBLOCK | libc::O_DIRECT as u32) != 0 {
+        return Err(EINVAL);
+    }
+    p.aspace.prepare_write(ptr, 8).map_err(efault)?;
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into our array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(host_errno());
+    }
+    // SAFETY: two fresh descriptors we own.
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let nb = flags & O_NONBLOCK != 0;
+    let cloexec = flags & O_CLOEXEC != 0;
+    let rfd = p.fds.install(FdEntry::of(OpenFile::nonblocking(r, nb), cloexec), 0).ok_or(EMFILE)?;
+    let Some(wfd) = p.fds.install(FdEntry::of(OpenFile::nonblocking(w, nb), cloexec), 0) else {
+        p.fds.close(rfd);
+        return Err(EMFILE);
+    };
+    p.aspace.write_u32(ptr, rfd).map_err(efault)?;
+    p.aspace.write_u32(ptr + 4, wfd).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_pipe(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    make_pipe(p, a[0], 0)
+}
+
+fn sys_pipe2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    make_pipe(p, a[0], a[1])
+}
+
+// ----- time -----------------------------------------------------------------------
+
+/// Reads a `timespec` (32-bit or 64-bit fields).
+fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
+    let (s, ns) = if wide {
+        (p.aspace.read_u64(ptr).map_err(efault)? as i64, p.aspace.read_u64(ptr + 8).map_err(efault)? as i64)
+    } else {
+        (
+            i64::from(p.aspace.read_u32(ptr).map_err(efault)? as i32),
+            i64::from(p.aspace.read_u32(ptr + 4).map_err(efault)? as i32),
+        )
+    };
+    if s < 0 || !(0..1_000_000_000).contains(&ns) {
+        return Err(EINVAL);
+    }
+    Ok(Duration::new(s as u64, ns as u32))
+}
+
+fn sleep(p: &mut Process, d: Duration) -> SysResult {
+    if p.resumed == Some(true) || d.is_zero() {
+        return Ok(0);
+    }
+    block_on(p, Vec::new(), Some(Instant::now() + d), false)
+}
+
+fn sys_nanosleep(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let d = read_timespec(p, a[0], false)?;
+    sleep(p, d)
+}
+
+fn clock_sleep(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let t = read_timespec(p, a[2], wide)?;
+    let clock = a[0] as i32;
+    if ![libc::CLOCK_REALTIME, libc::CLOCK_MONOTONIC, libc::CLOCK_BOOTTIME].contains(&clock) {
+        return Err(EINVAL);
+    }
+    let d = if a[1] & 1 != 0 {
+        // TIMER_ABSTIME: sleep until the clock reads `t`.
+        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime into a local struct.
+        unsafe { libc::clock_gettime(clock, &mut now) };
+        t.saturating_sub(Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
+    } else {
+        t
+    };
+    sleep(p, d)
+}
+
+fn sys_clock_nanosleep(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    clock_sleep(p, a, false)
+}
+
+fn sys_clock_nanosleep64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    clock_sleep(p, a, true)
+}
+
+// ----- poll -----------------------------------------------------------------------
+
+/// The common part of `poll`/`ppoll`: `timeout` is `None` for "forever".
+fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysResult {
+    if n > 1024 {
+        return Err(EINVAL);
+    }
+    let mut guest = vec![0u8; 8 * n as usize];
+    p.aspace.read_bytes(ptr, &mut guest).map_err(efault)?;
+    let mut host = Vec::with_capacity(n as usize);
+    let mut nval = vec![false; n as usize];
+    for i in 0..n as usize {
+        let fd = i32::from_le_bytes(guest[8 * i..8 * i + 4].try_into().expect("4 bytes"));
+        let events = i16::from_le_bytes([guest[8 * i + 4], guest[8 * i + 5]]);
+        let raw = if fd < 0 {
+            -1
+        } else {
+            match p.fds.get(fd as u32) {
+                Some(e) => e.host.as_raw_fd(),
+                None => {
+                    nval[i] = true;
+                    -1
+                }
+            }
+        };
+        host.push(libc::pollfd { fd: raw, events, revents: 0 });
+    }
+    // SAFETY: a valid pollfd array; zero timeout.
+    let mut ready = unsafe { libc::poll(host.as_mut_ptr(), host.len() as libc::nfds_t, 0) };
+    if ready < 0 {
+        return Err(host_errno());
+    }
+    for (i, bad) in nval.iter().enumerate() {
+        if *bad {
+            host[i].revents = libc::POLLNVAL;
+            ready += 1;
+        }
+    }
+    if ready == 0 && timeout != Some(Duration::ZERO) && p.resumed != Some(true) {
+        let waits: Vec<libc::pollfd> = host.iter().copied().filter(|f| f.fd >= 0).collect();
+        return block_on(p, waits, timeout.map(|t| Instant::now() + t), false);
+    }
+    for (i, f) in host.iter().enumerate() {
+        guest[8 * i + 6..8 * i + 8].copy_from_slice(&f.revents.to_le_bytes());
+    }
+    p.aspace.write_bytes(ptr, &guest).map_err(efault)?;
+    Ok(ready as u32)
+}
+
+fn sys_poll(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let t = a[2] as i32;
+    do_poll(p, a[0], a[1], (t >= 0).then(|| Duration::from_millis(t as u64)))
+}
+
+/// Applies a `ppoll`/`pselect6` signal mask for the call (restored after delivery).
+fn temp_mask(p: &mut Process, ptr: u32) -> Result<(), Errno> {
+    if ptr != 0 {
+        let mask = p.aspace.read_u64(ptr).map_err(efault)?;
+        if p.saved_mask.is_none() {
+            p.saved_mask = Some(p.sigmask);
+        }
+        p.sigmask = mask & !UNBLOCKABLE;
+    }
+    Ok(())
+}
+
+/// Ends a temporary mask when the call returns without a signal handler running.
+fn end_temp_mask(p: &mut Process, r: SysResult) -> SysResult {
+    if r != Err(ERESTARTSYS)
+        && let Some(m) = p.saved_mask.take()
+    {
+        p.sigmask = m;
+    }
+    r
+}
+
+fn ppoll(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let t = if a[2] == 0 { None } else { Some(read_timespec(p, a[2], wide)?) };
+    temp_mask(p, a[3])?;
+    let r = do_poll(p, a[0], a[1], t);
+    end_temp_mask(p, r)
+}
+
+fn sys_ppoll(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ppoll(p, a, false)
+}
+
+fn sys_ppoll64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ppoll(p, a, true)
+}
+
+// ----- select ---------------------------------------------------------------------
+
+/// The common part of the `select` family over `fd_set` bitmaps of `n` descriptors.
+fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>) -> SysResult {
+    if n > 1024 {
+        return Err(EINVAL);
+    }
+    let words = n.div_ceil(32) as usize;
+    let mut bits = [vec![0u32; words], vec![0u32; words], vec![0u32; words]];
+    for (k, &ptr) in sets.iter().enumerate() {
+        if ptr != 0 {
+            for (w, v) in bits[k].iter_mut().enumerate() {
+                *v = p.aspace.read_u32(ptr + 4 * w as u32).map_err(efault)?;
+            }
+        }
+    }
+    const EV: [i16; 3] = [libc::POLLIN, libc::POLLOUT, libc::POLLPRI];
+    let mut host = Vec::new();
+    let mut which = Vec::new();
+    for fd in 0..n {
+        let mut events = 0;
+        for k in 0..3 {
+            if bits[k][(fd / 32) as usize] & (1 << (fd % 32)) != 0 {
+                events |= EV[k];
+            }
+        }
+        if events != 0 {
+            let raw = p.fds.get(fd).ok_or(EBADF)?.host.as_raw_fd();
+            host.push(libc::pollfd { fd: raw, events, revents: 0 });
+            which.push(fd);
+        }
+    }
+    // SAFETY: a valid pollfd array; zero timeout.
+    if unsafe { libc::poll(host.as_mut_ptr(), host.len() as libc::nfds_t, 0) } < 0 {
+        return Err(host_errno());
+    }
+    let mut out = [vec![0u32; words], vec![0u32; words], vec![0u32; words]];
+    let mut count = 0;
+    for (f, &fd) in host.iter().zip(&which) {
+        let hit = [
+            f.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && f.events & libc::POLLIN != 0,
+            f.revents & (libc::POLLOUT | libc::POLLERR) != 0 && f.events & libc::POLLOUT != 0,
+            f.revents & libc::POLLPRI != 0 && f.events & libc::POLLPRI != 0,
+        ];
+        for k in 0..3 {
+            if hit[k] {
+                out[k][(fd / 32) as usize] |= 1 << (fd % 32);
+                count += 1;
+            }
+        }
+    }
+    if count == 0 && timeout != Some(Duration::ZERO) && p.resumed != Some(true) {
+        return block_on(p, host, timeout.map(|t| Instant::now() + t), false);
+    }
+    for (k, &ptr) in sets.iter().enumerate() {
+        if ptr != 0 {
+            for (w, v) in out[k].iter().enumerate() {
+                p.aspace.write_u32(ptr + 4 * w as u32, *v).map_err(efault)?;
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// Reads a `timeval` (`select`'s timeout).
+fn read_timeval(p: &Process, ptr: u32) -> Result<Option<Duration>, Errno> {
+    if ptr == 0 {
+        return Ok(None);
+    }
+    let s = p.aspace.read_u32(ptr).map_err(efault)? as i32;
+    let us = p.aspace.read_u32(ptr + 4).map_err(efault)? as i32;
+    if s < 0 || !(0..1_000_000).contains(&us) {
+        return Err(EINVAL);
+    }
+    Ok(Some(Duration::new(s as u64, us as u32 * 1000)))
+}
+
+fn select(p: &mut Process, a: [u32; 5]) -> SysResult {
+    let t = read_timeval(p, a[4])?;
+    let r = do_select(p, a[0], [a[1], a[2], a[3]], t);
+    if r == Ok(0) && a[4] != 0 {
+        // Linux reports the time left: none, after a timeout.
+        p.aspace.write_u64(a[4], 0).map_err(efault)?;
+    }
+    r
+}
+
+fn sys_newselect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    select(p, [a[0], a[1], a[2], a[3], a[4]])
+}
+
+fn sys_old_select(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut v = [0u32; 5];
+    for (i, x) in v.iter_mut().enumerate() {
+        *x = p.aspace.read_u32(a[0] + 4 * i as u32).map_err(efault)?;
+    }
+    select(p, v)
+}
+
+fn pselect(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let t = if a[4] == 0 { None } else { Some(read_timespec(p, a[4], wide)?) };
+    if a[5] != 0 {
+        // { const sigset_t *ss; size_t ss_len; }
+        let ss = p.aspace.read_u32(a[5]).map_err(efault)?;
+        temp_mask(p, ss)?;
+    }
+    let r = do_select(p, a[0], [a[1], a[2], a[3]], t);
+    end_temp_mask(p, r)
+}
+
+fn sys_pselect6(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    pselect(p, a, false)
+}
+
+fn sys_pselect6_64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    pselect(p, a, true)
+}

@@ -1,0 +1,350 @@
+//! Processes: fork, exec, exit, wait, ids, groups and sessions.
+//!
+//! `fork` copies the address space copy-on-write (file-backed pages stay shared with
+//! the page cache) and shares open file descriptions. `vfork` is a `fork` whose parent
+//! waits until the child execs or exits, which is all POSIX promises; `clone` with
+//! fork-like flags is `fork`, and `clone` of a thread (`CLONE_VM` without
+//! `CLONE_VFORK`) is not supported yet: `-ENOSYS`, counted.
+
+use morph_cpu::Cpu;
+
+use super::*;
+use crate::loader::LoadError;
+use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
+
+table! {
+    /// Processes.
+    pub(super) TABLE {
+        1 exit "d" sys_exit;
+        2 fork "" sys_fork;
+        7 waitpid "dpx" sys_waitpid;
+        11 execve "spp" sys_execve;
+        20 getpid "" sys_getpid;
+        57 setpgid "dd" sys_setpgid;
+        64 getppid "" |_, p, _| Ok(p.ppid);
+        65 getpgrp "" |_, p, _| Ok(p.pgid);
+        66 setsid "" sys_setsid;
+        114 wait4 "dpxp" sys_wait4;
+        120 clone "xxppp" sys_clone;
+        132 getpgid "d" sys_getpgid;
+        147 getsid "d" sys_getsid;
+        190 vfork "" sys_vfork;
+        224 gettid "" sys_getpid;
+        252 exit_group "d" sys_exit;
+        258 set_tid_address "p" sys_getpid;
+    }
+}
+
+fn sys_exit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.exit = Some(ExitStatus::Code((a[0] & 0xff) as i32));
+    Err(EJUSTRETURN)
+}
+
+fn sys_getpid(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    Ok(p.pid)
+}
+
+fn sys_fork(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    do_fork(m, p, SIGCHLD as u32, [0; 4])
+}
+
+fn sys_vfork(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    do_fork(m, p, CLONE_VM | CLONE_VFORK | SIGCHLD as u32, [0; 4])
+}
+
+fn sys_clone(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    // i386 order: flags, newsp, parent_tidptr, tls, child_tidptr.
+    do_fork(m, p, a[0], [a[1], a[2], a[3], a[4]])
+}
+
+/// Creates a child: `rest` = newsp, parent_tid, tls, child_tid (clone's arguments).
+fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
+    let [newsp, ptid, tls, ctid] = rest;
+    if flags & CLONE_THREAD != 0 || (flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0) {
+        m.stats.unsupported_clones += 1;
+        return Err(ENOSYS);
+    }
+    if m.procs.len() + 1 >= m.cfg.max_procs {
+        return Err(EAGAIN);
+    }
+    let aspace = p.aspace.fork().map_err(|_| ENOMEM)?;
+    let pid = m.next_pid;
+    m.next_pid += 1;
+    let mut cpu: Cpu = p.cpu.clone();
+    cpu.gpr[reg::EAX] = 0;
+    if newsp != 0 {
+        cpu.gpr[reg::ESP] = newsp;
+    }
+    let mut child = Process {
+        pid,
+        ppid: if flags & CLONE_PARENT != 0 { p.ppid } else { p.pid },
+        cpu,
+        aspace,
+        fds: p.fds.clone(),
+        cwd: p.cwd.clone(),
+        exe: p.exe.clone(),
+        brk_start: p.brk_start,
+        brk: p.brk,
+        sigactions: p.sigactions,
+        sigmask: p.sigmask,
+        umask: p.umask,
+        rlimits: p.rlimits,
+        exit: None,
+        pgid: p.pgid,
+        sid: p.sid,
+        pending: 0,
+        siginfo: [SigInfo::default(); 64],
+        altstack: p.altstack,
+        saved_mask: None,
+        blocked: None,
+        resumed: None,
+        vfork_parent: (flags & CLONE_VFORK != 0).then_some(p.pid),
+        alarm: None,
+        exit_signal: (flags & CSIGNAL) as i32,
+        start_icount: p.cpu.icount,
+    };
+    if flags & CLONE_SETTLS != 0 {
+        set_thread_area(&mut child, tls)?;
+    }
+    if flags & CLONE_CHILD_SETTID != 0 {
+        child.aspace.write_u32(ctid, pid).map_err(efault)?;
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        p.aspace.write_u32(ptid, pid).map_err(efault)?;
+        child.aspace.write_u32(ptid, pid).map_err(efault)?;
+    }
+    m.procs.insert(pid, child);
+    m.stats.processes += 1;
+    if flags & CLONE_VFORK != 0 {
+        // The parent returns the pid once the child has exec'd or exited.
+        p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false });
+    }
+    Ok(pid)
+}
+
+/// Reads a NULL-terminated array of guest string pointers.
+fn read_strings(p: &Process, mut ptr: u32, total: &mut usize) -> Result<Vec<Vec<u8>>, Errno> {
+    let mut v = Vec::new();
+    if ptr == 0 {
+        return Ok(v);
+    }
+    loop {
+        let s = p.aspace.read_u32(ptr).map_err(efault)?;
+        if s == 0 {
+            return Ok(v);
+        }
+        let bytes = p.aspace.read_cstr(s, 128 * 1024).map_err(efault)?;
+        *total += bytes.len() + 1 + 4;
+        if *total > 2 * 1024 * 1024 || v.len() > 0x20000 {
+            return Err(E2BIG);
+        }
+        v.push(bytes);
+        ptr = ptr.wrapping_add(4);
+    }
+}
+
+/// What `#!` names: the interpreter and its optional single argument.
+fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let trim = |s: &[u8]| -> Vec<u8> {
+        let start = s.iter().position(|b| !b" \t".contains(b)).unwrap_or(s.len());
+        let end = s.iter().rposition(|b| !b" \t\r".contains(b)).map_or(start, |e| e + 1);
+        s[start..end.max(start)].to_vec()
+    };
+    let line = trim(line);
+    if line.is_empty() {
+        return None;
+    }
+    let cut = line.iter().position(|b| b" \t".contains(b)).unwrap_or(line.len());
+    let interp = line[..cut].to_vec();
+    let arg = trim(&line[cut..]);
+    Some((interp, (!arg.is_empty()).then_some(arg)))
+}
+
+/// Opens `path` for exec: it must be a regular file the caller may execute.
+fn open_exec(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
+    let fd = m.vfs.open(&p.cwd, path, libc::O_RDONLY, 0)?;
+    let st = host_stat_fd(fd.as_raw_fd())?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+        return Err(EACCES);
+    }
+    // SAFETY: faccessat on a descriptor we hold, with an empty path.
+    let ok =
+        unsafe { libc::faccessat(fd.as_raw_fd(), c"".as_ptr(), libc::X_OK, libc::AT_EMPTY_PATH | libc::AT_EACCESS) };
+    if ok != 0 {
+        return Err(EACCES);
+    }
+    let mut head = [0u8; 256];
+    // SAFETY: reading into a local buffer from a descriptor we hold.
+    let n = unsafe { libc::pread(fd.as_raw_fd(), head.as_mut_ptr().cast(), head.len(), 0) };
+    Ok(head[..n.max(0) as usize].to_vec())
+}
+
+fn load_errno(e: &LoadError) -> Errno {
+    match e {
+        LoadError::Io { errno, .. } => *errno,
+        LoadError::NoMemory(_) => ENOMEM,
+        _ => ENOEXEC,
+    }
+}
+
+fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut path = read_path(p, a[0])?;
+    let mut total = 0;
+    let mut argv = read_strings(p, a[1], &mut total)?;
+    let envp = read_strings(p, a[2], &mut total)?;
+    // Follow `#!` lines (Linux allows a few levels).
+    for depth in 0.. {
+        let head = open_exec(m, p, &path)?;
+        let Some((interp, arg)) = shebang(&head) else { break };
+        if depth == 4 {
+            return Err(ELOOP);
+        }
+        let mut v = vec![interp.clone()];
+        v.extend(arg);
+        v.push(path.clone());
+        v.extend(argv.into_iter().skip(1));
+        argv = v;
+        path = interp;
+    }
+    let spath = String::from_utf8_lossy(&path).into_owned();
+    let cwd = p.cwd.clone();
+    let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;
+    // The point of no return: the old image goes.
+    p.aspace = aspace;
+    let mut cpu = Cpu::new();
+    cpu.eip = img.entry;
+    cpu.gpr[reg::ESP] = img.sp;
+    cpu.icount = p.cpu.icount;
+    p.cpu = cpu;
+    p.brk_start = img.brk;
+    p.brk = img.brk;
+    p.exe = String::from_utf8_lossy(&crate::vfs::Vfs::absolute(&cwd, &path)).into_owned();
+    p.fds.close_on_exec();
+    for act in p.sigactions.iter_mut() {
+        if act.handler != SIG_IGN {
+            *act = SigAction::default();
+        }
+    }
+    p.altstack = (0, 0, SS_DISABLE);
+    p.vfork_parent = None;
+    m.engine.drop_context(p.pid);
+    m.stats.execs += 1;
+    Err(EJUSTRETURN)
+}
+
+/// Does child (`pid`, `pgid`) match `wait4`'s pid argument for a caller in `own_pgid`?
+fn wait_matches(want: i32, own_pgid: Pid, pid: Pid, pgid: Pid) -> bool {
+    match want {
+        -1 => true,
+        0 => pgid == own_pgid,
+        w if w > 0 => pid == w as Pid,
+        w => pgid == w.unsigned_abs(),
+    }
+}
+
+fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (want, status, options, rusage) = (a[0] as i32, a[1], a[2], a[3]);
+    if options & !(WNOHANG | WUNTRACED | WCONTINUED | 0x4000_0000 | 0x8000_0000 | 0x2000_0000) != 0 {
+        return Err(EINVAL);
+    }
+    let found = m.zombies.iter().find(|(k, z)| z.ppid == p.pid && wait_matches(want, p.pgid, **k, z.pgid));
+    if let Some((&cpid, z)) = found {
+        let st = z.status.wait_status();
+        if status != 0 {
+            p.aspace.write_u32(status, st).map_err(efault)?;
+        }
+        if rusage != 0 {
+            p.aspace.write_bytes(rusage, &[0u8; 72]).map_err(efault)?;
+        }
+        m.zombies.remove(&cpid);
+        return Ok(cpid);
+    }
+    if !m.procs.values().any(|c| c.ppid == p.pid && wait_matches(want, p.pgid, c.pid, c.pgid)) {
+        return Err(ECHILD);
+    }
+    if options & WNOHANG != 0 {
+        return Ok(0);
+    }
+    p.blocked = Some(Blocked { wait: Wait::Child, deadline: None, restartable: true });
+    Err(ERESTARTSYS)
+}
+
+fn sys_waitpid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sys_wait4(m, p, &[a[0], a[1], a[2], 0, 0, 0])
+}
+
+fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let pid = if a[0] == 0 { p.pid } else { a[0] };
+    let pgid = if a[1] == 0 { pid } else { a[1] };
+    if (a[1] as i32) < 0 {
+        return Err(EINVAL);
+    }
+    let sid = p.sid;
+    let group_ok = |m: &Machine, p: &Process| {
+        pgid == pid || p.pgid == pgid && p.sid == sid || m.procs.values().any(|q| q.pgid == pgid && q.sid == sid)
+    };
+    if pid == p.pid {
+        if p.sid == p.pid {
+            return Err(EPERM);
+        }
+        if !group_ok(m, p) {
+            return Err(EPERM);
+        }
+        p.pgid = pgid;
+        return Ok(0);
+    }
+    let ok = group_ok(m, p);
+    let c = m.procs.get_mut(&pid).filter(|c| c.ppid == p.pid).ok_or(ESRCH)?;
+    if c.sid != sid || !ok {
+        return Err(EPERM);
+    }
+    c.pgid = pgid;
+    Ok(0)
+}
+
+fn lookup_proc<'a>(m: &'a Machine, p: &'a Process, pid: u32) -> Result<&'a Process, Errno> {
+    if pid == 0 || pid == p.pid { Ok(p) } else { m.procs.get(&pid).ok_or(ESRCH) }
+}
+
+fn sys_getpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    Ok(lookup_proc(m, p, a[0])?.pgid)
+}
+
+fn sys_getsid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    Ok(lookup_proc(m, p, a[0])?.sid)
+}
+
+fn sys_setsid(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    if p.pgid == p.pid || m.procs.values().any(|q| q.pgid == p.pid) {
+        return Err(EPERM);
+    }
+    p.sid = p.pid;
+    p.pgid = p.pid;
+    Ok(p.pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shebang_lines() {
+        assert_eq!(shebang(b"#!/bin/sh\necho"), Some((b"/bin/sh".to_vec(), None)));
+        assert_eq!(
+            shebang(b"#! /usr/bin/env  python3 -u \n"),
+            Some((b"/usr/bin/env".to_vec(), Some(b"python3 -u".to_vec())))
+        );
+        assert_eq!(shebang(b"#!\n"), None);
+        assert_eq!(shebang(b"\x7fELF"), None);
+    }
+
+    #[test]
+    fn wait_selectors() {
+        assert!(wait_matches(-1, 5, 7, 9));
+        assert!(wait_matches(0, 5, 7, 5) && !wait_matches(0, 5, 7, 6));
+        assert!(wait_matches(7, 5, 7, 9) && !wait_matches(8, 5, 7, 9));
+        assert!(wait_matches(-9, 5, 7, 9) && !wait_matches(-9, 5, 7, 5));
+    }
+}

@@ -1,0 +1,486 @@
+//! Signals: dispositions, masks, delivery frames and sigreturn.
+//!
+//! Delivery happens on the way back to user mode (before the scheduler lets a process
+//! run, and after each system call): the lowest deliverable signal either takes its
+//! default action or gets a handler frame built on the guest stack, exactly as Linux
+//! i386 lays it out, so that glibc's restorers (`__restore`, `__restore_rt`) and
+//! programs that read `ucontext` work unmodified:
+//!
+//! ```text
+//! rt frame (SA_SIGINFO)              legacy frame
+//!   +0   pretcode (restorer)           +0   pretcode
+//!   +4   sig                           +4   sig
+//!   +8   &info                         +8   struct sigcontext (88 bytes)
+//!   +12  &uc                           +96  struct _fpstate (unused, 624)
+//!   +16  siginfo_t (128 bytes)         +720 extramask (high 32 signals)
+//!   +144 ucontext: flags, link,        +724 retcode (8)
+//!        stack_t, sigcontext, sigmask
+//!   +260 retcode (8)
+//! ```
+//!
+//! The x87/SSE state goes in a separate `_fpstate` (112-byte legacy header, then the
+//! 512-byte FXSAVE image) below the frame; `sigcontext.fpstate` points at it.
+
+use morph_cpu::state::{TLS_ENTRY_MIN, flags, seg};
+
+use super::*;
+use crate::process::{Blocked, SigInfo, Wait};
+
+table! {
+    /// Signals.
+    pub(super) TABLE {
+        27 alarm "u" sys_alarm;
+        29 pause "" sys_pause;
+        37 kill "dd" sys_kill;
+        119 sigreturn "" sys_sigreturn;
+        173 rt_sigreturn "" sys_rt_sigreturn;
+        174 rt_sigaction "dppu" sys_rt_sigaction;
+        175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
+        176 rt_sigpending "pu" sys_rt_sigpending;
+        179 rt_sigsuspend "pu" sys_rt_sigsuspend;
+        186 sigaltstack "pp" sys_sigaltstack;
+        238 tkill "dd" sys_tkill;
+        270 tgkill "ddd" sys_tgkill;
+    }
+}
+
+const SIGCONTEXT_SIZE: u32 = 88;
+const FPSTATE_SIZE: u32 = 112 + 512;
+const SIGINFO_SIZE: u32 = 128;
+const UCONTEXT_SIZE: u32 = 20 + SIGCONTEXT_SIZE + 8;
+const RT_FRAME_SIZE: u32 = 16 + SIGINFO_SIZE + UCONTEXT_SIZE + 8;
+const FRAME_SIZE: u32 = 8 + SIGCONTEXT_SIZE + FPSTATE_SIZE + 4 + 8;
+
+fn sigbit(sig: i32) -> u64 {
+    1u64 << (sig - 1)
+}
+
+impl Machine {
+    /// Delivers pending, unblocked signals to `p`: default actions, or one handler
+    /// frame per call. A blocked system call is interrupted (`EINTR`) or, with
+    /// `SA_RESTART` on a restartable call, re-run after the handler.
+    pub(crate) fn deliver_signals(&mut self, p: &mut Process) {
+        while p.exit.is_none() {
+            let ready = p.deliverable();
+            if ready == 0 {
+                return;
+            }
+            let sig = ready.trailing_zeros() as i32 + 1;
+            p.pending &= !sigbit(sig);
+            let info = p.siginfo[(sig - 1) as usize];
+            let act = p.sigactions[(sig - 1) as usize];
+            let action = if sig == SIGKILL || sig == SIGSTOP {
+                default_action(sig)
+            } else if act.handler == SIG_IGN {
+                DefaultAction::Ignore
+            } else if act.handler == SIG_DFL {
+                default_action(sig)
+            } else {
+                self.enter_handler(p, sig, &act, &info);
+                return;
+            };
+            match action {
+                DefaultAction::Terminate => {
+                    p.exit = Some(ExitStatus::Signal(sig));
+                    p.blocked = None;
+                }
+                DefaultAction::Ignore | DefaultAction::Stop | DefaultAction::Continue => {
+                    if matches!(p.blocked.as_ref().map(|b| &b.wait), Some(Wait::Signal)) {
+                        // pause/sigsuspend return only for a handled signal.
+                    }
+                }
+            }
+        }
+    }
+
+    fn enter_handler(&mut self, p: &mut Process, sig: i32, act: &crate::process::SigAction, info: &SigInfo) {
+        // A call waiting for something ends now: with EINTR, or re-run later.
+        if let Some(b) = p.blocked.take() {
+            p.resumed = None;
+            if !(b.restartable && act.flags & SA_RESTART != 0) {
+                p.cpu.eip = p.cpu.eip.wrapping_add(2);
+                p.cpu.gpr[reg::EAX] = (-EINTR) as u32;
+            }
+        }
+        let oldmask = p.saved_mask.take().unwrap_or(p.sigmask);
+        if build_frame(p, sig, act, info, oldmask).is_err() {
+            // No room for the frame: Linux forces SIGSEGV.
+            eprintln!("morph: pid {} killed by SIGSEGV: cannot build the frame for {}", p.pid, signal_name(sig));
+            p.exit = Some(ExitStatus::Signal(SIGSEGV));
+            return;
+        }
+        p.sigmask |= act.mask & !UNBLOCKABLE;
+        if act.flags & SA_NODEFER == 0 {
+            p.sigmask |= sigbit(sig);
+        }
+        if act.flags & SA_RESETHAND != 0 {
+            p.sigactions[(sig - 1) as usize] = crate::process::SigAction::default();
+        }
+    }
+}
+
+/// Writes a `siginfo_t` for `sig` at `at`.
+fn put_siginfo(p: &mut Process, at: u32, sig: i32, info: &SigInfo) -> Result<(), MemFault> {
+    let mut b = [0u8; SIGINFO_SIZE as usize];
+    let mut put = |off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    put(0, sig as u32);
+    put(8, info.code as u32);
+    match sig {
+        SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP => put(12, info.pid_or_addr),
+        _ => {
+            put(12, info.pid_or_addr);
+            put(16, info.uid);
+            if sig == SIGCHLD {
+                put(20, info.status as u32);
+            }
+        }
+    }
+    p.aspace.write_bytes(at, &b)
+}
+
+/// Writes `struct sigcontext` of the current registers at `at`.
+fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32) -> Result<(), MemFault> {
+    let c = &p.cpu;
+    let g = &c.gpr;
+    let words = [
+        u32::from(c.sel[seg::GS]),
+        u32::from(c.sel[seg::FS]),
+        u32::from(c.sel[seg::ES]),
+        u32::from(c.sel[seg::DS]),
+        g[reg::EDI],
+        g[reg::ESI],
+        g[reg::EBP],
+        g[reg::ESP],
+        g[reg::EBX],
+        g[reg::EDX],
+        g[reg::ECX],
+        g[reg::EAX],
+        0, // trapno
+        0, // err
+        c.eip,
+        u32::from(c.sel[seg::CS]),
+        c.eflags,
+        g[reg::ESP], // esp_at_signal
+        u32::from(c.sel[seg::SS]),
+        fpstate,
+        oldmask,
+        0, // cr2
+    ];
+    let mut b = Vec::with_capacity(SIGCONTEXT_SIZE as usize);
+    for w in words {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    p.aspace.write_bytes(at, &b)
+}
+
+/// Writes the x87/SSE state at `at` (64-byte aligned): the legacy header (control,
+/// status and tag words; magic 0 = FXSR state follows) and the FXSAVE image.
+fn put_fpstate(p: &mut Process, at: u32) -> Result<(), MemFault> {
+    let fx = &p.cpu.fpu.0;
+    let mut hdr = [0u8; 112];
+    hdr[0..2].copy_from_slice(&fx[0..2]); // cw
+    hdr[4..6].copy_from_slice(&fx[2..4]); // sw
+    hdr[8..10].copy_from_slice(&0xffffu16.to_le_bytes()); // tag: all empty (abridged form is in FXSAVE)
+    let img = fx.to_vec();
+    p.aspace.write_bytes(at, &hdr)?;
+    p.aspace.write_bytes(at + 112, &img)
+}
+
+fn build_frame(
+    p: &mut Process,
+    sig: i32,
+    act: &crate::process::SigAction,
+    info: &SigInfo,
+    oldmask: u64,
+) -> Result<(), MemFault> {
+    let mut sp = p.cpu.gpr[reg::ESP];
+    let (ss_sp, ss_size, ss_flags) = p.altstack;
+    let on_alt = ss_flags & SS_DISABLE == 0 && sp.wrapping_sub(ss_sp) < ss_size;
+    if act.flags & SA_ONSTACK != 0 && ss_flags & SS_DISABLE == 0 && !on_alt {
+        sp = ss_sp.wrapping_add(ss_size);
+    }
+    let fpstate = (sp.wrapping_sub(FPSTATE_SIZE)) & !63;
+    put_fpstate(p, fpstate)?;
+    let rt = act.flags & SA_SIGINFO != 0;
+    let size = if rt { RT_FRAME_SIZE } else { FRAME_SIZE };
+    // As Linux: ((sp - size) + 4) is 16-byte aligned, as after a call.
+    let frame = ((fpstate.wrapping_sub(size).wrapping_add(4)) & !15).wrapping_sub(4);
+    let restorer = if act.flags & SA_RESTORER != 0 { act.restorer } else { 0 };
+    if rt {
+        let info_at = frame + 16;
+        let uc = frame + 16 + SIGINFO_SIZE;
+        let retcode = uc + UCONTEXT_SIZE;
+        let pretcode = if restorer != 0 { restorer } else { retcode };
+        for (off, v) in [(0, pretcode), (4, sig as u32), (8, info_at), (12, uc)] {
+            p.aspace.write_u32(frame + off, v)?;
+        }
+        put_siginfo(p, info_at, sig, info)?;
+        // ucontext: uc_flags, uc_link, uc_stack {ss_sp, ss_flags, ss_size}.
+        let stack_flags = if ss_flags & SS_DISABLE != 0 {
+            SS_DISABLE
+        } else if on_alt {
+            SS_ONSTACK
+        } else {
+            0
+        };
+        for (off, v) in [(0, 0), (4, 0), (8, ss_sp), (12, stack_flags), (16, ss_size)] {
+            p.aspace.write_u32(uc + off, v)?;
+        }
+        put_sigcontext(p, uc + 20, fpstate, oldmask as u32)?;
+        p.aspace.write_u64(uc + 20 + SIGCONTEXT_SIZE, oldmask)?;
+        // mov $173, %eax; int $0x80 (only used without SA_RESTORER).
+        p.aspace.write_bytes(retcode, &[0xb8, 173, 0, 0, 0, 0xcd, 0x80, 0])?;
+        p.cpu.gpr[reg::EDX] = info_at;
+        p.cpu.gpr[reg::ECX] = uc;
+    } else {
+        let retcode = frame + FRAME_SIZE - 8;
+        let pretcode = if restorer != 0 { restorer } else { retcode };
+        p.aspace.write_u32(frame, pretcode)?;
+        p.aspace.write_u32(frame + 4, sig as u32)?;
+        put_sigcontext(p, frame + 8, fpstate, oldmask as u32)?;
+        p.aspace.write_u32(frame + FRAME_SIZE - 12, (oldmask >> 32) as u32)?;
+        // pop %eax; mov $119, %eax; int $0x80.
+        p.aspace.write_bytes(retcode, &[0x58, 0xb8, 119, 0, 0, 0, 0xcd, 0x80])?;
+    }
+    p.cpu.gpr[reg::ESP] = frame;
+    p.cpu.gpr[reg::EAX] = sig as u32;
+    p.cpu.eip = act.handler;
+    p.cpu.eflags &= !(flags::DF | flags::TF);
+    Ok(())
+}
+
+/// Loads a segment register from a selector as the `sigreturn` path does: a TLS entry's
+/// base for FS/GS, the flat base otherwise.
+fn load_segment(p: &mut Process, s: usize, sel: u16) {
+    p.cpu.sel[s] = sel;
+    let idx = usize::from(sel >> 3).wrapping_sub(TLS_ENTRY_MIN);
+    p.cpu.seg_base[s] = match p.cpu.tls.get(idx) {
+        Some(t) if (s == seg::FS || s == seg::GS) && t.present => t.base,
+        _ => 0,
+    };
+}
+
+/// Restores registers (and the FPU, if saved) from the `sigcontext` at `sc`.
+fn restore_sigcontext(p: &mut Process, sc: u32) -> Result<(), MemFault> {
+    let mut b = [0u8; SIGCONTEXT_SIZE as usize];
+    p.aspace.read_bytes(sc, &mut b)?;
+    let w = |i: usize| u32::from_le_bytes([b[i * 4], b[i * 4 + 1], b[i * 4 + 2], b[i * 4 + 3]]);
+    load_segment(p, seg::GS, w(0) as u16);
+    load_segment(p, seg::FS, w(1) as u16);
+    let g = &mut p.cpu.gpr;
+    g[reg::EDI] = w(4);
+    g[reg::ESI] = w(5);
+    g[reg::EBP] = w(6);
+    g[reg::ESP] = w(7);
+    g[reg::EBX] = w(8);
+    g[reg::EDX] = w(9);
+    g[reg::ECX] = w(10);
+    g[reg::EAX] = w(11);
+    p.cpu.eip = w(14);
+    let writable = flags::USER_WRITABLE & !flags::NT;
+    p.cpu.eflags = (p.cpu.eflags & !writable) | (w(16) & writable);
+    let fpstate = w(19);
+    if fpstate != 0 {
+        let mut img = [0u8; 512];
+        p.aspace.read_bytes(fpstate + 112, &mut img)?;
+        // MXCSR reserved bits would fault a real FXRSTOR; keep them clear.
+        let mxcsr = u32::from_le_bytes([img[24], img[25], img[26], img[27]]) & 0xffff;
+        img[24..28].copy_from_slice(&mxcsr.to_le_bytes());
+        p.cpu.fpu.0 = img;
+    }
+    Ok(())
+}
+
+fn sys_sigreturn(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    // The restorer popped pretcode (by `ret`) and sig (by `pop %eax`).
+    let frame = p.cpu.gpr[reg::ESP].wrapping_sub(8);
+    let sc = frame + 8;
+    let low = p.aspace.read_u32(sc + 84).map_err(efault);
+    let high = p.aspace.read_u32(frame + FRAME_SIZE - 12).map_err(efault);
+    match (low, high, restore_sigcontext(p, sc)) {
+        (Ok(low), Ok(high), Ok(())) => {
+            p.sigmask = (u64::from(high) << 32 | u64::from(low)) & !UNBLOCKABLE;
+            Err(EJUSTRETURN)
+        }
+        _ => bad_frame(p),
+    }
+}
+
+fn sys_rt_sigreturn(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    // The handler's `ret` popped pretcode.
+    let frame = p.cpu.gpr[reg::ESP].wrapping_sub(4);
+    let uc = frame + 16 + SIGINFO_SIZE;
+    let mask = p.aspace.read_u64(uc + 20 + SIGCONTEXT_SIZE);
+    match (mask, restore_sigcontext(p, uc + 20)) {
+        (Ok(mask), Ok(())) => {
+            p.sigmask = mask & !UNBLOCKABLE;
+            Err(EJUSTRETURN)
+        }
+        _ => bad_frame(p),
+    }
+}
+
+fn bad_frame(p: &mut Process) -> SysResult {
+    eprintln!("morph: pid {} killed by SIGSEGV: bad signal frame at esp {:#010x}", p.pid, p.cpu.gpr[reg::ESP]);
+    p.exit = Some(ExitStatus::Signal(SIGSEGV));
+    Err(EJUSTRETURN)
+}
+
+fn sys_rt_sigaction(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let sig = a[0] as i32;
+    if !(1..=64).contains(&sig) || a[3] != 8 {
+        return Err(EINVAL);
+    }
+    if a[1] != 0 && (sig == SIGKILL || sig == SIGSTOP) {
+        return Err(EINVAL);
+    }
+    let old = p.sigactions[(sig - 1) as usize];
+    if a[1] != 0 {
+        let mut b = [0u8; 20];
+        p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
+        let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let act = crate::process::SigAction {
+            handler: w(0),
+            flags: w(4),
+            restorer: w(8),
+            mask: u64::from(w(12)) | (u64::from(w(16)) << 32),
+        };
+        p.sigactions[(sig - 1) as usize] = act;
+        // Setting SIG_IGN (or SIG_DFL for a signal ignored by default) discards a
+        // pending instance.
+        if act.handler == SIG_IGN || (act.handler == SIG_DFL && default_action(sig) == DefaultAction::Ignore) {
+            p.pending &= !sigbit(sig);
+        }
+    }
+    if a[2] != 0 {
+        let mut b = Vec::with_capacity(20);
+        for v in [old.handler, old.flags, old.restorer, old.mask as u32, (old.mask >> 32) as u32] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        p.aspace.write_bytes(a[2], &b).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+fn sys_rt_sigprocmask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[3] != 8 {
+        return Err(EINVAL);
+    }
+    let old = p.sigmask;
+    if a[1] != 0 {
+        let set = p.aspace.read_u64(a[1]).map_err(efault)?;
+        p.sigmask = match a[0] {
+            0 => old | set,
+            1 => old & !set,
+            2 => set,
+            _ => return Err(EINVAL),
+        } & !UNBLOCKABLE;
+    }
+    if a[2] != 0 {
+        p.aspace.write_u64(a[2], old).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+fn sys_rt_sigpending(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[1] > 8 {
+        return Err(EINVAL);
+    }
+    let set = p.pending & p.sigmask;
+    let b = set.to_le_bytes();
+    p.aspace.write_bytes(a[0], &b[..a[1] as usize]).map_err(efault)?;
+    Ok(0)
+}
+
+/// Waits for a handled signal; always ends with `EINTR` (set by delivery).
+fn wait_for_signal(p: &mut Process) -> SysResult {
+    p.blocked = Some(Blocked { wait: Wait::Signal, deadline: None, restartable: false });
+    Err(ERESTARTSYS)
+}
+
+fn sys_pause(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    wait_for_signal(p)
+}
+
+fn sys_rt_sigsuspend(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[1] != 8 {
+        return Err(EINVAL);
+    }
+    let mask = p.aspace.read_u64(a[0]).map_err(efault)?;
+    if p.saved_mask.is_none() {
+        p.saved_mask = Some(p.sigmask);
+    }
+    p.sigmask = mask & !UNBLOCKABLE;
+    wait_for_signal(p)
+}
+
+fn sys_sigaltstack(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (sp, size, fl) = p.altstack;
+    let on = fl & SS_DISABLE == 0 && p.cpu.gpr[reg::ESP].wrapping_sub(sp) < size;
+    if a[0] != 0 {
+        if on {
+            return Err(EPERM);
+        }
+        let nsp = p.aspace.read_u32(a[0]).map_err(efault)?;
+        let nfl = p.aspace.read_u32(a[0] + 4).map_err(efault)?;
+        let nsize = p.aspace.read_u32(a[0] + 8).map_err(efault)?;
+        p.altstack = match nfl {
+            SS_DISABLE => (0, 0, SS_DISABLE),
+            0 | SS_ONSTACK => {
+                if nsize < 2048 {
+                    return Err(ENOMEM);
+                }
+                (nsp, nsize, 0)
+            }
+            _ => return Err(EINVAL),
+        };
+    }
+    if a[1] != 0 {
+        let f = if fl & SS_DISABLE != 0 {
+            SS_DISABLE
+        } else if on {
+            SS_ONSTACK
+        } else {
+            0
+        };
+        for (off, v) in [(0, sp), (4, f), (8, size)] {
+            p.aspace.write_u32(a[1] + off, v).map_err(efault)?;
+        }
+    }
+    Ok(0)
+}
+
+fn sys_kill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let sig = a[1] as i32;
+    if !(0..=64).contains(&sig) {
+        return Err(EINVAL);
+    }
+    if m.kill(p, a[0] as i32, sig) == 0 { Err(ESRCH) } else { Ok(0) }
+}
+
+fn sys_tkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] as i32 <= 0 {
+        return Err(EINVAL);
+    }
+    sys_kill(m, p, &[a[0], a[1], 0, 0, 0, 0])
+}
+
+fn sys_tgkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
+        return Err(EINVAL);
+    }
+    if a[0] != a[1] {
+        return Err(ESRCH); // one thread per process: tgid == tid
+    }
+    sys_kill(m, p, &[a[1], a[2], 0, 0, 0, 0])
+}
+
+fn sys_alarm(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let now = std::time::Instant::now();
+    let left = p.alarm.map_or(0, |t| {
+        let d = t.saturating_duration_since(now);
+        (d.as_secs() + u64::from(d.subsec_nanos() >= 500_000_000)).max(1) as u32
+    });
+    p.alarm = (a[0] != 0).then(|| now + std::time::Duration::from_secs(u64::from(a[0])));
+    Ok(left)
+}
