@@ -247,6 +247,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "retranslations": e.retranslations,
             "chain_patches": e.chain_patches,
             "jump_cache_hits": e.jump_cache_hits,
+            "foreign_hits": e.foreign_hits,
             "exits_branch": e.exits[0],
             "exits_indirect": e.exits[1],
             "exits_syscall": e.exits[2],
@@ -276,6 +277,9 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "os_ns": os.os_ns,
             "engine_ns": os.engine_ns,
             "processes": os.processes,
+            "execs": os.execs,
+            "idle_ns": os.idle_ns,
+            "unsupported_clones": os.unsupported_clones,
         },
         "memory": {
             "frames_in_use": ph.frames_in_use,
@@ -285,6 +289,8 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "page_cache_lookups": pc.lookups,
             "page_cache_hits": pc.hits,
             "page_cache_fills": pc.fills,
+            "page_cache_files": pc.files,
+            "page_cache_pages": pc.pages,
         }
     })
 }

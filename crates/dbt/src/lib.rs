@@ -129,6 +129,9 @@ pub struct EngineStats {
     /// Indirect branches (returns, indirect calls and jumps) resolved by the jump cache
     /// inside translated code, without a translation-cache lookup.
     pub jump_cache_hits: u64,
+    /// Lookups that hit a translation another process made: translations shared
+    /// across processes (possible under the `virtual` and `physical` keys).
+    pub foreign_hits: u64,
     /// Returns from translated code to the dispatcher, by reason: unchained direct
     /// branch, indirect branch (jump-cache miss), budget, system call, host fault, helper.
     pub exits: [u64; 6],
@@ -149,6 +152,8 @@ struct Translation {
     body: usize,
     sites: Vec<Site>,
     alive: bool,
+    /// The process whose execution made it.
+    owner: u32,
     /// Boxed so their addresses, baked into the translation, never move.
     #[allow(clippy::vec_box)]
     _helpers: Vec<Box<Instruction>>,
@@ -366,6 +371,9 @@ impl Engine {
                 match self.lookup(key, frame) {
                     Some(t) => {
                         self.stats.hits += 1;
+                        if self.trans[t as usize].owner != ctx {
+                            self.stats.foreign_hits += 1;
+                        }
                         Some(t)
                     }
                     None => {
@@ -373,7 +381,7 @@ impl Engine {
                         let count = self.profile.entry(key).or_insert(0);
                         *count += 1;
                         if *count > self.cfg.threshold && !self.untranslatable.contains(&key) {
-                            let t = self.translate(key, eip, frame, mem);
+                            let t = self.translate(key, eip, frame, mem, ctx);
                             if t.is_none() {
                                 self.untranslatable.insert(key);
                             }
@@ -410,7 +418,7 @@ impl Engine {
         }
     }
 
-    fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace) -> Option<u32> {
+    fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
         let t0 = Instant::now();
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
         let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
@@ -459,6 +467,7 @@ impl Engine {
             body: start + tr.body,
             sites: tr.sites,
             alive: true,
+            owner: ctx,
             _helpers: tr.helper_instrs,
         });
         if let Some(old) = self.by_key.insert(key, id) {

@@ -54,6 +54,7 @@ impl Prot {
 
 /// A page-table entry: the frame and the guest's rights on the page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(transparent)]
 pub struct Pte(u64);
 
 impl Pte {
@@ -210,7 +211,7 @@ impl AddressSpace {
         Ok(AddressSpace {
             phys,
             base: base.cast(),
-            pt: vec![Pte::default(); NUM_PAGES].into_boxed_slice(),
+            pt: zeroed_table(),
             vmas: BTreeMap::new(),
             host_maps: 0,
             mmap_base: 0x4000_0000,
@@ -659,35 +660,29 @@ impl AddressSpace {
         let mut child = AddressSpace::new(self.phys.clone())?;
         child.vmas = self.vmas.clone();
         child.mmap_base = self.mmap_base;
-        let mut changed = Vec::new();
-        for i in 0..NUM_PAGES {
-            let mut p = self.pt[i];
-            if !p.present() {
-                continue;
-            }
-            self.phys.retain(p.frame());
-            if p.writable() && !p.shared() && !p.cow() {
-                p.0 |= Pte::COW;
-                self.pt[i] = p;
-                changed.push(i as u32);
-            }
-            child.pt[i] = p;
-        }
-        for i in changed {
-            self.sync_host(i, 1)?;
-        }
-        let (mut i, mut run) = (0u32, 0u32);
-        while (i as usize) < NUM_PAGES {
-            if child.pt[i as usize].present() {
-                run = i;
-                while (i as usize) < NUM_PAGES && child.pt[i as usize].present() {
-                    i += 1;
+        // Every present page lies in a VMA: walk those, not the whole 4 GiB table.
+        let ranges: Vec<(u32, u32)> =
+            self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+        for &(first, end) in &ranges {
+            let mut changed = false;
+            for i in first as usize..end as usize {
+                let mut p = self.pt[i];
+                if !p.present() {
+                    continue;
                 }
-                child.sync_host(run, i - run)?;
+                self.phys.retain(p.frame());
+                if p.writable() && !p.shared() && !p.cow() {
+                    p.0 |= Pte::COW;
+                    self.pt[i] = p;
+                    changed = true;
+                }
+                child.pt[i] = p;
             }
-            i += 1;
+            if changed {
+                self.sync_host(first, end - first)?;
+            }
+            child.sync_host(first, end - first)?;
         }
-        let _ = run;
         Ok(child)
     }
 
@@ -892,10 +887,11 @@ impl Drop for AddressSpace {
         for v in self.vmas.values() {
             let _ = self.write_back_vma(v, v.start, v.end);
         }
-        for i in 0..NUM_PAGES {
-            let p = self.pt[i];
-            if p.present() {
-                self.phys.release(p.frame());
+        for v in self.vmas.values() {
+            for p in &self.pt[(v.start >> PAGE_SHIFT) as usize..(v.end >> PAGE_SHIFT) as usize] {
+                if p.present() {
+                    self.phys.release(p.frame());
+                }
             }
         }
         // SAFETY: unmapping our own reservation; no reference into it outlives self.
@@ -903,6 +899,17 @@ impl Drop for AddressSpace {
             libc::munmap(self.base.cast(), WINDOW);
         }
     }
+}
+
+/// A page table of `NUM_PAGES` empty entries, allocated zeroed so that the host
+/// supplies its pages lazily (a new process touches a few of its 8 MiB).
+fn zeroed_table() -> Box<[Pte]> {
+    let v = std::mem::ManuallyDrop::new(vec![0u64; NUM_PAGES]);
+    let (ptr, len, cap) = (v.as_ptr().cast_mut(), v.len(), v.capacity());
+    // SAFETY: `Pte` is `repr(transparent)` over `u64`, so the allocation has the right
+    // size and alignment for `Pte`s, and the zero value is `Pte::default()`; ownership
+    // moves from the forgotten `Vec`.
+    unsafe { Vec::from_raw_parts(ptr.cast::<Pte>(), len, cap) }.into_boxed_slice()
 }
 
 /// Whether `file` is open for reading and writing.
