@@ -22,10 +22,11 @@
 //!
 //! The engine sees memory only through an [`AddressSpace`] and never calls the OS.
 
+mod clock;
 mod runtime;
 pub mod translate;
 
-use std::time::Instant;
+use clock::Clock;
 
 use dynasmrt::{AssemblyOffset, DynasmApi};
 use iced_x86::{Decoder, DecoderOptions, Instruction};
@@ -190,6 +191,8 @@ pub struct Engine {
     state: Box<JitState>,
     fault_map: Box<FaultMap>,
     stats: EngineStats,
+    clock: Clock,
+    ticks: clock::Ticks,
     epoch: u64,
     /// Host address of the code buffer (it moves only when code is committed or
     /// patched, which happens only in the dispatcher).
@@ -225,6 +228,8 @@ impl Engine {
             state: Box::default(),
             fault_map: Box::default(),
             stats: EngineStats::default(),
+            clock: Clock::new(),
+            ticks: clock::Ticks::default(),
             epoch: 0,
             code_base: 0,
             jc: vec![JcEntry::EMPTY; JC_ENTRIES].into_boxed_slice(),
@@ -276,6 +281,10 @@ impl Engine {
         s.interp_instructions = self.interp.stats.instructions;
         s.blocks = self.trans.iter().filter(|t| t.alive).count() as u64;
         s.host_bytes = self.asm.offset().0 as u64;
+        let ns = self.clock.ns_per_tick();
+        s.interp_ns = (self.ticks.interp as f64 * ns) as u64;
+        s.translate_ns = (self.ticks.translate as f64 * ns) as u64;
+        s.exec_ns = (self.ticks.exec as f64 * ns) as u64;
         s
     }
 
@@ -349,9 +358,9 @@ impl Engine {
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
     pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
         if !self.cfg.translate {
-            let t0 = Instant::now();
+            let t0 = Clock::ticks();
             let e = self.interp.run(cpu, mem, budget);
-            self.stats.interp_ns += t0.elapsed().as_nanos() as u64;
+            self.ticks.interp += Clock::ticks() - t0;
             return e;
         }
         let start = cpu.icount;
@@ -406,9 +415,9 @@ impl Engine {
                     self.execute(t, cpu, mem, budget - used)
                 }
                 None => {
-                    let t0 = Instant::now();
+                    let t0 = Clock::ticks();
                     let r = self.interp.run_block(cpu, mem);
-                    self.stats.interp_ns += t0.elapsed().as_nanos() as u64;
+                    self.ticks.interp += Clock::ticks() - t0;
                     r
                 }
             };
@@ -419,14 +428,14 @@ impl Engine {
     }
 
     fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
-        let t0 = Instant::now();
+        let t0 = Clock::ticks();
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
         let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
         let mut bytes = vec![0u8; len as usize];
         mem.read_bytes(eip, &mut bytes).ok()?;
         let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
         let Some(tr) = tr else {
-            self.stats.translate_ns += t0.elapsed().as_nanos() as u64;
+            self.ticks.translate += Clock::ticks() - t0;
             return None;
         };
         if self.asm.offset().0 + tr.code.len() > FLUSH_BYTES {
@@ -475,7 +484,7 @@ impl Engine {
         }
         self.by_frame.entry(frame).or_default().push(id);
         mem.mark_code(eip);
-        self.stats.translate_ns += t0.elapsed().as_nanos() as u64;
+        self.ticks.translate += Clock::ticks() - t0;
         Some(id)
     }
 
@@ -492,7 +501,7 @@ impl Engine {
 
     /// Runs translation `t`; returns `Err` for exits the caller must see.
     fn execute(&mut self, t: u32, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
-        let t0 = Instant::now();
+        let t0 = Clock::ticks();
         let mut hctx = HelperCtx {
             cpu: cpu as *mut Cpu,
             mem: mem as *mut AddressSpace,
@@ -545,7 +554,7 @@ impl Engine {
         cpu.icount += st.icount;
         self.stats.translated_instructions += st.icount;
         self.stats.jump_cache_hits += st.jc_hits;
-        self.stats.exec_ns += t0.elapsed().as_nanos() as u64;
+        self.ticks.exec += Clock::ticks() - t0;
         if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
             *n += 1;
         }
