@@ -23,12 +23,13 @@
 //! The engine sees memory only through an [`AddressSpace`] and never calls the OS.
 
 mod clock;
+mod code;
 mod runtime;
 pub mod translate;
 
 use clock::Clock;
 
-use dynasmrt::{AssemblyOffset, DynasmApi};
+use code::CodeBuffer;
 use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::seg;
 use morph_cpu::{Cpu, Exit, Interp};
@@ -176,7 +177,7 @@ const FLUSH_BYTES: usize = 256 << 20;
 pub struct Engine {
     cfg: EngineConfig,
     interp: Interp,
-    asm: dynasmrt::x64::Assembler,
+    code: CodeBuffer,
     enter_off: usize,
     exit_common_off: usize,
     exit_nosave_off: usize,
@@ -215,7 +216,7 @@ impl Engine {
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
-            asm: dynasmrt::x64::Assembler::new().expect("code buffer"),
+            code: CodeBuffer::new(FLUSH_BYTES).expect("a code buffer (memfd + two mappings)"),
             enter_off: 0,
             exit_common_off: 0,
             exit_nosave_off: 0,
@@ -241,13 +242,14 @@ impl Engine {
     }
 
     fn emit_runtime(&mut self) {
-        self.enter_off = self.asm.offset().0;
-        self.asm.extend(runtime::enter_trampoline());
-        self.exit_common_off = self.asm.offset().0;
-        self.asm.extend(runtime::exit_common());
-        self.exit_nosave_off = self.asm.offset().0;
-        self.asm.extend(runtime::exit_nosave());
-        self.asm.commit().expect("commit runtime");
+        let fits = |c: &mut CodeBuffer, bytes: Vec<u8>| {
+            let at = c.offset();
+            assert!(c.extend(&bytes), "the runtime fits in an empty code buffer");
+            at
+        };
+        self.enter_off = fits(&mut self.code, runtime::enter_trampoline());
+        self.exit_common_off = fits(&mut self.code, runtime::exit_common());
+        self.exit_nosave_off = fits(&mut self.code, runtime::exit_nosave());
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
     }
@@ -257,17 +259,12 @@ impl Engine {
         self.jc.fill(JcEntry::EMPTY);
     }
 
-    /// Re-reads where the code buffer is, after a commit or patch may have moved it.
+    /// Records where the code is for the fault handler (the buffer never moves; only
+    /// its length grows).
     fn refresh_code_base(&mut self) {
-        let reader = self.asm.reader();
-        let buf = reader.lock();
-        let base = buf.ptr(AssemblyOffset(0)) as usize;
-        if base != self.code_base {
-            self.jc.fill(JcEntry::EMPTY);
-        }
-        self.code_base = base;
+        self.code_base = self.code.base();
         self.fault_map.code_base = self.code_base;
-        self.fault_map.code_len = buf.len();
+        self.fault_map.code_len = self.code.offset();
     }
 
     /// The configuration.
@@ -280,7 +277,7 @@ impl Engine {
         let mut s = self.stats;
         s.interp_instructions = self.interp.stats.instructions;
         s.blocks = self.trans.iter().filter(|t| t.alive).count() as u64;
-        s.host_bytes = self.asm.offset().0 as u64;
+        s.host_bytes = self.code.offset() as u64;
         let ns = self.clock.ns_per_tick();
         s.interp_ns = (self.ticks.interp as f64 * ns) as u64;
         s.translate_ns = (self.ticks.translate as f64 * ns) as u64;
@@ -438,10 +435,10 @@ impl Engine {
             self.ticks.translate += Clock::ticks() - t0;
             return None;
         };
-        if self.asm.offset().0 + tr.code.len() > FLUSH_BYTES {
+        if self.code.offset() + tr.code.len() > self.code.capacity() {
             self.flush();
         }
-        let start = self.asm.offset().0;
+        let start = self.code.offset();
         let mut code = tr.code;
         for &(field, to) in &tr.fixups {
             let target = match to {
@@ -451,8 +448,7 @@ impl Engine {
             let rel = (target as i64 - (start + field + 4) as i64) as i32;
             code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
         }
-        self.asm.extend(code.iter().copied());
-        if self.asm.commit().is_err() {
+        if !self.code.extend(&code) {
             return None;
         }
         self.refresh_code_base();
@@ -490,7 +486,7 @@ impl Engine {
 
     fn flush(&mut self) {
         self.flush_jump_cache();
-        self.asm = dynasmrt::x64::Assembler::new().expect("code buffer");
+        self.code.clear();
         self.trans.clear();
         self.by_key.clear();
         self.by_frame.clear();
@@ -618,14 +614,9 @@ impl Engine {
         let field = f.start + s.rel;
         let dest = self.trans[to as usize].start; // the chain entry (budget check)
         let rel = (dest as i64 - (field as i64 + 4)) as i32;
-        let ok = self.asm.alter(|m| {
-            m.goto(AssemblyOffset(field));
-            m.extend(rel.to_le_bytes());
-        });
-        if ok.is_ok() {
+        if self.code.patch(field, &rel.to_le_bytes()) {
             self.stats.chain_patches += 1;
         }
-        self.refresh_code_base();
     }
 }
 
