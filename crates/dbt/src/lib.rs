@@ -201,7 +201,8 @@ pub struct Engine {
     /// The jump cache (VA → host entry) of the current address space.
     jc: Box<[JcEntry]>,
     /// What the jump cache is valid for: the window and its mapping generation.
-    jc_tag: (usize, u64),
+    /// Which address space, at which mapping generation, the jump cache is valid for.
+    jc_tag: (u64, u64),
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
@@ -402,7 +403,7 @@ impl Engine {
             };
             let r = match t {
                 Some(t) => {
-                    let tag = (mem.host_base() as usize, mem.host_maps);
+                    let tag = (mem.id(), mem.host_maps);
                     if tag != self.jc_tag {
                         self.flush_jump_cache();
                         self.jc_tag = tag;

@@ -183,8 +183,12 @@ pub struct AddressSpace {
     base: *mut u8,
     pt: Box<[Pte]>,
     vmas: BTreeMap<u32, Vma>,
-    /// Host mmap calls made for this address space (a cost worth counting).
+    /// Host mmap calls made for this address space (a cost worth counting); also a
+    /// generation number of its mappings.
     pub host_maps: u64,
+    /// Unique among every address space this host process ever made (host addresses of
+    /// windows are reused after one is freed; this is not).
+    id: u64,
     mmap_base: u32,
 }
 
@@ -214,8 +218,17 @@ impl AddressSpace {
             pt: zeroed_table(),
             vmas: BTreeMap::new(),
             host_maps: 0,
+            id: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
             mmap_base: 0x4000_0000,
         })
+    }
+
+    /// This address space's unique number.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Top of the top-down mmap area (set by the loader from the layout).
