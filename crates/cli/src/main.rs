@@ -9,6 +9,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use morph_os::layout::{Aslr, Kernel};
 use morph_os::{Config, ExitStatus, Machine};
 
+mod exp;
+
 /// Exit status for morph's own usage and load errors.
 const EXIT_MORPH: u8 = 125;
 
@@ -27,6 +29,9 @@ struct Cli {
 enum Cmd {
     /// Run a 32-bit Linux program.
     Run(RunArgs),
+    /// Experiments: the 2005 randomize_va_space slowdown reproduced (`seed`), sweeps.
+    #[command(subcommand)]
+    Exp(exp::ExpCmd),
     /// Assemble (on first use) or locate the Debian i386 sysroot; prints its path.
     Sysroot {
         /// Cache directory (default: $MORPH_CACHE, $XDG_CACHE_HOME/morph or ~/.cache/morph).
@@ -123,6 +128,19 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_MORPH)
             }
         },
+        Cmd::Exp(e) => {
+            let r = match e {
+                exp::ExpCmd::Seed(a) => exp::seed(a),
+                exp::ExpCmd::Sweep(a) => exp::sweep(a),
+            };
+            match r {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("morph: {e:#}");
+                    ExitCode::from(EXIT_MORPH)
+                }
+            }
+        }
         Cmd::Sysroot { cache, packages } => match sysroot(cache, packages) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
