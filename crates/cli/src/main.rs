@@ -106,6 +106,9 @@ struct RunArgs {
     /// Wall-clock limit in seconds.
     #[arg(long)]
     timeout: Option<f64>,
+    /// Most guest processes alive at once (fork then fails with EAGAIN).
+    #[arg(long, default_value_t = morph_os::DEFAULT_MAX_PROCS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_procs: u64,
     /// The program (a guest path) and its arguments.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     program: Vec<String>,
@@ -200,6 +203,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         strace: a.strace,
         max_mem: a.max_mem << 20,
         timeout: a.timeout.map(Duration::from_secs_f64),
+        max_procs: a.max_procs as usize,
         engine,
         ..Config::default()
     };

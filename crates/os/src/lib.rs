@@ -11,8 +11,9 @@ pub mod linux;
 pub mod loader;
 mod machine;
 pub mod process;
+pub mod special;
 pub mod syscall;
 pub mod vfs;
 
-pub use machine::{Config, FIRST_PID, Machine, OsStats, RunError};
+pub use machine::{Config, DEFAULT_MAX_PROCS, FIRST_PID, Machine, OsStats, RunError};
 pub use process::ExitStatus;

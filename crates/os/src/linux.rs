@@ -79,6 +79,7 @@ pub const MAP_FIXED_NOREPLACE: u32 = 0x10_0000;
 
 // open flags (i386 == generic).
 pub const O_ACCMODE: u32 = 3;
+pub const O_RDONLY: u32 = 0;
 pub const O_CREAT: u32 = 0o100;
 pub const O_EXCL: u32 = 0o200;
 pub const O_NOCTTY: u32 = 0o400;
@@ -149,6 +150,33 @@ pub fn stat64_bytes(st: &libc::stat) -> [u8; 96] {
     put(80, &(st.st_ctime as u32).to_le_bytes());
     put(84, &(st.st_ctime_nsec as u32).to_le_bytes());
     put(88, &st.st_ino.to_le_bytes());
+    b
+}
+
+/// `struct statx` (256 bytes, the same on every architecture) of a `stat`, with the
+/// basic fields (`STATX_BASIC_STATS`).
+pub fn statx_bytes(st: &libc::stat) -> [u8; 256] {
+    let mut b = [0u8; 256];
+    let mut put = |off: usize, v: &[u8]| b[off..off + v.len()].copy_from_slice(v);
+    put(0, &0x7ffu32.to_le_bytes());
+    put(4, &(st.st_blksize as u32).to_le_bytes());
+    put(16, &(st.st_nlink as u32).to_le_bytes());
+    put(20, &st.st_uid.to_le_bytes());
+    put(24, &st.st_gid.to_le_bytes());
+    put(28, &(st.st_mode as u16).to_le_bytes());
+    put(32, &st.st_ino.to_le_bytes());
+    put(40, &st.st_size.to_le_bytes());
+    put(48, &st.st_blocks.to_le_bytes());
+    for (off, sec, nsec) in
+        [(64, st.st_atime, st.st_atime_nsec), (96, st.st_ctime, st.st_ctime_nsec), (112, st.st_mtime, st.st_mtime_nsec)]
+    {
+        put(off, &sec.to_le_bytes());
+        put(off + 8, &(nsec as u32).to_le_bytes());
+    }
+    put(128, &libc::major(st.st_rdev).to_le_bytes());
+    put(132, &libc::minor(st.st_rdev).to_le_bytes());
+    put(136, &libc::major(st.st_dev).to_le_bytes());
+    put(140, &libc::minor(st.st_dev).to_le_bytes());
     b
 }
 

@@ -81,10 +81,14 @@ pub struct Image {
     pub interp: Option<String>,
     /// Load bias of the interpreter (`AT_BASE`).
     pub interp_base: u32,
+    /// The program's canonical guest path (`/proc/self/exe`).
+    pub exe: String,
 }
 
 struct Elf {
     path: String,
+    /// The name its mappings show in `/proc/<pid>/maps`: the canonical guest path.
+    name: String,
     file: File,
     id: FileId,
     kind: u16,
@@ -199,7 +203,7 @@ fn parse(path: &str, mut file: File) -> Result<Elf, LoadError> {
         return Err(malformed("no loadable segment"));
     }
     let id = FileId::of(&file).map_err(io)?;
-    Ok(Elf { path: path.into(), file, id, kind, entry, phoff, phnum, phdrs })
+    Ok(Elf { path: path.into(), name: path.into(), file, id, kind, entry, phoff, phnum, phdrs })
 }
 
 fn read_full(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -240,7 +244,7 @@ fn map_segments(elf: &Elf, aspace: &mut AddressSpace, cache: &mut PageCache, bia
         let mem_end = va + p.memsz;
         if p.filesz > 0 {
             aspace
-                .map_file(cache, page, file_end - page, prot, false, &elf.file, elf.id, off, &elf.path)
+                .map_file(cache, page, file_end - page, prot, false, &elf.file, elf.id, off, &elf.name)
                 .map_err(|_| nomem())?;
         }
         // bss: zero the rest of the last file page, then map anonymous pages.
@@ -283,6 +287,8 @@ pub struct LoadArgs<'a> {
     pub layout: Layout,
     /// Opens guest paths (inside the root).
     pub open: &'a Opener<'a>,
+    /// The canonical guest path of an opened file, if it has one.
+    pub name_of: &'a dyn Fn(&File) -> Option<String>,
     /// Real/effective uid and gid.
     pub ids: [u32; 4],
 }
@@ -301,7 +307,14 @@ pub fn load(
             errno,
         })
     };
-    let elf = parse(args.path, open(args.path)?)?;
+    let parse_named = |path: &str| -> Result<Elf, LoadError> {
+        let mut elf = parse(path, open(path)?)?;
+        if let Some(name) = (args.name_of)(&elf.file) {
+            elf.name = name;
+        }
+        Ok(elf)
+    };
+    let elf = parse_named(args.path)?;
     let layout = args.layout;
     let (lo, hi) = span(&elf);
     let bias = if elf.kind == ET_DYN { layout.exec_base.wrapping_sub(lo) } else { 0 };
@@ -326,7 +339,7 @@ pub fn load(
             errno: EIO,
         })?;
         let name = String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
-        let ld = parse(&name, open(&name)?)?;
+        let ld = parse_named(&name)?;
         if ld.kind != ET_DYN {
             return Err(LoadError::Malformed { path: name, why: "interpreter is not ET_DYN".into() });
         }
@@ -366,7 +379,7 @@ pub fn load(
         (AT_SECURE, 0),
     ];
     let sp = build_stack(aspace, args, &layout, &auxv_base, rng).map_err(|_| LoadError::NoMemory(elf.path.clone()))?;
-    Ok(Image { entry, prog_entry: bias.wrapping_add(elf.entry), sp, brk, interp, interp_base })
+    Ok(Image { entry, prog_entry: bias.wrapping_add(elf.entry), sp, brk, interp, interp_base, exe: elf.name })
 }
 
 /// Builds the initial stack; returns the initial ESP (pointing at argc).

@@ -23,6 +23,9 @@ use crate::process::{ExitStatus, FdEntry, FdTable, Pid, Process, SigAction, SigI
 use crate::syscall;
 use crate::vfs::Vfs;
 
+/// Default of [`Config::max_procs`].
+pub const DEFAULT_MAX_PROCS: usize = 256;
+
 /// Machine configuration.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -42,7 +45,8 @@ pub struct Config {
     pub timeout: Option<Duration>,
     /// Guest instructions per time slice.
     pub slice: u64,
-    /// Most guest processes alive at once (`fork` fails with `EAGAIN` beyond).
+    /// Most guest processes alive at once, the caller included (`fork` fails with
+    /// `EAGAIN` beyond, as with `RLIMIT_NPROC`).
     pub max_procs: usize,
     /// The execution engine: interpreter only, or translation with a key policy.
     pub engine: EngineConfig,
@@ -59,7 +63,7 @@ impl Default for Config {
             max_mem: 4 << 30,
             timeout: None,
             slice: 1 << 20,
-            max_procs: 256,
+            max_procs: DEFAULT_MAX_PROCS,
             engine: EngineConfig::default(),
         }
     }
@@ -177,7 +181,8 @@ impl Machine {
         let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
         let vfs = &self.vfs;
         let open = |p: &str| vfs.open(cwd, p.as_bytes(), libc::O_RDONLY, 0);
-        let args = LoadArgs { path, argv, envp, layout, open: &open, ids: ids() };
+        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
+        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
         let img = loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?;
         aspace.set_mmap_base(layout.mmap_base);
         Ok((aspace, img))
@@ -217,7 +222,7 @@ impl Machine {
             aspace,
             fds,
             cwd: cwd.to_string(),
-            exe: path.to_string(),
+            exe: img.exe.clone(),
             brk_start: img.brk,
             brk: img.brk,
             sigactions: [SigAction::default(); 64],
@@ -237,6 +242,8 @@ impl Machine {
             alarm: None,
             exit_signal: SIGCHLD,
             start_icount: 0,
+            child_icount: 0,
+            cmdline: crate::process::cmdline_of(argv),
         };
         self.stats.processes += 1;
         self.procs.insert(pid, p);
@@ -424,7 +431,8 @@ impl Machine {
             keep = false;
         }
         if keep {
-            self.zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status });
+            let icount = p.cpu.icount - p.start_icount + p.child_icount;
+            self.zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status, icount });
         }
     }
 
@@ -482,6 +490,22 @@ impl Machine {
             FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
             FaultKind::Fpu => (SIGFPE, FPE_FLTINV, f.eip, "x87 floating-point exception".to_string()),
         };
+        if let FaultKind::Page(m) = &f.kind
+            && m.write
+            && m.kind == MemFaultKind::Protection
+            && p.aspace.pte(m.addr).writable()
+        {
+            // A write the page allows failed: its private copy could not be made. Linux's
+            // OOM killer would end the process with SIGKILL; so does morph, saying why.
+            eprintln!(
+                "morph: pid {} killed by SIGKILL: out of guest memory (--max-mem {} MiB) at eip {:#010x}",
+                p.pid,
+                self.cfg.max_mem >> 20,
+                f.eip
+            );
+            p.exit = Some(ExitStatus::Signal(SIGKILL));
+            return;
+        }
         let act = p.sigactions[(sig - 1) as usize];
         let blocked = p.sigmask & (1 << (sig - 1)) != 0;
         if act.handler > SIG_IGN && !blocked {

@@ -32,13 +32,23 @@ impl ExitStatus {
 }
 
 /// What kind of object an open file description is, where morph must treat it
-/// specially.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// specially (see [`crate::special`]).
+#[derive(Debug)]
 pub enum FileKind {
     /// An ordinary host descriptor.
     Host,
-    /// `/dev/urandom` or `/dev/random`: bytes come from the machine's seeded RNG.
-    Random,
+    /// A host device served by name (`/dev/null`, ...): used as it is, but its mode and
+    /// times are the host's and cannot be changed.
+    Device(&'static str),
+    /// `/dev/urandom` or `/dev/random` (the name): reads come from the machine's seeded
+    /// RNG; the host descriptor is the host's device, for everything else.
+    Random(&'static str),
+    /// A `/proc` file: text made at its first read, held in a memfd the descriptor
+    /// reads.
+    Snapshot(crate::special::Snapshot),
+    /// A directory of morph's own (`/dev`, `/proc`, ...): listed by morph; the host
+    /// descriptor is an empty memfd.
+    Dir(crate::special::DirState),
 }
 
 /// An open file description: a host descriptor plus the state the guest sees on it.
@@ -254,6 +264,10 @@ pub struct Process {
     pub exit_signal: i32,
     /// Guest instructions at the start of the current run, for the `times` accounting.
     pub start_icount: u64,
+    /// Guest instructions of the children waited for (and theirs), for `times`.
+    pub child_icount: u64,
+    /// The arguments of the last exec, each NUL-terminated (`/proc/<pid>/cmdline`).
+    pub cmdline: Vec<u8>,
 }
 
 /// What a blocked process waits for.
@@ -305,6 +319,18 @@ pub struct Zombie {
     pub pgid: Pid,
     /// How it ended.
     pub status: ExitStatus,
+    /// Guest instructions it and its waited-for children ran (for the parent's `times`).
+    pub icount: u64,
+}
+
+/// `argv` as `/proc/<pid>/cmdline` shows it: each argument NUL-terminated.
+pub fn cmdline_of(argv: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for a in argv {
+        v.extend_from_slice(a);
+        v.push(0);
+    }
+    v
 }
 
 impl ExitStatus {

@@ -7,6 +7,12 @@
 //! the process's current directory (a guest path) first.
 //!
 //! Without `--root`, the root is the host's `/`.
+//!
+//! `/dev` and `/proc` are morph's own (see [`crate::special`]): the system-call layer
+//! answers paths under them before they reach here, and this module refuses any that
+//! still do, so the host's devices and process information never show through, not
+//! even when the root is the host's `/` (where a symbolic link could lead into them:
+//! then every open checks where it landed).
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -26,6 +32,9 @@ pub fn host_errno() -> Errno {
 pub struct Vfs {
     root: OwnedFd,
     root_path: PathBuf,
+    /// The root's `dev` or `proc` is a mount point (the host's own, as when the root is
+    /// `/`): opens must check that they did not end up inside one.
+    mounted_special: bool,
 }
 
 impl Vfs {
@@ -38,8 +47,12 @@ impl Vfs {
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        let dev = |p: &Path| std::fs::metadata(p).ok().map(|m| std::os::unix::fs::MetadataExt::dev(&m));
+        let root_dev = dev(&root_path);
+        let mounted_special =
+            [root_path.join("dev"), root_path.join("proc")].iter().any(|d| dev(d).is_some_and(|d| Some(d) != root_dev));
         // SAFETY: a fresh descriptor we own.
-        Ok(Vfs { root: unsafe { OwnedFd::from_raw_fd(fd) }, root_path })
+        Ok(Vfs { root: unsafe { OwnedFd::from_raw_fd(fd) }, root_path, mounted_special })
     }
 
     /// The host directory that is the guest's `/`.
@@ -61,10 +74,50 @@ impl Vfs {
         }
     }
 
+    /// The absolute guest path `path` names from `cwd`, with `.`, `..` and repeated
+    /// slashes removed lexically (`..` at `/` stays at `/`); the flag says whether the
+    /// path ended in a slash (then it must name a directory).
+    pub fn normalize(cwd: &str, path: &[u8]) -> (Vec<u8>, bool) {
+        let abs = Self::absolute(cwd, path);
+        let mut parts: Vec<&[u8]> = Vec::new();
+        for c in abs.split(|&b| b == b'/') {
+            match c {
+                b"" | b"." => {}
+                b".." => {
+                    parts.pop();
+                }
+                c => parts.push(c),
+            }
+        }
+        let mut out = Vec::with_capacity(abs.len());
+        for c in &parts {
+            out.push(b'/');
+            out.extend_from_slice(c);
+        }
+        if out.is_empty() {
+            out.push(b'/');
+        }
+        let dir = abs.ends_with(b"/") || abs.ends_with(b"/.") || abs.ends_with(b"/..");
+        (out, dir && !parts.is_empty())
+    }
+
+    /// True if the normalized absolute guest path is `/dev`, `/proc` or below them:
+    /// morph's own trees, never the root's.
+    pub fn is_special(norm: &[u8]) -> bool {
+        [&b"/dev"[..], b"/proc"]
+            .iter()
+            .any(|top| norm.strip_prefix(*top).is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/')))
+    }
+
     /// Opens a guest path with host `open` flags and mode, resolved inside the root.
+    /// Paths in `/dev` and `/proc` are not found here (the system-call layer serves
+    /// them, see [`crate::special`]).
     pub fn open(&self, cwd: &str, path: &[u8], flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
         if path.is_empty() {
             return Err(linux::ENOENT);
+        }
+        if Self::is_special(&Self::normalize(cwd, path).0) {
+            return Err(if flags & libc::O_CREAT != 0 { linux::EACCES } else { linux::ENOENT });
         }
         let abs = Self::absolute(cwd, path);
         let c = CString::new(abs).map_err(|_| linux::EINVAL)?;
@@ -87,7 +140,11 @@ impl Vfs {
             return Err(host_errno());
         }
         // SAFETY: a fresh descriptor we own.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(g.as_bytes())) {
+            return Err(linux::ENOENT); // a link led into the host's own /dev or /proc
+        }
+        Ok(fd)
     }
 
     /// Opens the *parent directory* of a guest path (resolved inside the root) and
@@ -105,6 +162,9 @@ impl Vfs {
             }
             t
         };
+        if Self::is_special(&Self::normalize("/", trimmed).0) {
+            return Err(linux::EACCES); // morph's /dev and /proc take no new names
+        }
         let cut = trimmed.iter().rposition(|&b| b == b'/').unwrap_or(0);
         let (dir, name) = (&trimmed[..cut.max(1)], &trimmed[cut + 1..]);
         let name: &[u8] = if name.is_empty() { b"." } else { name };
@@ -113,9 +173,28 @@ impl Vfs {
     }
 
     /// The guest path of an open directory (for `getcwd` after `chdir`).
-    pub fn guest_path_of(&self, fd: &OwnedFd) -> Result<String, Errno> {
+    pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<String, Errno> {
         let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;
         let rel = host.strip_prefix(&self.root_path).map_err(|_| linux::ENOENT)?;
         Ok(format!("/{}", rel.to_string_lossy()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_is_lexical() {
+        let n = |cwd: &str, p: &str| {
+            let (v, d) = Vfs::normalize(cwd, p.as_bytes());
+            (String::from_utf8(v).unwrap(), d)
+        };
+        assert_eq!(n("/tmp", "../dev//null"), ("/dev/null".into(), false));
+        assert_eq!(n("/", "../../proc/self/"), ("/proc/self".into(), true));
+        assert_eq!(n("/a/b", "./c/."), ("/a/b/c".into(), true));
+        assert_eq!(n("/", ".."), ("/".into(), false));
+        assert!(Vfs::is_special(b"/dev") && Vfs::is_special(b"/proc/1/maps"));
+        assert!(!Vfs::is_special(b"/devices") && !Vfs::is_special(b"/") && !Vfs::is_special(b"/procfs/x"));
     }
 }

@@ -83,13 +83,22 @@ pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResul
     }
 }
 
-/// Reads from a descriptor morph serves itself (`/dev/urandom`): fills `bufs` and
-/// returns the count, or `None` for an ordinary descriptor.
-pub(crate) fn read_special(m: &mut Machine, p: &Process, fd: u32, bufs: &[libc::iovec]) -> Option<u32> {
+/// Reads from a descriptor morph serves itself (`/dev/urandom`, a directory of its
+/// own): fills `bufs` and returns the result, or `None` for an ordinary descriptor.
+pub(crate) fn read_special(m: &mut Machine, p: &Process, fd: u32, bufs: &[libc::iovec]) -> Option<SysResult> {
     let e = p.fds.get(fd)?;
-    match e.host.kind {
-        FileKind::Host => None,
-        FileKind::Random => {
+    match &e.host.kind {
+        FileKind::Host | FileKind::Device(_) => None,
+        FileKind::Snapshot(s) => {
+            s.fill(m, p);
+            None
+        }
+        FileKind::Dir(_) => Some(Err(EISDIR)),
+        FileKind::Random(_) => {
+            // SAFETY: F_GETFL on a descriptor we hold.
+            if unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE == libc::O_WRONLY {
+                return Some(Err(EBADF));
+            }
             let mut n = 0usize;
             for b in bufs {
                 // SAFETY: each iovec points into checked, writable guest memory.
@@ -97,7 +106,7 @@ pub(crate) fn read_special(m: &mut Machine, p: &Process, fd: u32, bufs: &[libc::
                 m.rng.fill_bytes(s);
                 n += b.iov_len;
             }
-            Some(n as u32)
+            Some(Ok(n as u32))
         }
     }
 }

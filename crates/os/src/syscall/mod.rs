@@ -17,11 +17,18 @@ use rand::Rng;
 use crate::layout::MMAP_MIN_ADDR;
 use crate::linux::*;
 use crate::machine::Machine;
-use crate::process::{ExitStatus, FdEntry, Process};
+use crate::process::{ExitStatus, FdEntry, FileKind, OpenFile, Process};
+use crate::special::{self, Node, Object, Resolved};
 use crate::vfs::{Errno, host_errno};
 
 /// A handler's result: the return value or a (positive) errno.
 pub type SysResult = Result<u32, Errno>;
+
+/// Guest instructions per clock tick, for `times`, `getrusage` and `/proc/<pid>/stat`:
+/// a 533 MHz TM5600 retiring one instruction per cycle, at 100 ticks a second
+/// (`AT_CLKTCK`). CPU times are counted in guest instructions, not host time, so a run
+/// reports the same times whatever the engine or the host did.
+pub const INSNS_PER_TICK: u64 = 5_330_000;
 
 type Handler = fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult;
 
@@ -71,6 +78,7 @@ table! {
     15 chmod "so" sys_chmod;
     19 lseek "fdd" sys_lseek;
     24 getuid "" |_, _, _| Ok(ids()[0]);
+    30 utime "sp" sys_utime;
     33 access "so" sys_access;
     38 rename "ss" sys_rename;
     39 mkdir "so" sys_mkdir;
@@ -90,13 +98,17 @@ table! {
     90 mmap "p" sys_old_mmap;
     91 munmap "xu" sys_munmap;
     94 fchmod "fo" sys_fchmod;
+    99 statfs "sp" sys_statfs;
+    100 fstatfs "fp" sys_fstatfs;
     106 stat "sp" sys_stat;
     107 lstat "sp" sys_lstat;
     108 fstat "fp" sys_fstat;
     116 sysinfo "p" sys_sysinfo;
     122 uname "p" sys_uname;
     125 mprotect "xux" sys_mprotect;
+    133 fchdir "f" sys_fchdir;
     140 _llseek "fxxpd" sys_llseek;
+    141 getdents "fpu" sys_getdents;
     144 msync "xux" sys_msync;
     145 readv "fpu" sys_readv;
     146 writev "fpu" sys_writev;
@@ -117,23 +129,36 @@ table! {
     202 getegid32 "" |_, _, _| Ok(ids()[3]);
     220 getdents64 "fpu" sys_getdents64;
     221 fcntl64 "fdx" sys_fcntl;
+    229 getxattr "sspu" sys_getxattr;
+    230 lgetxattr "sspu" sys_lgetxattr;
+    231 fgetxattr "fspu" sys_fgetxattr;
+    232 listxattr "spu" sys_getxattr;
+    233 llistxattr "spu" sys_lgetxattr;
+    234 flistxattr "fpu" sys_fgetxattr;
     243 set_thread_area "p" sys_set_thread_area;
     265 clock_gettime "dp" sys_clock_gettime;
+    268 statfs64 "sup" sys_statfs64;
+    269 fstatfs64 "fup" sys_fstatfs64;
+    271 utimes "sp" sys_utimes;
     295 openat "fsxo" sys_openat;
     296 mkdirat "fso" sys_mkdirat;
+    299 futimesat "fsp" sys_futimesat;
     300 fstatat64 "fspx" sys_fstatat64;
     301 unlinkat "fsx" sys_unlinkat;
     302 renameat "fsfs" sys_renameat;
     303 linkat "fsfsx" sys_linkat;
     304 symlinkat "sfs" sys_symlinkat;
+    305 readlinkat "fspu" sys_readlinkat;
     306 fchmodat "fso" sys_fchmodat;
     307 faccessat "fso" sys_faccessat;
     311 set_robust_list "pu" |_, _, _| Ok(0);
+    320 utimensat "fspx" sys_utimensat;
     330 dup3 "ffx" sys_dup3;
     340 prlimit64 "ddpp" sys_prlimit64;
     355 getrandom "pux" sys_getrandom;
     383 statx "fsxxp" sys_statx;
     403 clock_gettime64 "dp" sys_clock_gettime64;
+    412 utimensat_time64 "fspx" sys_utimensat_time64;
     439 faccessat2 "fsox" sys_faccessat;
 }}
 
@@ -237,6 +262,8 @@ fn errno_name(e: Errno) -> &'static str {
         ENETUNREACH => "ENETUNREACH",
         ECONNREFUSED => "ECONNREFUSED",
         EINPROGRESS => "EINPROGRESS",
+        EOVERFLOW => "EOVERFLOW",
+        EOPNOTSUPP => "EOPNOTSUPP",
         _ => "E?",
     }
 }
@@ -521,6 +548,7 @@ fn do_mmap(
         return Ok(start);
     }
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
+    fill_snapshot(m, p, fd);
     let raw = entry.host.as_raw_fd();
     // SAFETY: F_GETFL on a descriptor we hold open.
     let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
@@ -712,8 +740,8 @@ fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let len = a[2].min(0x7fff_f000);
     p.aspace.prepare_write(a[1], len).map_err(efault)?;
     let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(n) = io::read_special(m, p, a[0], &one) {
-        return Ok(n);
+    if let Some(r) = io::read_special(m, p, a[0], &one) {
+        return r;
     }
     io::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
@@ -738,6 +766,10 @@ fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let len = a[2].min(0x7fff_f000);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
+    if let Some(r) = io::read_special(m, p, a[0], &one) {
+        return r;
+    }
     sync_before_read(m, p, a[0]);
     // SAFETY: the guest range was checked writable and is mapped in our window.
     host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
@@ -801,8 +833,8 @@ fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec
 fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], true)?;
-    if let Some(n) = io::read_special(m, p, a[0], &v) {
-        return Ok(n);
+    if let Some(r) = io::read_special(m, p, a[0], &v) {
+        return r;
     }
     io::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
@@ -825,8 +857,17 @@ fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: u32, mode: u32) -> SysResult {
     let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     let mode = mode & !p.umask;
-    let fd = m.vfs.open(dir, path, host_flags, mode)?;
-    let entry = FdEntry::new(fd, flags & O_CLOEXEC != 0);
+    let resolved = special::resolve(m, p, dir, path, flags & O_NOFOLLOW == 0).map_err(|e| {
+        // A new name directly in /dev: not the caller's to make (it is root's on Linux).
+        let (norm, _) = crate::vfs::Vfs::normalize(dir, path);
+        let in_dev = norm.strip_prefix(b"/dev/").is_some_and(|n| !n.contains(&b'/'));
+        if e == ENOENT && flags & O_CREAT != 0 && in_dev { EACCES } else { e }
+    })?;
+    let file = match resolved {
+        Resolved::Path(abs) => OpenFile::new(m.vfs.open("/", &abs, host_flags, mode)?),
+        Resolved::Node(n) => special::open(m, p, n, flags, mode)?,
+    };
+    let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
     if flags & O_TRUNC != 0
         && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
         && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
@@ -842,7 +883,11 @@ fn at_dir(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, E
         return Ok(p.cwd.clone());
     }
     let e = p.fds.get(dirfd).ok_or(EBADF)?;
-    m.vfs.guest_path_of(e.host.as_ref().as_ref())
+    match &e.host.kind {
+        FileKind::Dir(d) => Ok(d.path.clone()),
+        FileKind::Host => m.vfs.guest_path_of(e.host.as_ref()),
+        _ => Err(ENOTDIR),
+    }
 }
 
 fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -861,7 +906,26 @@ fn sys_close(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.fds.close(a[0]).map(|_| 0).ok_or(EBADF)
 }
 
-fn sys_lseek(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+/// The state of guest `fd` if it is a directory of morph's own.
+fn special_dir(p: &Process, fd: u32) -> Option<&special::DirState> {
+    match &p.fds.get(fd)?.host.kind {
+        FileKind::Dir(d) => Some(d),
+        _ => None,
+    }
+}
+
+/// Makes the text of a `/proc` file behind guest `fd` before the host looks at it.
+fn fill_snapshot(m: &Machine, p: &Process, fd: u32) {
+    if let Some(FileKind::Snapshot(s)) = p.fds.get(fd).map(|e| &e.host.kind) {
+        s.fill(m, p);
+    }
+}
+
+fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fill_snapshot(m, p, a[0]);
+    if let Some(d) = special_dir(p, a[0]) {
+        return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
+    }
     let fd = host_fd(p, a[0])?;
     // SAFETY: lseek on a descriptor we hold.
     let r = unsafe { libc::lseek(fd, i64::from(a[1] as i32), a[2] as i32) };
@@ -874,10 +938,16 @@ fn sys_lseek(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(r as u32)
 }
 
-fn sys_llseek(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fill_snapshot(m, p, a[0]);
     let fd = host_fd(p, a[0])?;
     let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
     p.aspace.prepare_write(a[3], 8).map_err(efault)?;
+    if let Some(d) = special_dir(p, a[0]) {
+        let r = special::seek_dir(d, off, a[4])?;
+        p.aspace.write_u64(a[3], r).map_err(efault)?;
+        return Ok(0);
+    }
     // SAFETY: lseek on a descriptor we hold.
     let r = unsafe { libc::lseek(fd, off, a[4] as i32) };
     if r < 0 {
@@ -976,11 +1046,67 @@ fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(r as u32)
 }
 
-fn sys_getdents64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+/// `getdents` on a directory of morph's own, if guest `fd` is one.
+fn special_getdents(m: &Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> Option<SysResult> {
+    special_dir(p, a[0])?;
+    let mut buf = vec![0u8; a[2].min(1 << 20) as usize];
+    let n = match special::getdents(m, p, special_dir(p, a[0])?, &mut buf, wide) {
+        Ok(n) => n,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(p.aspace.write_bytes(a[1], &buf[..n]).map_err(efault).map(|_| n as u32))
+}
+
+fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if let Some(r) = special_getdents(m, p, a, true) {
+        return r;
+    }
     let fd = host_fd(p, a[0])?;
     p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
     // SAFETY: linux_dirent64 has the same layout on both sides; the buffer is checked.
     host(unsafe { libc::syscall(libc::SYS_getdents64, fd, p.aspace.host_ptr(a[1]), a[2] as usize) } as isize)
+}
+
+/// The old `getdents` (`struct linux_dirent`, 32-bit inode and offset): the host's
+/// `linux_dirent64` records, converted (an old record is never longer than its new form).
+fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if let Some(r) = special_getdents(m, p, a, false) {
+        return r;
+    }
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(1 << 20) as usize;
+    p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
+    let mut wide = vec![0u8; len];
+    // SAFETY: reading host records into our buffer of the given size.
+    let n = host(unsafe { libc::syscall(libc::SYS_getdents64, fd, wide.as_mut_ptr(), len) } as isize)? as usize;
+    let mut out = Vec::with_capacity(n);
+    let mut i = 0;
+    while i + 19 <= n {
+        let ino = u64::from_le_bytes(wide[i..i + 8].try_into().unwrap_or_default());
+        let off = u64::from_le_bytes(wide[i + 8..i + 16].try_into().unwrap_or_default());
+        let reclen = usize::from(u16::from_le_bytes([wide[i + 16], wide[i + 17]]));
+        if reclen < 20 {
+            break; // not a record the kernel makes
+        }
+        let typ = wide[i + 18];
+        let name_area = &wide[i + 19..(i + reclen).min(n)];
+        let name = &name_area[..name_area.iter().position(|&b| b == 0).unwrap_or(name_area.len())];
+        if ino > u64::from(u32::MAX) {
+            return Err(EOVERFLOW);
+        }
+        let rec = (10 + name.len() + 2).next_multiple_of(4);
+        let start = out.len();
+        out.resize(start + rec, 0);
+        let r = &mut out[start..];
+        r[0..4].copy_from_slice(&(ino as u32).to_le_bytes());
+        r[4..8].copy_from_slice(&(off as u32).to_le_bytes());
+        r[8..10].copy_from_slice(&(rec as u16).to_le_bytes());
+        r[10..10 + name.len()].copy_from_slice(name);
+        r[rec - 1] = typ;
+        i += reclen;
+    }
+    p.aspace.write_bytes(a[1], &out).map_err(efault)?;
+    Ok(out.len() as u32)
 }
 
 fn sys_umask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -1001,29 +1127,73 @@ fn sys_getcwd(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = m.vfs.open(&p.cwd, &path, libc::O_PATH | libc::O_DIRECTORY, 0)?;
-    p.cwd = m.vfs.guest_path_of(&fd)?;
+    p.cwd = match special::resolve(m, p, &p.cwd, &path, true)? {
+        Resolved::Path(abs) => {
+            let fd = m.vfs.open("/", &abs, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            m.vfs.guest_path_of(&fd)?
+        }
+        Resolved::Node(Node::Dir(d)) => d,
+        Resolved::Node(Node::Fd(e)) => dir_of_entry(m, &e)?,
+        Resolved::Node(_) => return Err(ENOTDIR),
+    };
     Ok(0)
+}
+
+/// The guest path of the directory an open file description is (for `fchdir`).
+fn dir_of_entry(m: &Machine, e: &FdEntry) -> Result<String, Errno> {
+    match &e.host.kind {
+        FileKind::Dir(d) => Ok(d.path.clone()),
+        FileKind::Host => {
+            let st = host_stat_fd(e.host.as_raw_fd())?;
+            if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                return Err(ENOTDIR);
+            }
+            m.vfs.guest_path_of(e.host.as_ref())
+        }
+        _ => Err(ENOTDIR),
+    }
+}
+
+fn sys_fchdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    p.cwd = dir_of_entry(m, &e)?;
+    Ok(0)
+}
+
+fn readlink_common(m: &Machine, p: &mut Process, dir: &str, path: &[u8], buf: u32, size: u32) -> SysResult {
+    if size as i32 <= 0 {
+        return Err(EINVAL);
+    }
+    let target = match special::resolve(m, p, dir, path, false)? {
+        Resolved::Node(Node::Link(_, t, _)) => t,
+        Resolved::Node(_) => return Err(EINVAL),
+        Resolved::Path(abs) => {
+            let (dir, name) = m.vfs.parent("/", &abs)?;
+            let mut buf = vec![0u8; 4096];
+            // SAFETY: readlinkat into our buffer of the given size.
+            let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n < 0 {
+                return Err(host_errno());
+            }
+            buf.truncate(n as usize);
+            buf
+        }
+    };
+    let n = target.len().min(size as usize);
+    p.aspace.write_bytes(buf, &target[..n]).map_err(efault)?;
+    Ok(n as u32)
 }
 
 fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let target = if path == b"/proc/self/exe" {
-        p.exe.clone().into_bytes()
-    } else {
-        let (dir, name) = m.vfs.parent(&p.cwd, &path)?;
-        let mut buf = vec![0u8; 4096];
-        // SAFETY: readlinkat into our buffer of the given size.
-        let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            return Err(host_errno());
-        }
-        buf.truncate(n as usize);
-        buf
-    };
-    let n = target.len().min(a[2] as usize);
-    p.aspace.write_bytes(a[1], &target[..n]).map_err(efault)?;
-    Ok(n as u32)
+    let cwd = p.cwd.clone();
+    readlink_common(m, p, &cwd, &path, a[1], a[2])
+}
+
+fn sys_readlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let dir = at_dir(m, p, a[0], &path)?;
+    readlink_common(m, p, &dir, &path, a[2], a[3])
 }
 
 /// Opens a guest path as `O_PATH` (following or not the last symlink) for the
@@ -1047,9 +1217,54 @@ fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
     Ok(st)
 }
 
-fn stat_path(m: &Machine, _p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
-    let fd = open_path(m, dir, path, follow)?;
-    host_stat_fd(fd.as_raw_fd())
+/// What a guest path names, for the calls that look at or change its metadata.
+fn path_object(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Object, Errno> {
+    match special::resolve(m, p, dir, path, follow)? {
+        Resolved::Path(abs) => open_path(m, "/", &abs, follow).map(Object::Host),
+        Resolved::Node(n) => special::object(n),
+    }
+}
+
+fn stat_of(o: &Object) -> Result<libc::stat, Errno> {
+    match o {
+        Object::Host(fd) | Object::Device(fd) => host_stat_fd(fd.as_raw_fd()),
+        Object::Synthetic(st) => Ok(*st),
+    }
+}
+
+/// A host object whose metadata the guest may change: not one of morph's own, and not
+/// a device (a guest running as root must not change the host's device nodes, such as
+/// the `/dev/null` it may have inherited as a standard descriptor).
+fn changeable(o: Object) -> Result<OwnedFd, Errno> {
+    match o {
+        Object::Host(fd) => {
+            let t = host_stat_fd(fd.as_raw_fd())?.st_mode & libc::S_IFMT;
+            if t == libc::S_IFCHR || t == libc::S_IFBLK {
+                return Err(EPERM);
+            }
+            Ok(fd)
+        }
+        Object::Device(_) | Object::Synthetic(_) => Err(EPERM),
+    }
+}
+
+/// The host descriptor behind guest `fd` if its metadata may change (see [`changeable`]).
+fn changeable_fd(p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
+    changeable(special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
+}
+
+fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
+    stat_of(&path_object(m, p, dir, path, follow)?)
+}
+
+/// `fstat` of guest `fd`.
+fn fd_stat(m: &mut Machine, p: &Process, fd: u32) -> Result<libc::stat, Errno> {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    if !matches!(e.host.kind, FileKind::Host) {
+        return stat_of(&special::object_of_fd(e)?);
+    }
+    sync_before_read(m, p, fd); // stores through shared mappings update the mtime
+    host_stat_fd(e.host.as_raw_fd())
 }
 
 fn put_stat64(p: &mut Process, ptr: u32, st: &libc::stat) -> SysResult {
@@ -1076,9 +1291,7 @@ fn sys_lstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 fn sys_fstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
-    sync_before_read(m, p, a[0]); // stores through shared mappings update the mtime
-    let st = host_stat_fd(fd)?;
+    let st = fd_stat(m, p, a[0])?;
     put_stat64(p, a[1], &st)
 }
 
@@ -1095,41 +1308,37 @@ fn sys_lstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 fn sys_fstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
-    sync_before_read(m, p, a[0]); // stores through shared mappings update the mtime
-    let st = host_stat_fd(fd)?;
+    let st = fd_stat(m, p, a[0])?;
     put_stat(p, a[1], &st)
 }
 
-/// The descriptor a `*at` call with `AT_EMPTY_PATH` or a path refers to.
-fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> Result<OwnedFd, Errno> {
+/// What a `*at` call with `AT_EMPTY_PATH` or a path refers to.
+fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> Result<Object, Errno> {
     if path.is_empty() {
         if flags & AT_EMPTY_PATH == 0 {
             return Err(ENOENT);
         }
-        let e = p.fds.get(dirfd).ok_or(EBADF)?;
-        // SAFETY: dup of a descriptor we hold.
-        let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-        if d < 0 {
-            return Err(host_errno());
-        }
-        // SAFETY: a fresh descriptor we own.
-        return Ok(unsafe { OwnedFd::from_raw_fd(d) });
+        return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
     }
     let dir = at_dir(m, p, dirfd, path)?;
-    open_path(m, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
+    path_object(m, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
 fn sys_fstatat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = at_target(m, p, a[0], &path, a[3])?;
-    let st = host_stat_fd(fd.as_raw_fd())?;
+    let st = stat_of(&at_target(m, p, a[0], &path, a[3])?)?;
     put_stat64(p, a[2], &st)
 }
 
 fn sys_statx(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = at_target(m, p, a[0], &path, a[2])?;
+    let fd = match at_target(m, p, a[0], &path, a[2])? {
+        Object::Host(fd) | Object::Device(fd) => fd,
+        Object::Synthetic(st) => {
+            p.aspace.write_bytes(a[4], &statx_bytes(&st)).map_err(efault)?;
+            return Ok(0);
+        }
+    };
     let mut buf = [0u8; 256];
     // SAFETY: statx with AT_EMPTY_PATH into a 256-byte buffer (struct statx is the same
     // on every architecture).
@@ -1147,7 +1356,10 @@ fn access_common(m: &Machine, p: &Process, dirfd: u32, path: &[u8], mode: u32, f
     if mode & !7 != 0 {
         return Err(EINVAL);
     }
-    let fd = at_target(m, p, dirfd, path, flags)?;
+    let fd = match at_target(m, p, dirfd, path, flags)? {
+        Object::Host(fd) | Object::Device(fd) => fd,
+        Object::Synthetic(st) => return special::access(&st, mode).map(|_| 0),
+    };
     // SAFETY: faccessat2 on a descriptor we hold with an empty path.
     let r = unsafe { libc::syscall(libc::SYS_faccessat2, fd.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EMPTY_PATH) };
     host(r as isize)
@@ -1248,6 +1460,7 @@ fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
     // The source is opened inside the root (following a final symlink only when asked).
     let src =
         at_target(m, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
+    let src = changeable(src)?;
     // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
     // no privilege, and it names exactly the object opened inside the root.
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
@@ -1299,20 +1512,244 @@ fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
 
 fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = open_path(m, &p.cwd, &path, true)?;
+    let fd = changeable(path_object(m, p, &p.cwd, &path, true)?)?;
     chmod_fd(&fd, a[1])
 }
 
 fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = at_target(m, p, a[0], &path, 0)?;
+    let fd = changeable(at_target(m, p, a[0], &path, 0)?)?;
     chmod_fd(&fd, a[2])
 }
 
 fn sys_fchmod(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    let fd = changeable_fd(p, a[0])?;
     // SAFETY: fchmod on a descriptor we hold.
-    host(unsafe { libc::fchmod(fd, a[1] & 0o7777) } as isize)
+    host(unsafe { libc::fchmod(fd.as_raw_fd(), a[1] & 0o7777) } as isize)
+}
+
+// ----- file system statistics ------------------------------------------------------------
+
+/// The x86-64 kernel's `struct statfs`, as 64-bit words: type, bsize, blocks, bfree,
+/// bavail, files, ffree, fsid, namelen, frsize, flags, spare[4].
+type HostStatfs = [u64; 15];
+
+/// The file-system statistics of the host object behind `o`, or of morph's made-up file
+/// systems (procfs for /proc, tmpfs for /dev).
+fn statfs_of(o: &Object) -> Result<HostStatfs, Errno> {
+    let mut st: HostStatfs = [0; 15];
+    match o {
+        Object::Host(fd) | Object::Device(fd) => {
+            // SAFETY: fstatfs on a descriptor we hold into a buffer of the kernel's size.
+            if unsafe { libc::syscall(libc::SYS_fstatfs, fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+                return Err(host_errno());
+            }
+        }
+        Object::Synthetic(s) => {
+            const PROC_SUPER_MAGIC: u64 = 0x9fa0;
+            const TMPFS_MAGIC: u64 = 0x0102_1994;
+            st[0] = if s.st_dev == special::PROC_DEV { PROC_SUPER_MAGIC } else { TMPFS_MAGIC };
+            st[1] = 4096;
+            st[8] = 255;
+            st[9] = 4096;
+        }
+    }
+    Ok(st)
+}
+
+/// The i386 `struct statfs64` (84 bytes, packed) or, if not `wide`, `struct statfs` (64
+/// bytes; `EOVERFLOW` if a count does not fit in 32 bits).
+fn statfs_bytes(st: &HostStatfs, wide: bool) -> Result<Vec<u8>, Errno> {
+    let mut b = Vec::with_capacity(84);
+    let w32 = |b: &mut Vec<u8>, v: u64| b.extend_from_slice(&(v as u32).to_le_bytes());
+    w32(&mut b, st[0]);
+    w32(&mut b, st[1]);
+    for &v in &st[2..7] {
+        if wide {
+            b.extend_from_slice(&v.to_le_bytes());
+        } else if v > u64::from(u32::MAX) && v != u64::MAX {
+            return Err(EOVERFLOW);
+        } else {
+            w32(&mut b, v);
+        }
+    }
+    b.extend_from_slice(&st[7].to_le_bytes()); // fsid: two 32-bit words
+    for &v in &st[8..11] {
+        w32(&mut b, v);
+    }
+    b.resize(if wide { 84 } else { 64 }, 0);
+    Ok(b)
+}
+
+fn sys_statfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let st = statfs_of(&path_object(m, p, &p.cwd, &path, true)?)?;
+    p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_fstatfs(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
+    p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_statfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[1] != 84 {
+        return Err(EINVAL);
+    }
+    let path = read_path(p, a[0])?;
+    let st = statfs_of(&path_object(m, p, &p.cwd, &path, true)?)?;
+    p.aspace.write_bytes(a[2], &statfs_bytes(&st, true)?).map_err(efault)?;
+    Ok(0)
+}
+
+fn sys_fstatfs64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[1] != 84 {
+        return Err(EINVAL);
+    }
+    let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
+    p.aspace.write_bytes(a[2], &statfs_bytes(&st, true)?).map_err(efault)?;
+    Ok(0)
+}
+
+// ----- extended attributes --------------------------------------------------------------
+
+/// Extended attributes: the guest's file system has none (`EOPNOTSUPP`, which `ls` and
+/// `cp` take as "no ACL, no security label"), so the host's labels never show and
+/// never vary a run. The object must exist.
+const EOPNOTSUPP: Errno = 95;
+
+fn sys_getxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    path_object(m, p, &p.cwd, &path, true)?;
+    Err(EOPNOTSUPP)
+}
+
+fn sys_lgetxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    path_object(m, p, &p.cwd, &path, false)?;
+    Err(EOPNOTSUPP)
+}
+
+fn sys_fgetxattr(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.fds.get(a[0]).ok_or(EBADF)?;
+    Err(EOPNOTSUPP)
+}
+
+// ----- file times ----------------------------------------------------------------------
+
+/// Which clock values a `utime*` call sets: `None` = both now, else (atime, mtime) as
+/// host timespecs (`UTIME_NOW` and `UTIME_OMIT` pass through).
+type Times = Option<[libc::timespec; 2]>;
+
+/// Reads the two timestamps at `ptr`: `timespec` with 32- or 64-bit seconds, `timeval`
+/// (microseconds) or `utimbuf` (whole seconds).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TimeFormat {
+    Timespec32,
+    Timespec64,
+    Timeval,
+    Utimbuf,
+}
+
+fn read_times(p: &Process, ptr: u32, f: TimeFormat) -> Result<Times, Errno> {
+    if ptr == 0 {
+        return Ok(None);
+    }
+    let mut t = [libc::timespec { tv_sec: 0, tv_nsec: 0 }; 2];
+    for (i, ts) in t.iter_mut().enumerate() {
+        let i = i as u32;
+        let (sec, frac) = match f {
+            TimeFormat::Timespec32 | TimeFormat::Timeval => {
+                let b = ptr.wrapping_add(8 * i);
+                let sec = i64::from(p.aspace.read_u32(b).map_err(efault)? as i32);
+                (sec, i64::from(p.aspace.read_u32(b.wrapping_add(4)).map_err(efault)? as i32))
+            }
+            TimeFormat::Timespec64 => {
+                let b = ptr.wrapping_add(16 * i);
+                let sec = p.aspace.read_u64(b).map_err(efault)? as i64;
+                (sec, i64::from(p.aspace.read_u32(b.wrapping_add(8)).map_err(efault)? as i32))
+            }
+            TimeFormat::Utimbuf => (i64::from(p.aspace.read_u32(ptr.wrapping_add(4 * i)).map_err(efault)? as i32), 0),
+        };
+        let nsec = match f {
+            TimeFormat::Timeval => {
+                if !(0..1_000_000).contains(&frac) {
+                    return Err(EINVAL);
+                }
+                frac * 1000
+            }
+            _ => frac,
+        };
+        let special = nsec == libc::UTIME_NOW || nsec == libc::UTIME_OMIT;
+        if !special && !(0..1_000_000_000).contains(&nsec) {
+            return Err(EINVAL);
+        }
+        *ts = libc::timespec { tv_sec: sec, tv_nsec: nsec };
+    }
+    Ok(Some(t))
+}
+
+/// Sets the times of what (`dirfd`, `path`, `flags`) names, resolved inside the root.
+fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, times: Times, flags: u32) -> SysResult {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let tp = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+    let Some(path) = path else {
+        // utimensat(fd, NULL, ...): the descriptor itself.
+        let fd = changeable_fd(p, dirfd)?;
+        // SAFETY: utimensat on a descriptor we hold, with a NULL path and valid times.
+        return host(unsafe { libc::syscall(libc::SYS_utimensat, fd.as_raw_fd(), 0usize, tp, 0) } as isize);
+    };
+    if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
+        // The name itself: its parent inside the root, the last component not followed.
+        let dir = at_dir(m, p, dirfd, path)?;
+        let abs = match special::resolve(m, p, &dir, path, false)? {
+            Resolved::Path(abs) => abs,
+            Resolved::Node(n) => return changeable(special::object(n)?).map(|_| 0),
+        };
+        let (d, name) = m.vfs.parent("/", &abs)?;
+        // SAFETY: utimensat on a directory descriptor we hold, a C string and valid times.
+        return host(unsafe { libc::utimensat(d.as_raw_fd(), name.as_ptr(), tp, libc::AT_SYMLINK_NOFOLLOW) } as isize);
+    }
+    let fd = changeable(at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
+    // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
+    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    // SAFETY: utimensat with a C string and valid times.
+    host(unsafe { libc::utimensat(libc::AT_FDCWD, via.as_ptr(), tp, 0) } as isize)
+}
+
+fn sys_utimensat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
+    let times = read_times(p, a[2], TimeFormat::Timespec32)?;
+    utimes_common(m, p, a[0], path.as_deref(), times, a[3])
+}
+
+fn sys_utimensat_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
+    let times = read_times(p, a[2], TimeFormat::Timespec64)?;
+    utimes_common(m, p, a[0], path.as_deref(), times, a[3])
+}
+
+fn sys_futimesat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
+    let times = read_times(p, a[2], TimeFormat::Timeval)?;
+    utimes_common(m, p, a[0], path.as_deref(), times, 0)
+}
+
+fn sys_utimes(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let times = read_times(p, a[1], TimeFormat::Timeval)?;
+    utimes_common(m, p, AT_FDCWD as u32, Some(&path), times, 0)
+}
+
+fn sys_utime(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let times = read_times(p, a[1], TimeFormat::Utimbuf)?;
+    utimes_common(m, p, AT_FDCWD as u32, Some(&path), times, 0)
 }
 
 #[cfg(test)]

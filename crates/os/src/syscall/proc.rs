@@ -20,10 +20,12 @@ table! {
         7 waitpid "dpx" sys_waitpid;
         11 execve "spp" sys_execve;
         20 getpid "" sys_getpid;
+        43 times "p" sys_times;
         57 setpgid "dd" sys_setpgid;
         64 getppid "" |_, p, _| Ok(p.ppid);
         65 getpgrp "" |_, p, _| Ok(p.pgid);
         66 setsid "" sys_setsid;
+        77 getrusage "dp" sys_getrusage;
         114 wait4 "dpxp" sys_wait4;
         120 clone "xxppp" sys_clone;
         132 getpgid "d" sys_getpgid;
@@ -102,6 +104,8 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         alarm: None,
         exit_signal: (flags & CSIGNAL) as i32,
         start_icount: p.cpu.icount,
+        child_icount: 0,
+        cmdline: p.cmdline.clone(),
     };
     if flags & CLONE_SETTLS != 0 {
         set_thread_area(&mut child, tls)?;
@@ -196,6 +200,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let envp = read_strings(p, a[2], &mut total)?;
     // Follow `#!` lines (Linux allows a few levels).
     for depth in 0.. {
+        path = crate::special::exec_path(m, p, &path)?;
         let head = open_exec(m, p, &path)?;
         let Some((interp, arg)) = shebang(&head) else { break };
         if depth == 4 {
@@ -220,7 +225,8 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.cpu = cpu;
     p.brk_start = img.brk;
     p.brk = img.brk;
-    p.exe = String::from_utf8_lossy(&crate::vfs::Vfs::absolute(&cwd, &path)).into_owned();
+    p.exe = img.exe;
+    p.cmdline = crate::process::cmdline_of(&argv);
     p.fds.close_on_exec();
     for act in p.sigactions.iter_mut() {
         if act.handler != SIG_IGN {
@@ -256,8 +262,9 @@ fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
             p.aspace.write_u32(status, st).map_err(efault)?;
         }
         if rusage != 0 {
-            p.aspace.write_bytes(rusage, &[0u8; 72]).map_err(efault)?;
+            p.aspace.write_bytes(rusage, &rusage_bytes(z.icount)).map_err(efault)?;
         }
+        p.child_icount += z.icount;
         m.zombies.remove(&cpid);
         return Ok(cpid);
     }
@@ -269,6 +276,47 @@ fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     }
     p.blocked = Some(Blocked { wait: Wait::Child, deadline: None, restartable: true });
     Err(ERESTARTSYS)
+}
+
+/// Clock ticks of `n` guest instructions (see [`INSNS_PER_TICK`]), as a 32-bit `clock_t`.
+fn ticks(n: u64) -> u32 {
+    (n / INSNS_PER_TICK) as u32
+}
+
+/// `times`: user time is the process's guest instructions, children's the instructions
+/// of the children it waited for, in ticks of [`INSNS_PER_TICK`]; system time is 0. The
+/// return value counts host wall-clock ticks since the machine started.
+fn sys_times(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] != 0 {
+        let mut b = Vec::with_capacity(16);
+        for v in [ticks(p.cpu.icount - p.start_icount), 0, ticks(p.child_icount), 0] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        p.aspace.write_bytes(a[0], &b).map_err(efault)?;
+    }
+    Ok((m.started.elapsed().as_millis() / 10) as u32)
+}
+
+/// The i386 `struct rusage` (72 bytes) with the user time of `n` guest instructions.
+fn rusage_bytes(n: u64) -> [u8; 72] {
+    let usec = u128::from(n) * 10_000 / u128::from(INSNS_PER_TICK);
+    let mut b = [0u8; 72];
+    b[0..4].copy_from_slice(&((usec / 1_000_000) as u32).to_le_bytes());
+    b[4..8].copy_from_slice(&((usec % 1_000_000) as u32).to_le_bytes());
+    b
+}
+
+fn sys_getrusage(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const RUSAGE_SELF: i32 = 0;
+    const RUSAGE_CHILDREN: i32 = -1;
+    const RUSAGE_THREAD: i32 = 1;
+    let n = match a[0] as i32 {
+        RUSAGE_SELF | RUSAGE_THREAD => p.cpu.icount - p.start_icount,
+        RUSAGE_CHILDREN => p.child_icount,
+        _ => return Err(EINVAL),
+    };
+    p.aspace.write_bytes(a[1], &rusage_bytes(n)).map_err(efault)?;
+    Ok(0)
 }
 
 fn sys_waitpid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {

@@ -1,0 +1,847 @@
+//! morph's own `/dev` and `/proc`.
+//!
+//! The guest root (a Debian sysroot, say) has empty `/dev` and `/proc` directories, and
+//! the host's must never show through: they would name the host's devices and the host's
+//! processes, and make a run depend on the host. So every path argument is first
+//! normalized (joined to the working directory, `.`/`..` and repeated slashes removed
+//! lexically) and, if it lies under `/dev` or `/proc`, answered here instead of by the
+//! file system ([`crate::vfs::Vfs`] refuses such paths, as a safety net for any call
+//! that does not ask here first).
+//!
+//! | path | what it is |
+//! |---|---|
+//! | `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty` | the host's device, opened by name (`/dev/tty` fails with `ENXIO` without a controlling terminal) |
+//! | `/dev/random`, `/dev/urandom` | reads come from the machine's seeded RNG, so a run is reproducible |
+//! | `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, `/dev/fd` | links to `/proc/self/fd/0`, `1`, `2` and `/proc/self/fd` |
+//! | `/proc/self` | a link to `/proc/<pid>` of the caller |
+//! | `/proc/<pid>/exe`, `cwd`, `root` | links to the executable, working directory and `/` |
+//! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds; opening it opens that object again, as Linux does |
+//! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
+//!
+//! `<pid>` is any live guest process. The directories can be listed (`getdents`), made
+//! the working directory, and used as `*at` directory descriptors. Nothing here can be
+//! created, removed, renamed or have its mode or times changed.
+//!
+//! Lexical `..` is what Linux does too unless a symbolic link comes before the `..`; a
+//! path that reaches `/dev` or `/proc` only through a link in the root (not lexically)
+//! is not served here, and the file system reports it missing.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::CString;
+use std::fmt::Write as _;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use morph_mem::{MapKind, PAGE_SIZE};
+
+use crate::linux::*;
+use crate::machine::{Machine, ids};
+use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
+use crate::vfs::{Errno, Vfs, host_errno};
+
+/// The device number of morph's `/proc` (procfs is 0:22 on a typical system).
+pub const PROC_DEV: u64 = 22;
+/// The device number of morph's `/dev` (devtmpfs, 0:5).
+pub const DEV_DEV: u64 = 5;
+
+/// Links followed in one path before `ELOOP`.
+const MAX_LINKS: usize = 8;
+
+/// A `/proc/<pid>` text file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcFile {
+    /// `maps`: the address space, one line per VMA.
+    Maps,
+    /// `status`: name, ids, memory and signal state.
+    Status,
+    /// `stat`: the one-line form `ps` reads.
+    Stat,
+    /// `cmdline`: the arguments, NUL-terminated.
+    Cmdline,
+}
+
+impl ProcFile {
+    fn of(name: &[u8]) -> Option<ProcFile> {
+        Some(match name {
+            b"maps" => ProcFile::Maps,
+            b"status" => ProcFile::Status,
+            b"stat" => ProcFile::Stat,
+            b"cmdline" => ProcFile::Cmdline,
+            _ => return None,
+        })
+    }
+}
+
+/// What a path in `/dev` or `/proc` names.
+pub enum Node {
+    /// A host device used as it is: `null`, `zero`, `full`, `tty`.
+    HostDev(&'static str),
+    /// `random` or `urandom`.
+    Random(&'static str),
+    /// A directory of morph's own (its canonical guest path).
+    Dir(String),
+    /// A symbolic link (when the last component is not followed): its path, target and
+    /// permission bits.
+    Link(String, Vec<u8>, u32),
+    /// A `/proc/<pid>` text file (with its guest path).
+    Proc(Pid, ProcFile, String),
+    /// What a guest descriptor holds (a followed `/proc/<pid>/fd/N`).
+    Fd(FdEntry),
+}
+
+/// What a path resolves to.
+pub enum Resolved {
+    /// An ordinary guest path, for the file system (absolute, maybe rewritten: a link
+    /// such as `/proc/self/cwd` leads back into the root).
+    Path(Vec<u8>),
+    /// One of morph's own objects.
+    Node(Node),
+}
+
+/// A path's metadata, where a system call needs it.
+pub enum Object {
+    /// A host object inside the root (or one a guest descriptor already holds).
+    Host(OwnedFd),
+    /// A host device opened by name (`O_PATH`): readable metadata, never to be changed.
+    Device(OwnedFd),
+    /// One of morph's made-up objects.
+    Synthetic(libc::stat),
+}
+
+/// An open `/proc/<pid>` text file. Its text is made at the first read (or seek, or
+/// mmap), as Linux makes it when read: a shell that opens `/proc/self/cmdline` for a
+/// command it then execs must show the command's, not its own.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Its guest path.
+    pub path: String,
+    pid: Pid,
+    file: ProcFile,
+    /// A writable descriptor of the memfd, until the text is in it.
+    pending: RefCell<Option<OwnedFd>>,
+}
+
+impl Snapshot {
+    /// Puts the text in the memfd if it is not there yet; `p` is the caller.
+    pub fn fill(&self, m: &Machine, p: &Process) {
+        let Some(rw) = self.pending.borrow_mut().take() else { return };
+        // A process that has gone reads as empty.
+        let bytes = process(m, p, self.pid).map(|q| text(q, self.file)).unwrap_or_default();
+        let mut done = 0;
+        while done < bytes.len() {
+            // SAFETY: writing from a live slice at an offset of a memfd we own.
+            let n =
+                unsafe { libc::pwrite(rw.as_raw_fd(), bytes[done..].as_ptr().cast(), bytes.len() - done, done as i64) };
+            if n <= 0 {
+                return;
+            }
+            done += n as usize;
+        }
+    }
+}
+
+/// A directory listing: names and `d_type`s.
+type Listing = Vec<(Vec<u8>, u8)>;
+
+/// The state of an open directory of morph's own.
+#[derive(Debug)]
+pub struct DirState {
+    /// Its canonical guest path.
+    pub path: String,
+    /// The listing, made at the first `getdents` (so `/proc/self/fd` shows the
+    /// descriptor being read, as on Linux).
+    entries: RefCell<Option<Listing>>,
+    /// Index of the next entry (the `d_off` cookie, and what `lseek` sets).
+    pos: Cell<u64>,
+}
+
+impl DirState {
+    fn new(path: String) -> DirState {
+        DirState { path, entries: RefCell::new(None), pos: Cell::new(0) }
+    }
+}
+
+/// Resolves a guest path (relative to `dir`) that may lie in `/dev` or `/proc`;
+/// `follow` says whether a final symbolic link is followed.
+pub fn resolve(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Resolved, Errno> {
+    if path.is_empty() {
+        return Err(ENOENT);
+    }
+    let (mut norm, slash) = Vfs::normalize(dir, path);
+    if !Vfs::is_special(&norm) {
+        return Ok(Resolved::Path(Vfs::absolute(dir, path)));
+    }
+    let follow = follow || slash;
+    for _ in 0..MAX_LINKS {
+        let comps: Vec<&[u8]> = norm.split(|&b| b == b'/').filter(|c| !c.is_empty()).collect();
+        let step = if comps[0] == b"dev" { dev(&comps, follow)? } else { proc(m, p, &comps, follow)? };
+        match step {
+            Step::Node(n) => {
+                if slash && !is_dir(&n) {
+                    return Err(ENOTDIR);
+                }
+                return Ok(Resolved::Node(n));
+            }
+            Step::Again(v) => {
+                norm = Vfs::normalize("/", &v).0;
+                if !Vfs::is_special(&norm) {
+                    if slash {
+                        norm.push(b'/');
+                    }
+                    return Ok(Resolved::Path(norm));
+                }
+            }
+        }
+    }
+    Err(ELOOP)
+}
+
+/// The guest path an exec of `path` loads: links lead back into the root; morph's own
+/// objects cannot be executed.
+pub fn exec_path(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
+    match resolve(m, p, &p.cwd, path, true)? {
+        Resolved::Path(v) => Ok(v),
+        Resolved::Node(Node::Fd(e)) if matches!(e.host.kind, FileKind::Host) => {
+            m.vfs.guest_path_of(e.host.as_ref()).map(String::into_bytes).map_err(|_| EACCES)
+        }
+        Resolved::Node(_) => Err(EACCES),
+    }
+}
+
+enum Step {
+    /// The path names this node.
+    Node(Node),
+    /// A link was replaced: resolve this path instead (it may lead back into the root).
+    Again(Vec<u8>),
+}
+
+fn is_dir(n: &Node) -> bool {
+    match n {
+        Node::Dir(_) => true,
+        Node::Fd(e) => match &e.host.kind {
+            FileKind::Dir(_) => true,
+            FileKind::Host => host_mode(e.host.as_raw_fd()) == Some(libc::S_IFDIR),
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
+fn host_mode(fd: i32) -> Option<u32> {
+    // SAFETY: an all-zero stat is a valid value to be overwritten.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat on a descriptor we hold, into a local struct.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_mode & libc::S_IFMT)
+}
+
+fn join(base: &[u8], rest: &[&[u8]]) -> Vec<u8> {
+    let mut v = base.to_vec();
+    for c in rest {
+        v.push(b'/');
+        v.extend_from_slice(c);
+    }
+    v
+}
+
+/// A symbolic link met at component `i` of `c`, with target `text`: the link itself if it
+/// is last and not followed, else the path with the link replaced by `to`.
+fn link(c: &[&[u8]], i: usize, follow: bool, text: &[u8], to: &[u8]) -> Step {
+    if i + 1 == c.len() && !follow {
+        let path = String::from_utf8_lossy(&join(b"", &c[..=i])).into_owned();
+        return Step::Node(Node::Link(path, text.to_vec(), 0o777));
+    }
+    Step::Again(join(to, &c[i + 1..]))
+}
+
+fn leaf(c: &[&[u8]], i: usize, n: Node) -> Result<Step, Errno> {
+    if i + 1 == c.len() { Ok(Step::Node(n)) } else { Err(ENOTDIR) }
+}
+
+fn dev(c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
+    let Some(&name) = c.get(1) else { return Ok(Step::Node(Node::Dir("/dev".into()))) };
+    let fd_link = |n: &str| {
+        let t = format!("/proc/self/fd{n}");
+        link(c, 1, follow, t.as_bytes(), t.as_bytes())
+    };
+    match name {
+        b"null" => leaf(c, 1, Node::HostDev("null")),
+        b"zero" => leaf(c, 1, Node::HostDev("zero")),
+        b"full" => leaf(c, 1, Node::HostDev("full")),
+        b"tty" => leaf(c, 1, Node::HostDev("tty")),
+        b"random" => leaf(c, 1, Node::Random("random")),
+        b"urandom" => leaf(c, 1, Node::Random("urandom")),
+        b"stdin" => Ok(fd_link("/0")),
+        b"stdout" => Ok(fd_link("/1")),
+        b"stderr" => Ok(fd_link("/2")),
+        b"fd" => Ok(fd_link("")),
+        _ => Err(ENOENT),
+    }
+}
+
+/// The live guest process `pid` (the caller is not in the machine's table while it runs).
+fn process<'a>(m: &'a Machine, p: &'a Process, pid: Pid) -> Option<&'a Process> {
+    if pid == p.pid { Some(p) } else { m.procs.get(&pid) }
+}
+
+fn parse_num(s: &[u8]) -> Option<u32> {
+    if s.is_empty() || s.len() > 10 || (s.len() > 1 && s[0] == b'0') || !s.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(s).ok()?.parse().ok()
+}
+
+fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
+    let Some(&name) = c.get(1) else { return Ok(Step::Node(Node::Dir("/proc".into()))) };
+    if name == b"self" {
+        let to = format!("/proc/{}", p.pid);
+        return Ok(link(c, 1, follow, p.pid.to_string().as_bytes(), to.as_bytes()));
+    }
+    let pid = parse_num(name).ok_or(ENOENT)?;
+    let q = process(m, p, pid).ok_or(ENOENT)?;
+    let base = format!("/proc/{pid}");
+    let Some(&what) = c.get(2) else { return Ok(Step::Node(Node::Dir(base))) };
+    let rest = &c[3..];
+    let into_root = |target: &str| -> Step {
+        if rest.is_empty() && !follow {
+            let path = format!("{base}/{}", String::from_utf8_lossy(what));
+            Step::Node(Node::Link(path, target.as_bytes().to_vec(), 0o777))
+        } else {
+            Step::Again(join(target.trim_end_matches('/').as_bytes(), rest))
+        }
+    };
+    match what {
+        b"exe" => {
+            if !rest.is_empty() {
+                return Err(ENOTDIR);
+            }
+            Ok(into_root(&q.exe))
+        }
+        b"cwd" => Ok(into_root(&q.cwd)),
+        b"root" => Ok(into_root("/")),
+        b"fd" => {
+            let Some(&n) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("{base}/fd")))) };
+            let e = parse_num(n).and_then(|n| q.fds.get(n)).ok_or(ENOENT)?.clone();
+            let rest = &c[4..];
+            if rest.is_empty() && !follow {
+                let path = format!("{base}/fd/{}", String::from_utf8_lossy(n));
+                // Linux shows how the descriptor is open: r-x for reading, -wx for writing.
+                // SAFETY: F_GETFL on a descriptor we hold.
+                let acc = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE;
+                let mode = match acc {
+                    libc::O_RDONLY => 0o500,
+                    libc::O_WRONLY => 0o300,
+                    _ => 0o700,
+                };
+                return Ok(Step::Node(Node::Link(path, fd_link(m, &e), mode)));
+            }
+            if rest.is_empty() {
+                return Ok(Step::Node(Node::Fd(e)));
+            }
+            match &e.host.kind {
+                FileKind::Dir(d) => Ok(Step::Again(join(d.path.as_bytes(), rest))),
+                FileKind::Host if host_mode(e.host.as_raw_fd()) == Some(libc::S_IFDIR) => {
+                    let dir = m.vfs.guest_path_of(e.host.as_ref())?;
+                    Ok(Step::Again(join(dir.trim_end_matches('/').as_bytes(), rest)))
+                }
+                _ => Err(ENOTDIR),
+            }
+        }
+        _ => {
+            let f = ProcFile::of(what).ok_or(ENOENT)?;
+            leaf(c, 2, Node::Proc(pid, f, format!("{base}/{}", String::from_utf8_lossy(what))))
+        }
+    }
+}
+
+/// What `readlink("/proc/<pid>/fd/N")` says: the guest path of a file in the root,
+/// morph's own path for its objects, the host's name for anything else (`pipe:[…]`,
+/// `socket:[…]`, a terminal).
+fn fd_link(m: &Machine, e: &FdEntry) -> Vec<u8> {
+    match &e.host.kind {
+        FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
+        FileKind::Snapshot(s) => s.path.clone().into_bytes(),
+        FileKind::Dir(d) => d.path.clone().into_bytes(),
+        FileKind::Host => {
+            let host = std::fs::read_link(format!("/proc/self/fd/{}", e.host.as_raw_fd())).unwrap_or_default();
+            match host.strip_prefix(m.vfs.root_path()) {
+                Ok(rel) => format!("/{}", rel.display()).into_bytes(),
+                Err(_) => host.into_os_string().into_encoded_bytes(),
+            }
+        }
+    }
+}
+
+// ----- opening ---------------------------------------------------------------------
+
+fn host_open(path: &str, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    let c = CString::new(path).map_err(|_| EINVAL)?;
+    // SAFETY: open with a valid C string; the result is checked.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
+    if fd < 0 {
+        return Err(host_errno());
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A new, empty memfd: a read-only descriptor, and a writable one.
+fn memfd() -> Result<(OwnedFd, OwnedFd), Errno> {
+    // SAFETY: memfd_create with a static C string; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"morph-proc".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(host_errno());
+    }
+    // SAFETY: a fresh descriptor we own.
+    let rw = unsafe { OwnedFd::from_raw_fd(fd) };
+    // A second, read-only open file description of the same memfd, for the guest.
+    let ro = host_open(&format!("/proc/self/fd/{}", rw.as_raw_fd()), libc::O_RDONLY, 0)?;
+    Ok((ro, rw))
+}
+
+/// An open `/proc/<pid>` text file, its text to be made at the first read.
+fn snapshot(pid: Pid, file: ProcFile, path: String) -> Result<OpenFile, Errno> {
+    let (ro, rw) = memfd()?;
+    let mut f = OpenFile::new(ro);
+    f.kind = FileKind::Snapshot(Snapshot { path, pid, file, pending: RefCell::new(Some(rw)) });
+    Ok(f)
+}
+
+/// Opens a node with the guest's `open` flags (`mode` already masked by the umask).
+pub fn open(m: &Machine, p: &Process, node: Node, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
+    let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    let acc = flags & O_ACCMODE;
+    let with = |fd: OwnedFd, kind: FileKind| {
+        let mut f = OpenFile::new(fd);
+        f.kind = kind;
+        f
+    };
+    match node {
+        Node::HostDev(n) => {
+            let fd = host_open(&format!("/dev/{n}"), host_flags | libc::O_NOCTTY, mode)?;
+            Ok(with(fd, FileKind::Device(n)))
+        }
+        Node::Random(n) => {
+            let fd = host_open(&format!("/dev/{n}"), host_flags | libc::O_NOCTTY, mode)?;
+            Ok(with(fd, FileKind::Random(n)))
+        }
+        Node::Dir(path) => {
+            if acc != O_RDONLY || flags & O_CREAT != 0 {
+                return Err(EISDIR);
+            }
+            Ok(with(memfd()?.0, FileKind::Dir(DirState::new(path))))
+        }
+        Node::Link(..) => Err(ELOOP), // O_NOFOLLOW on a link
+        Node::Proc(pid, f, path) => {
+            if flags & O_DIRECTORY != 0 {
+                return Err(ENOTDIR);
+            }
+            if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
+                return Err(EEXIST);
+            }
+            if acc != O_RDONLY || flags & O_TRUNC != 0 {
+                return Err(EACCES);
+            }
+            process(m, p, pid).ok_or(ENOENT)?;
+            snapshot(pid, f, path)
+        }
+        Node::Fd(e) => reopen(&e, flags, mode),
+    }
+}
+
+/// Opens again what a guest descriptor holds (a new open file description, as opening
+/// `/proc/self/fd/N` does on Linux).
+fn reopen(e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
+    let mut host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    let fifo = host_mode(e.host.as_raw_fd()) == Some(libc::S_IFIFO);
+    if fifo {
+        host_flags |= libc::O_NONBLOCK; // opening a pipe must not wait for a peer
+    }
+    let kind = match &e.host.kind {
+        FileKind::Host => FileKind::Host,
+        FileKind::Device(n) => FileKind::Device(n),
+        FileKind::Random(n) => FileKind::Random(n),
+        FileKind::Snapshot(s) => {
+            if flags & O_ACCMODE != O_RDONLY {
+                return Err(EACCES);
+            }
+            return snapshot(s.pid, s.file, s.path.clone());
+        }
+        FileKind::Dir(d) => {
+            if flags & O_ACCMODE != O_RDONLY {
+                return Err(EISDIR);
+            }
+            FileKind::Dir(DirState::new(d.path.clone()))
+        }
+    };
+    let fd = host_open(&format!("/proc/self/fd/{}", e.host.as_raw_fd()), host_flags, mode)?;
+    let mut f = if fifo { OpenFile::nonblocking(fd, flags & O_NONBLOCK != 0) } else { OpenFile::new(fd) };
+    f.kind = kind;
+    Ok(f)
+}
+
+// ----- metadata -----------------------------------------------------------------------
+
+/// A stable made-up inode number for one of morph's paths.
+fn ino_of(path: &[u8]) -> u64 {
+    // FNV-1a, folded to 32 bits so that the old `stat` can report it.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in path {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    ((h >> 32) ^ h) & 0xffff_ffff | 1
+}
+
+/// The metadata of a made-up object.
+fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
+    // SAFETY: an all-zero stat is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    st.st_dev = if path.starts_with("/proc") { PROC_DEV } else { DEV_DEV };
+    st.st_ino = ino_of(path.as_bytes());
+    st.st_mode = mode;
+    st.st_nlink = if mode & libc::S_IFMT == libc::S_IFDIR { 2 } else { 1 };
+    let id = ids();
+    (st.st_uid, st.st_gid) = (id[1], id[3]);
+    st.st_size = size;
+    st.st_blksize = 1024;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    st.st_atime = now.as_secs() as i64;
+    st.st_mtime = st.st_atime;
+    st.st_ctime = st.st_atime;
+    st
+}
+
+/// The metadata object of a node.
+pub fn object(node: Node) -> Result<Object, Errno> {
+    Ok(match node {
+        Node::HostDev(n) | Node::Random(n) => Object::Device(host_open(&format!("/dev/{n}"), libc::O_PATH, 0)?),
+        Node::Dir(path) => Object::Synthetic(synthetic(&path, libc::S_IFDIR | 0o555, 0)),
+        Node::Link(path, target, mode) => {
+            Object::Synthetic(synthetic(&path, libc::S_IFLNK | mode, target.len() as i64))
+        }
+        // Size 0, as Linux reports for /proc files.
+        Node::Proc(_, _, path) => Object::Synthetic(synthetic(&path, libc::S_IFREG | 0o444, 0)),
+        Node::Fd(e) => object_of_fd(&e)?,
+    })
+}
+
+/// The metadata object of what a guest descriptor holds.
+pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
+    let dup = || {
+        // SAFETY: dup of a descriptor we hold.
+        let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if d < 0 {
+            return Err(host_errno());
+        }
+        // SAFETY: a fresh descriptor we own.
+        Ok(unsafe { OwnedFd::from_raw_fd(d) })
+    };
+    Ok(match &e.host.kind {
+        FileKind::Host => Object::Host(dup()?),
+        FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),
+        FileKind::Snapshot(s) => Object::Synthetic(synthetic(&s.path, libc::S_IFREG | 0o444, 0)),
+        FileKind::Dir(d) => Object::Synthetic(synthetic(&d.path, libc::S_IFDIR | 0o555, 0)),
+    })
+}
+
+/// `access` on a made-up object: Linux's permission check against its mode (the
+/// caller owns everything in its `/proc`).
+pub fn access(st: &libc::stat, mode: u32) -> Result<(), Errno> {
+    let bits = (st.st_mode >> 6) & 7;
+    let root = ids()[1] == 0;
+    let want = mode & 7;
+    let ok = if root {
+        want & 1 == 0 || st.st_mode & 0o111 != 0 || st.st_mode & libc::S_IFMT == libc::S_IFDIR
+    } else {
+        bits & want == want
+    };
+    if ok { Ok(()) } else { Err(EACCES) }
+}
+
+// ----- directories --------------------------------------------------------------------
+
+const DT_CHR: u8 = 2;
+const DT_DIR: u8 = 4;
+const DT_REG: u8 = 8;
+const DT_LNK: u8 = 10;
+
+/// What a directory of morph's own holds (without `.` and `..`).
+fn listing(m: &Machine, p: &Process, path: &str) -> Listing {
+    let named = |v: &[(&str, u8)]| v.iter().map(|(n, t)| (n.as_bytes().to_vec(), *t)).collect::<Vec<_>>();
+    if path == "/dev" {
+        return named(&[
+            ("fd", DT_LNK),
+            ("full", DT_CHR),
+            ("null", DT_CHR),
+            ("random", DT_CHR),
+            ("stderr", DT_LNK),
+            ("stdin", DT_LNK),
+            ("stdout", DT_LNK),
+            ("tty", DT_CHR),
+            ("urandom", DT_CHR),
+            ("zero", DT_CHR),
+        ]);
+    }
+    if path == "/proc" {
+        let mut pids: Vec<Pid> = m.procs.keys().copied().chain([p.pid]).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        let mut v = named(&[("self", DT_LNK)]);
+        v.extend(pids.into_iter().map(|pid| (pid.to_string().into_bytes(), DT_DIR)));
+        return v;
+    }
+    let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let Some(q) = parts.get(1).and_then(|s| s.parse().ok()).and_then(|pid| process(m, p, pid)) else {
+        return Vec::new();
+    };
+    match parts.get(2) {
+        None => named(&[
+            ("cmdline", DT_REG),
+            ("cwd", DT_LNK),
+            ("exe", DT_LNK),
+            ("fd", DT_DIR),
+            ("maps", DT_REG),
+            ("root", DT_LNK),
+            ("stat", DT_REG),
+            ("status", DT_REG),
+        ]),
+        Some(_) => (0..crate::process::MAX_FDS as u32)
+            .filter(|&n| q.fds.get(n).is_some())
+            .map(|n| (n.to_string().into_bytes(), DT_LNK))
+            .collect(),
+    }
+}
+
+/// `getdents64` (`wide`) or the old `getdents` on a directory of morph's own: fills
+/// `buf` with as many entries as fit from the current position.
+pub fn getdents(m: &Machine, p: &Process, d: &DirState, buf: &mut [u8], wide: bool) -> Result<usize, Errno> {
+    if d.entries.borrow().is_none() {
+        let mut v = vec![(b".".to_vec(), DT_DIR), (b"..".to_vec(), DT_DIR)];
+        v.extend(listing(m, p, &d.path));
+        *d.entries.borrow_mut() = Some(v);
+    }
+    encode(d, buf, wide)
+}
+
+/// Writes `linux_dirent64` (`wide`) or old `linux_dirent` records of `d`'s listing from
+/// its position into `buf`.
+fn encode(d: &DirState, buf: &mut [u8], wide: bool) -> Result<usize, Errno> {
+    let entries = d.entries.borrow();
+    let entries = entries.as_deref().unwrap_or_default();
+    let mut n = 0;
+    while let Some((name, typ)) = entries.get(d.pos.get() as usize) {
+        let ino = ino_of(&[d.path.as_bytes(), b"/", name].concat());
+        let next = d.pos.get() + 1;
+        let rec =
+            if wide { (19 + name.len() + 1).next_multiple_of(8) } else { (10 + name.len() + 2).next_multiple_of(4) };
+        if n + rec > buf.len() {
+            if n == 0 {
+                return Err(EINVAL);
+            }
+            break;
+        }
+        let r = &mut buf[n..n + rec];
+        r.fill(0);
+        if wide {
+            r[0..8].copy_from_slice(&ino.to_le_bytes());
+            r[8..16].copy_from_slice(&next.to_le_bytes());
+            r[16..18].copy_from_slice(&(rec as u16).to_le_bytes());
+            r[18] = *typ;
+            r[19..19 + name.len()].copy_from_slice(name);
+        } else {
+            r[0..4].copy_from_slice(&(ino as u32).to_le_bytes());
+            r[4..8].copy_from_slice(&(next as u32).to_le_bytes());
+            r[8..10].copy_from_slice(&(rec as u16).to_le_bytes());
+            r[10..10 + name.len()].copy_from_slice(name);
+            r[rec - 1] = *typ;
+        }
+        n += rec;
+        d.pos.set(next);
+    }
+    Ok(n)
+}
+
+/// `lseek` on a directory of morph's own: positions are entry indices.
+pub fn seek_dir(d: &DirState, off: i64, whence: u32) -> Result<u64, Errno> {
+    let pos = match whence {
+        0 => off,
+        1 => d.pos.get() as i64 + off,
+        _ => return Err(EINVAL),
+    };
+    let pos = u64::try_from(pos).map_err(|_| EINVAL)?;
+    d.pos.set(pos);
+    Ok(pos)
+}
+
+// ----- /proc/<pid> text ------------------------------------------------------------------
+
+/// The name a process goes by (`comm`): the executable's base name, at most 15 bytes.
+fn comm(q: &Process) -> String {
+    let base = q.exe.rsplit('/').next().unwrap_or("");
+    base.char_indices().take_while(|(i, c)| i + c.len_utf8() <= 15).map(|(_, c)| c).collect()
+}
+
+/// Virtual size and resident pages of a process.
+fn memory(q: &Process) -> (u64, u64) {
+    let mut size = 0u64;
+    let mut rss = 0u64;
+    for v in q.aspace.vmas() {
+        size += u64::from(v.end - v.start);
+        rss += (v.start..v.end).step_by(PAGE_SIZE as usize).filter(|&a| q.aspace.pte(a).present()).count() as u64;
+    }
+    (size, rss)
+}
+
+/// Signals whose disposition is `SIG_IGN` (bit `sig - 1`), and those with a handler.
+fn dispositions(q: &Process) -> (u64, u64) {
+    let (mut ign, mut cgt) = (0u64, 0u64);
+    for (i, a) in q.sigactions.iter().enumerate() {
+        if a.handler == SIG_IGN {
+            ign |= 1 << i;
+        } else if a.handler > SIG_IGN {
+            cgt |= 1 << i;
+        }
+    }
+    (ign, cgt)
+}
+
+/// The contents of a `/proc/<pid>` text file.
+pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
+    match f {
+        ProcFile::Maps => maps(q).into_bytes(),
+        ProcFile::Cmdline => q.cmdline.clone(),
+        ProcFile::Status => status(q).into_bytes(),
+        ProcFile::Stat => stat(q).into_bytes(),
+    }
+}
+
+fn state(q: &Process) -> (char, &'static str) {
+    if q.blocked.is_some() { ('S', "sleeping") } else { ('R', "running") }
+}
+
+/// Linux's `/proc/<pid>/maps`, as a 32-bit kernel prints it (the name column starts
+/// after 48 characters plus a space).
+fn maps(q: &Process) -> String {
+    let mut s = String::new();
+    for v in q.aspace.vmas() {
+        let (dev, ino, off) = match &v.kind {
+            MapKind::File { id, page, .. } => (id.dev, id.ino, u64::from(*page) * u64::from(PAGE_SIZE)),
+            MapKind::Anon => (0, 0, 0),
+        };
+        let flag = |b: bool, c: char| if b { c } else { '-' };
+        let start = s.len();
+        let _ = write!(
+            s,
+            "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
+            v.start,
+            v.end,
+            flag(v.prot.has(morph_mem::Prot::READ), 'r'),
+            flag(v.prot.has(morph_mem::Prot::WRITE), 'w'),
+            flag(v.prot.has(morph_mem::Prot::EXEC), 'x'),
+            if v.shared { 's' } else { 'p' },
+            off,
+            libc::major(dev),
+            libc::minor(dev),
+            ino,
+        );
+        if !v.name.is_empty() {
+            while s.len() - start < 48 {
+                s.push(' ');
+            }
+            s.push(' ');
+            s.push_str(&v.name);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn status(q: &Process) -> String {
+    let id = ids();
+    let (size, rss) = memory(q);
+    let (ign, cgt) = dispositions(q);
+    let (st, st_name) = state(q);
+    let mut s = String::new();
+    let _ = writeln!(s, "Name:\t{}", comm(q));
+    let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
+    let _ = writeln!(s, "State:\t{st} ({st_name})");
+    let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, q.pid, q.ppid);
+    let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", id[0], id[1], id[1], id[1]);
+    let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
+    let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
+    let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
+    let _ = writeln!(s, "Threads:\t1");
+    let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", q.pending, 0);
+    let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", q.sigmask, ign, cgt);
+    s
+}
+
+fn stat(q: &Process) -> String {
+    let (size, rss) = memory(q);
+    let (ign, cgt) = dispositions(q);
+    let tick = |n: u64| n / crate::syscall::INSNS_PER_TICK;
+    let lo = |v: u64| v & 0xffff_ffff;
+    let utime = tick(q.cpu.icount - q.start_icount);
+    let cutime = tick(q.child_icount);
+    let g = &q.cpu.gpr;
+    format!(
+        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 1 0 0 {size} {rss} 4294967295 \
+         0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
+        q.pid,
+        comm(q),
+        state(q).0,
+        q.ppid,
+        q.pgid,
+        q.sid,
+        g[morph_cpu::state::reg::ESP],
+        q.cpu.eip,
+        lo(q.pending),
+        lo(q.sigmask),
+        lo(ign),
+        lo(cgt),
+        q.exit_signal,
+        q.brk_start,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_canonical() {
+        assert_eq!(parse_num(b"100"), Some(100));
+        assert_eq!(parse_num(b"0"), Some(0));
+        assert_eq!(parse_num(b"007"), None);
+        assert_eq!(parse_num(b"1x"), None);
+        assert_eq!(parse_num(b""), None);
+        assert_eq!(parse_num(b"99999999999"), None);
+    }
+
+    #[test]
+    fn dirents_have_linux_layout() {
+        let d = DirState::new("/dev".into());
+        *d.entries.borrow_mut() = Some(vec![(b".".to_vec(), DT_DIR), (b"null".to_vec(), DT_CHR)]);
+        // linux_dirent64: ino, off, reclen, type, name, NUL, padded to 8.
+        let mut b = [0u8; 30];
+        assert_eq!(encode(&d, &mut b, true), Ok(24));
+        assert_eq!(&b[8..19], &[1, 0, 0, 0, 0, 0, 0, 0, 24, 0, DT_DIR]);
+        assert_eq!(&b[19..21], b".\0");
+        // The second record does not fit: the next call goes on from it.
+        assert_eq!(encode(&d, &mut b[..24], true), Ok(24));
+        assert_eq!(b[18], DT_CHR);
+        assert_eq!(&b[19..24], b"null\0");
+        assert_eq!(encode(&d, &mut b, true), Ok(0));
+        // The old linux_dirent: ino, off, reclen, name, NUL, ..., type last; padded to 4.
+        seek_dir(&d, 0, 0).unwrap();
+        let mut o = [0u8; 40];
+        assert_eq!(encode(&d, &mut o, false), Ok(16 + 16));
+        assert_eq!(&o[8..10], &16u16.to_le_bytes());
+        assert_eq!(o[15], DT_DIR);
+        assert_eq!(&o[16 + 10..16 + 15], b"null\0");
+        assert_eq!(o[16 + 15], DT_CHR);
+        // A buffer too small for one record.
+        seek_dir(&d, 0, 0).unwrap();
+        assert_eq!(encode(&d, &mut o[..8], true), Err(EINVAL));
+        assert_ne!(ino_of(b"/dev/null"), ino_of(b"/dev/zero"));
+        assert!(ino_of(b"/proc") <= u64::from(u32::MAX));
+    }
+}
