@@ -276,6 +276,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "os_ns": os.os_ns,
             "engine_ns": os.engine_ns,
             "processes": os.processes,
+            "refused_net": os.refused_net,
         },
         "memory": {
             "frames_in_use": ph.frames_in_use,

@@ -84,6 +84,10 @@ pub struct OsStats {
     pub execs: u64,
     /// `clone` calls refused because they asked for threads (`CLONE_VM`).
     pub unsupported_clones: u64,
+    /// Socket calls refused because they would leave the loopback network (an address
+    /// other than loopback, a family other than `AF_UNIX`/`AF_INET`/`AF_INET6`, raw
+    /// sockets, multicast membership, binding to a device).
+    pub refused_net: u64,
 }
 
 /// Why a run ended abnormally (not a guest exit).
@@ -112,6 +116,7 @@ pub struct Machine {
     pub(crate) stats: OsStats,
     pub(crate) started: Instant,
     pub(crate) ioctl_unknown: HashMap<u32, u64>,
+    pub(crate) net: syscall::net::Net,
 }
 
 /// The first pid handed out.
@@ -137,6 +142,7 @@ impl Machine {
             stats: OsStats::default(),
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
+            net: syscall::net::Net::default(),
         })
     }
 

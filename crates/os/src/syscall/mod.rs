@@ -50,7 +50,7 @@ macro_rules! table {
 }
 
 mod io;
-mod net;
+pub(crate) mod net;
 mod proc;
 mod signal;
 
@@ -237,6 +237,20 @@ fn errno_name(e: Errno) -> &'static str {
         ENETUNREACH => "ENETUNREACH",
         ECONNREFUSED => "ECONNREFUSED",
         EINPROGRESS => "EINPROGRESS",
+        EALREADY => "EALREADY",
+        EISCONN => "EISCONN",
+        ENOTCONN => "ENOTCONN",
+        EADDRINUSE => "EADDRINUSE",
+        ECONNRESET => "ECONNRESET",
+        ETIMEDOUT => "ETIMEDOUT",
+        EMSGSIZE => "EMSGSIZE",
+        ENOPROTOOPT => "ENOPROTOOPT",
+        EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        ENOBUFS => "ENOBUFS",
+        ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",
+        EOPNOTSUPP => "EOPNOTSUPP",
+        ENODEV => "ENODEV",
+        EOVERFLOW => "EOVERFLOW",
         _ => "E?",
     }
 }
@@ -555,8 +569,6 @@ fn guest_name_of(m: &Machine, raw: i32) -> String {
         .and_then(|h| h.strip_prefix(m.vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
         .unwrap_or_default()
 }
-
-const ENODEV: i32 = 19;
 
 fn sys_mmap2(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     do_mmap(m, p, a[0], a[1], a[2], a[3], a[4], u64::from(a[5]) * u64::from(PAGE_SIZE))
