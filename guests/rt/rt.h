@@ -18,24 +18,33 @@
 
 /* ---- system call numbers (Linux i386) ---------------------------------- */
 #define SYS_exit	  1
+#define SYS_fork	  2
 #define SYS_read	  3
 #define SYS_write	  4
 #define SYS_open	  5
 #define SYS_close	  6
+#define SYS_waitpid	  7
 #define SYS_unlink	 10
 #define SYS_lseek	 19
 #define SYS_getpid	 20
+#define SYS_kill	 37
 #define SYS_dup		 41
+#define SYS_pipe	 42
 #define SYS_brk		 45
+#define SYS_ioctl	 54
+#define SYS_fcntl	 55
 #define SYS_umask	 60
 #define SYS_dup2	 63
 #define SYS_munmap	 91
+#define SYS_socketcall	102
 #define SYS_uname	122
 #define SYS_mprotect	125
 #define SYS__llseek	140
 #define SYS_readv	145
 #define SYS_writev	146
+#define SYS_nanosleep	162
 #define SYS_mremap	163
+#define SYS_poll	168
 #define SYS_pread64	180
 #define SYS_pwrite64	181
 #define SYS_mmap2	192
@@ -47,6 +56,21 @@
 #define SYS_geteuid32	201
 #define SYS_getegid32	202
 #define SYS_exit_group	252
+#define SYS_socket	359
+#define SYS_socketpair	360
+#define SYS_bind	361
+#define SYS_connect	362
+#define SYS_listen	363
+#define SYS_accept4	364
+#define SYS_getsockopt	365
+#define SYS_setsockopt	366
+#define SYS_getsockname	367
+#define SYS_getpeername	368
+#define SYS_sendto	369
+#define SYS_sendmsg	370
+#define SYS_recvfrom	371
+#define SYS_recvmsg	372
+#define SYS_shutdown	373
 
 /* ---- constants ----------------------------------------------------------- */
 #define O_RDONLY	00
@@ -80,6 +104,67 @@
 #define EEXIST		17
 #define EINVAL		22
 #define ENOSYS		38
+#define EAGAIN		11
+#define EPIPE		32
+#define EAFNOSUPPORT	97
+#define EADDRNOTAVAIL	99
+#define ENETUNREACH	101
+#define ECONNREFUSED	111
+#define EINPROGRESS	115
+
+/* fcntl, ioctl, poll, wait */
+#define F_GETFL		3
+#define F_SETFL		4
+#define O_NONBLOCK	04000
+#define FIONBIO		0x5421
+#define POLLIN		0x001
+#define POLLOUT		0x004
+#define POLLERR		0x008
+#define POLLHUP		0x010
+
+/* sockets */
+#define AF_UNSPEC	0
+#define AF_UNIX		1
+#define AF_INET		2
+#define AF_INET6	10
+#define AF_NETLINK	16
+#define AF_PACKET	17
+#define SOCK_STREAM	1
+#define SOCK_DGRAM	2
+#define SOCK_RAW	3
+#define SOCK_NONBLOCK	04000
+#define SOCK_CLOEXEC	02000000
+#define SOL_SOCKET	1
+#define SO_TYPE		3
+#define SO_ERROR	4
+#define SO_RCVTIMEO	20
+#define SCM_RIGHTS	1
+#define MSG_PEEK	0x2
+#define MSG_TRUNC	0x20
+#define MSG_DONTWAIT	0x40
+#define MSG_WAITALL	0x100
+#define MSG_NOSIGNAL	0x4000
+#define SHUT_RD		0
+#define SHUT_WR		1
+/* socketcall(2) sub-calls */
+#define SC_SOCKET	1
+#define SC_BIND		2
+#define SC_CONNECT	3
+#define SC_LISTEN	4
+#define SC_ACCEPT	5
+#define SC_GETSOCKNAME	6
+#define SC_GETPEERNAME	7
+#define SC_SOCKETPAIR	8
+#define SC_SEND		9
+#define SC_RECV		10
+#define SC_SENDTO	11
+#define SC_RECVFROM	12
+#define SC_SHUTDOWN	13
+#define SC_SETSOCKOPT	14
+#define SC_GETSOCKOPT	15
+#define SC_SENDMSG	16
+#define SC_RECVMSG	17
+#define SC_ACCEPT4	18
 
 /* auxiliary vector entry types */
 #define AT_NULL		0
@@ -136,6 +221,69 @@ struct stat64 {
 	unsigned long long st_ino;
 };
 
+struct sockaddr {
+	uint16_t sa_family;
+	char sa_data[14];
+};
+
+struct sockaddr_in {
+	uint16_t sin_family;
+	uint16_t sin_port;		/* network byte order */
+	uint32_t sin_addr;		/* network byte order */
+	unsigned char sin_zero[8];
+};
+
+struct sockaddr_in6 {
+	uint16_t sin6_family;
+	uint16_t sin6_port;
+	uint32_t sin6_flowinfo;
+	unsigned char sin6_addr[16];
+	uint32_t sin6_scope_id;
+};
+
+struct sockaddr_un {
+	uint16_t sun_family;
+	char sun_path[108];
+};
+
+struct msghdr {
+	void *msg_name;
+	int msg_namelen;
+	struct iovec *msg_iov;
+	size_t msg_iovlen;
+	void *msg_control;
+	size_t msg_controllen;
+	unsigned msg_flags;
+};
+
+struct cmsghdr {
+	size_t cmsg_len;
+	int cmsg_level;
+	int cmsg_type;
+	/* data follows, aligned to 4 */
+};
+
+struct pollfd {
+	int fd;
+	short events;
+	short revents;
+};
+
+struct timespec {
+	long tv_sec;
+	long tv_nsec;
+};
+
+struct timeval {
+	long tv_sec;
+	long tv_usec;
+};
+
+static inline uint16_t htons(uint16_t v) { return (uint16_t)((v << 8) | (v >> 8)); }
+static inline uint16_t ntohs(uint16_t v) { return htons(v); }
+static inline uint32_t htonl(uint32_t v)
+{ return (v >> 24) | ((v >> 8) & 0xff00) | ((v << 8) & 0xff0000) | (v << 24); }
+
 struct utsname {
 	char sysname[65], nodename[65], release[65];
 	char version[65], machine[65], domainname[65];
@@ -181,6 +329,34 @@ static inline long sys_getuid(void) { return rt_syscall(SYS_getuid32); }
 static inline long sys_getgid(void) { return rt_syscall(SYS_getgid32); }
 static inline long sys_geteuid(void) { return rt_syscall(SYS_geteuid32); }
 static inline long sys_getegid(void) { return rt_syscall(SYS_getegid32); }
+static inline long sys_fork(void) { return rt_syscall(SYS_fork); }
+static inline long sys_waitpid(int pid, int *status, int options) { return rt_syscall(SYS_waitpid, pid, status, options); }
+static inline long sys_kill(int pid, int sig) { return rt_syscall(SYS_kill, pid, sig); }
+static inline long sys_pipe(int fds[2]) { return rt_syscall(SYS_pipe, fds); }
+static inline long sys_fcntl(int fd, int cmd, long arg) { return rt_syscall(SYS_fcntl, fd, cmd, arg); }
+static inline long sys_ioctl(int fd, unsigned long req, void *arg) { return rt_syscall(SYS_ioctl, fd, req, arg); }
+static inline long sys_poll(struct pollfd *fds, unsigned n, int timeout_ms) { return rt_syscall(SYS_poll, fds, n, timeout_ms); }
+static inline long sys_nanosleep(const struct timespec *req, struct timespec *rem) { return rt_syscall(SYS_nanosleep, req, rem); }
+/* the direct socket calls (Linux 4.3+) */
+static inline long sys_socket(int domain, int type, int proto) { return rt_syscall(SYS_socket, domain, type, proto); }
+static inline long sys_socketpair(int domain, int type, int proto, int sv[2]) { return rt_syscall(SYS_socketpair, domain, type, proto, sv); }
+static inline long sys_bind(int fd, const void *addr, int len) { return rt_syscall(SYS_bind, fd, addr, len); }
+static inline long sys_connect(int fd, const void *addr, int len) { return rt_syscall(SYS_connect, fd, addr, len); }
+static inline long sys_listen(int fd, int backlog) { return rt_syscall(SYS_listen, fd, backlog); }
+static inline long sys_accept4(int fd, void *addr, int *len, int flags) { return rt_syscall(SYS_accept4, fd, addr, len, flags); }
+static inline long sys_getsockopt(int fd, int level, int name, void *val, int *len) { return rt_syscall(SYS_getsockopt, fd, level, name, val, len); }
+static inline long sys_setsockopt(int fd, int level, int name, const void *val, int len) { return rt_syscall(SYS_setsockopt, fd, level, name, val, len); }
+static inline long sys_getsockname(int fd, void *addr, int *len) { return rt_syscall(SYS_getsockname, fd, addr, len); }
+static inline long sys_getpeername(int fd, void *addr, int *len) { return rt_syscall(SYS_getpeername, fd, addr, len); }
+static inline long sys_sendto(int fd, const void *buf, size_t n, int flags, const void *addr, int len)
+{ return rt_syscall(SYS_sendto, fd, buf, n, flags, addr, len); }
+static inline long sys_recvfrom(int fd, void *buf, size_t n, int flags, void *addr, int *len)
+{ return rt_syscall(SYS_recvfrom, fd, buf, n, flags, addr, len); }
+static inline long sys_sendmsg(int fd, const struct msghdr *msg, int flags) { return rt_syscall(SYS_sendmsg, fd, msg, flags); }
+static inline long sys_recvmsg(int fd, struct msghdr *msg, int flags) { return rt_syscall(SYS_recvmsg, fd, msg, flags); }
+static inline long sys_shutdown(int fd, int how) { return rt_syscall(SYS_shutdown, fd, how); }
+/* socketcall(2): call is an SC_* number, args the call's arguments as longs */
+static inline long sys_socketcall(int call, unsigned long *args) { return rt_syscall(SYS_socketcall, call, args); }
 /* mmap2: offset is in 4096-byte pages; returns the address or -errno */
 static inline long sys_mmap2(void *addr, size_t len, int prot, int flags, int fd, long pgoff)
 { return rt_syscall(SYS_mmap2, addr, len, prot, flags, fd, pgoff); }

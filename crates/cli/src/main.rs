@@ -302,6 +302,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "execs": os.execs,
             "idle_ns": os.idle_ns,
             "unsupported_clones": os.unsupported_clones,
+            "refused_net": os.refused_net,
         },
         "memory": {
             "frames_in_use": ph.frames_in_use,

@@ -181,7 +181,7 @@ pub struct Vma {
 pub struct AddressSpace {
     phys: Rc<PhysMem>,
     base: *mut u8,
-    pt: Box<[Pte]>,
+    pt: PageTable,
     vmas: BTreeMap<u32, Vma>,
     /// Host mmap calls made for this address space (a cost worth counting); also a
     /// generation number of its mappings.
@@ -215,7 +215,7 @@ impl AddressSpace {
         Ok(AddressSpace {
             phys,
             base: base.cast(),
-            pt: zeroed_table(),
+            pt: PageTable::new()?,
             vmas: BTreeMap::new(),
             host_maps: 0,
             id: {
@@ -914,15 +914,58 @@ impl Drop for AddressSpace {
     }
 }
 
-/// A page table of `NUM_PAGES` empty entries, allocated zeroed so that the host
-/// supplies its pages lazily (a new process touches a few of its 8 MiB).
-fn zeroed_table() -> Box<[Pte]> {
-    let v = std::mem::ManuallyDrop::new(vec![0u64; NUM_PAGES]);
-    let (ptr, len, cap) = (v.as_ptr().cast_mut(), v.len(), v.capacity());
-    // SAFETY: `Pte` is `repr(transparent)` over `u64`, so the allocation has the right
-    // size and alignment for `Pte`s, and the zero value is `Pte::default()`; ownership
-    // moves from the forgotten `Vec`.
-    unsafe { Vec::from_raw_parts(ptr.cast::<Pte>(), len, cap) }.into_boxed_slice()
+/// The flat page table: `NUM_PAGES` entries (8 MiB) in an anonymous host mapping of
+/// its own, so that a new table costs no zeroing (the host supplies zero pages as they
+/// are touched; a process touches a few). The allocator would hand back a recycled,
+/// explicitly zeroed block instead once it has seen a few freed.
+struct PageTable {
+    ptr: std::ptr::NonNull<Pte>,
+}
+
+impl PageTable {
+    const BYTES: usize = NUM_PAGES * std::mem::size_of::<Pte>();
+
+    fn new() -> Result<PageTable, MemError> {
+        // SAFETY: a fresh private anonymous mapping; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(host_err("mmap(page table)"));
+        }
+        Ok(PageTable { ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success") })
+    }
+}
+
+impl std::ops::Deref for PageTable {
+    type Target = [Pte];
+    fn deref(&self) -> &[Pte] {
+        // SAFETY: the mapping holds NUM_PAGES entries, zero-initialized by the host
+        // (the zero value is `Pte::default()`; `Pte` is `repr(transparent)` over u64),
+        // and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), NUM_PAGES) }
+    }
+}
+
+impl std::ops::DerefMut for PageTable {
+    fn deref_mut(&mut self) -> &mut [Pte] {
+        // SAFETY: as for `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), NUM_PAGES) }
+    }
+}
+
+impl Drop for PageTable {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping; no borrow of it outlives `self`.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), Self::BYTES) };
+    }
 }
 
 /// Whether `file` is open for reading and writing.

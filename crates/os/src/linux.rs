@@ -311,3 +311,135 @@ pub const CLONE_CHILD_SETTID: u32 = 0x1000000;
 pub const WNOHANG: u32 = 1;
 pub const WUNTRACED: u32 = 2;
 pub const WCONTINUED: u32 = 8;
+
+// Socket errno values.
+pub const ENOPROTOOPT: i32 = 92;
+pub const EPROTONOSUPPORT: i32 = 93;
+pub const ENOBUFS: i32 = 105;
+pub const ESOCKTNOSUPPORT: i32 = 94;
+pub const EOPNOTSUPP: i32 = 95;
+pub const EMSGSIZE: i32 = 90;
+pub const ENODEV: i32 = 19;
+pub const EADDRINUSE: i32 = 98;
+pub const ECONNRESET: i32 = 104;
+pub const EISCONN: i32 = 106;
+pub const ENOTCONN: i32 = 107;
+pub const ETIMEDOUT: i32 = 110;
+pub const EALREADY: i32 = 114;
+
+// Sockets: the values are the same on i386 and x86-64; so are the layouts of
+// `sockaddr_un`, `sockaddr_in` and `sockaddr_in6`. `msghdr`, `iovec` and `cmsghdr` are
+// not (32-bit pointers and sizes).
+pub const AF_UNSPEC: u16 = 0;
+pub const AF_UNIX: u16 = 1;
+pub const AF_INET: u16 = 2;
+pub const AF_INET6: u16 = 10;
+pub const SOCK_STREAM: u32 = 1;
+pub const SOCK_DGRAM: u32 = 2;
+pub const SOCK_RAW: u32 = 3;
+pub const SOCK_SEQPACKET: u32 = 5;
+pub const SOCK_TYPE_MASK: u32 = 0xf;
+pub const SOCK_NONBLOCK: u32 = O_NONBLOCK;
+pub const SOCK_CLOEXEC: u32 = O_CLOEXEC;
+/// `sizeof(struct sockaddr_storage)`: the longest socket address.
+pub const SOCKADDR_MAX: u32 = 128;
+
+pub const MSG_OOB: u32 = 0x1;
+pub const MSG_PEEK: u32 = 0x2;
+pub const MSG_CTRUNC: u32 = 0x8;
+pub const MSG_TRUNC: u32 = 0x20;
+pub const MSG_DONTWAIT: u32 = 0x40;
+pub const MSG_WAITALL: u32 = 0x100;
+pub const MSG_NOSIGNAL: u32 = 0x4000;
+pub const MSG_WAITFORONE: u32 = 0x10000;
+pub const MSG_CMSG_CLOEXEC: u32 = 0x4000_0000;
+
+pub const SOL_SOCKET: u32 = 1;
+pub const SO_TYPE: u32 = 3;
+pub const SO_ERROR: u32 = 4;
+pub const SO_RCVTIMEO_OLD: u32 = 20;
+pub const SO_SNDTIMEO_OLD: u32 = 21;
+pub const SO_BINDTODEVICE: u32 = 25;
+pub const SO_ATTACH_FILTER: u32 = 26;
+pub const SO_TIMESTAMP_OLD: u32 = 29;
+pub const SO_TIMESTAMPNS_OLD: u32 = 35;
+pub const SO_TIMESTAMPING_OLD: u32 = 37;
+pub const SO_ATTACH_REUSEPORT_CBPF: u32 = 51;
+pub const SCM_RIGHTS: u32 = 1;
+pub const SCM_CREDENTIALS: u32 = 2;
+
+pub const IPPROTO_IP: u32 = 0;
+pub const IPPROTO_ICMP: u32 = 1;
+pub const IPPROTO_TCP: u32 = 6;
+pub const IPPROTO_UDP: u32 = 17;
+pub const IPPROTO_ICMPV6: u32 = 58;
+pub const IPPROTO_IPV6: u32 = 41;
+pub const IP_ADD_MEMBERSHIP: u32 = 35;
+pub const IP_ADD_SOURCE_MEMBERSHIP: u32 = 39;
+pub const MCAST_JOIN_GROUP: u32 = 42;
+pub const MCAST_JOIN_SOURCE_GROUP: u32 = 46;
+pub const IPV6_ADD_MEMBERSHIP: u32 = 20;
+
+/// `socketcall` sub-call numbers (`SYS_SOCKET` … `SYS_SENDMMSG` of `linux/net.h`).
+pub mod socketcall {
+    pub const SOCKET: u32 = 1;
+    pub const BIND: u32 = 2;
+    pub const CONNECT: u32 = 3;
+    pub const LISTEN: u32 = 4;
+    pub const ACCEPT: u32 = 5;
+    pub const GETSOCKNAME: u32 = 6;
+    pub const GETPEERNAME: u32 = 7;
+    pub const SOCKETPAIR: u32 = 8;
+    pub const SEND: u32 = 9;
+    pub const RECV: u32 = 10;
+    pub const SENDTO: u32 = 11;
+    pub const RECVFROM: u32 = 12;
+    pub const SHUTDOWN: u32 = 13;
+    pub const SETSOCKOPT: u32 = 14;
+    pub const GETSOCKOPT: u32 = 15;
+    pub const SENDMSG: u32 = 16;
+    pub const RECVMSG: u32 = 17;
+    pub const ACCEPT4: u32 = 18;
+    pub const RECVMMSG: u32 = 19;
+    pub const SENDMMSG: u32 = 20;
+    /// Arguments of each sub-call (`nargs[]` of `net/socket.c`), by number.
+    pub const NARGS: [u8; 21] = [0, 3, 3, 3, 2, 3, 3, 3, 4, 4, 4, 6, 6, 2, 5, 5, 3, 3, 4, 5, 4];
+}
+
+/// The i386 `struct msghdr` (28 bytes): pointers and sizes are 32-bit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MsgHdr32 {
+    pub name: u32,
+    pub namelen: u32,
+    pub iov: u32,
+    pub iovlen: u32,
+    pub control: u32,
+    pub controllen: u32,
+    pub flags: u32,
+}
+
+impl MsgHdr32 {
+    pub const SIZE: u32 = 28;
+    /// Offsets of the fields the kernel writes back.
+    pub const NAMELEN_OFF: u32 = 4;
+    pub const CONTROLLEN_OFF: u32 = 20;
+    pub const FLAGS_OFF: u32 = 24;
+
+    pub fn from_bytes(b: &[u8; 28]) -> MsgHdr32 {
+        let w = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        MsgHdr32 {
+            name: w(0),
+            namelen: w(4),
+            iov: w(8),
+            iovlen: w(12),
+            control: w(16),
+            controllen: w(20),
+            flags: w(24),
+        }
+    }
+}
+
+/// The i386 `struct cmsghdr` header (12 bytes; data aligned to 4).
+pub const CMSG_HDR32: usize = 12;
+/// The x86-64 `struct cmsghdr` header (16 bytes; data aligned to 8).
+pub const CMSG_HDR64: usize = 16;

@@ -88,6 +88,10 @@ pub struct OsStats {
     pub execs: u64,
     /// `clone` calls refused because they asked for threads (`CLONE_VM`).
     pub unsupported_clones: u64,
+    /// Socket calls refused because they would leave the loopback network (an address
+    /// other than loopback, a family other than `AF_UNIX`/`AF_INET`/`AF_INET6`, raw
+    /// sockets, multicast membership, binding to a device).
+    pub refused_net: u64,
 }
 
 /// Why a run ended abnormally (not a guest exit).
@@ -116,6 +120,7 @@ pub struct Machine {
     pub(crate) stats: OsStats,
     pub(crate) started: Instant,
     pub(crate) ioctl_unknown: HashMap<u32, u64>,
+    pub(crate) net: syscall::net::Net,
 }
 
 /// The first pid handed out.
@@ -141,6 +146,7 @@ impl Machine {
             stats: OsStats::default(),
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
+            net: syscall::net::Net::default(),
         })
     }
 
@@ -191,7 +197,26 @@ impl Machine {
     /// Creates the first process, running `path` with `argv` and `envp`, with the host's
     /// standard descriptors 0-2 and the host's current directory (inside the root).
     pub fn spawn(&mut self, path: &str, argv: &[Vec<u8>], envp: &[Vec<u8>], cwd: &str) -> Result<Pid, LoadError> {
-        let (aspace, img) = self.load_image(cwd, path, argv, envp)?;
+        // A `#!` script runs its interpreter, as execve does.
+        let (mut path, mut argv) = (path.to_string(), argv.to_vec());
+        for _ in 0..4 {
+            let mut head = [0u8; 256];
+            let n = match self.vfs.open(cwd, path.as_bytes(), libc::O_RDONLY, 0) {
+                // SAFETY: reading into a local buffer from a descriptor we own.
+                Ok(fd) => unsafe {
+                    libc::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), head.as_mut_ptr().cast(), 256, 0)
+                },
+                Err(_) => break,
+            };
+            let Some((interp, arg)) = syscall::proc::shebang(&head[..n.max(0) as usize]) else { break };
+            let mut v = vec![interp.clone()];
+            v.extend(arg);
+            v.push(path.into_bytes());
+            v.extend(argv.into_iter().skip(1));
+            argv = v;
+            path = String::from_utf8_lossy(&interp).into_owned();
+        }
+        let (aspace, img) = self.load_image(cwd, &path, &argv, envp)?;
         let mut fds = FdTable::default();
         for fd in 0..3 {
             // SAFETY: duplicating the host's standard descriptors; failure is checked.
@@ -243,7 +268,7 @@ impl Machine {
             exit_signal: SIGCHLD,
             start_icount: 0,
             child_icount: 0,
-            cmdline: crate::process::cmdline_of(argv),
+            cmdline: crate::process::cmdline_of(&argv),
         };
         self.stats.processes += 1;
         self.procs.insert(pid, p);

@@ -1,7 +1,7 @@
 //! A guest process: CPU state, address space, file descriptors and the rest of the
 //! per-process kernel state.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::time::Instant;
@@ -68,6 +68,21 @@ pub struct OpenFile {
     pub file: Option<FileKey>,
     /// Special handling.
     pub kind: FileKind,
+    /// What morph keeps beside a socket (unused for other files).
+    pub socket: SocketState,
+}
+
+/// What morph keeps beside a host socket, shared like the socket itself (see
+/// `syscall::net`).
+#[derive(Debug, Default)]
+pub struct SocketState {
+    /// A blocking `connect` left the host socket connecting (`EINPROGRESS`): the call,
+    /// re-run when the socket is writable, returns the connection's result.
+    pub connecting: Cell<bool>,
+    /// For an `AF_UNIX` socket bound to a path: the directory it was bound in, held
+    /// open so that the host name of the socket (`/proc/self/fd/N/name`) stays unique
+    /// while the socket lives.
+    pub bound_dir: OnceCell<OwnedFd>,
 }
 
 impl OpenFile {
@@ -84,7 +99,15 @@ impl OpenFile {
         // SAFETY: F_GETFL on a descriptor we own.
         let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
         let nonblock = fl >= 0 && fl & libc::O_NONBLOCK != 0;
-        OpenFile { fd, nonblock: Cell::new(nonblock), host_nonblock: false, pollable, file, kind: FileKind::Host }
+        OpenFile {
+            fd,
+            nonblock: Cell::new(nonblock),
+            host_nonblock: false,
+            pollable,
+            file,
+            kind: FileKind::Host,
+            socket: SocketState::default(),
+        }
     }
 
     /// Wraps a host descriptor morph made non-blocking (its own pipes and sockets); the
@@ -102,6 +125,7 @@ impl OpenFile {
             pollable: true,
             file: None,
             kind: FileKind::Host,
+            socket: SocketState::default(),
         }
     }
 

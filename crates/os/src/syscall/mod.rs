@@ -57,8 +57,8 @@ macro_rules! table {
 }
 
 mod io;
-mod net;
-mod proc;
+pub(crate) mod net;
+pub(crate) mod proc;
 mod signal;
 
 /// Every subsystem's table; together they are the system call table.
@@ -262,8 +262,20 @@ fn errno_name(e: Errno) -> &'static str {
         ENETUNREACH => "ENETUNREACH",
         ECONNREFUSED => "ECONNREFUSED",
         EINPROGRESS => "EINPROGRESS",
-        EOVERFLOW => "EOVERFLOW",
+        EALREADY => "EALREADY",
+        EISCONN => "EISCONN",
+        ENOTCONN => "ENOTCONN",
+        EADDRINUSE => "EADDRINUSE",
+        ECONNRESET => "ECONNRESET",
+        ETIMEDOUT => "ETIMEDOUT",
+        EMSGSIZE => "EMSGSIZE",
+        ENOPROTOOPT => "ENOPROTOOPT",
+        EPROTONOSUPPORT => "EPROTONOSUPPORT",
+        ENOBUFS => "ENOBUFS",
+        ESOCKTNOSUPPORT => "ESOCKTNOSUPPORT",
         EOPNOTSUPP => "EOPNOTSUPP",
+        ENODEV => "ENODEV",
+        EOVERFLOW => "EOVERFLOW",
         _ => "E?",
     }
 }
@@ -583,8 +595,6 @@ fn guest_name_of(m: &Machine, raw: i32) -> String {
         .and_then(|h| h.strip_prefix(m.vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
         .unwrap_or_default()
 }
-
-const ENODEV: i32 = 19;
 
 fn sys_mmap2(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     do_mmap(m, p, a[0], a[1], a[2], a[3], a[4], u64::from(a[5]) * u64::from(PAGE_SIZE))
@@ -1013,12 +1023,25 @@ fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         F_GETFL => {
             // SAFETY: F_GETFL on a descriptor we hold.
             let r = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) };
-            host(r as isize).map(|v| v | O_LARGEFILE)
+            let mut fl = host(r as isize)? | O_LARGEFILE;
+            if e.host.host_nonblock {
+                // The host descriptor is always non-blocking; the guest sees its own flag.
+                fl &= !O_NONBLOCK;
+                if e.host.guest_nonblock() {
+                    fl |= O_NONBLOCK;
+                }
+            }
+            Ok(fl)
         }
         F_SETFL => {
+            let mut fl = a[2] & !O_LARGEFILE;
+            if e.host.host_nonblock {
+                fl |= O_NONBLOCK;
+            }
             // SAFETY: F_SETFL on a descriptor we hold.
-            let r = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_SETFL, (a[2] & !O_LARGEFILE) as i32) };
-            host(r as isize)
+            let r = host(unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_SETFL, fl as i32) } as isize)?;
+            e.host.nonblock.set(a[2] & O_NONBLOCK != 0);
+            Ok(r)
         }
         _ => Err(EINVAL),
     }
@@ -1026,6 +1049,18 @@ fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
+    if a[1] == FIONBIO {
+        // The guest's O_NONBLOCK, as F_SETFL sets it.
+        let on = p.aspace.read_u32(a[2]).map_err(efault)? != 0;
+        let e = p.fds.get(a[0]).ok_or(EBADF)?;
+        if !e.host.host_nonblock {
+            let v: libc::c_int = on.into();
+            // SAFETY: FIONBIO reads one int from our local.
+            host(unsafe { libc::ioctl(fd, libc::FIONBIO, &v) } as isize)?;
+        }
+        e.host.nonblock.set(on);
+        return Ok(0);
+    }
     let size = match a[1] {
         TCGETS => 36,
         TIOCGWINSZ => 8,

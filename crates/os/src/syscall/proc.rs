@@ -148,7 +148,7 @@ fn read_strings(p: &Process, mut ptr: u32, total: &mut usize) -> Result<Vec<Vec<
 }
 
 /// What `#!` names: the interpreter and its optional single argument.
-fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+pub(crate) fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     let line = head.strip_prefix(b"#!")?;
     let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
     let trim = |s: &[u8]| -> Vec<u8> {

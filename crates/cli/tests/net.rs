@@ -1,0 +1,118 @@
+//! Sockets under morph, where native execution is no oracle: the loopback rule (the
+//! refusals, their errno and their counter), bash's `/dev/tcp` against a host echo
+//! server, and `AF_UNIX` names resolving inside the guest root. (Socket traffic between
+//! guest processes is compared with native runs by `guests.rs`, with `guests/src/sockets.c`.)
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+
+use common::*;
+
+#[test]
+fn leaving_loopback_is_refused_and_counted() {
+    let dir = scratch("net-refused");
+    let stats = dir.join("stats.json");
+    let prog = guests().join("sockets");
+    let r = emulated(&["--timeout", "60", "--stats-json", stats.to_str().unwrap()], &prog, &["refused"], &dir, b"");
+    assert_eq!(r.status, 0, "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "connect 10.1.2.3: -101\n\
+         sendto 10.1.2.3: -101\n\
+         bind 10.1.2.3: -99\n\
+         connect 2001:db8::1: -101\n\
+         socket AF_NETLINK: -97\n\
+         socket AF_PACKET: -97\n\
+         socket raw IPv4: -1\n\
+         connect 2001:db8::1 through socketcall: -101\n\
+         connect 127.0.0.1:1: -111\n",
+        "ENETUNREACH for connect/sendto, EADDRNOTAVAIL for bind, EAFNOSUPPORT for other families, \
+         EPERM for raw sockets; loopback is reachable"
+    );
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["os"]["refused_net"], 8, "every refusal counted, loopback not: {}", json["os"]);
+}
+
+#[test]
+fn guest_loopback_traffic_is_not_counted() {
+    let dir = scratch("net-loopback");
+    let stats = dir.join("stats.json");
+    let prog = guests().join("sockets");
+    let r = emulated(&["--timeout", "60", "--stats-json", stats.to_str().unwrap()], &prog, &[], &dir, b"");
+    assert_eq!(r.status, 0, "{r:?}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["os"]["refused_net"], 0, "{}", json["os"]);
+}
+
+#[test]
+fn bash_dev_tcp_talks_to_a_host_echo_server() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        BufReader::new(&conn).read_line(&mut line).unwrap();
+        (&conn).write_all(format!("echo: {line}").as_bytes()).unwrap();
+        line
+    });
+    let root = sysroot();
+    let dir = scratch("net-bash");
+    let script = format!(r#"exec 3<>/dev/tcp/127.0.0.1/{port}; echo hi >&3; read line <&3; echo "got [$line]""#);
+    let r = morph_raw(&["run", "--timeout", "60", "--root", root.to_str().unwrap(), "/bin/bash", "-c", &script], &dir);
+    assert_eq!((r.stdout.as_str(), r.status), ("got [echo: hi]\n", 0), "{r:?}");
+    assert_eq!(server.join().unwrap(), "hi\n");
+}
+
+#[test]
+fn bash_dev_tcp_to_another_network_fails() {
+    let root = sysroot();
+    let dir = scratch("net-bash-refused");
+    let r = morph_raw(
+        &[
+            "run",
+            "--timeout",
+            "60",
+            "--root",
+            root.to_str().unwrap(),
+            "/bin/bash",
+            "-c",
+            "exec 3<>/dev/tcp/10.1.2.3/80",
+        ],
+        &dir,
+    );
+    assert_eq!(r.status, 1, "{r:?}");
+    assert!(r.stderr.contains("Network is unreachable"), "{r:?}");
+}
+
+#[test]
+fn unix_socket_names_resolve_inside_the_root() {
+    let base = scratch("net-unix");
+    let root = base.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(guests().join("sockets"), root.join("sockets")).unwrap();
+    // A host socket outside the root, a link to it inside, and a socket inside.
+    let outside_path = base.join("outside.sock");
+    let outside = UnixListener::bind(&outside_path).unwrap();
+    outside.set_nonblocking(true).unwrap();
+    std::os::unix::fs::symlink(&outside_path, root.join("escape.sock")).unwrap();
+    let inside = UnixListener::bind(root.join("inside.sock")).unwrap();
+    let run = |path: &str| {
+        let r = morph_raw(
+            &["run", "--timeout", "60", "--root", root.to_str().unwrap(), "/sockets", "connect-unix", path],
+            &base,
+        );
+        assert_eq!(r.status, 0, "{r:?}");
+        r.stdout
+    };
+    assert_eq!(run("/inside.sock"), "connect /inside.sock: 0\n");
+    assert!(inside.accept().is_ok());
+    // The link resolves inside the root, where there is no such file; the host path is
+    // just a guest path.
+    assert_eq!(run("/escape.sock"), "connect /escape.sock: -2\n");
+    let host_path = outside_path.to_str().unwrap();
+    assert_eq!(run(host_path), format!("connect {host_path}: -2\n"));
+    assert!(outside.accept().is_err(), "nothing reached the socket outside the root");
+}
