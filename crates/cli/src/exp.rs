@@ -550,7 +550,8 @@ fn print_sensitivity(rows: &[Row], keys: &[String]) {
 
 fn write_outputs<T: Serialize>(c: &Common, cells: &[T], rows: &[Row]) -> anyhow::Result<()> {
     if let Some(j) = &c.json {
-        std::fs::write(j, serde_json::to_string_pretty(&serde_json::json!({"cells": cells, "runs": rows}))? + "\n")?;
+        // An array of cells (medians over their runs); the runs themselves go to --csv.
+        std::fs::write(j, serde_json::to_string_pretty(cells)? + "\n")?;
     }
     if let Some(p) = &c.csv {
         let mut w = csv::Writer::from_path(p)?;
