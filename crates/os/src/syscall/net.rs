@@ -225,7 +225,8 @@ fn wait_for(p: &mut Process, raw: i32, events: i16, dontwait: bool, timeo: i32) 
         // is, a connection another process took first): try again shortly.
         return retry_soon(p);
     }
-    block_on(p, vec![pfd], timeout.map(|t| Instant::now() + t), true)
+    // With a timeout, Linux ends the call with EINTR on a signal even under SA_RESTART.
+    block_on(p, vec![pfd], timeout.map(|t| Instant::now() + t), timeout.is_none())
 }
 
 /// After a host send: `EAGAIN` waits (see [`wait_for`]); `EPIPE` raises `SIGPIPE`
@@ -570,7 +571,7 @@ fn connect_result(p: &mut Process, f: &OpenFile) -> SysResult {
         if timeout.is_some() && p.resumed == Some(true) {
             return Err(EINPROGRESS); // still connecting, as Linux leaves it
         }
-        return block_on(p, vec![pfd], timeout.map(|t| Instant::now() + t), true);
+        return block_on(p, vec![pfd], timeout.map(|t| Instant::now() + t), timeout.is_none());
     }
     f.socket.connecting.set(false);
     match so_error(raw) {
