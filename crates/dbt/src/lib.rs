@@ -22,18 +22,19 @@
 //!
 //! The engine sees memory only through an [`AddressSpace`] and never calls the OS.
 
+mod codebuf;
 mod runtime;
 pub mod translate;
 
 use std::time::Instant;
 
-use dynasmrt::{AssemblyOffset, DynasmApi};
 use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::seg;
 use morph_cpu::{Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::codebuf::CodeBuffer;
 use crate::runtime::{
     EXIT_BRANCH, EXIT_BUDGET, EXIT_FAULT, EXIT_HELPER, EXIT_INDIRECT, EXIT_SYSCALL, FaultMap, JC_ENTRIES, JcEntry,
     JitState, LIVE_FLAGS,
@@ -170,7 +171,7 @@ const FLUSH_BYTES: usize = 256 << 20;
 pub struct Engine {
     cfg: EngineConfig,
     interp: Interp,
-    asm: dynasmrt::x64::Assembler,
+    code: CodeBuffer,
     enter_off: usize,
     exit_common_off: usize,
     exit_nosave_off: usize,
@@ -186,8 +187,7 @@ pub struct Engine {
     fault_map: Box<FaultMap>,
     stats: EngineStats,
     epoch: u64,
-    /// Host address of the code buffer (it moves only when code is committed or
-    /// patched, which happens only in the dispatcher).
+    /// Host address of the code buffer (fixed for the engine's life).
     code_base: usize,
     /// The jump cache (VA → host entry) of the current address space.
     jc: Box<[JcEntry]>,
@@ -207,7 +207,7 @@ impl Engine {
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
-            asm: dynasmrt::x64::Assembler::new().expect("code buffer"),
+            code: CodeBuffer::new(FLUSH_BYTES).expect("code buffer"),
             enter_off: 0,
             exit_common_off: 0,
             exit_nosave_off: 0,
@@ -231,33 +231,18 @@ impl Engine {
     }
 
     fn emit_runtime(&mut self) {
-        self.enter_off = self.asm.offset().0;
-        self.asm.extend(runtime::enter_trampoline());
-        self.exit_common_off = self.asm.offset().0;
-        self.asm.extend(runtime::exit_common());
-        self.exit_nosave_off = self.asm.offset().0;
-        self.asm.extend(runtime::exit_nosave());
-        self.asm.commit().expect("commit runtime");
+        self.enter_off = self.code.push(&runtime::enter_trampoline()).expect("room for the runtime");
+        self.exit_common_off = self.code.push(&runtime::exit_common()).expect("room for the runtime");
+        self.exit_nosave_off = self.code.push(&runtime::exit_nosave()).expect("room for the runtime");
         self.fault_map.exit_common = self.exit_common_off;
-        self.refresh_code_base();
+        self.code_base = self.code.base();
+        self.fault_map.code_base = self.code_base;
+        self.fault_map.code_len = self.code.len();
     }
 
     /// Empties the jump cache (mappings changed, code moved or was dropped).
     fn flush_jump_cache(&mut self) {
         self.jc.fill(JcEntry::EMPTY);
-    }
-
-    /// Re-reads where the code buffer is, after a commit or patch may have moved it.
-    fn refresh_code_base(&mut self) {
-        let reader = self.asm.reader();
-        let buf = reader.lock();
-        let base = buf.ptr(AssemblyOffset(0)) as usize;
-        if base != self.code_base {
-            self.jc.fill(JcEntry::EMPTY);
-        }
-        self.code_base = base;
-        self.fault_map.code_base = self.code_base;
-        self.fault_map.code_len = buf.len();
     }
 
     /// The configuration.
@@ -270,7 +255,7 @@ impl Engine {
         let mut s = self.stats;
         s.interp_instructions = self.interp.stats.instructions;
         s.blocks = self.trans.iter().filter(|t| t.alive).count() as u64;
-        s.host_bytes = self.asm.offset().0 as u64;
+        s.host_bytes = self.code.len() as u64;
         s
     }
 
@@ -421,10 +406,10 @@ impl Engine {
             self.stats.translate_ns += t0.elapsed().as_nanos() as u64;
             return None;
         };
-        if self.asm.offset().0 + tr.code.len() > FLUSH_BYTES {
+        if self.code.len() + tr.code.len() > self.code.capacity() {
             self.flush();
         }
-        let start = self.asm.offset().0;
+        let start = self.code.len();
         let mut code = tr.code;
         for &(field, to) in &tr.fixups {
             let target = match to {
@@ -434,11 +419,8 @@ impl Engine {
             let rel = (target as i64 - (start + field + 4) as i64) as i32;
             code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
         }
-        self.asm.extend(code.iter().copied());
-        if self.asm.commit().is_err() {
-            return None;
-        }
-        self.refresh_code_base();
+        self.code.push(&code)?;
+        self.fault_map.code_len = self.code.len();
         let id = self.trans.len() as u32;
         for &(h, g, k) in &tr.points {
             self.fault_map.points.push((h + start as u32, g, k));
@@ -472,7 +454,7 @@ impl Engine {
 
     fn flush(&mut self) {
         self.flush_jump_cache();
-        self.asm = dynasmrt::x64::Assembler::new().expect("code buffer");
+        self.code.clear();
         self.trans.clear();
         self.by_key.clear();
         self.by_frame.clear();
@@ -522,8 +504,8 @@ impl Engine {
         // follows the C ABI, saves the callee-saved registers, and runs translated code
         // that touches only the guest window (through gs), the state block and, via the
         // helper, the CPU, memory and interpreter passed in `hctx`, none of which is used
-        // by this function until it returns. The buffer is only changed (and can only
-        // move) in the dispatcher, after which `code_base` is re-read.
+        // by this function until it returns. The buffer never moves and is only written
+        // in the dispatcher.
         unsafe {
             let enter: extern "C" fn(*mut JitState, usize) = std::mem::transmute(base + self.enter_off);
             enter(&mut *self.state, body);
@@ -600,14 +582,9 @@ impl Engine {
         let field = f.start + s.rel;
         let dest = self.trans[to as usize].start; // the chain entry (budget check)
         let rel = (dest as i64 - (field as i64 + 4)) as i32;
-        let ok = self.asm.alter(|m| {
-            m.goto(AssemblyOffset(field));
-            m.extend(rel.to_le_bytes());
-        });
-        if ok.is_ok() {
+        if self.code.patch(field, &rel.to_le_bytes()) {
             self.stats.chain_patches += 1;
         }
-        self.refresh_code_base();
     }
 }
 
