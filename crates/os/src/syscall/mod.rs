@@ -96,6 +96,7 @@ table! {
     116 sysinfo "p" sys_sysinfo;
     122 uname "p" sys_uname;
     125 mprotect "xux" sys_mprotect;
+    133 fchdir "f" sys_fchdir;
     140 _llseek "fxxpd" sys_llseek;
     144 msync "xux" sys_msync;
     145 readv "fpu" sys_readv;
@@ -129,11 +130,13 @@ table! {
     306 fchmodat "fso" sys_fchmodat;
     307 faccessat "fso" sys_faccessat;
     311 set_robust_list "pu" |_, _, _| Ok(0);
+    320 utimensat "fspx" sys_utimensat;
     330 dup3 "ffx" sys_dup3;
     340 prlimit64 "ddpp" sys_prlimit64;
     355 getrandom "pux" sys_getrandom;
     383 statx "fsxxp" sys_statx;
     403 clock_gettime64 "dp" sys_clock_gettime64;
+    412 utimensat_time64 "fspx" sys_utimensat64;
     439 faccessat2 "fsox" sys_faccessat;
 }}
 
@@ -1006,6 +1009,17 @@ fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(0)
 }
 
+/// `fchdir`: the working directory is kept as a guest path, found from the host
+/// descriptor (coreutils' `mkdir -p` and `rm -r` walk trees with it).
+fn sys_fchdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    if host_stat_fd(e.host.as_raw_fd())?.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(ENOTDIR);
+    }
+    p.cwd = m.vfs.guest_path_of(e.host.as_ref().as_ref())?;
+    Ok(0)
+}
+
 fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let target = if path == b"/proc/self/exe" {
@@ -1313,6 +1327,79 @@ fn sys_fchmod(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     // SAFETY: fchmod on a descriptor we hold.
     host(unsafe { libc::fchmod(fd, a[1] & 0o7777) } as isize)
+}
+
+/// `utimensat` with the guest's `timespec[2]` already read (`None`: both "now").
+/// A null path names `dirfd` itself; with `AT_SYMLINK_NOFOLLOW` the last component is
+/// changed in its parent directory (a link is not followed there, so it cannot lead
+/// out of the root); otherwise the file is opened inside the root and changed through
+/// `/proc/self/fd`.
+fn utimensat_common(m: &Machine, p: &Process, a: &[u32; 6], times: Option<[libc::timespec; 2]>) -> SysResult {
+    let (dirfd, flags) = (a[0], a[3]);
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let tp = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+    let path = if a[1] == 0 { Vec::new() } else { read_path(p, a[1])? };
+    let (fd, name, host_flags) = if a[1] == 0 || path.is_empty() && flags & AT_EMPTY_PATH != 0 {
+        let e = p.fds.get(dirfd).ok_or(EBADF)?;
+        // SAFETY: dup of a descriptor we hold.
+        let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if d < 0 {
+            return Err(host_errno());
+        }
+        // SAFETY: a fresh descriptor we own.
+        (unsafe { OwnedFd::from_raw_fd(d) }, None, 0)
+    } else if flags & AT_SYMLINK_NOFOLLOW != 0 {
+        let dir = at_dir(m, p, dirfd, &path)?;
+        let (d, name) = m.vfs.parent(&dir, &path)?;
+        (d, Some(name), libc::AT_SYMLINK_NOFOLLOW)
+    } else {
+        (at_target(m, p, dirfd, &path, 0)?, None, 0)
+    };
+    let r = match name {
+        // SAFETY: utimensat on a directory descriptor we hold, a C string and a
+        // timespec array (or null) that lives across the call.
+        Some(n) => unsafe { libc::utimensat(fd.as_raw_fd(), n.as_ptr(), tp, host_flags) },
+        None => {
+            let proc_path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+            // SAFETY: utimensat of a C string naming our own descriptor, with a
+            // timespec array (or null) that lives across the call.
+            unsafe { libc::utimensat(libc::AT_FDCWD, proc_path.as_ptr(), tp, 0) }
+        }
+    };
+    host(r as isize)
+}
+
+fn sys_utimensat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let times = if a[2] == 0 {
+        None
+    } else {
+        let mut b = [0u8; 16];
+        p.aspace.read_bytes(a[2], &mut b).map_err(efault)?;
+        let w = |i: usize| i32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        Some([
+            libc::timespec { tv_sec: w(0).into(), tv_nsec: w(4).into() },
+            libc::timespec { tv_sec: w(8).into(), tv_nsec: w(12).into() },
+        ])
+    };
+    utimensat_common(m, p, a, times)
+}
+
+fn sys_utimensat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let times = if a[2] == 0 {
+        None
+    } else {
+        let mut b = [0u8; 32];
+        p.aspace.read_bytes(a[2], &mut b).map_err(efault)?;
+        let q = |i: usize| i64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        // The kernel reads only the low 32 bits of a 64-bit guest's tv_nsec.
+        Some([
+            libc::timespec { tv_sec: q(0), tv_nsec: (q(8) as i32).into() },
+            libc::timespec { tv_sec: q(16), tv_nsec: (q(24) as i32).into() },
+        ])
+    };
+    utimensat_common(m, p, a, times)
 }
 
 #[cfg(test)]
