@@ -275,7 +275,10 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "enosys": names(&os.enosys),
             "os_ns": os.os_ns,
             "engine_ns": os.engine_ns,
+            "idle_ns": os.idle_ns,
             "processes": os.processes,
+            "execs": os.execs,
+            "unsupported_clones": os.unsupported_clones,
         },
         "memory": {
             "frames_in_use": ph.frames_in_use,
