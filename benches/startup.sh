@@ -26,7 +26,9 @@ done
 [ -x "$MORPH" ] || (cd "$ROOT" && cargo build --release -q)
 SYS=$("$MORPH" sysroot)
 "$ROOT/guests/seed/build.sh" "$SYS/seed" >/dev/null
-if [ "$(id -u)" = 0 ]; then NATIVE=(chroot "$SYS"); else NATIVE=(unshare -r chroot "$SYS"); fi
+# Natively: chroot in a private mount namespace with the host's /dev and /proc bound in.
+IN_ROOT='r=$1; shift; mount --rbind /dev "$r/dev" && mount --rbind /proc "$r/proc" && exec chroot "$r" "$@"'
+if [ "$(id -u)" = 0 ]; then NATIVE=(unshare -m -- /bin/sh -c "$IN_ROOT" sh "$SYS"); else NATIVE=(unshare -r -m -- /bin/sh -c "$IN_ROOT" sh "$SYS"); fi
 
 # best-of-RUNS wall seconds of a command
 best() {

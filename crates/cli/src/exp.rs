@@ -198,20 +198,27 @@ fn install_workload(root: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How to run a program natively inside `root`: chroot as root, else in a user
-/// namespace.
-fn native_prefix(root: &Path) -> anyhow::Result<Vec<String>> {
+/// How to run a program natively inside `root`: chroot in a private mount namespace
+/// with the host's /dev and /proc bound in (as a real system has them; the shared
+/// sysroot is not touched), in a user namespace too when not root.
+pub(crate) fn native_prefix(root: &Path) -> anyhow::Result<Vec<String>> {
     let r = root.display().to_string();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        return Ok(vec!["chroot".into(), r]);
+    let script =
+        r#"r=$1; shift; mount --rbind /dev "$r/dev" && mount --rbind /proc "$r/proc" && exec chroot "$r" "$@""#;
+    let mut tried = Vec::new();
+    for userns in [false, true] {
+        let mut p: Vec<String> = vec!["unshare".into()];
+        if userns {
+            p.push("-r".into());
+        }
+        p.extend(["-m", "--", "/bin/sh", "-c", script, "sh", &r].map(String::from));
+        match Command::new(&p[0]).args(&p[1..]).arg("/bin/true").output() {
+            Ok(o) if o.status.success() => return Ok(p),
+            Ok(o) => tried.push(format!("{}: {}", p[..2].join(" "), String::from_utf8_lossy(&o.stderr).trim())),
+            Err(e) => tried.push(format!("unshare: {e}")),
+        }
     }
-    let ok = Command::new("unshare").args(["-r", "chroot", &r, "/bin/true"]).status().is_ok_and(|s| s.success());
-    if ok {
-        Ok(vec!["unshare".into(), "-r".into(), "chroot".into(), r])
-    } else {
-        bail!("cannot run natively in {r}: not root and user namespaces are unavailable (use --no-native)")
-    }
+    bail!("cannot run natively in {r} (use --no-native): {}", tried.join("; "))
 }
 
 /// Children's user and system CPU seconds so far.

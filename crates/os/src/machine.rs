@@ -253,6 +253,7 @@ impl Machine {
             sigactions: [SigAction::default(); 64],
             sigmask: 0,
             umask: 0o022,
+            nice: host_nice(),
             rlimits,
             exit: None,
             pgid: pid,
@@ -265,6 +266,7 @@ impl Machine {
             resumed: None,
             vfork_parent: None,
             alarm: None,
+            timers: Vec::new(),
             exit_signal: SIGCHLD,
             start_icount: 0,
             child_icount: 0,
@@ -330,12 +332,7 @@ impl Machine {
 
     /// Fires due alarms, ends a wait that is over; true if the process can run.
     fn wake_if_ready(&mut self, p: &mut Process, now: Instant) -> bool {
-        if let Some(t) = p.alarm
-            && now >= t
-        {
-            p.alarm = None;
-            p.raise(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
-        }
+        p.fire_timers(now);
         let Some(b) = &p.blocked else { return true };
         if p.deliverable() != 0 {
             return true; // run_slice interrupts the call
@@ -368,7 +365,7 @@ impl Machine {
         let mut wake = limit;
         for p in self.procs.values() {
             let mut earliest = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
-            if let Some(t) = p.alarm {
+            if let Some(t) = p.next_timer() {
                 earliest(t);
             }
             if let Some(b) = &p.blocked {
@@ -549,6 +546,12 @@ pub(crate) fn poll_now(fds: &[libc::pollfd]) -> bool {
     unsafe { libc::poll(v.as_mut_ptr(), v.len() as libc::nfds_t, 0) > 0 }
 }
 
+/// The nice value morph runs at, which the first process inherits.
+fn host_nice() -> i32 {
+    // SAFETY: getpriority of our own process has no preconditions; errors read as 0.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }.clamp(-20, 19)
+}
+
 /// The host's user and group ids (the guest runs as the user running morph).
 pub(crate) fn ids() -> [u32; 4] {
     // SAFETY: these calls cannot fail and have no preconditions.
@@ -567,6 +570,54 @@ impl Process {
             self.siginfo[(sig - 1) as usize] = info;
         }
         self.pending |= bit;
+    }
+
+    /// Raises the signals of the `alarm` and interval timers that are due at `now`, and
+    /// re-arms periodic timers (expirations that fall while the signal is still
+    /// pending, or that were missed, count as overruns, as in Linux).
+    pub fn fire_timers(&mut self, now: Instant) {
+        if let Some(t) = self.alarm
+            && now >= t
+        {
+            self.alarm = None;
+            self.raise(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+        }
+        for id in 0..self.timers.len() {
+            let Some(t) = self.timers[id] else { continue };
+            let Some(due) = t.next.filter(|&d| now >= d) else { continue };
+            let mut missed = 0u32;
+            let next = if t.interval.is_zero() {
+                None
+            } else {
+                let late = (now - due).as_nanos() / t.interval.as_nanos();
+                missed = late.min(u128::from(u32::MAX)) as u32;
+                Some(due + t.interval * (missed.saturating_add(1)))
+            };
+            let sig = t.signo;
+            let already = sig != 0
+                && self.pending & (1u64 << (sig - 1)) != 0
+                && self.siginfo[(sig - 1) as usize].code == SI_TIMER
+                && self.siginfo[(sig - 1) as usize].pid_or_addr == id as u32;
+            let timer = self.timers[id].as_mut().expect("a timer");
+            timer.next = next;
+            if already {
+                timer.overrun = timer.overrun.saturating_add(missed.saturating_add(1));
+                self.siginfo[(sig - 1) as usize].uid = timer.overrun;
+            } else {
+                timer.overrun = missed;
+                if sig != 0 {
+                    // siginfo `_timer`: si_tid, si_overrun, si_value at the places of
+                    // si_pid, si_uid, si_status.
+                    let info = SigInfo { code: SI_TIMER, pid_or_addr: id as u32, uid: missed, status: t.value as i32 };
+                    self.raise(sig, info);
+                }
+            }
+        }
+    }
+
+    /// The earliest armed `alarm` or interval timer.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.timers.iter().flatten().filter_map(|t| t.next).chain(self.alarm).min()
     }
 
     /// Pending signals that are not blocked.

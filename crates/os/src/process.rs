@@ -4,7 +4,7 @@
 use std::cell::{Cell, OnceCell};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use morph_cpu::Cpu;
 use morph_mem::{AddressSpace, FileKey};
@@ -259,6 +259,8 @@ pub struct Process {
     pub sigmask: u64,
     /// File mode creation mask.
     pub umask: u32,
+    /// Nice value (-20..=19): only kept and reported, the scheduler ignores it.
+    pub nice: i32,
     /// Resource limits (soft, hard) by `RLIMIT_*`.
     pub rlimits: [(u64, u64); 16],
     /// Set when the process has ended.
@@ -284,6 +286,9 @@ pub struct Process {
     pub vfork_parent: Option<Pid>,
     /// When `alarm` fires.
     pub alarm: Option<Instant>,
+    /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,
+    /// deleted by `exec`.
+    pub timers: Vec<Option<IntervalTimer>>,
     /// The signal sent to the parent at exit (`SIGCHLD` for `fork`).
     pub exit_signal: i32,
     /// Guest instructions at the start of the current run, for the `times` accounting.
@@ -292,6 +297,24 @@ pub struct Process {
     pub child_icount: u64,
     /// The arguments of the last exec, each NUL-terminated (`/proc/<pid>/cmdline`).
     pub cmdline: Vec<u8>,
+}
+
+/// A POSIX interval timer. Every supported clock (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`,
+/// `CLOCK_BOOTTIME`) runs at the host's pace, so expiry is kept as a host `Instant`.
+#[derive(Clone, Copy, Debug)]
+pub struct IntervalTimer {
+    /// The clock it was created on (for absolute `timer_settime`).
+    pub clock: i32,
+    /// Signal sent at expiry; 0 for `SIGEV_NONE`.
+    pub signo: i32,
+    /// `sigev_value`, passed in the signal's `si_value`.
+    pub value: u32,
+    /// Next expiry, if armed.
+    pub next: Option<Instant>,
+    /// Reload interval (zero: one-shot).
+    pub interval: Duration,
+    /// Expirations missed while the previous signal was still pending.
+    pub overrun: u32,
 }
 
 /// What a blocked process waits for.

@@ -120,3 +120,136 @@ pub fn configs() -> Vec<Vec<&'static str>> {
     v.push(vec!["--engine", "dbt", "--no-chain", "--aslr", "2", "--seed", "3"]);
     v
 }
+
+/// How this machine runs a program natively inside a root directory: `chroot` as root,
+/// else `unshare -r chroot` (a user namespace maps the caller to root).
+fn root_entry(root: &Path) -> &'static [PathBuf] {
+    static ENTRY: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    ENTRY.get_or_init(|| {
+        let find = |name: &str| {
+            ["/usr/sbin", "/sbin", "/usr/bin", "/bin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+        };
+        let mut tried = Vec::new();
+        let (Some(chroot), Some(unshare)) = (find("chroot"), find("unshare")) else {
+            panic!("native runs in the sysroot need chroot(8) and unshare(1) (util-linux)")
+        };
+        // A private mount namespace gets the host's /dev and /proc bound into the root,
+        // as a real system has them (the guest under morph gets morph's own), without
+        // touching the shared sysroot; `unshare -r` adds a user namespace when not root.
+        let script = format!(
+            "r=$1; shift; mount --rbind /dev \"$r/dev\" && mount --rbind /proc \"$r/proc\" && exec {} \"$r\" \"$@\"",
+            chroot.display()
+        );
+        let mut candidates = Vec::new();
+        for userns in [false, true] {
+            let mut c = vec![unshare.clone()];
+            if userns {
+                c.push(PathBuf::from("-r"));
+            }
+            c.extend(["-m", "--", "/bin/sh", "-c", &script, "sh"].map(PathBuf::from));
+            candidates.push(c);
+        }
+        for c in candidates {
+            let out = Command::new(&c[0]).args(&c[1..]).arg(root).arg("/bin/true").output();
+            match out {
+                Ok(o) if o.status.success() => return c,
+                Ok(o) => tried.push(format!(
+                    "{}: {} {}",
+                    c.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" "),
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr).trim()
+                )),
+                Err(e) => tried.push(format!("{}: {e}", c[0].display())),
+            }
+        }
+        panic!(
+            "cannot run programs natively inside the sysroot {} (needed as the reference for morph):\n  {}",
+            root.display(),
+            tried.join("\n  ")
+        )
+    })
+}
+
+/// Runs `argv` (guest paths) natively inside `root` with `cwd` (a guest path) as the
+/// working directory, the reference for [`emulated_in_root`]. The same environment as
+/// the other runners (`PATH`, `LC_ALL=C`); `env -C` (from the root's coreutils) enters
+/// `cwd`, as chroot(8) always starts at `/`.
+pub fn native_in_root(root: &Path, argv: &[&str], cwd: &str, stdin: &[u8]) -> Run {
+    let entry = root_entry(root);
+    let mut c = Command::new(&entry[0]);
+    c.args(&entry[1..]).arg(root).arg("/usr/bin/env").arg("-C").arg(cwd).args(argv);
+    to_run(base(&mut c, Path::new("/"), stdin), false)
+}
+
+/// Runs `argv` (guest paths) under `morph run FLAGS --root ROOT` with `cwd` (a guest
+/// path) as the working directory; morph's own "morph: " lines are removed from stderr.
+pub fn emulated_in_root(flags: &[&str], root: &Path, argv: &[&str], cwd: &str, stdin: &[u8]) -> Run {
+    let mut c = Command::new(morph());
+    c.arg("run").args(flags).arg("--root").arg(root).arg("--").args(argv);
+    to_run(base(&mut c, &root.join(cwd.trim_start_matches('/')), stdin), true)
+}
+
+/// A fresh directory inside `root` for one run, removed when dropped: its host path
+/// and its guest path.
+pub struct GuestDir {
+    pub host: PathBuf,
+    pub guest: String,
+}
+
+impl GuestDir {
+    /// `/tmp/morph-test-<pid>-<name>` inside `root`, empty.
+    pub fn new(root: &Path, name: &str) -> GuestDir {
+        let guest = format!("/tmp/morph-test-{}-{name}", std::process::id());
+        let host = root.join(guest.trim_start_matches('/'));
+        let _ = std::fs::remove_dir_all(&host);
+        std::fs::create_dir_all(&host).unwrap();
+        GuestDir { host, guest }
+    }
+}
+
+impl Drop for GuestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.host);
+    }
+}
+
+/// A line diff of two texts (for failure messages): `-` expected, `+` got, with the
+/// common lines around each change.
+pub fn diff(want: &str, got: &str) -> String {
+    let (a, b): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    // Longest common subsequence table, fine for test outputs of a few hundred lines.
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+        }
+    }
+    let mut ops = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            ops.push(('+', b[j]));
+            j += 1;
+        } else {
+            ops.push(('-', a[i]));
+            i += 1;
+        }
+    }
+    let near = |k: usize| ops[k.saturating_sub(2)..(k + 3).min(ops.len())].iter().any(|o| o.0 != ' ');
+    let mut out = String::new();
+    let mut skipped = false;
+    for (k, (tag, line)) in ops.iter().enumerate() {
+        if near(k) {
+            out.push_str(&format!("{tag} {line}\n"));
+            skipped = false;
+        } else if !skipped {
+            out.push_str("  ...\n");
+            skipped = true;
+        }
+    }
+    out
+}

@@ -146,7 +146,7 @@ fn sys_pipe2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 // ----- time -----------------------------------------------------------------------
 
 /// Reads a `timespec` (32-bit or 64-bit fields).
-fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
+pub(super) fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
     let (s, ns) = if wide {
         (p.aspace.read_u64(ptr).map_err(efault)? as i64, p.aspace.read_u64(ptr + 8).map_err(efault)? as i64)
     } else {

@@ -26,6 +26,8 @@ table! {
         65 getpgrp "" |_, p, _| Ok(p.pgid);
         66 setsid "" sys_setsid;
         77 getrusage "dp" sys_getrusage;
+        96 getpriority "dd" sys_getpriority;
+        97 setpriority "ddd" sys_setpriority;
         114 wait4 "dpxp" sys_wait4;
         120 clone "xxppp" sys_clone;
         132 getpgid "d" sys_getpgid;
@@ -90,6 +92,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         sigactions: p.sigactions,
         sigmask: p.sigmask,
         umask: p.umask,
+        nice: p.nice,
         rlimits: p.rlimits,
         exit: None,
         pgid: p.pgid,
@@ -102,6 +105,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         resumed: None,
         vfork_parent: (flags & CLONE_VFORK != 0).then_some(p.pid),
         alarm: None,
+        timers: Vec::new(),
         exit_signal: (flags & CSIGNAL) as i32,
         start_icount: p.cpu.icount,
         child_icount: 0,
@@ -234,6 +238,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         }
     }
     p.altstack = (0, 0, SS_DISABLE);
+    p.timers.clear();
     p.vfork_parent = None;
     m.engine.drop_context(p.pid);
     m.stats.execs += 1;
@@ -349,6 +354,40 @@ fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         return Err(EPERM);
     }
     c.pgid = pgid;
+    Ok(0)
+}
+
+/// The processes `getpriority`/`setpriority` name: (which, who) = process, group or
+/// user (every process runs as the same user), `who` 0 meaning the caller's.
+fn priority_targets(m: &Machine, p: &Process, which: u32, who: u32) -> Result<Vec<Pid>, Errno> {
+    let all = std::iter::once(p).chain(m.procs.values());
+    let v: Vec<Pid> = match which {
+        PRIO_PROCESS => all.filter(|q| q.pid == if who == 0 { p.pid } else { who }).map(|q| q.pid).collect(),
+        PRIO_PGRP => all.filter(|q| q.pgid == if who == 0 { p.pgid } else { who }).map(|q| q.pid).collect(),
+        PRIO_USER => all.filter(|_| who == 0 || who == ids()[0]).map(|q| q.pid).collect(),
+        _ => return Err(EINVAL),
+    };
+    if v.is_empty() { Err(ESRCH) } else { Ok(v) }
+}
+
+fn sys_getpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let pids = priority_targets(m, p, a[0], a[1])?;
+    let nice = |pid: Pid| if pid == p.pid { p.nice } else { m.procs[&pid].nice };
+    // The system call returns 20 - nice (1..=40); glibc converts it back.
+    Ok((20 - pids.into_iter().map(nice).min().unwrap_or(0)) as u32)
+}
+
+fn sys_setpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let pids = priority_targets(m, p, a[0], a[1])?;
+    let want = (a[2] as i32).clamp(-20, 19);
+    for pid in pids {
+        let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).expect("a process") };
+        // Raising priority needs CAP_SYS_NICE: only root has it here.
+        if want < q.nice && ids()[1] != 0 {
+            return Err(EACCES);
+        }
+        q.nice = want;
+    }
     Ok(0)
 }
 

@@ -24,7 +24,9 @@
 use morph_cpu::state::{TLS_ENTRY_MIN, flags, seg};
 
 use super::*;
-use crate::process::{Blocked, SigInfo, Wait};
+use std::time::{Duration, Instant};
+
+use crate::process::{Blocked, IntervalTimer, SigInfo, Wait};
 
 table! {
     /// Signals.
@@ -40,7 +42,14 @@ table! {
         179 rt_sigsuspend "pu" sys_rt_sigsuspend;
         186 sigaltstack "pp" sys_sigaltstack;
         238 tkill "dd" sys_tkill;
+        259 timer_create "dpp" sys_timer_create;
+        260 timer_settime "dxpp" sys_timer_settime;
+        261 timer_gettime "dp" sys_timer_gettime;
+        262 timer_getoverrun "d" sys_timer_getoverrun;
+        263 timer_delete "d" sys_timer_delete;
         270 tgkill "ddd" sys_tgkill;
+        408 timer_gettime64 "dp" sys_timer_gettime64;
+        409 timer_settime64 "dxpp" sys_timer_settime64;
     }
 }
 
@@ -130,7 +139,7 @@ fn put_siginfo(p: &mut Process, at: u32, sig: i32, info: &SigInfo) -> Result<(),
         _ => {
             put(12, info.pid_or_addr);
             put(16, info.uid);
-            if sig == SIGCHLD {
+            if sig == SIGCHLD || info.code == SI_TIMER {
                 put(20, info.status as u32);
             }
         }
@@ -483,4 +492,130 @@ fn sys_alarm(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     });
     p.alarm = (a[0] != 0).then(|| now + std::time::Duration::from_secs(u64::from(a[0])));
     Ok(left)
+}
+
+// ----- POSIX interval timers ----------------------------------------------------------
+
+/// The most timers a process may create (Linux bounds them by `RLIMIT_SIGPENDING`).
+const MAX_TIMERS: usize = 256;
+
+fn sys_timer_create(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let clock = a[0] as i32;
+    // CPU-time clocks are not modeled: guest CPU time is not host time.
+    if ![libc::CLOCK_REALTIME, libc::CLOCK_MONOTONIC, libc::CLOCK_BOOTTIME].contains(&clock) {
+        return Err(EINVAL);
+    }
+    let id = p.timers.iter().position(Option::is_none).unwrap_or(p.timers.len());
+    if id >= MAX_TIMERS {
+        return Err(EAGAIN);
+    }
+    // struct sigevent: sigev_value, sigev_signo, sigev_notify, _tid.
+    let (signo, value) = if a[1] == 0 {
+        (SIGALRM, id as u32)
+    } else {
+        let mut b = [0u8; 16];
+        p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
+        let w = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        match w(8) {
+            SIGEV_NONE => (0, w(0)),
+            SIGEV_SIGNAL => (w(4) as i32, w(0)),
+            // One thread per process: the only thread is the process.
+            SIGEV_THREAD_ID if w(12) == p.pid => (w(4) as i32, w(0)),
+            _ => return Err(EINVAL),
+        }
+    };
+    if signo != 0 && !(1..=64).contains(&signo) {
+        return Err(EINVAL);
+    }
+    p.aspace.write_u32(a[2], id as u32).map_err(efault)?;
+    let t = IntervalTimer { clock, signo, value, next: None, interval: Duration::ZERO, overrun: 0 };
+    if id == p.timers.len() {
+        p.timers.push(Some(t));
+    } else {
+        p.timers[id] = Some(t);
+    }
+    Ok(0)
+}
+
+fn timer_mut(p: &mut Process, id: u32) -> Result<&mut IntervalTimer, Errno> {
+    p.timers.get_mut(id as usize).and_then(Option::as_mut).ok_or(EINVAL)
+}
+
+/// Writes an `itimerspec` (interval, then value) with 32- or 64-bit fields.
+fn put_itimerspec(p: &mut Process, ptr: u32, interval: Duration, value: Duration, wide: bool) -> SysResult {
+    let mut b = Vec::with_capacity(32);
+    for d in [interval, value] {
+        if wide {
+            b.extend_from_slice(&d.as_secs().to_le_bytes());
+            b.extend_from_slice(&u64::from(d.subsec_nanos()).to_le_bytes());
+        } else {
+            b.extend_from_slice(&(d.as_secs().min(i32::MAX as u64) as u32).to_le_bytes());
+            b.extend_from_slice(&d.subsec_nanos().to_le_bytes());
+        }
+    }
+    p.aspace.write_bytes(ptr, &b).map_err(efault)?;
+    Ok(0)
+}
+
+fn timer_gettime(p: &mut Process, id: u32, ptr: u32, wide: bool) -> SysResult {
+    let t = *timer_mut(p, id)?;
+    let left = t.next.map_or(Duration::ZERO, |n| n.saturating_duration_since(Instant::now()));
+    // An armed timer never reads as zero, which would mean "disarmed".
+    let left = if t.next.is_some() && left.is_zero() { Duration::from_nanos(1) } else { left };
+    put_itimerspec(p, ptr, t.interval, left, wide)
+}
+
+fn timer_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let (id, flags, new, old) = (a[0], a[1], a[2], a[3]);
+    let half = if wide { 16 } else { 8 };
+    let interval = io::read_timespec(p, new, wide)?;
+    let value = io::read_timespec(p, new + half, wide)?;
+    let clock = timer_mut(p, id)?.clock;
+    if old != 0 {
+        timer_gettime(p, id, old, wide)?;
+    }
+    let now = Instant::now();
+    let next = if value.is_zero() {
+        None
+    } else if flags & TIMER_ABSTIME != 0 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime into a local struct; the clock id was checked at create.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        Some(now + value.saturating_sub(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)))
+    } else {
+        Some(now + value)
+    };
+    let t = timer_mut(p, id)?;
+    t.next = next;
+    t.interval = interval;
+    t.overrun = 0;
+    // A timer already due fires before the process runs again.
+    p.fire_timers(now);
+    Ok(0)
+}
+
+fn sys_timer_settime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    timer_settime(p, a, false)
+}
+
+fn sys_timer_settime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    timer_settime(p, a, true)
+}
+
+fn sys_timer_gettime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    timer_gettime(p, a[0], a[1], false)
+}
+
+fn sys_timer_gettime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    timer_gettime(p, a[0], a[1], true)
+}
+
+fn sys_timer_getoverrun(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    Ok(timer_mut(p, a[0])?.overrun.min(i32::MAX as u32))
+}
+
+fn sys_timer_delete(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    timer_mut(p, a[0])?;
+    p.timers[a[0] as usize] = None;
+    Ok(0)
 }
