@@ -334,9 +334,6 @@ impl Machine {
     fn wake_if_ready(&mut self, p: &mut Process, now: Instant) -> bool {
         p.fire_timers(now);
         let Some(b) = &p.blocked else { return true };
-        if p.deliverable() != 0 {
-            return true; // run_slice interrupts the call
-        }
         let ready = match &b.wait {
             Wait::Fds(fds) => !fds.is_empty() && poll_now(fds),
             Wait::Child => self.child_event(p.pid),
@@ -345,11 +342,15 @@ impl Machine {
         };
         let timed_out = b.deadline.is_some_and(|d| now >= d);
         if ready || timed_out {
+            // The call completes (a signal that came meanwhile is delivered after it,
+            // as Linux does when the wait is over before the signal is noticed).
             p.blocked = None;
             p.resumed = Some(timed_out && !ready);
             true
         } else {
-            false
+            // Still waiting: a deliverable signal interrupts the call (run_slice), except
+            // a vfork parent's wait, which only the child ends.
+            p.deliverable() != 0 && !matches!(b.wait, Wait::Vfork(_))
         }
     }
 

@@ -69,6 +69,9 @@ impl Machine {
     /// frame per call. A blocked system call is interrupted (`EINTR`) or, with
     /// `SA_RESTART` on a restartable call, re-run after the handler.
     pub(crate) fn deliver_signals(&mut self, p: &mut Process) {
+        if matches!(p.blocked.as_ref().map(|b| &b.wait), Some(Wait::Vfork(_))) {
+            return; // the parent of a vfork waits, signals and all, for its child
+        }
         while p.exit.is_none() {
             let ready = p.deliverable();
             if ready == 0 {
