@@ -290,6 +290,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "exec_ns": e.exec_ns,
             "interp_blocks_decoded": i.blocks_decoded,
             "interp_blocks_invalidated": i.blocks_invalidated,
+            "interp_blocks_rebased": i.blocks_rebased,
             "fpu_instructions": i.fpu_instructions,
         },
         "os": {

@@ -78,6 +78,9 @@ pub struct InterpStats {
     pub instructions_decoded: u64,
     /// Decoded blocks dropped because their code was written.
     pub blocks_invalidated: u64,
+    /// Blocks found by physical address at a new virtual address and rebased there
+    /// instead of decoded again.
+    pub blocks_rebased: u64,
     /// Instructions executed on the host FPU.
     pub fpu_instructions: u64,
 }
@@ -97,6 +100,8 @@ struct Decoded {
 
 /// A decoded basic block.
 struct Block {
+    /// Virtual address of the first byte (as decoded).
+    start: u32,
     /// Frame of the first byte and of the last byte.
     frames: [Frame; 2],
     /// Virtual address of the last byte.
@@ -106,9 +111,33 @@ struct Block {
 
 const MAX_BLOCK: usize = 128;
 
+/// `b` as decoded at virtual address `start`: the instructions' addresses and their
+/// IP-relative branch targets move by the same distance (blocks with 16-bit branch
+/// targets, which wrap, are never rebased).
+fn rebase(b: &Block, start: u32) -> Block {
+    let delta = start.wrapping_sub(b.start);
+    let instrs = b
+        .instrs
+        .iter()
+        .map(|d| {
+            let mut ins = d.ins;
+            ins.set_ip32(ins.ip32().wrapping_add(delta));
+            if ins.op0_kind() == OpKind::NearBranch32 {
+                ins.set_near_branch32(ins.near_branch32().wrapping_add(delta));
+            }
+            Decoded { ins, class: d.class }
+        })
+        .collect();
+    Block { start, frames: b.frames, last: b.last.wrapping_add(delta), instrs }
+}
+
 /// The interpreter and its decoded-block cache.
 pub struct Interp {
     blocks: HashMap<u32, Rc<Block>>,
+    /// The same blocks by physical address (frame, offset): a block met again at
+    /// another virtual address (a library in another process, moved by ASLR) is
+    /// rebased instead of decoded again.
+    by_pa: HashMap<(u32, u32), Rc<Block>>,
     epoch: u64,
     fpu: HostFpu,
     info: InstructionInfoFactory,
@@ -399,6 +428,7 @@ impl Interp {
     pub fn new() -> Self {
         Interp {
             blocks: HashMap::new(),
+            by_pa: HashMap::new(),
             epoch: 0,
             fpu: HostFpu::new(),
             info: InstructionInfoFactory::new(),
@@ -410,6 +440,7 @@ impl Interp {
     /// Drops every cached block (e.g. when the guest's code is replaced wholesale).
     pub fn flush(&mut self) {
         self.blocks.clear();
+        self.by_pa.clear();
     }
 
     /// Drops blocks whose frames were written since the last check.
@@ -430,9 +461,10 @@ impl Interp {
         }
         let before = self.blocks.len();
         self.blocks.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
+        self.by_pa.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
         self.stats.blocks_invalidated += (before - self.blocks.len()) as u64;
         // Frames still holding other blocks keep their code bit.
-        for b in self.blocks.values() {
+        for b in self.blocks.values().chain(self.by_pa.values()) {
             for f in b.frames {
                 if dirty.contains(&f) {
                     phys.set_code(f);
@@ -449,8 +481,25 @@ impl Interp {
                 return Ok(b.clone());
             }
         }
+        let first = mem.pte(eip);
+        let pa_key = (first.frame().0, eip & (PAGE_SIZE - 1));
+        if first.readable()
+            && let Some(b) = self.by_pa.get(&pa_key)
+        {
+            let last = b.last.wrapping_sub(b.start).wrapping_add(eip);
+            let p1 = mem.pte(last);
+            if b.frames[0] == first.frame() && p1.readable() && p1.frame() == b.frames[1] {
+                let b = if b.start == eip { b.clone() } else { Rc::new(rebase(b, eip)) };
+                self.stats.blocks_rebased += 1;
+                self.blocks.insert(eip, b.clone());
+                return Ok(b);
+            }
+        }
         let b = Rc::new(self.decode(eip, mem)?);
         self.blocks.insert(eip, b.clone());
+        if b.instrs.iter().all(|d| d.ins.op0_kind() != OpKind::NearBranch16) {
+            self.by_pa.insert(pa_key, b.clone());
+        }
         Ok(b)
     }
 
@@ -496,7 +545,7 @@ impl Interp {
         mem.mark_code(last);
         self.stats.blocks_decoded += 1;
         self.stats.instructions_decoded += instrs.len() as u64;
-        Ok(Block { frames, last, instrs: instrs.into_boxed_slice() })
+        Ok(Block { start: eip, frames, last, instrs: instrs.into_boxed_slice() })
     }
 
     /// Runs the guest until a system call, a fault, or about `budget` instructions.
@@ -1477,4 +1526,41 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_at(bytes: &[u8], ip: u32) -> Vec<Instruction> {
+        let mut d = Decoder::with_ip(32, bytes, u64::from(ip), DecoderOptions::NONE);
+        let mut v = Vec::new();
+        while d.can_decode() {
+            v.push(d.decode());
+        }
+        v
+    }
+
+    #[test]
+    fn a_rebased_block_equals_the_block_decoded_there() {
+        // call +5; jne -2; loop -4; mov eax, [0x1234]; jmp [eax]; ret
+        let code = [0xe8, 5, 0, 0, 0, 0x75, 0xfe, 0xe2, 0xfc, 0xa1, 0x34, 0x12, 0, 0, 0xff, 0x20, 0xc3];
+        let (a, b) = (0x0804_8010u32, 0xb7f0_1010u32);
+        let at_a = decode_at(&code, a);
+        let block = Block {
+            start: a,
+            frames: [Frame(1), Frame(1)],
+            last: a + code.len() as u32 - 1,
+            instrs: at_a.iter().map(|&ins| Decoded { ins, class: classify(&ins) }).collect(),
+        };
+        let moved = rebase(&block, b);
+        let at_b = decode_at(&code, b);
+        assert_eq!(moved.last, b + code.len() as u32 - 1);
+        for (m, want) in moved.instrs.iter().zip(&at_b) {
+            assert_eq!(m.ins.ip32(), want.ip32());
+            assert_eq!(m.ins.next_ip32(), want.next_ip32());
+            assert_eq!(m.ins.near_branch_target(), want.near_branch_target());
+            assert_eq!(m.ins.memory_displacement32(), want.memory_displacement32());
+        }
+    }
 }
