@@ -181,6 +181,10 @@ fn install_workload(root: &Path) -> anyhow::Result<()> {
             (h ^ u64::from(b)).wrapping_mul(0x100000001b3) // FNV-1a
         });
     let stamp_file = dest.join(".stamp");
+    // Concurrent experiments share the root: one builds, the others wait and reuse it.
+    std::fs::create_dir_all(&dest)?;
+    let lock = std::fs::File::create(dest.join(".lock"))?;
+    lock.lock()?;
     if std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(&format!("{stamp:016x}")) {
         return Ok(());
     }

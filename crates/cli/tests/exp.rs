@@ -133,3 +133,54 @@ fn seed_experiment_reproduces_the_mechanism_and_is_deterministic() {
     // Another seed moves the libraries: the translation counts change.
     assert_ne!(counts(&a), counts(&other), "a different seed gave identical counts");
 }
+
+#[test]
+fn sweep_writes_one_row_per_run_and_resumes() {
+    let root = sysroot();
+    let dir = scratch("exp-sweep");
+    let csv = dir.join("sweep.csv");
+    let svg = dir.join("sweep.svg");
+    let sweep = |resume: bool| {
+        let mut args = vec![
+            "exp",
+            "sweep",
+            "--root",
+            root.to_str().unwrap(),
+            "--keys",
+            "virtual,physical",
+            "--aslr",
+            "none;mmap",
+            "--thresholds",
+            "50",
+            "--workloads",
+            "seed:2",
+            "--runs",
+            "1",
+            "--quiet",
+            "--csv",
+            csv.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ];
+        if resume {
+            args.push("--resume");
+        }
+        let r = morph_raw(&args, &dir);
+        assert_eq!(r.status, 0, "morph exp sweep failed:\n{}\n{}", r.stdout, r.stderr);
+        r
+    };
+    sweep(false);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 1 + 4, "{text}");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    // An interrupted sweep: the last row is lost; --resume runs only that one.
+    let kept: Vec<&str> = text.lines().take(4).collect();
+    std::fs::write(&csv, kept.join("\n") + "\n").unwrap();
+    sweep(true);
+    let again = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(again.lines().count(), 1 + 4, "{again}");
+    assert_eq!(again.lines().take(4).collect::<Vec<_>>(), kept, "resume rewrote finished rows");
+    // Nothing left to do: nothing runs, nothing is added.
+    sweep(true);
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), again);
+}
