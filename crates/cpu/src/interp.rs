@@ -78,8 +78,8 @@ pub struct InterpStats {
     pub instructions_decoded: u64,
     /// Decoded blocks dropped because their code was written.
     pub blocks_invalidated: u64,
-    /// Blocks found by physical address at a new virtual address and rebased there
-    /// instead of decoded again.
+    /// Block entries at another virtual address than the block was decoded at (run
+    /// there without decoding again).
     pub blocks_rebased: u64,
     /// Instructions executed on the host FPU.
     pub fpu_instructions: u64,
@@ -104,40 +104,22 @@ struct Block {
     start: u32,
     /// Frame of the first byte and of the last byte.
     frames: [Frame; 2],
-    /// Virtual address of the last byte.
+    /// Virtual address of the last byte (as decoded).
     last: u32,
+    /// Has a 16-bit relative branch, whose target wraps at 64 KiB: runs only where it
+    /// was decoded.
+    wraps16: bool,
     instrs: Box<[Decoded]>,
 }
 
 const MAX_BLOCK: usize = 128;
 
-/// `b` as decoded at virtual address `start`: the instructions' addresses and their
-/// IP-relative branch targets move by the same distance (blocks with 16-bit branch
-/// targets, which wrap, are never rebased).
-fn rebase(b: &Block, start: u32) -> Block {
-    let delta = start.wrapping_sub(b.start);
-    let instrs = b
-        .instrs
-        .iter()
-        .map(|d| {
-            let mut ins = d.ins;
-            ins.set_ip32(ins.ip32().wrapping_add(delta));
-            if ins.op0_kind() == OpKind::NearBranch32 {
-                ins.set_near_branch32(ins.near_branch32().wrapping_add(delta));
-            }
-            Decoded { ins, class: d.class }
-        })
-        .collect();
-    Block { start, frames: b.frames, last: b.last.wrapping_add(delta), instrs }
-}
-
 /// The interpreter and its decoded-block cache.
 pub struct Interp {
-    blocks: HashMap<u32, Rc<Block>>,
-    /// The same blocks by physical address (frame, offset): a block met again at
-    /// another virtual address (a library in another process, moved by ASLR) is
-    /// rebased instead of decoded again.
-    by_pa: HashMap<(u32, u32), Rc<Block>>,
+    /// Decoded blocks by physical address (frame, offset in the page): position
+    /// independent (see `Ctx::delta`), so a library's code is decoded once for every
+    /// process, wherever ASLR maps it.
+    blocks: HashMap<(u32, u32), Rc<Block>>,
     epoch: u64,
     fpu: HostFpu,
     info: InstructionInfoFactory,
@@ -366,15 +348,35 @@ struct Ctx<'a> {
     cpu: &'a mut Cpu,
     mem: &'a mut AddressSpace,
     ins: &'a Instruction,
+    /// Where the instruction runs minus where it was decoded: decoded blocks are kept
+    /// by physical address and run wherever they are mapped, so every address the
+    /// instruction's own position implies (its EIP, the next EIP, a relative branch
+    /// target) is the decoded one plus `delta`.
+    delta: u32,
 }
 
 impl Ctx<'_> {
+    /// The instruction's address.
+    fn ip(&self) -> u32 {
+        self.ins.ip32().wrapping_add(self.delta)
+    }
+
+    /// The address after the instruction.
+    fn next_ip(&self) -> u32 {
+        self.ins.next_ip32().wrapping_add(self.delta)
+    }
+
+    /// The target of a relative branch.
+    fn target(&self) -> u32 {
+        (self.ins.near_branch_target() as u32).wrapping_add(self.delta)
+    }
+
     fn pf(&self) -> impl Fn(MemFault) -> Exit + use<> {
-        page_fault(self.ins.ip32())
+        page_fault(self.ip())
     }
 
     fn fault(&self, kind: FaultKind) -> Exit {
-        fault(kind, self.ins.ip32())
+        fault(kind, self.ip())
     }
 
     fn read(&self, i: u32, bits: u32) -> Res<u32> {
@@ -428,7 +430,6 @@ impl Interp {
     pub fn new() -> Self {
         Interp {
             blocks: HashMap::new(),
-            by_pa: HashMap::new(),
             epoch: 0,
             fpu: HostFpu::new(),
             info: InstructionInfoFactory::new(),
@@ -440,7 +441,6 @@ impl Interp {
     /// Drops every cached block (e.g. when the guest's code is replaced wholesale).
     pub fn flush(&mut self) {
         self.blocks.clear();
-        self.by_pa.clear();
     }
 
     /// Drops blocks whose frames were written since the last check.
@@ -461,10 +461,9 @@ impl Interp {
         }
         let before = self.blocks.len();
         self.blocks.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
-        self.by_pa.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
         self.stats.blocks_invalidated += (before - self.blocks.len()) as u64;
         // Frames still holding other blocks keep their code bit.
-        for b in self.blocks.values().chain(self.by_pa.values()) {
+        for b in self.blocks.values() {
             for f in b.frames {
                 if dirty.contains(&f) {
                     phys.set_code(f);
@@ -473,33 +472,26 @@ impl Interp {
         }
     }
 
+    /// The decoded block at `eip`, found by physical address (decoded once, wherever
+    /// and in whichever process the code is mapped) or decoded now.
     fn block(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Rc<Block>> {
-        if let Some(b) = self.blocks.get(&eip) {
-            let p0 = mem.pte(eip);
-            let p1 = mem.pte(b.last);
-            if p0.readable() && p1.readable() && p0.frame() == b.frames[0] && p1.frame() == b.frames[1] {
+        let first = mem.pte(eip);
+        let key = (first.frame().0, eip & (PAGE_SIZE - 1));
+        if first.readable()
+            && let Some(b) = self.blocks.get(&key)
+        {
+            let delta = eip.wrapping_sub(b.start);
+            let p1 = mem.pte(b.last.wrapping_add(delta));
+            if b.frames[0] == first.frame() && p1.readable() && p1.frame() == b.frames[1] && (delta == 0 || !b.wraps16)
+            {
+                if delta != 0 {
+                    self.stats.blocks_rebased += 1;
+                }
                 return Ok(b.clone());
             }
         }
-        let first = mem.pte(eip);
-        let pa_key = (first.frame().0, eip & (PAGE_SIZE - 1));
-        if first.readable()
-            && let Some(b) = self.by_pa.get(&pa_key)
-        {
-            let last = b.last.wrapping_sub(b.start).wrapping_add(eip);
-            let p1 = mem.pte(last);
-            if b.frames[0] == first.frame() && p1.readable() && p1.frame() == b.frames[1] {
-                let b = if b.start == eip { b.clone() } else { Rc::new(rebase(b, eip)) };
-                self.stats.blocks_rebased += 1;
-                self.blocks.insert(eip, b.clone());
-                return Ok(b);
-            }
-        }
         let b = Rc::new(self.decode(eip, mem)?);
-        self.blocks.insert(eip, b.clone());
-        if b.instrs.iter().all(|d| d.ins.op0_kind() != OpKind::NearBranch16) {
-            self.by_pa.insert(pa_key, b.clone());
-        }
+        self.blocks.insert(key, b.clone());
         Ok(b)
     }
 
@@ -545,7 +537,8 @@ impl Interp {
         mem.mark_code(last);
         self.stats.blocks_decoded += 1;
         self.stats.instructions_decoded += instrs.len() as u64;
-        Ok(Block { start: eip, frames, last, instrs: instrs.into_boxed_slice() })
+        let wraps16 = instrs.iter().any(|d| d.ins.op0_kind() == OpKind::NearBranch16);
+        Ok(Block { start: eip, frames, last, wraps16, instrs: instrs.into_boxed_slice() })
     }
 
     /// Runs the guest until a system call, a fault, or about `budget` instructions.
@@ -567,11 +560,12 @@ impl Interp {
         }
         let start = cpu.icount;
         let block = self.block(cpu.eip, mem)?;
+        let delta = cpu.eip.wrapping_sub(block.start);
         let mut result = Ok(());
         for d in block.instrs.iter() {
-            match self.exec(cpu, mem, d) {
+            match self.exec(cpu, mem, d, delta) {
                 Ok(Flow::Next) => {
-                    cpu.eip = d.ins.next_ip32();
+                    cpu.eip = d.ins.next_ip32().wrapping_add(delta);
                     cpu.icount += 1;
                 }
                 Ok(Flow::Jump(t)) => {
@@ -600,11 +594,11 @@ impl Interp {
 
     /// Executes one instruction (also used by the translator for instructions it
     /// leaves to the interpreter). On `Ok`, the caller sets EIP.
-    fn exec(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, d: &Decoded) -> Res<Flow> {
+    fn exec(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, d: &Decoded, delta: u32) -> Res<Flow> {
         match d.class {
-            Class::Int => exec_int(&mut Ctx { cpu, mem, ins: &d.ins }),
-            Class::Fpu | Class::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins }, d.class),
-            Class::Invalid => Err(invalid(mem, &d.ins)),
+            Class::Int => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
+            Class::Fpu | Class::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
+            Class::Invalid => Err(invalid(mem, &d.ins, delta)),
         }
     }
 
@@ -612,7 +606,7 @@ impl Interp {
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
         let d = Decoded { ins: *ins, class: classify(ins) };
-        let r = self.exec(cpu, mem, &d);
+        let r = self.exec(cpu, mem, &d, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;
             self.stats.instructions += 1;
@@ -648,7 +642,7 @@ impl Interp {
                 let out = self
                     .fpu
                     .exec_movd(ins, gpr_in, &mut c.cpu.fpu, &mut c.cpu.eflags)
-                    .map_err(|_| invalid(c.mem, ins))?;
+                    .map_err(|_| invalid(c.mem, ins, c.delta))?;
                 if ins.code() == iced_x86::Code::Movd_rm32_mm {
                     set_reg(c.cpu, ins.op0_register(), out);
                 }
@@ -683,7 +677,7 @@ impl Interp {
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
-        unsafe { self.fpu.exec(ins, host, &mut c.cpu.fpu, &mut fl) }.map_err(|_| invalid(c.mem, ins))?;
+        unsafe { self.fpu.exec(ins, host, &mut c.cpu.fpu, &mut fl) }.map_err(|_| invalid(c.mem, ins, c.delta))?;
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
@@ -697,12 +691,13 @@ impl Default for Interp {
     }
 }
 
-fn invalid(mem: &AddressSpace, ins: &Instruction) -> Exit {
+fn invalid(mem: &AddressSpace, ins: &Instruction, delta: u32) -> Exit {
+    let ip = ins.ip32().wrapping_add(delta);
     let mut bytes = vec![0u8; ins.len().max(1)];
-    if mem.read_bytes(ins.ip32(), &mut bytes).is_err() {
+    if mem.read_bytes(ip, &mut bytes).is_err() {
         bytes.clear();
     }
-    fault(FaultKind::InvalidOpcode(bytes), ins.ip32())
+    fault(FaultKind::InvalidOpcode(bytes), ip)
 }
 
 fn alu_op(m: M, a: u32, b: u32, bits: u32, eflags: u32) -> (u32, u32) {
@@ -722,7 +717,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
     let ins = c.ins;
     let m = ins.mnemonic();
     if ins.is_jcc_short_or_near() {
-        return Ok(if cond(c.cpu.eflags, ins.condition_code()) { Flow::Jump(ins.near_branch32()) } else { Flow::Next });
+        return Ok(if cond(c.cpu.eflags, ins.condition_code()) { Flow::Jump(c.target()) } else { Flow::Next });
     }
     let cc = ins.condition_code();
     if cc != ConditionCode::None && ins.op_count() == 1 && !ins.is_loopcc() {
@@ -1099,7 +1094,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         }
         M::Jmp => {
             return Ok(Flow::Jump(match ins.op_kind(0) {
-                OpKind::NearBranch32 | OpKind::NearBranch16 => ins.near_branch_target() as u32,
+                OpKind::NearBranch32 | OpKind::NearBranch16 => c.target(),
                 _ => {
                     let bits = op_bits(ins, 0);
                     c.read(0, bits)?
@@ -1108,13 +1103,13 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         }
         M::Call => {
             let target = match ins.op_kind(0) {
-                OpKind::NearBranch32 | OpKind::NearBranch16 => ins.near_branch_target() as u32,
+                OpKind::NearBranch32 | OpKind::NearBranch16 => c.target(),
                 _ => {
                     let bits = op_bits(ins, 0);
                     c.read(0, bits)?
                 }
             };
-            c.push(32, ins.next_ip32())?;
+            c.push(32, c.next_ip())?;
             return Ok(Flow::Jump(target));
         }
         M::Ret => {
@@ -1125,7 +1120,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         }
         M::Jecxz | M::Jcxz => {
             let v = if m == M::Jecxz { c.cpu.gpr[reg::ECX] } else { c.cpu.gpr[reg::ECX] & 0xffff };
-            return Ok(if v == 0 { Flow::Jump(ins.near_branch_target() as u32) } else { Flow::Next });
+            return Ok(if v == 0 { Flow::Jump(c.target()) } else { Flow::Next });
         }
         M::Loop | M::Loope | M::Loopne => {
             let ecx = c.cpu.gpr[reg::ECX].wrapping_sub(1);
@@ -1137,7 +1132,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
                     M::Loopne => !zf,
                     _ => true,
                 };
-            return Ok(if take { Flow::Jump(ins.near_branch_target() as u32) } else { Flow::Next });
+            return Ok(if take { Flow::Jump(c.target()) } else { Flow::Next });
         }
         M::Enter => enter(c)?,
         M::Leave => {
@@ -1148,20 +1143,20 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         }
         M::Int => {
             return if ins.immediate8() == 0x80 {
-                c.cpu.eip = ins.next_ip32();
+                c.cpu.eip = c.next_ip();
                 Err(Exit::Syscall)
             } else {
                 Err(c.fault(FaultKind::GeneralProtection))
             };
         }
         M::Int3 => {
-            c.cpu.eip = ins.next_ip32();
-            return Err(fault(FaultKind::Breakpoint, ins.next_ip32()));
+            c.cpu.eip = c.next_ip();
+            return Err(fault(FaultKind::Breakpoint, c.next_ip()));
         }
         M::Into => {
             if c.cpu.eflags & OF != 0 {
-                c.cpu.eip = ins.next_ip32();
-                return Err(fault(FaultKind::Overflow, ins.next_ip32()));
+                c.cpu.eip = c.next_ip();
+                return Err(fault(FaultKind::Overflow, c.next_ip()));
             }
         }
         M::Bound => {
@@ -1209,7 +1204,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         | M::Scasb
         | M::Scasw
         | M::Scasd => string(c)?,
-        M::Ud0 | M::Ud1 | M::Ud2 => return Err(invalid(c.mem, ins)),
+        M::Ud0 | M::Ud1 | M::Ud2 => return Err(invalid(c.mem, ins, c.delta)),
         M::Hlt
         | M::Cli
         | M::Sti
@@ -1253,7 +1248,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         | M::Str
         | M::Smsw
         | M::Sysenter => return Err(c.fault(FaultKind::GeneralProtection)),
-        _ => return Err(invalid(c.mem, ins)),
+        _ => return Err(invalid(c.mem, ins, c.delta)),
     }
     Ok(Flow::Next)
 }
@@ -1471,7 +1466,7 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
     let compare = matches!(m, M::Cmpsb | M::Cmpsw | M::Cmpsd | M::Scasb | M::Scasw | M::Scasd);
     let src_base = seg_base(c.cpu, ins.memory_segment());
     if ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI)) {
-        return Err(invalid(c.mem, ins)); // 16-bit addressing of strings is not supported
+        return Err(invalid(c.mem, ins, c.delta)); // 16-bit addressing of strings is not supported
     }
     loop {
         if rep && c.cpu.gpr[reg::ECX] == 0 {
@@ -1526,41 +1521,4 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn decode_at(bytes: &[u8], ip: u32) -> Vec<Instruction> {
-        let mut d = Decoder::with_ip(32, bytes, u64::from(ip), DecoderOptions::NONE);
-        let mut v = Vec::new();
-        while d.can_decode() {
-            v.push(d.decode());
-        }
-        v
-    }
-
-    #[test]
-    fn a_rebased_block_equals_the_block_decoded_there() {
-        // call +5; jne -2; loop -4; mov eax, [0x1234]; jmp [eax]; ret
-        let code = [0xe8, 5, 0, 0, 0, 0x75, 0xfe, 0xe2, 0xfc, 0xa1, 0x34, 0x12, 0, 0, 0xff, 0x20, 0xc3];
-        let (a, b) = (0x0804_8010u32, 0xb7f0_1010u32);
-        let at_a = decode_at(&code, a);
-        let block = Block {
-            start: a,
-            frames: [Frame(1), Frame(1)],
-            last: a + code.len() as u32 - 1,
-            instrs: at_a.iter().map(|&ins| Decoded { ins, class: classify(&ins) }).collect(),
-        };
-        let moved = rebase(&block, b);
-        let at_b = decode_at(&code, b);
-        assert_eq!(moved.last, b + code.len() as u32 - 1);
-        for (m, want) in moved.instrs.iter().zip(&at_b) {
-            assert_eq!(m.ins.ip32(), want.ip32());
-            assert_eq!(m.ins.next_ip32(), want.next_ip32());
-            assert_eq!(m.ins.near_branch_target(), want.near_branch_target());
-            assert_eq!(m.ins.memory_displacement32(), want.memory_displacement32());
-        }
-    }
 }
