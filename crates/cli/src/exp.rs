@@ -581,15 +581,19 @@ fn seed_svg(s: &[Summary]) -> String {
         s.iter().filter(|x| x.key != "native").map(|x| x.key.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
     let val = |k: &str, aslr: &str| s.iter().find(|x| x.key == k && x.aslr == aslr).map_or(0.0, |x| x.modeled_s);
     let max = keys.iter().flat_map(|k| [val(k, "0"), val(k, "1")]).fold(3.5f64, f64::max) * 1.1;
-    let (w, h, left, bottom, top) = (640.0, 360.0, 60.0, 300.0, 40.0);
+    let (w, h, left, bottom, top) = (720.0, 360.0, 60.0, 300.0, 40.0);
     let y = |v: f64| bottom - (v / max) * (bottom - top);
     let mut o = String::new();
     o += &format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n"
     );
-    o += "<text x=\"320\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">Seed workload, modeled TM5600 seconds: ASLR off vs on, by translation-cache key</text>\n";
+    o += "<text x=\"360\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">Seed workload, modeled TM5600 seconds: ASLR off vs on, by translation-cache key</text>\n";
     o += &format!("<line x1=\"{left}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\" stroke=\"black\"/>\n", w - 20.0);
     o += &format!("<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{bottom}\" stroke=\"black\"/>\n");
+    o += &format!(
+        "<text transform=\"rotate(-90)\" x=\"{}\" y=\"16\" text-anchor=\"middle\">modeled TM5600 seconds</text>\n",
+        -(top + bottom) / 2.0
+    );
     let mut t = 0.0;
     while t <= max {
         o += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{t:.1}</text>\n", left - 5.0, y(t) + 4.0);
@@ -599,15 +603,12 @@ fn seed_svg(s: &[Summary]) -> String {
         o += &format!(
             "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"{color}\" stroke-dasharray=\"4 3\"/>\n",
             y(v),
-            w - 20.0
+            w - 130.0
         );
-        o += &format!(
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"{color}\">{label}</text>\n",
-            w - 22.0,
-            y(v) - 3.0
-        );
+        o += &format!("<text x=\"{}\" y=\"{}\" fill=\"{color}\">{label}</text>\n", w - 125.0, y(v) + 4.0);
     }
-    let slot = (w - 20.0 - left) / keys.len().max(1) as f64;
+    // Bars to the left of the reference labels.
+    let slot = (w - 135.0 - left) / keys.len().max(1) as f64;
     for (i, k) in keys.iter().enumerate() {
         let x0 = left + slot * i as f64 + slot * 0.2;
         for (j, (aslr, color)) in [("0", "#7ab"), ("1", "#e94")].iter().enumerate() {
