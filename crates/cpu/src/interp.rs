@@ -1453,6 +1453,61 @@ fn enter(c: &mut Ctx<'_>) -> Res<()> {
     Ok(())
 }
 
+/// `rep movs` / `rep stos` upwards over memory that is all accessible: done as one
+/// host copy or fill (glibc's i686 `memcpy`/`memset` are these instructions). Returns
+/// false, having changed nothing the guest can see, when the element loop must do it
+/// (a fault to deliver at the right element, or a forward copy onto itself that a
+/// block copy would not reproduce).
+fn bulk(c: &mut Ctx<'_>, m: M, bits: u32, src_base: u32) -> bool {
+    let size = bits / 8;
+    let count = c.cpu.gpr[reg::ECX];
+    let Some(len) = count.checked_mul(size).filter(|&l| l > 0 && l <= 1 << 30) else { return false };
+    let edi = c.cpu.gpr[reg::EDI];
+    if edi.checked_add(len).is_none() {
+        return false;
+    }
+    match m {
+        M::Stosb | M::Stosw | M::Stosd => {
+            if c.mem.prepare_write(edi, len).is_err() {
+                return false;
+            }
+            let v = c.cpu.gpr[reg::EAX].to_le_bytes();
+            // SAFETY: prepare_write checked [edi, edi+len) and made it writable in our
+            // window, which maps the guest range contiguously.
+            let dst = unsafe { std::slice::from_raw_parts_mut(c.mem.host_ptr(edi), len as usize) };
+            if size == 1 {
+                dst.fill(v[0]);
+            } else {
+                for e in dst.chunks_exact_mut(size as usize) {
+                    e.copy_from_slice(&v[..size as usize]);
+                }
+            }
+        }
+        M::Movsb | M::Movsw | M::Movsd => {
+            let src = c.cpu.gpr[reg::ESI].wrapping_add(src_base);
+            // Element by element, a destination just above the source repeats a
+            // pattern; a block move would not.
+            let overlap_up = edi > src && edi < src.wrapping_add(len);
+            if src.checked_add(len).is_none()
+                || overlap_up
+                || c.mem.check_read(src, len).is_err()
+                || c.mem.prepare_write(edi, len).is_err()
+            {
+                return false;
+            }
+            // SAFETY: both ranges were checked (the destination made writable) and lie
+            // in our window; `copy` allows them to overlap (destination below source
+            // behaves like the forward element loop).
+            unsafe { std::ptr::copy(c.mem.host_ptr(src), c.mem.host_ptr(edi), len as usize) };
+            c.cpu.gpr[reg::ESI] = c.cpu.gpr[reg::ESI].wrapping_add(len);
+        }
+        _ => return false,
+    }
+    c.cpu.gpr[reg::EDI] = edi.wrapping_add(len);
+    c.cpu.gpr[reg::ECX] = 0;
+    true
+}
+
 fn string(c: &mut Ctx<'_>) -> Res<()> {
     let ins = c.ins;
     let m = ins.mnemonic();
@@ -1467,6 +1522,9 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
     let src_base = seg_base(c.cpu, ins.memory_segment());
     if ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI)) {
         return Err(invalid(c.mem, ins, c.delta)); // 16-bit addressing of strings is not supported
+    }
+    if rep && c.cpu.eflags & DF == 0 && bulk(c, m, bits, src_base) {
+        return Ok(());
     }
     loop {
         if rep && c.cpu.gpr[reg::ECX] == 0 {
