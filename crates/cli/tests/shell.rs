@@ -117,6 +117,7 @@ scripts! {
     busybox: configs();
     coreutils: few_configs();
     errexit: configs();
+    fifo: few_configs();
     heredoc: configs();
     jobs: configs();
     loops: few_configs();
@@ -135,6 +136,7 @@ fn every_script_is_tested_or_pending() {
         "coreutils",
         "errexit",
         "exec100",
+        "fifo",
         "heredoc",
         "jobs",
         "loops",

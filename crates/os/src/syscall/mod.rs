@@ -75,6 +75,7 @@ table! {
     10 unlink "s" sys_unlink;
     12 chdir "s" sys_chdir;
     13 time "p" sys_time;
+    14 mknod "sox" sys_mknod;
     15 chmod "so" sys_chmod;
     19 lseek "fdd" sys_lseek;
     24 getuid "" |_, _, _| Ok(ids()[0]);
@@ -142,6 +143,7 @@ table! {
     271 utimes "sp" sys_utimes;
     295 openat "fsxo" sys_openat;
     296 mkdirat "fso" sys_mkdirat;
+    297 mknodat "fsox" sys_mknodat;
     299 futimesat "fsp" sys_futimesat;
     300 fstatat64 "fspx" sys_fstatat64;
     301 unlinkat "fsx" sys_unlinkat;
@@ -874,7 +876,7 @@ fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: 
         if e == ENOENT && flags & O_CREAT != 0 && in_dev { EACCES } else { e }
     })?;
     let file = match resolved {
-        Resolved::Path(abs) => OpenFile::new(m.vfs.open("/", &abs, host_flags, mode)?),
+        Resolved::Path(abs) => open_host(m, p, &abs, host_flags, mode, flags)?,
         Resolved::Node(n) => special::open(m, p, n, flags, mode)?,
     };
     let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
@@ -885,6 +887,43 @@ fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: 
         m.cache.truncated(&m.phys, key, st.st_size as u64);
     }
     p.fds.install(entry, 0).ok_or(EMFILE)
+}
+
+/// Opens a file of the root. The host open is always non-blocking, since opening a
+/// FIFO would otherwise stall the whole machine until its other end opens: a FIFO
+/// becomes a morph-managed non-blocking description (reads and writes wait through
+/// the scheduler); a write-only open with no reader yet waits in the scheduler (polled)
+/// as Linux's blocking open does. Anything else gets the guest's own flags back.
+fn open_host(
+    m: &Machine,
+    p: &mut Process,
+    abs: &[u8],
+    host_flags: i32,
+    mode: u32,
+    flags: u32,
+) -> Result<OpenFile, Errno> {
+    let guest_nb = flags & O_NONBLOCK != 0;
+    match m.vfs.open("/", abs, host_flags | libc::O_NONBLOCK, mode) {
+        Ok(fd) => {
+            let st = host_stat_fd(fd.as_raw_fd())?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFIFO {
+                return Ok(OpenFile::nonblocking(fd, guest_nb));
+            }
+            if !guest_nb {
+                // SAFETY: F_SETFL on a descriptor we own.
+                unsafe {
+                    libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, host_flags & !libc::O_NONBLOCK & !libc::O_ACCMODE)
+                };
+            }
+            Ok(OpenFile::new(fd))
+        }
+        // A FIFO with no reader: a blocking writer waits for one.
+        Err(ENXIO) if !guest_nb && host_flags & libc::O_ACCMODE == libc::O_WRONLY => {
+            let retry = std::time::Instant::now() + std::time::Duration::from_millis(2);
+            Err(io::block_on(p, Vec::new(), Some(retry), true).err().unwrap_or(ERESTARTSYS))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The directory a `*at` call's relative path starts from, as a guest path.
@@ -1528,6 +1567,28 @@ fn sys_symlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 fn sys_symlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     symlink_common(m, p, a[0], a[1], a[2])
+}
+
+/// `mknod` makes FIFOs and regular files only: a device node would be a way out of the
+/// sandbox (and needs privileges on Linux too).
+fn mknod_common(m: &mut Machine, p: &mut Process, dirfd: u32, path: u32, mode: u32) -> SysResult {
+    let path = read_path(p, path)?;
+    let kind = mode & libc::S_IFMT;
+    if kind != 0 && kind != libc::S_IFIFO && kind != libc::S_IFREG {
+        return Err(EPERM);
+    }
+    let (d, name) = at_parent(m, p, dirfd, &path)?;
+    let mode = (mode & libc::S_IFMT) | (mode & 0o7777 & !p.umask);
+    // SAFETY: mknodat on a directory descriptor we hold with a C string name; no device.
+    host(unsafe { libc::mknodat(d.as_raw_fd(), name.as_ptr(), mode, 0) } as isize)
+}
+
+fn sys_mknod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    mknod_common(m, p, AT_FDCWD as u32, a[0], a[1])
+}
+
+fn sys_mknodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    mknod_common(m, p, a[0], a[1], a[2])
 }
 
 fn sys_mkdirat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
