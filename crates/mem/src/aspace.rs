@@ -491,9 +491,29 @@ impl AddressSpace {
             return Ok(());
         }
         self.remove_range(first, n);
-        let f = self.phys.alloc_run(n)?;
-        for i in 0..n {
-            self.pt[(first + i) as usize] = Pte::new(Frame(f.0 + i), prot, false, shared);
+        // Fresh consecutive frames when there is room (their host mappings merge into
+        // one); else frames freed by earlier processes, one by one: the limit is on
+        // frames in use, not on how many were ever handed out.
+        let frames: Vec<Frame> = match self.phys.alloc_run(n) {
+            Ok(f) => (0..n).map(|i| Frame(f.0 + i)).collect(),
+            Err(_) => {
+                let mut v = Vec::with_capacity(n as usize);
+                for _ in 0..n {
+                    match self.phys.alloc() {
+                        Ok(f) => v.push(f),
+                        Err(e) => {
+                            for f in v {
+                                self.phys.release(f);
+                            }
+                            return Err(e);
+                        }
+                    }
+                }
+                v
+            }
+        };
+        for (i, f) in frames.into_iter().enumerate() {
+            self.pt[first as usize + i] = Pte::new(f, prot, false, shared);
         }
         self.vmas.insert(
             start,
@@ -989,6 +1009,22 @@ mod tests {
 
     fn space() -> AddressSpace {
         AddressSpace::new(Rc::new(PhysMem::new(1 << 30).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn the_memory_limit_counts_frames_in_use_not_frames_ever_handed_out() {
+        // 1024 frames of guest memory; ten 512-frame mappings made and dropped in turn.
+        let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        for round in 0..10u8 {
+            a.map_anon(0x1000_0000, 2 << 20, Prot::RW, false, "").unwrap_or_else(|e| panic!("round {round}: {e}"));
+            a.write_u8(0x1000_0000 + 4096 * 7, round).unwrap();
+            assert_eq!(a.read_u8(0x1000_0000 + 4096 * 7).unwrap(), round);
+            assert_eq!(a.read_u8(0x1000_0000 + 4096 * 8).unwrap(), 0, "a reused frame must read as zero");
+            a.write_u8(0x1000_0000 + 4096 * 8, 0xff).unwrap();
+            a.unmap(0x1000_0000, 2 << 20).unwrap();
+        }
+        assert!(a.map_anon(0x1000_0000, 8 << 20, Prot::RW, false, "").is_err(), "2048 frames exceed the limit");
     }
 
     #[test]
