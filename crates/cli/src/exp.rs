@@ -158,21 +158,6 @@ const SEED_SOURCES: &[(&str, &str)] = &[
     ("build.sh", include_str!("../../../guests/seed/build.sh")),
 ];
 
-/// The Debian i386 sysroot's path (assembled on first use by the embedded script).
-fn sysroot_path() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("morph-exp-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let script = dir.join("mksysroot.py");
-    std::fs::write(&script, crate::MKSYSROOT)?;
-    let out = Command::new("python3").arg(&script).stderr(Stdio::inherit()).output();
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = out.context("cannot run python3 to assemble the sysroot")?;
-    if !out.status.success() {
-        bail!("sysroot assembly failed");
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
-
 /// Builds the seed workload into `<root>/seed` unless it is there from these sources.
 fn install_workload(root: &Path) -> anyhow::Result<()> {
     let dest = root.join("seed");
@@ -416,7 +401,7 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
     let c = &a.common;
     let root = match &c.root {
         Some(r) => r.canonicalize()?,
-        None => sysroot_path()?,
+        None => crate::sysroot_path(None, None)?,
     };
     install_workload(&root)?;
     let native = if a.no_native { None } else { Some(native_prefix(&root)?) };
@@ -489,7 +474,8 @@ fn print_seed_table(s: &[Summary], a: &SeedArgs) {
     );
     for x in s {
         let hit = if x.lookups > 0 { 100.0 * x.hits as f64 / x.lookups as f64 } else { 0.0 };
-        let native = x.key == "native";
+        // Native runs have no model and no translator: dashes.
+        let morph = |v: String| if x.key == "native" { "-".to_string() } else { v };
         println!(
             "{:<9} {:>4} | {:>7.3} {:>15} {:>7.3} {:>7.3} | {:>8} {:>7} {:>7} | {:>7} {:>7} {:>6} {:>11}",
             x.key,
@@ -498,13 +484,13 @@ fn print_seed_table(s: &[Summary], a: &SeedArgs) {
             format!("({:.3}-{:.3})", x.real_range.0, x.real_range.1),
             x.user_s,
             x.sys_s,
-            if native { "-".into() } else { format!("{:.3}", x.modeled_s) },
-            if native { "-".into() } else { format!("{:.3}", x.modeled_user_s) },
-            if native { "-".into() } else { format!("{:.3}", x.modeled_sys_s) },
-            if native { "-".into() } else { x.translations.to_string() },
-            if native { "-".into() } else { x.retranslations.to_string() },
-            if native { "-".into() } else { format!("{hit:.1}") },
-            if native { "-".into() } else { x.interp_instructions.to_string() },
+            morph(format!("{:.3}", x.modeled_s)),
+            morph(format!("{:.3}", x.modeled_user_s)),
+            morph(format!("{:.3}", x.modeled_sys_s)),
+            morph(x.translations.to_string()),
+            morph(x.retranslations.to_string()),
+            morph(format!("{hit:.1}")),
+            morph(x.interp_instructions.to_string()),
         );
     }
     println!("on/off ratios (aslr 1 / aslr 0):");
@@ -651,7 +637,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
     let c = &a.common;
     let root = match &c.root {
         Some(r) => r.canonicalize()?,
-        None => sysroot_path()?,
+        None => crate::sysroot_path(None, None)?,
     };
     install_workload(&root)?;
     let csv_path = c.csv.clone().unwrap_or_else(|| PathBuf::from("sweep.csv"));

@@ -342,23 +342,30 @@ fn print_stats(v: &serde_json::Value) {
 const MKSYSROOT: &str = include_str!("../../../guests/sysroot/mksysroot.py");
 
 fn sysroot(cache: Option<PathBuf>, packages: Option<String>) -> anyhow::Result<()> {
+    println!("{}", sysroot_path(cache, packages)?.display());
+    Ok(())
+}
+
+/// Assembles (on first use) or locates the Debian i386 sysroot with the embedded
+/// `mksysroot.py`, whose progress goes to stderr; returns its path.
+pub(crate) fn sysroot_path(cache: Option<PathBuf>, packages: Option<String>) -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("morph-mksysroot-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let script = dir.join("mksysroot.py");
     std::fs::write(&script, MKSYSROOT)?;
     let mut cmd = std::process::Command::new("python3");
-    cmd.arg(&script);
+    cmd.arg(&script).stderr(std::process::Stdio::inherit());
     if let Some(c) = cache {
         cmd.arg("--cache").arg(c);
     }
     if let Some(p) = packages {
         cmd.arg("--packages").arg(p);
     }
-    let status = cmd.status();
+    let out = cmd.output();
     let _ = std::fs::remove_dir_all(&dir);
-    let status = status.map_err(|e| anyhow::anyhow!("cannot run python3: {e}"))?;
-    if !status.success() {
+    let out = out.map_err(|e| anyhow::anyhow!("cannot run python3: {e}"))?;
+    if !out.status.success() {
         anyhow::bail!("sysroot assembly failed");
     }
-    Ok(())
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }

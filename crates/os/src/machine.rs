@@ -197,25 +197,25 @@ impl Machine {
     /// Creates the first process, running `path` with `argv` and `envp`, with the host's
     /// standard descriptors 0-2 and the host's current directory (inside the root).
     pub fn spawn(&mut self, path: &str, argv: &[Vec<u8>], envp: &[Vec<u8>], cwd: &str) -> Result<Pid, LoadError> {
-        // A `#!` script runs its interpreter, as execve does.
-        let (mut path, mut argv) = (path.to_string(), argv.to_vec());
-        for _ in 0..4 {
+        // A `#!` script runs its interpreter, as execve does (a file that cannot be
+        // read is left for the loader to report).
+        let (path, argv) = syscall::proc::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
             let mut head = [0u8; 256];
-            let n = match self.vfs.open(cwd, path.as_bytes(), libc::O_RDONLY, 0) {
+            let n = match self.vfs.open(cwd, path, libc::O_RDONLY, 0) {
                 // SAFETY: reading into a local buffer from a descriptor we own.
                 Ok(fd) => unsafe {
-                    libc::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), head.as_mut_ptr().cast(), 256, 0)
+                    libc::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), head.as_mut_ptr().cast(), head.len(), 0)
                 },
-                Err(_) => break,
+                Err(_) => 0,
             };
-            let Some((interp, arg)) = syscall::proc::shebang(&head[..n.max(0) as usize]) else { break };
-            let mut v = vec![interp.clone()];
-            v.extend(arg);
-            v.push(path.into_bytes());
-            v.extend(argv.into_iter().skip(1));
-            argv = v;
-            path = String::from_utf8_lossy(&interp).into_owned();
-        }
+            Ok((path.to_vec(), head[..n.max(0) as usize].to_vec()))
+        })
+        .map_err(|errno| LoadError::Io {
+            path: path.to_string(),
+            msg: "too many levels of #! interpreters".into(),
+            errno,
+        })?;
+        let path = String::from_utf8_lossy(&path).into_owned();
         let (aspace, img) = self.load_image(cwd, &path, &argv, envp)?;
         let mut fds = FdTable::default();
         for fd in 0..3 {
@@ -320,7 +320,13 @@ impl Machine {
             .chain(self.procs.range(..=cursor).map(|(&k, _)| k))
             .collect();
         for pid in order {
-            let mut p = self.procs.remove(&pid).expect("process");
+            let p = self.procs.get_mut(&pid)?;
+            if p.blocked.is_none() {
+                p.fire_timers(now);
+                return Some(pid);
+            }
+            // A blocked process: its wait may depend on the others (children, vfork).
+            let mut p = self.procs.remove(&pid)?;
             let ready = self.wake_if_ready(&mut p, now);
             self.procs.insert(pid, p);
             if ready {

@@ -152,7 +152,31 @@ fn read_strings(p: &Process, mut ptr: u32, total: &mut usize) -> Result<Vec<Vec<
 }
 
 /// What `#!` names: the interpreter and its optional single argument.
-pub(crate) fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+/// Follows `#!` lines from `path` (Linux allows a few levels): the program to load and
+/// its argv. `open(path)` gives the path to use and the file's first bytes.
+pub(crate) fn follow_scripts(
+    mut path: Vec<u8>,
+    mut argv: Vec<Vec<u8>>,
+    mut open: impl FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>), Errno>,
+) -> Result<(Vec<u8>, Vec<Vec<u8>>), Errno> {
+    for depth in 0..=4 {
+        let (resolved, head) = open(&path)?;
+        path = resolved;
+        let Some((interp, arg)) = shebang(&head) else { return Ok((path, argv)) };
+        if depth == 4 {
+            break;
+        }
+        let mut v = vec![interp.clone()];
+        v.extend(arg);
+        v.push(path);
+        v.extend(argv.into_iter().skip(1));
+        argv = v;
+        path = interp;
+    }
+    Err(ELOOP)
+}
+
+fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     let line = head.strip_prefix(b"#!")?;
     let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
     let trim = |s: &[u8]| -> Vec<u8> {
@@ -198,25 +222,15 @@ fn load_errno(e: &LoadError) -> Errno {
 }
 
 fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let mut path = read_path(p, a[0])?;
+    let path = read_path(p, a[0])?;
     let mut total = 0;
-    let mut argv = read_strings(p, a[1], &mut total)?;
+    let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
-    // Follow `#!` lines (Linux allows a few levels).
-    for depth in 0.. {
-        path = crate::special::exec_path(m, p, &path)?;
+    let (path, argv) = follow_scripts(path, argv, |path| {
+        let path = crate::special::exec_path(m, p, path)?;
         let head = open_exec(m, p, &path)?;
-        let Some((interp, arg)) = shebang(&head) else { break };
-        if depth == 4 {
-            return Err(ELOOP);
-        }
-        let mut v = vec![interp.clone()];
-        v.extend(arg);
-        v.push(path.clone());
-        v.extend(argv.into_iter().skip(1));
-        argv = v;
-        path = interp;
-    }
+        Ok((path, head))
+    })?;
     let spath = String::from_utf8_lossy(&path).into_owned();
     let cwd = p.cwd.clone();
     let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;

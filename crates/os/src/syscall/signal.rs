@@ -96,11 +96,9 @@ impl Machine {
                     p.exit = Some(ExitStatus::Signal(sig));
                     p.blocked = None;
                 }
-                DefaultAction::Ignore | DefaultAction::Stop | DefaultAction::Continue => {
-                    if matches!(p.blocked.as_ref().map(|b| &b.wait), Some(Wait::Signal)) {
-                        // pause/sigsuspend return only for a handled signal.
-                    }
-                }
+                // Discarded; a wait in pause/sigsuspend goes on (only a handled signal
+                // ends it).
+                DefaultAction::Ignore | DefaultAction::Stop | DefaultAction::Continue => {}
             }
         }
     }
