@@ -79,6 +79,10 @@ struct RunArgs {
     /// Do not chain translated blocks (dbt engine).
     #[arg(long)]
     no_chain: bool,
+
+    /// Name translations for `perf report` in /tmp/perf-<pid>.map (dbt engine)
+    #[arg(long)]
+    perf_map: bool,
     /// ASLR: 0, 1, 2 (randomize_va_space of --kernel) or a comma list of stack,mmap,exec,brk,vdso.
     #[arg(long, default_value = "0")]
     aslr: String,
@@ -179,6 +183,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         },
         threshold: a.threshold,
         chain: !a.no_chain,
+        perf_map: a.perf_map,
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,

@@ -75,11 +75,20 @@ pub struct EngineConfig {
     pub threshold: u32,
     /// Chain translations to each other.
     pub chain: bool,
+    /// Describe every translation in `/tmp/perf-<host pid>.map`, the file `perf report`
+    /// reads to name samples in JIT code (`morph:<guest EIP>`).
+    pub perf_map: bool,
 }
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        EngineConfig { translate: false, key: KeyPolicy::Physical, threshold: DEFAULT_THRESHOLD, chain: true }
+        EngineConfig {
+            translate: false,
+            key: KeyPolicy::Physical,
+            threshold: DEFAULT_THRESHOLD,
+            chain: true,
+            perf_map: false,
+        }
     }
 }
 
@@ -152,6 +161,8 @@ struct Translation {
     pa: u64,
     start: usize,
     body: usize,
+    /// The chain entry (budget check), where backward chains enter.
+    entry: usize,
     sites: Vec<Site>,
     alive: bool,
     /// The process whose execution made it.
@@ -181,6 +192,8 @@ pub struct Engine {
     enter_off: usize,
     exit_common_off: usize,
     exit_nosave_off: usize,
+    /// Where empty jump-cache entries lead (`runtime::jc_miss`).
+    jc_miss_off: usize,
     trans: Vec<Translation>,
     by_key: HashMap<Key, u32>,
     by_frame: HashMap<Frame, Vec<u32>>,
@@ -206,6 +219,8 @@ pub struct Engine {
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
+    /// The perf map file, when `EngineConfig::perf_map` is set.
+    perf_map: Option<std::fs::File>,
 }
 
 impl Engine {
@@ -221,6 +236,7 @@ impl Engine {
             enter_off: 0,
             exit_common_off: 0,
             exit_nosave_off: 0,
+            jc_miss_off: 0,
             trans: Vec::new(),
             by_key: HashMap::default(),
             by_frame: HashMap::default(),
@@ -234,10 +250,16 @@ impl Engine {
             ticks: clock::Ticks::default(),
             epoch: 0,
             code_base: 0,
-            jc: vec![JcEntry::EMPTY; JC_ENTRIES].into_boxed_slice(),
+            jc: vec![JcEntry { va: 0, page: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
             jc_tag: (0, 0),
             fpu_live: false,
+            perf_map: None,
         };
+        if cfg.perf_map {
+            let path = format!("/tmp/perf-{}.map", std::process::id());
+            // A profiling aid: without the file, samples in JIT code stay unnamed.
+            e.perf_map = std::fs::File::create(&path).ok();
+        }
         e.emit_runtime();
         e
     }
@@ -251,13 +273,25 @@ impl Engine {
         self.enter_off = fits(&mut self.code, runtime::enter_trampoline());
         self.exit_common_off = fits(&mut self.code, runtime::exit_common());
         self.exit_nosave_off = fits(&mut self.code, runtime::exit_nosave());
+        let (mut miss, rel) = runtime::jc_miss();
+        let at = self.code.offset();
+        let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
+        miss[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
+        self.jc_miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
+        self.flush_jump_cache();
+    }
+
+    /// An empty jump-cache entry: whatever target matches its tag goes to `jc_miss`.
+    fn jc_empty(&self) -> JcEntry {
+        JcEntry { va: 0, page: 0, host: (self.code_base + self.jc_miss_off) as u64 }
     }
 
     /// Empties the jump cache (mappings changed, code moved or was dropped).
     fn flush_jump_cache(&mut self) {
-        self.jc.fill(JcEntry::EMPTY);
+        let empty = self.jc_empty();
+        self.jc.fill(empty);
     }
 
     /// Records where the code is for the fault handler (the buffer never moves; only
@@ -306,7 +340,8 @@ impl Engine {
     }
 
     fn kill(&mut self, t: u32) {
-        self.jc.fill(JcEntry::EMPTY);
+        let empty = self.jc_empty();
+        self.jc.fill(empty);
         let tr = &mut self.trans[t as usize];
         if tr.alive {
             tr.alive = false;
@@ -409,7 +444,11 @@ impl Engine {
                         self.jc_tag = tag;
                     }
                     let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
-                    *slot = JcEntry { va: eip, _pad: 0, host: (self.code_base + self.trans[t as usize].body) as u64 };
+                    *slot = JcEntry {
+                        va: eip,
+                        page: eip & !(PAGE_SIZE - 1),
+                        host: (self.code_base + self.trans[t as usize].body) as u64,
+                    };
                     self.execute(t, cpu, mem, budget - used)
                 }
                 None => {
@@ -471,6 +510,7 @@ impl Engine {
             pa,
             start,
             body: start + tr.body,
+            entry: start + tr.entry,
             sites: tr.sites,
             alive: true,
             owner: ctx,
@@ -481,6 +521,13 @@ impl Engine {
         }
         self.by_frame.entry(frame).or_default().push(id);
         mem.mark_code(eip);
+        if let Some(f) = &mut self.perf_map {
+            use std::io::Write;
+            let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
+            let line = format!("{:x} {:x} morph:{eip:08x} pa:{pa:x} {hex}\n", start, code.len());
+            // Best effort, like the file itself.
+            let _ = f.write_all(line.as_bytes());
+        }
         self.ticks.translate += Clock::ticks() - t0;
         Some(id)
     }
@@ -510,7 +557,7 @@ impl Engine {
             let st = &mut *self.state;
             st.gpr = cpu.gpr;
             st.eflags = cpu.eflags & LIVE_FLAGS;
-            st.block_va = cpu.eip;
+            st.block_va = cpu.eip & !(PAGE_SIZE - 1);
             st.eip = cpu.eip;
             // Chained entries allowed: a block runs 1..=MAX_INSTRUCTIONS instructions, so
             // the slice ends after `budget` to MAX_INSTRUCTIONS × `budget` instructions
@@ -613,7 +660,11 @@ impl Engine {
         };
         let Some(to) = self.lookup(key, pte.frame()) else { return };
         let field = f.start + s.rel;
-        let dest = self.trans[to as usize].start; // the chain entry (budget check)
+        // Every cycle of chained blocks has an edge to a block that starts no later than
+        // the edge's own block (addresses cannot rise all the way round): only those
+        // edges enter through the budget check, forward edges go straight to the body.
+        let t = &self.trans[to as usize];
+        let dest = if s.target_delta > 0 { t.body } else { t.entry };
         let rel = (dest as i64 - (field as i64 + 4)) as i32;
         if self.code.patch(field, &rel.to_le_bytes()) {
             self.stats.chain_patches += 1;

@@ -7,7 +7,7 @@
 //! |---|---|---|
 //! | eax ecx edx ebx ebp esi edi | the same registers | so most instructions re-encode as they are |
 //! | r12d | esp | the host keeps its own stack in rsp |
-//! | r14d | EIP of the current block's first instruction | every EIP-dependent value is derived from it |
+//! | r14d | VA of the current block's page | every EIP-dependent value is derived from it; constant along chains (they stay in the page) |
 //! | r15 | `*mut JitState` | |
 //! | r11 | guest instructions completed since entry | counted with flag-free `lea` |
 //! | r10 | chained entries left before returning to the dispatcher | counted down without touching flags |
@@ -31,7 +31,7 @@ pub struct JitState {
     pub eip: u32,
     /// Guest flags (arithmetic and DF) in and out.
     pub eflags: u32,
-    /// EIP of the block being executed (r14d).
+    /// VA of the page of the block being executed (r14d).
     pub block_va: u32,
     /// Why translated code returned (`EXIT_*`).
     pub exit: u32,
@@ -67,25 +67,23 @@ pub struct JitState {
     pub _pad2: u32,
 }
 
-/// One jump-cache entry: a guest block start and the host address of its body.
+/// One jump-cache entry: a guest block start, its page and the host address of its
+/// body. An empty entry leads to [`jc_miss`].
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct JcEntry {
-    /// Guest VA (`u32::MAX`: empty).
+    /// Guest VA.
     pub va: u32,
-    /// Padding.
-    pub _pad: u32,
+    /// Guest VA of its page (r14d in the translation).
+    pub page: u32,
     /// Host address of the translation's body.
     pub host: u64,
 }
 
-/// Jump-cache entries (indexed by the low 12 bits of the VA).
-pub const JC_ENTRIES: usize = 4096;
-
-impl JcEntry {
-    /// An empty entry.
-    pub const EMPTY: JcEntry = JcEntry { va: u32::MAX, _pad: 0, host: 0 };
-}
+/// log2 of the jump-cache entries (indexed by the low bits of the VA).
+pub const JC_BITS: u32 = 12;
+/// Jump-cache entries.
+pub const JC_ENTRIES: usize = 1 << JC_BITS;
 
 impl Default for JitState {
     fn default() -> Self {
@@ -259,8 +257,8 @@ pub fn exit_nosave() -> Vec<u8> {
 /// Spills guest state, calls `helper(state, ins)`, and reloads it. Followed by a
 /// `jnz rel32` to `exit_nosave` that the caller emits (the helper returns non-zero to
 /// leave). `k` is the number of the block's instructions completed before this one,
-/// `eip_off` the instruction's offset from the block start.
-pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>, Vec<u8>) {
+/// `eip_off` the instruction's offset from the page start (r14d).
+pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>, Vec<u8>) {
     let before = assemble(|a| {
         a.pushfq()?;
         a.pop(r13)?;
@@ -268,7 +266,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
         for i in 0..8 {
             a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
         }
-        a.lea(r13d, dword_ptr(r14 + eip_off as i32))?;
+        a.lea(r13d, dword_ptr(r14 + eip_off))?;
         a.mov(dword_ptr(r15 + off::EIP), r13d)?;
         a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
         a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
@@ -298,28 +296,58 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: u32) -> (Vec<u8>,
 
 /// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
 /// look the target up in the jump cache and, on a hit within the budget, jump straight
-/// to its translation; otherwise leave with `EXIT_INDIRECT`. Ends with a `jmp rel32` to
-/// `exit_common` whose field is the last four bytes.
+/// to the target's body with r14d set to the target's page; otherwise store EIP and an
+/// indirect exit and leave through the `jmp rel32` at the end (to `exit_common`).
+///
+/// The guest flags stay live in EFLAGS across it and nothing here touches them: the
+/// index is masked with BMI2 `shlx`/`shrx`, the tag compared with `not` + `lea` (zero
+/// iff equal) and `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit
+/// counter incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
+/// most of the time of call-heavy code; without BMI2 they are kept around the masking
+/// only.) The code is emitted inline at every indirect site, so the host predicts each
+/// site's final `jmp` on its own.
 pub fn indirect_lookup() -> &'static [u8] {
     static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     CODE.get_or_init(|| {
+        let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
         let mut v = assemble(|a| {
+            let mut hit = a.create_label();
             let mut miss = a.create_label();
-            a.pushfq()?;
-            a.mov(r8d, r13d)?;
-            a.and(r8d, (JC_ENTRIES - 1) as u32)?;
-            a.shl(r8d, 4)?;
-            a.add(r8, qword_ptr(r15 + off::JC))?;
-            a.cmp(r13d, dword_ptr(r8))?;
-            a.jne(miss)?;
-            a.sub(r10, 1)?;
-            a.jz(miss)?;
-            a.inc(qword_ptr(r15 + off::JC_HITS))?;
-            a.mov(r14d, r13d)?;
-            a.popfq()?;
+            let mut spent = a.create_label();
+            if bmi2 {
+                a.mov(r9d, 32 - JC_BITS)?;
+                a.shlx(r8d, r13d, r9d)?;
+                a.shrx(r8d, r8d, r9d)?;
+            } else {
+                a.pushfq()?;
+                a.mov(r8d, r13d)?;
+                a.and(r8d, (JC_ENTRIES - 1) as u32)?;
+                a.popfq()?;
+            }
+            a.mov(r9, qword_ptr(r15 + off::JC))?;
+            a.lea(r8, qword_ptr(r8 + r8))?; // 16-byte entries
+            a.lea(r8, qword_ptr(r9 + r8 * 8))?;
+            a.mov(r9d, dword_ptr(r8))?;
+            a.not(r9d)?;
+            a.lea(r9d, dword_ptr(r9 + r13 + 1))?; // target - tag
+            a.xchg(r9, rcx)?;
+            a.jrcxz(hit)?;
+            a.xchg(r9, rcx)?;
+            a.jmp(miss)?;
+            a.set_label(&mut hit)?;
+            a.xchg(r9, rcx)?;
+            a.xchg(r10, rcx)?;
+            a.lea(rcx, qword_ptr(rcx - 1))?;
+            a.jrcxz(spent)?;
+            a.xchg(r10, rcx)?;
+            a.mov(r9, qword_ptr(r15 + off::JC_HITS))?;
+            a.lea(r9, qword_ptr(r9 + 1))?;
+            a.mov(qword_ptr(r15 + off::JC_HITS), r9)?;
+            a.mov(r14d, dword_ptr(r8 + 4))?;
             a.jmp(qword_ptr(r8 + 8))?;
+            a.set_label(&mut spent)?;
+            a.xchg(r10, rcx)?;
             a.set_label(&mut miss)?;
-            a.popfq()?;
             a.mov(dword_ptr(r15 + off::EIP), r13d)?;
             a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
             Ok(())
@@ -329,18 +357,31 @@ pub fn indirect_lookup() -> &'static [u8] {
     })
 }
 
+/// Where an empty jump-cache entry leads (its tag can equal any target, so its host
+/// address must be safe to jump to): undo the hit count and leave with an indirect
+/// exit, as a miss would. `rel` is the distance from the end of this code to
+/// `exit_common`, filled in by the caller at the returned offset.
+pub fn jc_miss() -> (Vec<u8>, usize) {
+    let mut v = assemble(|a| {
+        a.mov(r9, qword_ptr(r15 + off::JC_HITS))?;
+        a.lea(r9, qword_ptr(r9 - 1))?;
+        a.mov(qword_ptr(r15 + off::JC_HITS), r9)?;
+        a.mov(dword_ptr(r15 + off::EIP), r13d)?;
+        a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
+        Ok(())
+    });
+    v.push(0xe9);
+    let rel = v.len();
+    v.extend_from_slice(&[0; 4]);
+    (v, rel)
+}
+
 // ----- hand-encoded glue with fixed layouts (patched or emitted very often) ----------
 
 /// `lea r11, [r11 + n]`.
 pub fn lea_r11(n: u32) -> [u8; 7] {
     let d = n.to_le_bytes();
     [0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]
-}
-
-/// `lea r14d, [r14 + d]`.
-pub fn lea_r14(d: i32) -> [u8; 7] {
-    let b = d.to_le_bytes();
-    [0x45, 0x8d, 0xb6, b[0], b[1], b[2], b[3]]
 }
 
 /// `lea r13d, [r14 + d]`.
@@ -355,12 +396,6 @@ pub fn store_r13(off: i32) -> [u8; 7] {
     [0x45, 0x89, 0xaf, b[0], b[1], b[2], b[3]]
 }
 
-/// `mov [r15 + off], r14d`.
-pub fn store_r14(off: i32) -> [u8; 7] {
-    let b = off.to_le_bytes();
-    [0x45, 0x89, 0xb7, b[0], b[1], b[2], b[3]]
-}
-
 /// `mov dword [r15 + off], imm`.
 pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     let b = off.to_le_bytes();
@@ -369,20 +404,20 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
 }
 
 /// The budget check at a chain entry, without touching the guest's flags (which live in
-/// EFLAGS across the chained jump): `xchg rcx, r10; lea rcx, [rcx-1]; jrcxz out;
-/// xchg rcx, r10; jmp body; out: xchg rcx, r10; jmp <rel32>` — the body follows.
-/// Returns the bytes and the offset of the rel32 field (to the budget exit).
-pub fn chain_check() -> (&'static [u8], usize) {
+/// EFLAGS across the chained jump). Laid out so that the body follows the check with no
+/// jump: `out: xchg rcx, r10; jmp <rel32>; entry: xchg rcx, r10; lea rcx, [rcx-1];
+/// jrcxz out; xchg rcx, r10` — the body follows. Returns the bytes, the offset of the
+/// rel32 field (to the budget exit) and the offset of the entry.
+pub fn chain_check() -> (&'static [u8], usize, usize) {
     const CHECK: &[u8] = &[
-        0x4c, 0x87, 0xd1, // xchg rcx, r10
-        0x48, 0x8d, 0x49, 0xff, // lea rcx, [rcx-1]
-        0xe3, 0x05, // jrcxz out (+5)
-        0x4c, 0x87, 0xd1, // xchg rcx, r10
-        0xeb, 0x08, // jmp body (+8)
         0x4c, 0x87, 0xd1, // out: xchg rcx, r10
         0xe9, 0, 0, 0, 0, // jmp budget exit
+        0x4c, 0x87, 0xd1, // entry: xchg rcx, r10
+        0x48, 0x8d, 0x49, 0xff, // lea rcx, [rcx-1]
+        0xe3, 0xef, // jrcxz out (-17)
+        0x4c, 0x87, 0xd1, // xchg rcx, r10
     ];
-    (CHECK, 18)
+    (CHECK, 4, 8)
 }
 
 // ----- the process window and host faults -------------------------------------------
@@ -420,7 +455,7 @@ pub struct FaultMap {
     pub window: usize,
     /// The state block of the running translation.
     pub state: *mut JitState,
-    /// `(host offset, guest offset from block start, instructions before)` for every
+    /// `(host offset, guest offset from the page start, instructions before)` for every
     /// translated guest instruction, in host order.
     pub points: Vec<(u32, u32, u32)>,
 }
@@ -472,8 +507,8 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             return;
         };
         let st = &mut *map.state;
-        let block_va = gregs[libc::REG_R14 as usize] as u32;
-        st.eip = block_va.wrapping_add(guest_off);
+        let page_va = gregs[libc::REG_R14 as usize] as u32;
+        st.eip = page_va.wrapping_add(guest_off);
         st.exit = EXIT_FAULT;
         st.fault_addr = ((*info).si_addr() as usize).wrapping_sub(map.window) as u32;
         gregs[libc::REG_R11 as usize] += i64::from(k);
@@ -516,14 +551,9 @@ mod tests {
             out.join("; ")
         };
         assert_eq!(show(&lea_r11(7)), "lea r11,[r11+7]");
-        assert_eq!(show(&lea_r14(-8)), "lea r14d,[r14-8]");
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
-        assert_eq!(show(&store_r14(32)), "mov [r15+20h],r14d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
-        assert_eq!(
-            show(chain_check().0),
-            "xchg rcx,r10; lea rcx,[rcx-1]; jrcxz 000000000000000Eh; xchg rcx,r10; jmp short 0000000000000016h; xchg rcx,r10; jmp 0000000000000016h"
-        );
+        assert_eq!(show(chain_check().0), "xchg rcx,r10; jmp 8; xchg rcx,r10; lea rcx,[rcx-1]; jrcxz 0; xchg rcx,r10");
     }
 }

@@ -8,14 +8,20 @@
 //! guest segment base with flag-free `lea`s.
 //!
 //! Nothing EIP-dependent is baked in: return addresses, branch targets, exit EIPs and
-//! fault EIPs are all `r14d + offset`, r14d holding the runtime EIP of the block's first
-//! instruction. A translation is therefore valid at any virtual address that maps the
-//! same physical bytes — the property the `physical` key policy relies on.
+//! fault EIPs are all `r14d + offset`, r14d holding the runtime VA of the block's page and
+//! the offset being the in-page offset (the same at every address). A translation is
+//! therefore valid at any virtual address that maps the same physical bytes — the
+//! property the `physical` key policy relies on — and chaining within the page never
+//! has to update r14d.
 //!
-//! Control transfers end the block:
-//! - direct jumps and the fall-through go through *sites* (`lea r11; lea r14; jmp`), whose
-//!   jump starts at an exit stub and is later patched to chain to the target;
-//! - indirect jumps, calls and returns leave with the target in r13d;
+//! Control transfers end the block, after one flag-free `lea r11, [r11 + n]` that counts
+//! its instructions:
+//! - direct jumps, both edges of a `jcc` and the fall-through are *sites*: the `jmp`'s
+//!   or the `jcc`'s own rel32 starts at an exit stub and is later patched to the target
+//!   translation (its body for a forward edge, its budget check for a backward one), so
+//!   a chained loop runs guest code, `lea`, `jcc` and the check;
+//! - direct jumps to another page, indirect jumps, calls and returns go through the jump
+//!   cache ([`runtime::indirect_lookup`]) with the target in r13d;
 //! - `int 0x80` leaves with a system-call exit.
 //!
 //! Instructions whose 64-bit re-encoding would differ (string operations, x87/MMX, stack
@@ -58,13 +64,17 @@ pub enum Fixup {
 pub struct Translated {
     /// Host code (position-independent except for the fixups).
     pub code: Vec<u8>,
-    /// Offset of the body: where the dispatcher enters.
+    /// Offset of the body: where the dispatcher and forward chains enter.
     pub body: usize,
+    /// Offset of the chain entry (the budget check before the body): where backward
+    /// chains enter.
+    pub entry: usize,
     /// Chain sites.
     pub sites: Vec<Site>,
     /// rel32 fields to resolve against shared routines.
     pub fixups: Vec<(usize, Fixup)>,
-    /// `(host offset, guest offset, instructions before)` per guest instruction.
+    /// `(host offset, guest offset from the page start, instructions before)` per guest
+    /// instruction.
     pub points: Vec<(u32, u32, u32)>,
     /// Guest instructions in the block.
     pub instructions: u32,
@@ -86,6 +96,9 @@ struct Emitter {
     fixups: Vec<(usize, Fixup)>,
     local: Vec<(usize, usize)>,
     sites: Vec<Site>,
+    /// `jcc` rel32 fields whose target is in another page, with the target's delta:
+    /// they get an out-of-line jump-cache lookup.
+    far: Vec<(usize, i32)>,
     encoder: Encoder,
     scratch: Vec<u8>,
     /// Offset of the block's first instruction in its page (the same at any address).
@@ -131,31 +144,55 @@ impl Emitter {
         ok
     }
 
-    /// `lea r11, [r11 + n]` then continue at the target EIP in r13d: through the jump
-    /// cache, or by leaving to the dispatcher.
-    fn exit_indirect(&mut self, n: u32) {
+    /// The offset from the page VA (r14d) of `delta` bytes from the block start.
+    fn at(&self, delta: i32) -> i32 {
+        self.page_off as i32 + delta
+    }
+
+    /// `lea r11, [r11 + n]`: `n` more guest instructions completed (flags untouched).
+    fn count(&mut self, n: u32) {
         self.bytes(&runtime::lea_r11(n));
+    }
+
+    /// Continue at the target EIP in r13d: through the jump cache, or by leaving to the
+    /// dispatcher.
+    fn lookup(&mut self) {
         self.bytes(runtime::indirect_lookup());
         self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
     }
 
-    /// A chain site towards `delta` bytes from the block start, `n` instructions done.
-    fn site(&mut self, n: u32, delta: i32) {
-        self.bytes(&runtime::lea_r11(n));
-        self.bytes(&runtime::lea_r14(delta));
-        let target_off = i64::from(self.page_off) + i64::from(delta);
-        if !(0..i64::from(PAGE_SIZE)).contains(&target_off) {
-            // Another page: never chained (its mapping may differ); go through the
-            // jump cache, then the dispatcher.
-            self.bytes(&[0x45, 0x89, 0xf5]); // mov r13d, r14d
-            self.bytes(runtime::indirect_lookup());
-            self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
-            return;
+    /// Counts `n` instructions, then continues at the target EIP in r13d.
+    fn exit_indirect(&mut self, n: u32) {
+        self.count(n);
+        self.lookup();
+    }
+
+    fn in_page(&self, delta: i32) -> bool {
+        (0..i64::from(PAGE_SIZE)).contains(&i64::from(self.at(delta)))
+    }
+
+    /// The rel32 field at `rel` (of a `jmp` or `jcc` just emitted) goes to `delta` bytes
+    /// from the block start: a chain site in the page; an out-of-line jump-cache lookup
+    /// for another page (never chained: its mapping may differ).
+    fn branch_field(&mut self, rel: usize, delta: i32) {
+        if self.in_page(delta) {
+            self.sites.push(Site { rel, stub: 0, target_delta: delta });
+        } else {
+            self.far.push((rel, delta));
         }
-        self.code.push(0xe9);
-        let rel = self.code.len();
-        self.code.extend_from_slice(&[0; 4]);
-        self.sites.push(Site { rel, stub: 0, target_delta: delta });
+    }
+
+    /// A direct jump to `delta` bytes from the block start (instructions counted).
+    fn jump(&mut self, delta: i32) {
+        if self.in_page(delta) {
+            self.code.push(0xe9);
+            let rel = self.code.len();
+            self.code.extend_from_slice(&[0; 4]);
+            self.branch_field(rel, delta);
+        } else {
+            self.bytes(&runtime::lea_r13_r14(self.at(delta)));
+            self.lookup();
+        }
     }
 }
 
@@ -411,14 +448,14 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         fixups: Vec::new(),
         local: Vec::new(),
         sites: Vec::new(),
+        far: Vec::new(),
         encoder: Encoder::new(64),
         scratch: Vec::with_capacity(16),
         page_off: eip & (PAGE_SIZE - 1),
     };
     // Chain entry: the budget check; the body follows.
-    let (check, rel) = runtime::chain_check();
+    let (check, budget_rel, entry) = runtime::chain_check();
     e.bytes(check);
-    let budget_rel = rel;
     let body = e.code.len();
     let mut points = Vec::new();
     let mut helper_instrs = Vec::new();
@@ -430,7 +467,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         let k = k as u32;
         let goff = ins.ip32().wrapping_sub(eip);
         let next = ins.next_ip32().wrapping_sub(eip) as i32;
-        points.push((e.code.len() as u32, goff, k));
+        points.push((e.code.len() as u32, e.at(goff as i32) as u32, k));
         let done = k + 1;
         let class_native = morph_cpu::is_integer_instruction(ins);
         let m = ins.mnemonic();
@@ -444,18 +481,18 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 M::Nop | M::Pause | M::Endbr32 | M::Endbr64 => true,
                 _ if ins.is_jcc_short_or_near() => {
                     let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
+                    e.count(done);
                     e.bytes(&[0x0f, 0x80 + cc]);
                     let rel = e.code.len();
                     e.bytes(&[0; 4]);
-                    e.site(done, next);
-                    let taken = e.code.len();
-                    e.local.push((rel, taken));
-                    e.site(done, ins.near_branch32().wrapping_sub(eip) as i32);
+                    e.branch_field(rel, ins.near_branch32().wrapping_sub(eip) as i32);
+                    e.jump(next);
                     ended = true;
                     true
                 }
                 M::Jmp if ins.op0_kind() == OpKind::NearBranch32 => {
-                    e.site(done, ins.near_branch32().wrapping_sub(eip) as i32);
+                    e.count(done);
+                    e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
                     ended = true;
                     true
                 }
@@ -468,16 +505,17 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                     ok
                 }
                 M::Call if ins.op0_kind() == OpKind::NearBranch32 => {
-                    e.bytes(&runtime::lea_r13_r14(next));
+                    e.bytes(&runtime::lea_r13_r14(e.at(next)));
                     push_reg(&mut e, r13d);
-                    e.site(done, ins.near_branch32().wrapping_sub(eip) as i32);
+                    e.count(done);
+                    e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
                     ended = true;
                     true
                 }
                 M::Call if ins.op0_kind() != OpKind::NearBranch16 && ins.memory_size().size() != 2 => {
                     let ok = load_operand(&mut e, ins, Register::R13D).is_some();
                     if ok {
-                        e.bytes(&fix_lea_r8(next));
+                        e.bytes(&fix_lea_r8(e.at(next)));
                         push_reg(&mut e, r8d);
                         e.exit_indirect(done);
                         ended = true;
@@ -540,8 +578,8 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                     true
                 }
                 M::Int if ins.immediate8() == 0x80 => {
-                    e.bytes(&runtime::lea_r11(done));
-                    e.bytes(&runtime::lea_r13_r14(next));
+                    e.count(done);
+                    e.bytes(&runtime::lea_r13_r14(e.at(next)));
                     e.bytes(&runtime::store_r13(off::EIP));
                     e.bytes(&runtime::store_imm(off::EXIT, EXIT_SYSCALL));
                     e.jmp_shared(Fixup::ExitCommon);
@@ -556,7 +594,8 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         if !handled {
             fallbacks += 1;
             let boxed = Box::new(*ins);
-            let (before, after) = runtime::helper_call(helper, &*boxed as *const Instruction as usize, k, goff);
+            let (before, after) =
+                runtime::helper_call(helper, &*boxed as *const Instruction as usize, k, e.at(goff as i32));
             helper_instrs.push(boxed);
             e.bytes(&before);
             e.bytes(&[0x0f, 0x85]);
@@ -565,7 +604,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
             e.bytes(&after);
             if ins.flow_control() != FlowControl::Next {
                 // The interpreter has set EIP: leave through the dispatcher.
-                e.bytes(&runtime::lea_r11(done));
+                e.count(done);
                 e.bytes(&runtime::store_imm(off::EXIT, EXIT_INDIRECT));
                 e.jmp_shared(Fixup::ExitCommon);
                 ended = true;
@@ -579,23 +618,32 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     let guest_len = last.next_ip32().wrapping_sub(eip);
     if !ended {
         // The block stops at the page end or the size limit: fall through to the next.
-        e.site(n, guest_len as i32);
+        e.count(n);
+        e.jump(guest_len as i32);
     }
     // Exit stubs of the sites (unchained targets).
     let sites = std::mem::take(&mut e.sites);
     let mut placed = Vec::with_capacity(sites.len());
     for (i, s) in sites.into_iter().enumerate() {
         let stub = e.code.len();
-        e.bytes(&runtime::store_r14(off::EIP));
+        e.bytes(&runtime::lea_r13_r14(e.at(s.target_delta)));
+        e.bytes(&runtime::store_r13(off::EIP));
         e.bytes(&runtime::store_imm(off::EXIT_SITE, (id << 8) | i as u32));
         e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
         e.jmp_shared(Fixup::ExitCommon);
         e.local.push((s.rel, stub));
         placed.push(Site { stub, ..s });
     }
+    // Out-of-line lookups of the jcc edges into other pages.
+    for (rel, delta) in std::mem::take(&mut e.far) {
+        e.local.push((rel, e.code.len()));
+        e.bytes(&runtime::lea_r13_r14(e.at(delta)));
+        e.lookup();
+    }
     // The budget exit of the chain entry.
     let out = e.code.len();
-    e.bytes(&runtime::store_r14(off::EIP));
+    e.bytes(&runtime::lea_r13_r14(e.at(0)));
+    e.bytes(&runtime::store_r13(off::EIP));
     e.bytes(&runtime::store_imm(off::EXIT, runtime::EXIT_BUDGET));
     e.jmp_shared(Fixup::ExitCommon);
     e.local.push((budget_rel, out));
@@ -606,6 +654,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     Some(Translated {
         code: e.code,
         body,
+        entry,
         sites: placed,
         fixups: e.fixups,
         points,

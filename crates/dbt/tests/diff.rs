@@ -51,7 +51,7 @@ fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
     for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
         for chain in [true, false] {
             for threshold in [0, 2] {
-                let cfg = EngineConfig { translate: true, key, threshold, chain };
+                let cfg = EngineConfig { translate: true, key, threshold, chain, perf_map: false };
                 let dbt = run(&code, cfg);
                 assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
                 assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");
@@ -177,7 +177,13 @@ fn physical_translations_run_at_other_addresses() {
     let id = morph_mem::FileId::of(&file).unwrap();
     let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
     let mut cache = morph_mem::PageCache::new();
-    let mut e = Engine::new(EngineConfig { translate: true, key: KeyPolicy::Physical, threshold: 0, chain: true });
+    let mut e = Engine::new(EngineConfig {
+        translate: true,
+        key: KeyPolicy::Physical,
+        threshold: 0,
+        chain: true,
+        perf_map: false,
+    });
     for (i, va) in [0x1000_0000u32, 0x2345_6000].into_iter().enumerate() {
         let mut mem = AddressSpace::new(phys.clone()).unwrap();
         mem.map_file(&mut cache, va, 0x1000, Prot::RX, false, &file, id, 0, "code").unwrap();
@@ -195,4 +201,24 @@ fn physical_translations_run_at_other_addresses() {
         }
     }
     let _ = std::fs::remove_file(&dir);
+}
+
+/// An indirect jump from translated code to a target whose jump-cache slot is empty (and
+/// whose VA equals an empty slot's tag) must leave to the dispatcher, which reports the
+/// guest fault at that address: never a jump to a stale or null host address.
+#[test]
+fn indirect_jump_to_empty_slot_faults_in_the_guest() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    a.xor(eax, eax).unwrap();
+    a.jmp(eax).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, perf_map: false });
+        match e.run(&mut cpu, &mut mem, 1, 1_000_000) {
+            Exit::Fault(f) => assert_eq!(f.eip, 0, "{key:?}"),
+            other => panic!("{key:?}: {other:?}"),
+        }
+        assert_eq!(e.stats().jump_cache_hits, 0, "{key:?}");
+    }
 }

@@ -336,7 +336,7 @@ proptest! {
         let (code, mask) = program(&ops, iters);
         let want = run(&code, regs, EngineConfig { translate: false, ..EngineConfig::default() });
         for (key, threshold) in [(KeyPolicy::Physical, 0), (KeyPolicy::Virtual, 1), (KeyPolicy::Process, 2)] {
-            let cfg = EngineConfig { translate: true, key, threshold, chain: true };
+            let cfg = EngineConfig { translate: true, key, threshold, chain: true, perf_map: false };
             let got = run(&code, regs, cfg);
             prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
             prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);

@@ -31,10 +31,11 @@ fn golden(name: &str, f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError
     let guest = a.assemble(u64::from(EIP)).unwrap();
     let t = morph_dbt::translate::translate(&guest, EIP, 0, 0).expect("translates");
     let text = format!(
-        "# guest block at {EIP:#x} ({} instructions, {} to the helper)\n{}\n# host code (chain entry at 0000, body at {:04x})\n{}",
+        "# guest block at {EIP:#x} ({} instructions, {} to the helper)\n{}\n# host code (chain entry at {:04x}, body at {:04x})\n{}",
         t.instructions,
         t.fallbacks,
         disasm(32, &guest, u64::from(EIP)),
+        t.entry,
         t.body,
         disasm(64, &t.code, 0)
     );
