@@ -28,7 +28,13 @@ fn execute(c: &mut Criterion) {
     g.throughput(Throughput::Elements(alu_loop_instructions(n)));
     for chain in [true, false] {
         let (mut cpu, mut mem) = machine(&code);
-        let mut e = Engine::new(EngineConfig { translate: true, key: KeyPolicy::Physical, threshold: 0, chain });
+        let mut e = Engine::new(EngineConfig {
+            translate: true,
+            key: KeyPolicy::Physical,
+            threshold: 0,
+            chain,
+            code_map: None,
+        });
         let name = if chain { "alu_loop_chained" } else { "alu_loop_dispatch_every_block" };
         g.bench_function(name, |b| {
             b.iter(|| {

@@ -80,9 +80,10 @@ struct RunArgs {
     #[arg(long)]
     no_chain: bool,
 
-    /// Name translations for `perf report` in /tmp/perf-<pid>.map (dbt engine)
-    #[arg(long)]
-    perf_map: bool,
+    /// Write one line per translation to FILE: code-buffer offset, size, guest EIP, guest PA,
+    /// host code (dbt engine; see benches/code-map.py)
+    #[arg(long, value_name = "FILE")]
+    code_map: Option<PathBuf>,
     /// ASLR: 0, 1, 2 (randomize_va_space of --kernel) or a comma list of stack,mmap,exec,brk,vdso.
     #[arg(long, default_value = "0")]
     aslr: String,
@@ -183,7 +184,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         },
         threshold: a.threshold,
         chain: !a.no_chain,
-        perf_map: a.perf_map,
+        code_map: a.code_map.clone(),
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,

@@ -65,7 +65,7 @@ impl KeyPolicy {
 }
 
 /// Engine configuration.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct EngineConfig {
     /// Translate at all (`--engine dbt`) or only interpret (`--engine interp`).
     pub translate: bool,
@@ -75,9 +75,11 @@ pub struct EngineConfig {
     pub threshold: u32,
     /// Chain translations to each other.
     pub chain: bool,
-    /// Describe every translation in `/tmp/perf-<host pid>.map`, the file `perf report`
-    /// reads to name samples in JIT code (`morph:<guest EIP>`).
-    pub perf_map: bool,
+    /// Describe every translation in this file (`--code-map`): one line per translation,
+    /// `<offset in the code buffer> <size> <guest EIP> <guest PA> <host code in hex>`,
+    /// all hex. `perf report` names samples in translated code `memfd:morph-code` plus
+    /// that offset; `benches/code-map.py` disassembles the translations around them.
+    pub code_map: Option<std::path::PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -87,7 +89,7 @@ impl Default for EngineConfig {
             key: KeyPolicy::Physical,
             threshold: DEFAULT_THRESHOLD,
             chain: true,
-            perf_map: false,
+            code_map: None,
         }
     }
 }
@@ -219,8 +221,8 @@ pub struct Engine {
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
-    /// The perf map file, when `EngineConfig::perf_map` is set.
-    perf_map: Option<std::fs::File>,
+    /// The code map file, when `EngineConfig::code_map` is set.
+    code_map: Option<std::fs::File>,
 }
 
 impl Engine {
@@ -253,12 +255,11 @@ impl Engine {
             jc: vec![JcEntry { va: 0, page: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
             jc_tag: (0, 0),
             fpu_live: false,
-            perf_map: None,
+            code_map: None,
         };
-        if cfg.perf_map {
-            let path = format!("/tmp/perf-{}.map", std::process::id());
-            // A profiling aid: without the file, samples in JIT code stay unnamed.
-            e.perf_map = std::fs::File::create(&path).ok();
+        if let Some(path) = &e.cfg.code_map {
+            // A profiling aid: if the file cannot be made, translated code stays unnamed.
+            e.code_map = std::fs::File::create(path).ok();
         }
         e.emit_runtime();
         e
@@ -303,8 +304,8 @@ impl Engine {
     }
 
     /// The configuration.
-    pub fn config(&self) -> EngineConfig {
-        self.cfg
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
     }
 
     /// The counters (interpreter instructions included).
@@ -521,10 +522,10 @@ impl Engine {
         }
         self.by_frame.entry(frame).or_default().push(id);
         mem.mark_code(eip);
-        if let Some(f) = &mut self.perf_map {
+        if let Some(f) = &mut self.code_map {
             use std::io::Write;
             let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
-            let line = format!("{:x} {:x} morph:{eip:08x} pa:{pa:x} {hex}\n", start, code.len());
+            let line = format!("{start:x} {:x} {eip:08x} {pa:x} {hex}\n", code.len());
             // Best effort, like the file itself.
             let _ = f.write_all(line.as_bytes());
         }

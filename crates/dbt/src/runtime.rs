@@ -10,8 +10,8 @@
 //! | r14d | VA of the current block's page | every EIP-dependent value is derived from it; constant along chains (they stay in the page) |
 //! | r15 | `*mut JitState` | |
 //! | r11 | guest instructions completed since entry | counted with flag-free `lea` |
-//! | r10 | chained entries left before returning to the dispatcher | counted down without touching flags |
-//! | r13, r8 | scratch | |
+//! | r10 | backward chains and jump-cache hits left before returning to the dispatcher | counted down without touching flags |
+//! | r13, r8, r9 | scratch | |
 //! | gs base | the process window | a guest address `a` is `gs:[a]` with a 32-bit address size |
 //! | EFLAGS | guest CF PF AF ZF SF OF DF | live across instructions |
 //!
@@ -329,24 +329,25 @@ pub fn indirect_lookup() -> &'static [u8] {
             a.lea(r8, qword_ptr(r9 + r8 * 8))?;
             a.mov(r9d, dword_ptr(r8))?;
             a.not(r9d)?;
-            a.lea(r9d, dword_ptr(r9 + r13 + 1))?; // target - tag
-            a.xchg(r9, rcx)?;
+            // r14 is free until the hit sets it: it keeps the guest's rcx while rcx
+            // holds what jrcxz tests.
+            a.mov(r14, rcx)?;
+            a.lea(ecx, dword_ptr(r9 + r13 + 1))?; // target - tag
             a.jrcxz(hit)?;
-            a.xchg(r9, rcx)?;
+            a.mov(rcx, r14)?;
             a.jmp(miss)?;
             a.set_label(&mut hit)?;
-            a.xchg(r9, rcx)?;
-            a.xchg(r10, rcx)?;
-            a.lea(rcx, qword_ptr(rcx - 1))?;
+            a.lea(rcx, qword_ptr(r10 - 1))?;
+            a.mov(r10, rcx)?;
             a.jrcxz(spent)?;
-            a.xchg(r10, rcx)?;
+            a.mov(rcx, r14)?;
             a.mov(r9, qword_ptr(r15 + off::JC_HITS))?;
             a.lea(r9, qword_ptr(r9 + 1))?;
             a.mov(qword_ptr(r15 + off::JC_HITS), r9)?;
             a.mov(r14d, dword_ptr(r8 + 4))?;
             a.jmp(qword_ptr(r8 + 8))?;
             a.set_label(&mut spent)?;
-            a.xchg(r10, rcx)?;
+            a.mov(rcx, r14)?;
             a.set_label(&mut miss)?;
             a.mov(dword_ptr(r15 + off::EIP), r13d)?;
             a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
@@ -404,18 +405,22 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
 }
 
 /// The budget check at a chain entry, without touching the guest's flags (which live in
-/// EFLAGS across the chained jump). Laid out so that the body follows the check with no
-/// jump: `out: xchg rcx, r10; jmp <rel32>; entry: xchg rcx, r10; lea rcx, [rcx-1];
-/// jrcxz out; xchg rcx, r10` — the body follows. Returns the bytes, the offset of the
-/// rel32 field (to the budget exit) and the offset of the entry.
+/// EFLAGS across the chained jump): the count goes through rcx for `jrcxz` while r9
+/// keeps the guest's rcx (plain `mov`s, which the host renames away; `xchg` put two
+/// dependent operations on the guest's rcx and on the count per loop iteration). Laid
+/// out so that the body follows the check with no jump: `out: mov rcx, r9; jmp <rel32>;
+/// entry: mov r9, rcx; lea rcx, [r10-1]; mov r10, rcx; jrcxz out; mov rcx, r9` — the
+/// body follows. Returns the bytes, the offset of the rel32 field (to the budget exit)
+/// and the offset of the entry.
 pub fn chain_check() -> (&'static [u8], usize, usize) {
     const CHECK: &[u8] = &[
-        0x4c, 0x87, 0xd1, // out: xchg rcx, r10
+        0x4c, 0x89, 0xc9, // out: mov rcx, r9
         0xe9, 0, 0, 0, 0, // jmp budget exit
-        0x4c, 0x87, 0xd1, // entry: xchg rcx, r10
-        0x48, 0x8d, 0x49, 0xff, // lea rcx, [rcx-1]
-        0xe3, 0xef, // jrcxz out (-17)
-        0x4c, 0x87, 0xd1, // xchg rcx, r10
+        0x49, 0x89, 0xc9, // entry: mov r9, rcx
+        0x49, 0x8d, 0x4a, 0xff, // lea rcx, [r10-1]
+        0x49, 0x89, 0xca, // mov r10, rcx
+        0xe3, 0xec, // jrcxz out (-20)
+        0x4c, 0x89, 0xc9, // mov rcx, r9
     ];
     (CHECK, 4, 8)
 }
@@ -554,6 +559,9 @@ mod tests {
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
-        assert_eq!(show(chain_check().0), "xchg rcx,r10; jmp 8; xchg rcx,r10; lea rcx,[rcx-1]; jrcxz 0; xchg rcx,r10");
+        assert_eq!(
+            show(chain_check().0),
+            "mov rcx,r9; jmp 8; mov r9,rcx; lea rcx,[r10-1]; mov r10,rcx; jrcxz 0; mov rcx,r9"
+        );
     }
 }

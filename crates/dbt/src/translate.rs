@@ -103,6 +103,8 @@ struct Emitter {
     scratch: Vec<u8>,
     /// Offset of the block's first instruction in its page (the same at any address).
     page_off: u32,
+    /// The block's instructions already counted in r11 on the path being emitted.
+    counted: u32,
 }
 
 fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -149,9 +151,13 @@ impl Emitter {
         self.page_off as i32 + delta
     }
 
-    /// `lea r11, [r11 + n]`: `n` more guest instructions completed (flags untouched).
-    fn count(&mut self, n: u32) {
-        self.bytes(&runtime::lea_r11(n));
+    /// `lea r11, [r11 + n]` (flags untouched) for the instructions completed since the
+    /// last count, `done` being the block's instructions completed at this point.
+    fn count(&mut self, done: u32) {
+        if done > self.counted {
+            self.bytes(&runtime::lea_r11(done - self.counted));
+            self.counted = done;
+        }
     }
 
     /// Continue at the target EIP in r13d: through the jump cache, or by leaving to the
@@ -161,9 +167,9 @@ impl Emitter {
         self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
     }
 
-    /// Counts `n` instructions, then continues at the target EIP in r13d.
-    fn exit_indirect(&mut self, n: u32) {
-        self.count(n);
+    /// Counts up to `done` instructions, then continues at the target EIP in r13d.
+    fn exit_indirect(&mut self, done: u32) {
+        self.count(done);
         self.lookup();
     }
 
@@ -434,7 +440,11 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         if ins.is_invalid() && dec.last_error() == iced_x86::DecoderError::NoMoreBytes {
             break;
         }
-        let end = ins.flow_control() != FlowControl::Next || ins.is_invalid();
+        // A conditional branch whose fall-through stays in the page does not end the
+        // block: its taken edge is a side exit and the fall-through goes on inline
+        // (a multi-exit block, as Transmeta translated regions rather than basic blocks).
+        let side_exit = ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32;
+        let end = (ins.flow_control() != FlowControl::Next && !side_exit) || ins.is_invalid();
         instrs.push(ins);
         if end {
             break;
@@ -452,6 +462,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         encoder: Encoder::new(64),
         scratch: Vec::with_capacity(16),
         page_off: eip & (PAGE_SIZE - 1),
+        counted: 0,
     };
     // Chain entry: the budget check; the body follows.
     let (check, budget_rel, entry) = runtime::chain_check();
@@ -467,7 +478,10 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         let k = k as u32;
         let goff = ins.ip32().wrapping_sub(eip);
         let next = ins.next_ip32().wrapping_sub(eip) as i32;
-        points.push((e.code.len() as u32, e.at(goff as i32) as u32, k));
+        // Instructions of the block completed but not yet counted in r11 when this one
+        // starts (the fault handler and the helper add them).
+        let pending = k - e.counted;
+        points.push((e.code.len() as u32, e.at(goff as i32) as u32, pending));
         let done = k + 1;
         let class_native = morph_cpu::is_integer_instruction(ins);
         let m = ins.mnemonic();
@@ -479,15 +493,14 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         if handled {
             handled = match m {
                 M::Nop | M::Pause | M::Endbr32 | M::Endbr64 => true,
-                _ if ins.is_jcc_short_or_near() => {
+                _ if ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 => {
                     let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
                     e.count(done);
                     e.bytes(&[0x0f, 0x80 + cc]);
                     let rel = e.code.len();
                     e.bytes(&[0; 4]);
                     e.branch_field(rel, ins.near_branch32().wrapping_sub(eip) as i32);
-                    e.jump(next);
-                    ended = true;
+                    // The fall-through follows inline (or through the site at the end).
                     true
                 }
                 M::Jmp if ins.op0_kind() == OpKind::NearBranch32 => {
@@ -595,7 +608,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
             fallbacks += 1;
             let boxed = Box::new(*ins);
             let (before, after) =
-                runtime::helper_call(helper, &*boxed as *const Instruction as usize, k, e.at(goff as i32));
+                runtime::helper_call(helper, &*boxed as *const Instruction as usize, pending, e.at(goff as i32));
             helper_instrs.push(boxed);
             e.bytes(&before);
             e.bytes(&[0x0f, 0x85]);

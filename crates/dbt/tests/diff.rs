@@ -51,8 +51,8 @@ fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
     for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
         for chain in [true, false] {
             for threshold in [0, 2] {
-                let cfg = EngineConfig { translate: true, key, threshold, chain, perf_map: false };
-                let dbt = run(&code, cfg);
+                let cfg = EngineConfig { translate: true, key, threshold, chain, code_map: None };
+                let dbt = run(&code, cfg.clone());
                 assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
                 assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");
                 assert!(interp.1 == dbt.1, "{name}: data differs under {cfg:?}");
@@ -182,7 +182,7 @@ fn physical_translations_run_at_other_addresses() {
         key: KeyPolicy::Physical,
         threshold: 0,
         chain: true,
-        perf_map: false,
+        code_map: None,
     });
     for (i, va) in [0x1000_0000u32, 0x2345_6000].into_iter().enumerate() {
         let mut mem = AddressSpace::new(phys.clone()).unwrap();
@@ -214,7 +214,7 @@ fn indirect_jump_to_empty_slot_faults_in_the_guest() {
     let code = a.assemble(u64::from(CODE)).unwrap();
     for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
         let (mut cpu, mut mem) = machine(&code);
-        let mut e = Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, perf_map: false });
+        let mut e = Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, code_map: None });
         match e.run(&mut cpu, &mut mem, 1, 1_000_000) {
             Exit::Fault(f) => assert_eq!(f.eip, 0, "{key:?}"),
             other => panic!("{key:?}: {other:?}"),

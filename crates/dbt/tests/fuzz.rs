@@ -336,8 +336,8 @@ proptest! {
         let (code, mask) = program(&ops, iters);
         let want = run(&code, regs, EngineConfig { translate: false, ..EngineConfig::default() });
         for (key, threshold) in [(KeyPolicy::Physical, 0), (KeyPolicy::Virtual, 1), (KeyPolicy::Process, 2)] {
-            let cfg = EngineConfig { translate: true, key, threshold, chain: true, perf_map: false };
-            let got = run(&code, regs, cfg);
+            let cfg = EngineConfig { translate: true, key, threshold, chain: true, code_map: None };
+            let got = run(&code, regs, cfg.clone());
             prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
             prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);
             prop_assert!(want.1 == got.1, "memory under {:?}", cfg);
