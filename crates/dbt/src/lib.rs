@@ -570,7 +570,6 @@ impl Engine {
             st.gs_base = cpu.seg_base[seg::GS];
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
             st.jc = self.jc.as_mut_ptr();
-            st.jc_hits = 0;
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u32::from(self.fpu_live);
         }
@@ -596,9 +595,10 @@ impl Engine {
         cpu.gpr = st.gpr;
         cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
         cpu.eip = st.eip;
-        cpu.icount += st.icount;
-        self.stats.translated_instructions += st.icount;
-        self.stats.jump_cache_hits += st.jc_hits;
+        let (executed, jc_hits) = runtime::split_count(st.icount);
+        cpu.icount += executed;
+        self.stats.translated_instructions += executed;
+        self.stats.jump_cache_hits += jc_hits;
         self.ticks.exec += Clock::ticks() - t0;
         if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
             *n += 1;
@@ -720,7 +720,7 @@ extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u32 {
         let ins = relocated(&*ins, st.eip);
         // The instruction count as the guest sees it here (rdtsc reads it).
         let entry = cpu.icount;
-        cpu.icount = entry + st.icount + u64::from(st.helper_k);
+        cpu.icount = entry + runtime::split_count(st.icount).0 + u64::from(st.helper_k);
         let before = cpu.icount;
         let interp_before = interp.stats.instructions;
         let r = interp.step(cpu, mem, &ins);

@@ -9,7 +9,7 @@
 //! | r12d | esp | the host keeps its own stack in rsp |
 //! | r14d | VA of the current block's page | every EIP-dependent value is derived from it; constant along chains (they stay in the page) |
 //! | r15 | `*mut JitState` | |
-//! | r11 | guest instructions completed since entry | counted with flag-free `lea` |
+//! | r11 | guest instructions completed since entry, and jump-cache hits above bit 40 | counted with flag-free `lea`s (a counter in memory put a store-to-load chain on every return) |
 //! | r10 | backward chains and jump-cache hits left before returning to the dispatcher | counted down without touching flags |
 //! | r13, r8, r9 | scratch | |
 //! | gs base | the process window | a guest address `a` is `gs:[a]` with a 32-bit address size |
@@ -38,7 +38,8 @@ pub struct JitState {
     /// Chained block entries allowed before translated code returns (r10 counts them
     /// down; see [`chain_check`]).
     pub limit: u64,
-    /// Instructions completed (r11).
+    /// r11: instructions completed in the low [`HITS_SHIFT`] bits, indirect branches
+    /// resolved by the jump cache above them (see [`split_count`]).
     pub icount: u64,
     /// Guest FS base.
     pub fs_base: u32,
@@ -56,8 +57,6 @@ pub struct JitState {
     pub _pad: u32,
     /// The jump cache: guest VA → host entry, for indirect branches.
     pub jc: *mut JcEntry,
-    /// Indirect branches resolved by the jump cache without leaving translated code.
-    pub jc_hits: u64,
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
     /// code runs if `fpu_live` is set.
     pub fpu: *mut morph_cpu::FpuState,
@@ -103,7 +102,6 @@ impl Default for JitState {
             helper_k: 0,
             _pad: 0,
             jc: std::ptr::null_mut(),
-            jc_hits: 0,
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
             _pad2: 0,
@@ -137,12 +135,10 @@ pub mod off {
     pub const HELPER_K: i32 = 88;
     /// `jc`.
     pub const JC: i32 = 96;
-    /// `jc_hits`.
-    pub const JC_HITS: i32 = 104;
     /// `fpu`.
-    pub const FPU: i32 = 112;
+    pub const FPU: i32 = 104;
     /// `fpu_live`.
-    pub const FPU_LIVE: i32 = 120;
+    pub const FPU_LIVE: i32 = 112;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -157,6 +153,16 @@ pub const EXIT_FAULT: u32 = 4;
 pub const EXIT_BUDGET: u32 = 5;
 /// The fallback helper stopped with a guest exit (kept in the helper context).
 pub const EXIT_HELPER: u32 = 6;
+
+/// Where r11 counts jump-cache hits: instructions stay below 2^40 per entry into
+/// translated code (the budget bounds checked edges to 2^24 and between two of them run at
+/// most a page of forward-chained blocks), hits below 2^24.
+pub const HITS_SHIFT: u32 = 40;
+
+/// r11 (`JitState::icount`) as (instructions completed, jump-cache hits).
+pub fn split_count(count: u64) -> (u64, u64) {
+    (count & ((1 << HITS_SHIFT) - 1), count >> HITS_SHIFT)
+}
 
 /// The guest flags translated code keeps in host EFLAGS: the arithmetic flags and DF.
 pub const LIVE_FLAGS: u32 = 0x8d5 | 0x400;
@@ -341,9 +347,8 @@ pub fn indirect_lookup() -> &'static [u8] {
             a.mov(r10, rcx)?;
             a.jrcxz(spent)?;
             a.mov(rcx, r14)?;
-            a.mov(r9, qword_ptr(r15 + off::JC_HITS))?;
-            a.lea(r9, qword_ptr(r9 + 1))?;
-            a.mov(qword_ptr(r15 + off::JC_HITS), r9)?;
+            a.mov(r9, 1u64 << HITS_SHIFT)?;
+            a.lea(r11, qword_ptr(r11 + r9))?;
             a.mov(r14d, dword_ptr(r8 + 4))?;
             a.jmp(qword_ptr(r8 + 8))?;
             a.set_label(&mut spent)?;
@@ -359,14 +364,13 @@ pub fn indirect_lookup() -> &'static [u8] {
 }
 
 /// Where an empty jump-cache entry leads (its tag can equal any target, so its host
-/// address must be safe to jump to): undo the hit count and leave with an indirect
+/// address must be safe to jump to): undo the hit counted in r11 and leave with an indirect
 /// exit, as a miss would. `rel` is the distance from the end of this code to
 /// `exit_common`, filled in by the caller at the returned offset.
 pub fn jc_miss() -> (Vec<u8>, usize) {
     let mut v = assemble(|a| {
-        a.mov(r9, qword_ptr(r15 + off::JC_HITS))?;
-        a.lea(r9, qword_ptr(r9 - 1))?;
-        a.mov(qword_ptr(r15 + off::JC_HITS), r9)?;
+        a.mov(r9, (1u64 << HITS_SHIFT).wrapping_neg())?;
+        a.lea(r11, qword_ptr(r11 + r9))?;
         a.mov(dword_ptr(r15 + off::EIP), r13d)?;
         a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
         Ok(())
@@ -536,7 +540,6 @@ mod tests {
         assert_eq!(&s.exit_site as *const _ as usize - base, off::EXIT_SITE as usize);
         assert_eq!(&s.helper_k as *const _ as usize - base, off::HELPER_K as usize);
         assert_eq!(&s.jc as *const _ as usize - base, off::JC as usize);
-        assert_eq!(&s.jc_hits as *const _ as usize - base, off::JC_HITS as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
     }
