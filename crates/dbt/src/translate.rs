@@ -105,6 +105,9 @@ struct Emitter {
     page_off: u32,
     /// The block's instructions already counted in r11 on the path being emitted.
     counted: u32,
+    /// Side exits: the `jcc` rel32 field, the instructions its taken edge must count,
+    /// and the target's delta.
+    side: Vec<(usize, u32, i32)>,
 }
 
 fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -463,6 +466,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         scratch: Vec::with_capacity(16),
         page_off: eip & (PAGE_SIZE - 1),
         counted: 0,
+        side: Vec::new(),
     };
     // Chain entry: the budget check; the body follows.
     let (check, budget_rel, entry) = runtime::chain_check();
@@ -495,11 +499,24 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 M::Nop | M::Pause | M::Endbr32 | M::Endbr64 => true,
                 _ if ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 => {
                     let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
-                    e.count(done);
-                    e.bytes(&[0x0f, 0x80 + cc]);
-                    let rel = e.code.len();
-                    e.bytes(&[0; 4]);
-                    e.branch_field(rel, ins.near_branch32().wrapping_sub(eip) as i32);
+                    let target = ins.near_branch32().wrapping_sub(eip) as i32;
+                    if done == n || target <= goff as i32 {
+                        // The block's last instruction (one count covers both edges), or
+                        // a backward branch, presumably taken (a loop): count inline.
+                        e.count(done);
+                        e.bytes(&[0x0f, 0x80 + cc]);
+                        let rel = e.code.len();
+                        e.bytes(&[0; 4]);
+                        e.branch_field(rel, target);
+                    } else {
+                        // A forward side exit, presumably not taken: the taken edge counts
+                        // in an out-of-line stub, so the path that stays in the block
+                        // counts once, at its end.
+                        e.bytes(&[0x0f, 0x80 + cc]);
+                        let rel = e.code.len();
+                        e.bytes(&[0; 4]);
+                        e.side.push((rel, done - e.counted, target));
+                    }
                     // The fall-through follows inline (or through the site at the end).
                     true
                 }
@@ -633,6 +650,12 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         // The block stops at the page end or the size limit: fall through to the next.
         e.count(n);
         e.jump(guest_len as i32);
+    }
+    // Side exits: count, then a site (or a lookup) of their own.
+    for (rel, k, delta) in std::mem::take(&mut e.side) {
+        e.local.push((rel, e.code.len()));
+        e.bytes(&runtime::lea_r11(k));
+        e.jump(delta);
     }
     // Exit stubs of the sites (unchained targets).
     let sites = std::mem::take(&mut e.sites);
