@@ -446,7 +446,9 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         // A conditional branch whose fall-through stays in the page does not end the
         // block: its taken edge is a side exit and the fall-through goes on inline
         // (a multi-exit block, as Transmeta translated regions rather than basic blocks).
-        let side_exit = ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32;
+        // A branch back to the block's start ends it: the block is a loop (unrolled below).
+        let side_exit =
+            ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 && ins.near_branch32() != eip;
         let end = (ins.flow_control() != FlowControl::Next && !side_exit) || ins.is_invalid();
         instrs.push(ins);
         if end {
@@ -477,9 +479,25 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     let mut fallbacks = 0;
     let mut uses_fpu = false;
     let n = instrs.len() as u32;
+    // A small loop whose last instruction branches back to its first is unrolled: the
+    // copies but the last leave through an inverted branch (a side exit to the loop's
+    // exit) and fall into the next copy, so the budget check and the instruction count
+    // run once per `unroll` iterations.
+    let last = instrs.last().expect("non-empty");
+    let self_loop = last.is_jcc_short_or_near()
+        && last.op0_kind() == OpKind::NearBranch32
+        && last.near_branch32() == u64::from(eip) as u32;
+    let unroll: u32 = match n {
+        _ if !self_loop => 1,
+        1..=16 => 4,
+        17..=32 => 2,
+        _ => 1,
+    };
+    let total = n * unroll;
     let mut ended = false;
-    for (k, ins) in instrs.iter().enumerate() {
+    'copies: for (k, ins) in (0..unroll).flat_map(|_| instrs.iter()).enumerate() {
         let k = k as u32;
+        let first_copy = k < n;
         let goff = ins.ip32().wrapping_sub(eip);
         let next = ins.next_ip32().wrapping_sub(eip) as i32;
         // Instructions of the block completed but not yet counted in r11 when this one
@@ -500,7 +518,13 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 _ if ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 => {
                     let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
                     let target = ins.near_branch32().wrapping_sub(eip) as i32;
-                    if done == n || target <= goff as i32 {
+                    if done.is_multiple_of(n) && done < total {
+                        // The back edge of an unrolled copy: leave if the loop ends.
+                        e.bytes(&[0x0f, 0x80 + (cc ^ 1)]);
+                        let rel = e.code.len();
+                        e.bytes(&[0; 4]);
+                        e.side.push((rel, done - e.counted, next));
+                    } else if done == total || target <= goff as i32 {
                         // The block's last instruction (one count covers both edges), or
                         // a backward branch, presumably taken (a loop): count inline.
                         e.count(done);
@@ -622,7 +646,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
             };
         }
         if !handled {
-            fallbacks += 1;
+            fallbacks += u32::from(first_copy);
             let boxed = Box::new(*ins);
             let (before, after) =
                 runtime::helper_call(helper, &*boxed as *const Instruction as usize, pending, e.at(goff as i32));
@@ -641,14 +665,13 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
             }
         }
         if ended {
-            break;
+            break 'copies;
         }
     }
-    let last = instrs.last().expect("non-empty");
     let guest_len = last.next_ip32().wrapping_sub(eip);
     if !ended {
         // The block stops at the page end or the size limit: fall through to the next.
-        e.count(n);
+        e.count(total);
         e.jump(guest_len as i32);
     }
     // Side exits: count, then a site (or a lookup) of their own.

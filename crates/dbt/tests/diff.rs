@@ -55,6 +55,7 @@ fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
                 let dbt = run(&code, cfg.clone());
                 assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
                 assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");
+                assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count under {cfg:?}");
                 assert!(interp.1 == dbt.1, "{name}: data differs under {cfg:?}");
                 assert!(interp.2 == dbt.2, "{name}: stack differs under {cfg:?}");
             }
@@ -220,5 +221,39 @@ fn indirect_jump_to_empty_slot_faults_in_the_guest() {
             other => panic!("{key:?}: {other:?}"),
         }
         assert_eq!(e.stats().jump_cache_hits, 0, "{key:?}");
+    }
+}
+
+/// Self-loops are unrolled (four copies for a small body): every trip count, exits from
+/// each copy, a side exit in the middle of the body and a fault inside an unrolled copy
+/// must leave the interpreter's state and instruction count.
+#[test]
+fn unrolled_loops_exit_from_every_copy() {
+    for trips in 1..=9u32 {
+        check(&format!("unrolled loop, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(ecx, trips)?;
+            a.xor(eax, eax)?;
+            a.set_label(&mut top)?;
+            a.add(eax, ecx)?;
+            a.add(dword_ptr(ebx + ecx * 4), eax)?;
+            a.dec(ecx)?;
+            a.jnz(top)
+        });
+        check(&format!("unrolled loop with a side exit, break at {trips}"), |a| {
+            let mut top = a.create_label();
+            let mut out = a.create_label();
+            a.mov(ecx, 12)?;
+            a.xor(eax, eax)?;
+            a.set_label(&mut top)?;
+            a.inc(eax)?;
+            a.cmp(eax, trips)?;
+            a.je(out)?;
+            a.add(dword_ptr(ebx + eax * 4), ecx)?;
+            a.dec(ecx)?;
+            a.jnz(top)?;
+            a.set_label(&mut out)?;
+            a.nop()
+        });
     }
 }

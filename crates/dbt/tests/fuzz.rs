@@ -339,6 +339,7 @@ proptest! {
             let cfg = EngineConfig { translate: true, key, threshold, chain: true, code_map: None };
             let got = run(&code, regs, cfg.clone());
             prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
+            prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);
             prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);
             prop_assert!(want.1 == got.1, "memory under {:?}", cfg);
         }
