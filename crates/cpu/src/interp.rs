@@ -11,7 +11,6 @@
 //! advanced) or faults with *nothing* changed and EIP at the instruction: memory is
 //! written before registers wherever an instruction does both.
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use iced_x86::{
@@ -119,7 +118,7 @@ pub struct Interp {
     /// Decoded blocks by physical address (frame, offset in the page): position
     /// independent (see `Ctx::delta`), so a library's code is decoded once for every
     /// process, wherever ASLR maps it.
-    blocks: HashMap<(u32, u32), Rc<Block>>,
+    blocks: rustc_hash::FxHashMap<(u32, u32), Rc<Block>>,
     epoch: u64,
     fpu: HostFpu,
     info: InstructionInfoFactory,
@@ -429,7 +428,7 @@ impl Interp {
     /// A new interpreter with an empty block cache.
     pub fn new() -> Self {
         Interp {
-            blocks: HashMap::new(),
+            blocks: rustc_hash::FxHashMap::default(),
             epoch: 0,
             fpu: HostFpu::new(),
             info: InstructionInfoFactory::new(),
