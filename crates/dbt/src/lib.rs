@@ -215,8 +215,8 @@ pub struct Engine {
     code_base: usize,
     /// The jump cache (VA → host entry) of the current address space.
     jc: Box<[JcEntry]>,
-    /// What the jump cache is valid for: the window and its mapping generation.
-    /// Which address space, at which mapping generation, the jump cache is valid for.
+    /// Which address space, at which mapping generation (`AddressSpace::map_gen`), the
+    /// jump cache is valid for.
     jc_tag: (u64, u64),
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
@@ -439,7 +439,7 @@ impl Engine {
             };
             let r = match t {
                 Some(t) => {
-                    let tag = (mem.id(), mem.host_maps);
+                    let tag = (mem.id(), mem.map_gen);
                     if tag != self.jc_tag {
                         self.flush_jump_cache();
                         self.jc_tag = tag;

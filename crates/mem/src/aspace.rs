@@ -183,9 +183,14 @@ pub struct AddressSpace {
     base: *mut u8,
     pt: PageTable,
     vmas: BTreeMap<u32, Vma>,
-    /// Host mmap calls made for this address space (a cost worth counting); also a
-    /// generation number of its mappings.
+    /// Host mmap calls made for this address space (a cost worth counting).
     pub host_maps: u64,
+    /// Generation of what its pages map: bumped whenever a page may have changed frame
+    /// or become unreadable (mmap, munmap, mprotect, mremap, and a copy-on-write break of
+    /// a page holding code), not when only write permission changes (fork, a
+    /// copy-on-write break of data, write-protecting code). Caches of VA → translated
+    /// code (the engine's jump cache) are valid for one generation.
+    pub map_gen: u64,
     /// Unique among every address space this host process ever made (host addresses of
     /// windows are reused after one is freed; this is not).
     id: u64,
@@ -218,6 +223,7 @@ impl AddressSpace {
             pt: PageTable::new()?,
             vmas: BTreeMap::new(),
             host_maps: 0,
+            map_gen: 0,
             id: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
                 NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -521,6 +527,7 @@ impl AddressSpace {
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
+        self.map_gen += 1;
         self.sync_host(first, n)
     }
 
@@ -596,6 +603,7 @@ impl AddressSpace {
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
+        self.map_gen += 1;
         self.sync_host(first, n)
     }
 
@@ -606,6 +614,7 @@ impl AddressSpace {
             return Ok(());
         }
         self.remove_range(first, n);
+        self.map_gen += 1;
         self.sync_host(first, n)
     }
 
@@ -633,6 +642,7 @@ impl AddressSpace {
         }
         self.merge_around(to);
         self.merge_around(to + (n << PAGE_SHIFT));
+        self.map_gen += 1;
         self.sync_host(first, n)?;
         self.sync_host(dfirst, n)
     }
@@ -667,23 +677,42 @@ impl AddressSpace {
         }
         self.merge_around(start);
         self.merge_around(end);
+        self.map_gen += 1;
         self.sync_host(first, n).map_err(|_| MemFaultKind::Unmapped)
     }
 
-    /// Gives the private page containing `va` its own frame (copy-on-write break).
+    /// Gives the private page containing `va` its own frame (copy-on-write break). When
+    /// the frame turns out not to be shared any more (the other process exec'd or
+    /// exited), every such page of the VMA is made writable at once: a parent that
+    /// forked a child which then exec'd would otherwise take one fault per page.
     fn break_cow(&mut self, va: u32) -> Result<(), MemError> {
         let i = (va >> PAGE_SHIFT) as usize;
         let p = self.pt[i];
         let old = p.frame();
-        let frame = if self.phys.refcount(old) == 1 {
-            old
-        } else {
-            let f = self.phys.alloc()?;
-            self.phys.copy_frame(f, old);
-            self.phys.release(old);
-            f
-        };
-        self.pt[i] = Pte((p.0 & !Pte::COW & 0xFFFF_FFFF) | (u64::from(frame.0) << 32));
+        let uncow = |p: Pte| Pte(p.0 & !Pte::COW);
+        if self.phys.refcount(old) == 1 {
+            let (first, end) = match self.vma_at(va) {
+                Some(v) => (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT),
+                None => (i as u32, i as u32 + 1),
+            };
+            let (mut lo, mut hi) = (i as u32, i as u32 + 1);
+            for j in first..end {
+                let q = self.pt[j as usize];
+                if q.present() && q.cow() && self.phys.refcount(q.frame()) == 1 {
+                    self.pt[j as usize] = uncow(q);
+                    lo = lo.min(j);
+                    hi = hi.max(j + 1);
+                }
+            }
+            return self.sync_host(lo, hi - lo);
+        }
+        if self.phys.is_code(old) {
+            self.map_gen += 1; // translated code of this VA belongs to the old frame
+        }
+        let frame = self.phys.alloc()?;
+        self.phys.copy_frame(frame, old);
+        self.phys.release(old);
+        self.pt[i] = Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32));
         self.sync_host(i as u32, 1)
     }
 
