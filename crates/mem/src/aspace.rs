@@ -308,6 +308,44 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Makes the host protection of pages `[first, first+n)` agree with the page table
+    /// when only protections changed (every present page is host-mapped to its frame
+    /// already): one `mprotect` per run of present pages with equal protection, whatever
+    /// their frames, instead of one `mmap` per run of consecutive frames.
+    fn sync_host_prot(&mut self, first: u32, n: u32) -> Result<(), MemError> {
+        let end = first + n;
+        let mut i = first;
+        while i < end {
+            let p = self.pt[i as usize];
+            let mut j = i + 1;
+            if !p.present() {
+                i = j;
+                continue;
+            }
+            while j < end {
+                let q = self.pt[j as usize];
+                if !q.present() || q.host_prot() != p.host_prot() {
+                    break;
+                }
+                j += 1;
+            }
+            // SAFETY: the range lies inside this address space's own reservation and is
+            // mapped (its pages are present); only its protection changes.
+            let r = unsafe {
+                libc::mprotect(
+                    self.base.add((i as usize) << PAGE_SHIFT).cast(),
+                    ((j - i) as usize) << PAGE_SHIFT,
+                    p.host_prot(),
+                )
+            };
+            if r != 0 {
+                return Err(host_err("mprotect(guest pages)"));
+            }
+            i = j;
+        }
+        Ok(())
+    }
+
     fn host_map(&mut self, page: u32, n: u32, what: Option<(Frame, i32)>) -> Result<(), MemError> {
         // SAFETY: the target range lies inside this address space's own reservation.
         let addr = unsafe { self.base.add((page as usize) << PAGE_SHIFT) };
@@ -695,22 +733,24 @@ impl AddressSpace {
                 Some(v) => (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT),
                 None => (i as u32, i as u32 + 1),
             };
-            let (mut lo, mut hi) = (i as u32, i as u32 + 1);
-            for j in first..end {
-                let q = self.pt[j as usize];
-                if q.present() && q.cow() && self.phys.refcount(q.frame()) == 1 {
+            // Runs of consecutive pages made writable: one mprotect each.
+            let mut run: Option<u32> = None;
+            for j in first..=end {
+                let q = if j < end { self.pt[j as usize] } else { Pte(0) };
+                let hit = q.present() && q.cow() && self.phys.refcount(q.frame()) == 1;
+                if hit {
                     self.pt[j as usize] = uncow(q);
-                    lo = lo.min(j);
-                    hi = hi.max(j + 1);
+                    run.get_or_insert(j);
+                } else if let Some(r) = run.take() {
+                    self.sync_host_prot(r, j - r)?;
                 }
             }
-            return self.sync_host(lo, hi - lo);
+            return Ok(());
         }
         if self.phys.is_code(old) {
             self.map_gen += 1; // translated code of this VA belongs to the old frame
         }
-        let frame = self.phys.alloc()?;
-        self.phys.copy_frame(frame, old);
+        let frame = self.phys.alloc_copy(old)?;
         self.phys.release(old);
         self.pt[i] = Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32));
         self.sync_host(i as u32, 1)
@@ -741,7 +781,7 @@ impl AddressSpace {
                 child.pt[i] = p;
             }
             if changed {
-                self.sync_host(first, end - first)?;
+                self.sync_host_prot(first, end - first)?;
             }
             child.sync_host(first, end - first)?;
         }
@@ -1080,6 +1120,28 @@ mod tests {
         b.write_u32(0x8000, 2).unwrap();
         assert_eq!(a.read_u32(0x8000).unwrap(), 1);
         assert_eq!(b.read_u32(0x8000).unwrap(), 2);
+    }
+
+    #[test]
+    fn an_unshared_copy_on_write_vma_becomes_writable_at_the_first_write() {
+        let mut a = space();
+        a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+        a.write_u32(0x9000, 7).unwrap();
+        let generation = a.map_gen;
+        let b = a.fork().unwrap();
+        assert_eq!(a.map_gen, generation, "fork changes no frame");
+        assert!((0..4).all(|i| a.pte(0x8000 + i * 0x1000).cow()));
+        drop(b); // the child exec'd or exited: the frames are unshared again
+        a.write_u32(0x8000, 1).unwrap();
+        for i in 0..4 {
+            let p = a.pte(0x8000 + i * 0x1000);
+            assert!(p.writable() && !p.cow(), "page {i}");
+        }
+        // The fast path writes through the host mapping: it must be writable again.
+        a.write_u32(0xb000, 3).unwrap();
+        assert_eq!(a.read_u32(0x9000).unwrap(), 7);
+        assert_eq!(a.read_u32(0xb000).unwrap(), 3);
+        assert_eq!(a.map_gen, generation, "no frame changed");
     }
 
     #[test]

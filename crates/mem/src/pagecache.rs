@@ -27,8 +27,10 @@
 //! modification time and size ([`FileId`]): its cached pages are dropped and read
 //! again, unless some process still maps them — then the machine keeps its own view.
 
+use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt};

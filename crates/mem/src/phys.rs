@@ -152,11 +152,23 @@ impl PhysMem {
 
     /// Allocates one zeroed frame with reference count 1.
     pub fn alloc(&self) -> Result<Frame, MemError> {
+        self.alloc_one(None)
+    }
+
+    /// Allocates a frame with reference count 1 holding a copy of `src` (a reused free
+    /// frame is not zeroed first).
+    pub fn alloc_copy(&self, src: Frame) -> Result<Frame, MemError> {
+        self.alloc_one(Some(src))
+    }
+
+    fn alloc_one(&self, copy_of: Option<Frame>) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
         let f = match inner.free.pop() {
             Some(f) => {
-                // SAFETY: a free frame is mapped in the physmap and referenced by no one.
-                unsafe { std::ptr::write_bytes(self.frame_ptr(Frame(f)), 0, PAGE_SIZE as usize) };
+                if copy_of.is_none() {
+                    // SAFETY: a free frame is mapped in the physmap and referenced by no one.
+                    unsafe { std::ptr::write_bytes(self.frame_ptr(Frame(f)), 0, PAGE_SIZE as usize) };
+                }
                 f
             }
             None => {
@@ -168,6 +180,10 @@ impl PhysMem {
         };
         inner.refcount[f as usize] = 1;
         Self::count_alloc(&mut inner, 1);
+        drop(inner);
+        if let Some(src) = copy_of {
+            self.copy_frame(Frame(f), src);
+        }
         Ok(Frame(f))
     }
 
