@@ -157,6 +157,17 @@ enum Key {
     Proc(u32, u32),
 }
 
+/// A live translation as the dispatcher sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Live {
+    id: u32,
+    frame: Frame,
+    /// Offset of the body in the code buffer.
+    body: u32,
+    /// The process whose execution made it.
+    owner: u32,
+}
+
 struct Translation {
     key: Key,
     frame: Frame,
@@ -167,8 +178,6 @@ struct Translation {
     entry: usize,
     sites: Vec<Site>,
     alive: bool,
-    /// The process whose execution made it.
-    owner: u32,
     /// Boxed so their addresses, baked into the translation, never move.
     #[allow(clippy::vec_box)]
     _helpers: Vec<Box<Instruction>>,
@@ -197,7 +206,9 @@ pub struct Engine {
     /// Where empty jump-cache entries lead (`runtime::jc_miss`).
     jc_miss_off: usize,
     trans: Vec<Translation>,
-    by_key: HashMap<Key, u32>,
+    /// The live translation of each key, with what a dispatch needs of it (so a hit does
+    /// not touch `trans`, whose entries are cold by the time the guest comes back).
+    by_key: HashMap<Key, Live>,
     by_frame: HashMap<Frame, Vec<u32>>,
     profile: HashMap<Key, u32>,
     seen_pa: HashSet<u64>,
@@ -333,7 +344,7 @@ impl Engine {
             return;
         }
         let dead: Vec<u32> =
-            self.by_key.iter().filter(|(k, _)| matches!(k, Key::Proc(c, _) if *c == ctx)).map(|(_, &t)| t).collect();
+            self.by_key.iter().filter(|(k, _)| matches!(k, Key::Proc(c, _) if *c == ctx)).map(|(_, l)| l.id).collect();
         for t in dead {
             self.kill(t);
         }
@@ -347,7 +358,7 @@ impl Engine {
         if tr.alive {
             tr.alive = false;
             let key = tr.key;
-            if self.by_key.get(&key) == Some(&t) {
+            if self.by_key.get(&key).is_some_and(|l| l.id == t) {
                 self.by_key.remove(&key);
             }
         }
@@ -383,10 +394,10 @@ impl Engine {
         }
     }
 
-    fn lookup(&self, key: Key, frame: Frame) -> Option<u32> {
-        let &t = self.by_key.get(&key)?;
-        let tr = &self.trans[t as usize];
-        (tr.alive && tr.frame == frame).then_some(t)
+    /// The live translation of `key` made from `frame` (every translation in `by_key` is
+    /// alive: a dead one leaves it).
+    fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
+        self.by_key.get(&key).filter(|l| l.frame == frame).copied()
     }
 
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
@@ -412,12 +423,12 @@ impl Engine {
                 let key = self.key(eip, frame, ctx);
                 self.stats.lookups += 1;
                 match self.lookup(key, frame) {
-                    Some(t) => {
+                    Some(l) => {
                         self.stats.hits += 1;
-                        if self.trans[t as usize].owner != ctx {
+                        if l.owner != ctx {
                             self.stats.foreign_hits += 1;
                         }
-                        Some(t)
+                        Some(l.body as usize)
                     }
                     None => {
                         self.stats.misses += 1;
@@ -428,7 +439,7 @@ impl Engine {
                             if t.is_none() {
                                 self.untranslatable.insert(key);
                             }
-                            t
+                            t.map(|t| self.trans[t as usize].body)
                         } else {
                             None
                         }
@@ -438,19 +449,15 @@ impl Engine {
                 None
             };
             let r = match t {
-                Some(t) => {
+                Some(body) => {
                     let tag = (mem.id(), mem.map_gen);
                     if tag != self.jc_tag {
                         self.flush_jump_cache();
                         self.jc_tag = tag;
                     }
                     let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
-                    *slot = JcEntry {
-                        va: eip,
-                        page: eip & !(PAGE_SIZE - 1),
-                        host: (self.code_base + self.trans[t as usize].body) as u64,
-                    };
-                    self.execute(t, cpu, mem, budget - used)
+                    *slot = JcEntry { va: eip, page: eip & !(PAGE_SIZE - 1), host: (self.code_base + body) as u64 };
+                    self.execute(body, cpu, mem, budget - used)
                 }
                 None => {
                     let t0 = Clock::ticks();
@@ -514,11 +521,11 @@ impl Engine {
             entry: start + tr.entry,
             sites: tr.sites,
             alive: true,
-            owner: ctx,
             _helpers: tr.helper_instrs,
         });
-        if let Some(old) = self.by_key.insert(key, id) {
-            self.trans[old as usize].alive = false;
+        let live = Live { id, frame, body: (start + tr.body) as u32, owner: ctx };
+        if let Some(old) = self.by_key.insert(key, live) {
+            self.trans[old.id as usize].alive = false;
         }
         self.by_frame.entry(frame).or_default().push(id);
         mem.mark_code(eip);
@@ -545,7 +552,7 @@ impl Engine {
     }
 
     /// Runs translation `t`; returns `Err` for exits the caller must see.
-    fn execute(&mut self, t: u32, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
+    fn execute(&mut self, body: usize, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
         let t0 = Clock::ticks();
         let mut hctx = HelperCtx {
             cpu: cpu as *mut Cpu,
@@ -579,7 +586,7 @@ impl Engine {
         self.fault_map.window = window;
         self.fault_map.state = &mut *self.state;
         runtime::set_fault_map(&*self.fault_map);
-        let body = base + self.trans[t as usize].body;
+        let body = base + body;
         // SAFETY: `enter` is the trampoline emitted by `emit_runtime` into this buffer; it
         // follows the C ABI, saves the callee-saved registers, and runs translated code
         // that touches only the guest window (through gs), the state block and, via the
@@ -664,7 +671,7 @@ impl Engine {
         // Every cycle of chained blocks has an edge to a block that starts no later than
         // the edge's own block (addresses cannot rise all the way round): only those
         // edges enter through the budget check, forward edges go straight to the body.
-        let t = &self.trans[to as usize];
+        let t = &self.trans[to.id as usize];
         let dest = if s.target_delta > 0 { t.body } else { t.entry };
         let rel = (dest as i64 - (field as i64 + 4)) as i32;
         if self.code.patch(field, &rel.to_le_bytes()) {
