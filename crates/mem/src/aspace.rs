@@ -596,20 +596,15 @@ impl AddressSpace {
         )?;
         // Find (or read) every page before touching the old mapping, so that a failure
         // leaves it in place. Each frame gets the mapping's reference at once.
-        let mut frames = Vec::with_capacity(n as usize);
-        let mut found = Ok(());
-        for i in 0..n {
-            match cache.page(&self.phys, file, id, file_page + i) {
-                Ok(f) => {
+        let (frames, found) = match cache.pages(&self.phys, file, id, file_page, n) {
+            Ok(frames) => {
+                for &f in &frames {
                     self.phys.retain(f);
-                    frames.push(f);
                 }
-                Err(e) => {
-                    found = Err(e);
-                    break;
-                }
+                (frames, Ok(()))
             }
-        }
+            Err(e) => (Vec::new(), Err(e)),
+        };
         let writeback = found.and_then(|()| match shared && is_read_write(file) {
             true => cache.shared_writer(id.key(), file).map(Some),
             false => Ok(None),

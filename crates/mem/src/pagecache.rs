@@ -161,7 +161,22 @@ impl PageCache {
     /// keeps one reference; the caller gets none (call [`PhysMem::retain`] to map it).
     /// `id` is the file's identity as just read from `file`.
     pub fn page(&mut self, phys: &PhysMem, file: &File, id: FileId, index: u32) -> Result<Frame, MemError> {
-        self.stats.lookups += 1;
+        Ok(self.pages(phys, file, id, index, 1)?[0])
+    }
+
+    /// The frames of pages `index .. index + n` of a file, in order, reading the missing
+    /// ones. Each run of missing pages gets consecutive fresh frames (when the memory
+    /// limit allows) and one read, so a mapping of the file is contiguous in frame
+    /// space and maps on the host with one `mmap` per run rather than one per page.
+    pub fn pages(
+        &mut self,
+        phys: &PhysMem,
+        file: &File,
+        id: FileId,
+        index: u32,
+        n: u32,
+    ) -> Result<Vec<Frame>, MemError> {
+        self.stats.lookups += u64::from(n);
         self.clock += 1;
         let key = id.key();
         match self.files.get(&key) {
@@ -181,21 +196,66 @@ impl PageCache {
             }
         };
         e.last_use = self.clock;
-        if let Some(&f) = e.pages.get(&index) {
-            self.stats.hits += 1;
-            return Ok(f);
+        let mut out = Vec::with_capacity(n as usize);
+        let mut i = 0;
+        while i < n {
+            if let Some(&f) = e.pages.get(&(index + i)) {
+                self.stats.hits += 1;
+                out.push(f);
+                i += 1;
+                continue;
+            }
+            let mut j = i + 1;
+            while j < n && j - i < MAX_FILL_RUN && !e.pages.contains_key(&(index + j)) {
+                j += 1;
+            }
+            let run = j - i;
+            let frames: Vec<Frame> = match phys.alloc_run(run) {
+                Ok(f0) => (0..run).map(|k| Frame(f0.0 + k)).collect(),
+                Err(_) => {
+                    // No room for a fresh run (the memory limit): reuse freed frames.
+                    let mut v = Vec::with_capacity(run as usize);
+                    for _ in 0..run {
+                        match phys.alloc() {
+                            Ok(f) => v.push(f),
+                            Err(err) => {
+                                v.into_iter().for_each(|f| phys.release(f));
+                                return Err(err);
+                            }
+                        }
+                    }
+                    v
+                }
+            };
+            let contiguous = frames.windows(2).all(|w| w[1].0 == w[0].0 + 1);
+            let read = if contiguous {
+                // SAFETY: the frames are freshly allocated, consecutive pages of the
+                // physmap, not yet mapped anywhere else.
+                let buf =
+                    unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(frames[0]), (run * PAGE_SIZE) as usize) };
+                read_fully(file, buf, page_offset(index + i))
+            } else {
+                frames.iter().zip(index + i..).try_for_each(|(&f, page)| {
+                    // SAFETY: as above, one page at a time.
+                    let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(f), PAGE_SIZE as usize) };
+                    read_fully(file, buf, page_offset(page))
+                })
+            };
+            if let Err(err) = read {
+                for f in frames {
+                    phys.release(f);
+                }
+                return Err(MemError::Host { op: "read(page cache fill)", err });
+            }
+            self.stats.fills += u64::from(run);
+            self.stats.pages += u64::from(run);
+            for (&f, page) in frames.iter().zip(index + i..) {
+                e.pages.insert(page, f);
+            }
+            out.extend(frames);
+            i = j;
         }
-        let f = phys.alloc()?;
-        // SAFETY: the frame is freshly allocated and not yet mapped anywhere else.
-        let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(f), PAGE_SIZE as usize) };
-        if let Err(err) = read_fully(file, buf, page_offset(index)) {
-            phys.release(f);
-            return Err(MemError::Host { op: "read(page cache fill)", err });
-        }
-        self.stats.fills += 1;
-        self.stats.pages += 1;
-        e.pages.insert(index, f);
-        Ok(f)
+        Ok(out)
     }
 
     /// Whether the file has pages in the cache (writes to other files need no work).
@@ -374,6 +434,9 @@ fn page_index(off: u64) -> u32 {
 }
 
 /// Fills `buf` from `file` at `off`; what lies past the end of the file becomes zero.
+/// The most pages one page-cache fill reads at once (1 MiB).
+const MAX_FILL_RUN: u32 = 256;
+
 fn read_fully(file: &File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
@@ -484,6 +547,28 @@ mod tests {
 
     fn machine() -> (Rc<PhysMem>, PageCache) {
         (Rc::new(PhysMem::new(1 << 28).unwrap()), PageCache::new())
+    }
+
+    #[test]
+    fn a_fill_gives_a_run_of_pages_consecutive_frames_and_the_file_bytes() {
+        let (phys, mut cache) = machine();
+        let data = pattern(10 * 4096 + 100);
+        let f = Scratch::new("run", &data);
+        // Frames freed earlier sit on the free list; a fill must not scatter over them.
+        let junk: Vec<Frame> = (0..5).map(|_| phys.alloc().unwrap()).collect();
+        junk.into_iter().for_each(|j| phys.release(j));
+        let middle = cache.page(&phys, &f.file, f.id(), 4).unwrap();
+        let all = cache.pages(&phys, &f.file, f.id(), 0, 11).unwrap();
+        assert_eq!(all[4], middle, "a cached page keeps its frame");
+        assert!(all[..4].windows(2).all(|w| w[1].0 == w[0].0 + 1), "{all:?}");
+        assert!(all[5..].windows(2).all(|w| w[1].0 == w[0].0 + 1), "{all:?}");
+        for (i, &fr) in all.iter().enumerate() {
+            // SAFETY: a cached frame, read only.
+            let got = unsafe { std::slice::from_raw_parts(phys.frame_ptr(fr), 4096) };
+            let want: Vec<u8> = (0..4096).map(|k| data.get(i * 4096 + k).copied().unwrap_or(0)).collect();
+            assert!(got == &want[..], "page {i}");
+        }
+        assert_eq!(cache.pages(&phys, &f.file, f.id(), 0, 11).unwrap(), all);
     }
 
     fn map(a: &mut AddressSpace, c: &mut PageCache, s: &Scratch, va: u32, pages: u32, prot: Prot, shared: bool) {
