@@ -236,6 +236,10 @@ fn rounds_of(workload: &str) -> anyhow::Result<u32> {
     }
 }
 
+/// The environment of every run, native and under morph.
+const GUEST_ENV: &[(&str, &str)] =
+    &[("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"), ("HOME", "/"), ("LC_ALL", "C")];
+
 /// Runs one cell once.
 fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> anyhow::Result<Row> {
     let rounds = rounds_of(c.workload)?.to_string();
@@ -255,6 +259,10 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
             cmd
         }
     };
+    // The guest inherits morph's environment: a fixed one makes the counts the same on
+    // every machine and from every shell (the user's variables, even `_` naming the
+    // morph binary, move the guest's stack and change the counts slightly).
+    cmd.env_clear().envs(GUEST_ENV.iter().copied());
     let (u0, s0) = children_times();
     let t0 = Instant::now();
     let out = cmd.stdin(Stdio::null()).output().context("cannot start the run")?;

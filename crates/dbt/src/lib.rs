@@ -157,6 +157,15 @@ enum Key {
     Proc(u32, u32),
 }
 
+/// What the engine knows of a key.
+#[derive(Clone, Copy, Default, Debug)]
+struct Slot {
+    /// Its live translation.
+    live: Option<Live>,
+    /// Dispatches that found no live translation (the profile).
+    count: u32,
+}
+
 /// A live translation as the dispatcher sees it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Live {
@@ -208,9 +217,11 @@ pub struct Engine {
     trans: Vec<Translation>,
     /// The live translation of each key, with what a dispatch needs of it (so a hit does
     /// not touch `trans`, whose entries are cold by the time the guest comes back).
-    by_key: HashMap<Key, Live>,
+    /// Per key: its live translation and its profile count, in one map so that a
+    /// dispatch probes one table (a hash probe into a table this size misses the
+    /// cache; the profile count used to be a second one on every interpreted block).
+    keys: HashMap<Key, Slot>,
     by_frame: HashMap<Frame, Vec<u32>>,
-    profile: HashMap<Key, u32>,
     seen_pa: HashSet<u64>,
     /// Blocks the translator cannot take (first instruction crosses a page): left to
     /// the interpreter without retrying.
@@ -251,9 +262,8 @@ impl Engine {
             exit_nosave_off: 0,
             jc_miss_off: 0,
             trans: Vec::new(),
-            by_key: HashMap::default(),
+            keys: HashMap::default(),
             by_frame: HashMap::default(),
-            profile: HashMap::default(),
             seen_pa: HashSet::default(),
             untranslatable: HashSet::default(),
             state: Box::default(),
@@ -343,12 +353,16 @@ impl Engine {
         if self.cfg.key != KeyPolicy::Process {
             return;
         }
-        let dead: Vec<u32> =
-            self.by_key.iter().filter(|(k, _)| matches!(k, Key::Proc(c, _) if *c == ctx)).map(|(_, l)| l.id).collect();
+        let dead: Vec<u32> = self
+            .keys
+            .iter()
+            .filter(|(k, _)| matches!(k, Key::Proc(c, _) if *c == ctx))
+            .filter_map(|(_, s)| s.live.map(|l| l.id))
+            .collect();
         for t in dead {
             self.kill(t);
         }
-        self.profile.retain(|k, _| !matches!(k, Key::Proc(c, _) if *c == ctx));
+        self.keys.retain(|k, _| !matches!(k, Key::Proc(c, _) if *c == ctx));
     }
 
     fn kill(&mut self, t: u32) {
@@ -358,8 +372,10 @@ impl Engine {
         if tr.alive {
             tr.alive = false;
             let key = tr.key;
-            if self.by_key.get(&key).is_some_and(|l| l.id == t) {
-                self.by_key.remove(&key);
+            if let Some(s) = self.keys.get_mut(&key)
+                && s.live.is_some_and(|l| l.id == t)
+            {
+                s.live = None;
             }
         }
     }
@@ -394,10 +410,10 @@ impl Engine {
         }
     }
 
-    /// The live translation of `key` made from `frame` (every translation in `by_key` is
+    /// The live translation of `key` made from `frame` (every translation in `keys` is
     /// alive: a dead one leaves it).
     fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
-        self.by_key.get(&key).filter(|l| l.frame == frame).copied()
+        self.keys.get(&key).and_then(|s| s.live).filter(|l| l.frame == frame)
     }
 
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
@@ -422,7 +438,8 @@ impl Engine {
                 let frame = pa.frame();
                 let key = self.key(eip, frame, ctx);
                 self.stats.lookups += 1;
-                match self.lookup(key, frame) {
+                let slot = self.keys.entry(key).or_default();
+                match slot.live.filter(|l| l.frame == frame) {
                     Some(l) => {
                         self.stats.hits += 1;
                         if l.owner != ctx {
@@ -432,9 +449,8 @@ impl Engine {
                     }
                     None => {
                         self.stats.misses += 1;
-                        let count = self.profile.entry(key).or_insert(0);
-                        *count += 1;
-                        if *count > self.cfg.threshold && !self.untranslatable.contains(&key) {
+                        slot.count += 1;
+                        if slot.count > self.cfg.threshold && !self.untranslatable.contains(&key) {
                             let t = self.translate(key, eip, frame, mem, ctx);
                             if t.is_none() {
                                 self.untranslatable.insert(key);
@@ -524,7 +540,7 @@ impl Engine {
             _helpers: tr.helper_instrs,
         });
         let live = Live { id, frame, body: (start + tr.body) as u32, owner: ctx };
-        if let Some(old) = self.by_key.insert(key, live) {
+        if let Some(old) = self.keys.entry(key).or_default().live.replace(live) {
             self.trans[old.id as usize].alive = false;
         }
         self.by_frame.entry(frame).or_default().push(id);
@@ -544,7 +560,7 @@ impl Engine {
         self.flush_jump_cache();
         self.code.clear();
         self.trans.clear();
-        self.by_key.clear();
+        self.keys.values_mut().for_each(|s| s.live = None);
         self.by_frame.clear();
         self.fault_map.points.clear();
         self.stats.flushes += 1;
