@@ -34,7 +34,8 @@ fn execute(c: &mut Criterion) {
             threshold: 0,
             chain,
             code_map: None,
-        });
+        })
+        .unwrap();
         let name = if chain { "alu_loop_chained" } else { "alu_loop_dispatch_every_block" };
         g.bench_function(name, |b| {
             b.iter(|| {

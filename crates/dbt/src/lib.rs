@@ -166,6 +166,14 @@ struct Slot {
     count: u32,
 }
 
+impl Slot {
+    /// The live translation, if it was made from `frame` (under `virtual` and `process`
+    /// the key does not name the frame).
+    fn live_from(&self, frame: Frame) -> Option<Live> {
+        self.live.filter(|l| l.frame == frame)
+    }
+}
+
 /// A live translation as the dispatcher sees it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Live {
@@ -215,11 +223,9 @@ pub struct Engine {
     /// Where empty jump-cache entries lead (`runtime::jc_miss`).
     jc_miss_off: usize,
     trans: Vec<Translation>,
-    /// The live translation of each key, with what a dispatch needs of it (so a hit does
-    /// not touch `trans`, whose entries are cold by the time the guest comes back).
-    /// Per key: its live translation and its profile count, in one map so that a
-    /// dispatch probes one table (a hash probe into a table this size misses the
-    /// cache; the profile count used to be a second one on every interpreted block).
+    /// Per key: its live translation, with what a dispatch needs of it (so a hit does not
+    /// touch `trans`, whose entries are cold by the time the guest comes back), and its
+    /// profile count, in one map so that a dispatch probes one table.
     keys: HashMap<Key, Slot>,
     by_frame: HashMap<Frame, Vec<u32>>,
     seen_pa: HashSet<u64>,
@@ -248,15 +254,15 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// A new engine.
-    pub fn new(cfg: EngineConfig) -> Engine {
+    /// A new engine; fails if the host refuses the code buffer (a memfd mapped twice).
+    pub fn new(cfg: EngineConfig) -> std::io::Result<Engine> {
         if cfg.translate {
             runtime::install_fault_handler();
         }
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
-            code: CodeBuffer::new(FLUSH_BYTES).expect("a code buffer (memfd + two mappings)"),
+            code: CodeBuffer::new(FLUSH_BYTES)?,
             enter_off: 0,
             exit_common_off: 0,
             exit_nosave_off: 0,
@@ -283,7 +289,7 @@ impl Engine {
             e.code_map = std::fs::File::create(path).ok();
         }
         e.emit_runtime();
-        e
+        Ok(e)
     }
 
     fn emit_runtime(&mut self) {
@@ -413,7 +419,7 @@ impl Engine {
     /// The live translation of `key` made from `frame` (every translation in `keys` is
     /// alive: a dead one leaves it).
     fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
-        self.keys.get(&key).and_then(|s| s.live).filter(|l| l.frame == frame)
+        self.keys.get(&key).and_then(|s| s.live_from(frame))
     }
 
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
@@ -439,7 +445,7 @@ impl Engine {
                 let key = self.key(eip, frame, ctx);
                 self.stats.lookups += 1;
                 let slot = self.keys.entry(key).or_default();
-                match slot.live.filter(|l| l.frame == frame) {
+                match slot.live_from(frame) {
                     Some(l) => {
                         self.stats.hits += 1;
                         if l.owner != ctx {
@@ -581,7 +587,7 @@ impl Engine {
             let st = &mut *self.state;
             st.gpr = cpu.gpr;
             st.eflags = cpu.eflags & LIVE_FLAGS;
-            st.block_va = cpu.eip & !(PAGE_SIZE - 1);
+            st.page_va = cpu.eip & !(PAGE_SIZE - 1);
             st.eip = cpu.eip;
             // Chained entries allowed: a block runs 1..=MAX_INSTRUCTIONS instructions, so
             // the slice ends after `budget` to MAX_INSTRUCTIONS × `budget` instructions

@@ -32,7 +32,7 @@ pub struct JitState {
     /// Guest flags (arithmetic and DF) in and out.
     pub eflags: u32,
     /// VA of the page of the block being executed (r14d).
-    pub block_va: u32,
+    pub page_va: u32,
     /// Why translated code returned (`EXIT_*`).
     pub exit: u32,
     /// Chained block entries allowed before translated code returns (r10 counts them
@@ -90,7 +90,7 @@ impl Default for JitState {
             gpr: [0; 8],
             eip: 0,
             eflags: 0,
-            block_va: 0,
+            page_va: 0,
             exit: 0,
             limit: 0,
             icount: 0,
@@ -117,8 +117,8 @@ pub mod off {
     pub const EIP: i32 = 32;
     /// `eflags`.
     pub const EFLAGS: i32 = 36;
-    /// `block_va`.
-    pub const BLOCK_VA: i32 = 40;
+    /// `page_va`.
+    pub const PAGE_VA: i32 = 40;
     /// `exit`.
     pub const EXIT: i32 = 44;
     /// `limit`.
@@ -222,7 +222,7 @@ pub fn enter_trampoline() -> Vec<u8> {
         for i in 0..8 {
             a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
         }
-        a.mov(r14d, dword_ptr(r15 + off::BLOCK_VA))?;
+        a.mov(r14d, dword_ptr(r15 + off::PAGE_VA))?;
         a.jmp(r13)
     })
 }
@@ -236,7 +236,7 @@ pub fn exit_common() -> Vec<u8> {
         for i in 0..8 {
             a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
         }
-        a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
+        a.mov(dword_ptr(r15 + off::PAGE_VA), r14d)?;
         a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
         fpu_save(a)?;
         a.cld()?;
@@ -274,7 +274,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
         }
         a.lea(r13d, dword_ptr(r14 + eip_off))?;
         a.mov(dword_ptr(r15 + off::EIP), r13d)?;
-        a.mov(dword_ptr(r15 + off::BLOCK_VA), r14d)?;
+        a.mov(dword_ptr(r15 + off::PAGE_VA), r14d)?;
         a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
         a.mov(qword_ptr(r15 + off::LIMIT), r10)?;
         a.mov(dword_ptr(r15 + off::HELPER_K), k)?;

@@ -40,13 +40,12 @@ use morph_mem::PAGE_SIZE;
 /// The most guest instructions in one translation.
 pub const MAX_INSTRUCTIONS: usize = 64;
 
-/// A chain site: a `jmp rel32` that initially goes to the site's exit stub.
+/// A chain site: the rel32 of a `jmp` or `jcc` that initially goes to the site's exit
+/// stub.
 #[derive(Clone, Copy, Debug)]
 pub struct Site {
     /// Offset (in the translation) of the jump's rel32 field.
     pub rel: usize,
-    /// Offset of the site's exit stub (the unchained target).
-    pub stub: usize,
     /// Target EIP minus the block's first EIP.
     pub target_delta: i32,
 }
@@ -185,10 +184,16 @@ impl Emitter {
     /// for another page (never chained: its mapping may differ).
     fn branch_field(&mut self, rel: usize, delta: i32) {
         if self.in_page(delta) {
-            self.sites.push(Site { rel, stub: 0, target_delta: delta });
+            self.sites.push(Site { rel, target_delta: delta });
         } else {
             self.far.push((rel, delta));
         }
+    }
+
+    /// `jcc rel32` on condition `cc` (0 = `o` … 15 = `g`); returns the rel32 field's offset.
+    fn jcc(&mut self, cc: u8) -> usize {
+        self.bytes(&[0x0f, 0x80 + cc, 0, 0, 0, 0]);
+        self.code.len() - 4
     }
 
     /// A direct jump to `delta` bytes from the block start (instructions counted).
@@ -455,9 +460,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
             break;
         }
     }
-    if instrs.is_empty() {
-        return None;
-    }
+    let last = *instrs.last()?;
     let mut e = Emitter {
         code: Vec::with_capacity(64 * instrs.len() + 128),
         fixups: Vec::new(),
@@ -483,7 +486,6 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     // copies but the last leave through an inverted branch (a side exit to the loop's
     // exit) and fall into the next copy, so the budget check and the instruction count
     // run once per `unroll` iterations.
-    let last = instrs.last().expect("non-empty");
     let self_loop = last.is_jcc_short_or_near()
         && last.op0_kind() == OpKind::NearBranch32
         && last.near_branch32() == u64::from(eip) as u32;
@@ -518,28 +520,20 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 _ if ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 => {
                     let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
                     let target = ins.near_branch32().wrapping_sub(eip) as i32;
-                    if done.is_multiple_of(n) && done < total {
-                        // The back edge of an unrolled copy: leave if the loop ends.
-                        e.bytes(&[0x0f, 0x80 + (cc ^ 1)]);
-                        let rel = e.code.len();
-                        e.bytes(&[0; 4]);
-                        e.side.push((rel, done - e.counted, next));
-                    } else if done == total || target <= goff as i32 {
+                    // The back edge of an unrolled copy leaves (inverted) if the loop ends.
+                    let (cc, to) = if done.is_multiple_of(n) && done < total { (cc ^ 1, next) } else { (cc, target) };
+                    if done == total || to <= goff as i32 {
                         // The block's last instruction (one count covers both edges), or
                         // a backward branch, presumably taken (a loop): count inline.
                         e.count(done);
-                        e.bytes(&[0x0f, 0x80 + cc]);
-                        let rel = e.code.len();
-                        e.bytes(&[0; 4]);
-                        e.branch_field(rel, target);
+                        let rel = e.jcc(cc);
+                        e.branch_field(rel, to);
                     } else {
                         // A forward side exit, presumably not taken: the taken edge counts
                         // in an out-of-line stub, so the path that stays in the block
                         // counts once, at its end.
-                        e.bytes(&[0x0f, 0x80 + cc]);
-                        let rel = e.code.len();
-                        e.bytes(&[0; 4]);
-                        e.side.push((rel, done - e.counted, target));
+                        let rel = e.jcc(cc);
+                        e.side.push((rel, done - e.counted, to));
                     }
                     // The fall-through follows inline (or through the site at the end).
                     true
@@ -682,16 +676,13 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     }
     // Exit stubs of the sites (unchained targets).
     let sites = std::mem::take(&mut e.sites);
-    let mut placed = Vec::with_capacity(sites.len());
-    for (i, s) in sites.into_iter().enumerate() {
-        let stub = e.code.len();
+    for (i, s) in sites.iter().enumerate() {
+        e.local.push((s.rel, e.code.len()));
         e.bytes(&runtime::lea_r13_r14(e.at(s.target_delta)));
         e.bytes(&runtime::store_r13(off::EIP));
         e.bytes(&runtime::store_imm(off::EXIT_SITE, (id << 8) | i as u32));
         e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
         e.jmp_shared(Fixup::ExitCommon);
-        e.local.push((s.rel, stub));
-        placed.push(Site { stub, ..s });
     }
     // Out-of-line lookups of the jcc edges into other pages.
     for (rel, delta) in std::mem::take(&mut e.far) {
@@ -714,7 +705,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         code: e.code,
         body,
         entry,
-        sites: placed,
+        sites,
         fixups: e.fixups,
         points,
         instructions: n,

@@ -32,7 +32,7 @@ fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
 /// Runs `code` to its `int 0x80` with `cfg`; returns the CPU and the data page.
 fn run(code: &[u8], cfg: EngineConfig) -> (Cpu, Vec<u8>, Vec<u8>) {
     let (mut cpu, mut mem) = machine(code);
-    let mut e = Engine::new(cfg);
+    let mut e = Engine::new(cfg).unwrap();
     let exit = e.run(&mut cpu, &mut mem, 1, 10_000_000);
     assert_eq!(exit, Exit::Syscall, "{cpu:?}");
     let mut data = vec![0u8; 0x2000];
@@ -184,7 +184,8 @@ fn physical_translations_run_at_other_addresses() {
         threshold: 0,
         chain: true,
         code_map: None,
-    });
+    })
+    .unwrap();
     for (i, va) in [0x1000_0000u32, 0x2345_6000].into_iter().enumerate() {
         let mut mem = AddressSpace::new(phys.clone()).unwrap();
         mem.map_file(&mut cache, va, 0x1000, Prot::RX, false, &file, id, 0, "code").unwrap();
@@ -215,7 +216,8 @@ fn indirect_jump_to_empty_slot_faults_in_the_guest() {
     let code = a.assemble(u64::from(CODE)).unwrap();
     for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
         let (mut cpu, mut mem) = machine(&code);
-        let mut e = Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, code_map: None });
+        let mut e =
+            Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, code_map: None }).unwrap();
         match e.run(&mut cpu, &mut mem, 1, 1_000_000) {
             Exit::Fault(f) => assert_eq!(f.eip, 0, "{key:?}"),
             other => panic!("{key:?}: {other:?}"),

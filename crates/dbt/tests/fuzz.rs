@@ -316,7 +316,7 @@ fn run(code: &[u8], regs: [u32; 8], cfg: EngineConfig) -> (Cpu, Vec<u8>) {
     cpu.gpr = regs;
     cpu.gpr[3] = DATA;
     cpu.gpr[4] = 0x0800_0000;
-    let mut e = Engine::new(cfg);
+    let mut e = Engine::new(cfg).unwrap();
     assert_eq!(e.run(&mut cpu, &mut mem, 1, 1 << 30), Exit::Syscall);
     let mut data = vec![0u8; 0x1000];
     mem.read_bytes(DATA, &mut data).unwrap();

@@ -728,19 +728,16 @@ impl AddressSpace {
                 Some(v) => (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT),
                 None => (i as u32, i as u32 + 1),
             };
-            // Runs of consecutive pages made writable: one mprotect each.
-            let mut run: Option<u32> = None;
-            for j in first..=end {
-                let q = if j < end { self.pt[j as usize] } else { Pte(0) };
-                let hit = q.present() && q.cow() && self.phys.refcount(q.frame()) == 1;
-                if hit {
+            let (mut lo, mut hi) = (end, first);
+            for j in first..end {
+                let q = self.pt[j as usize];
+                if q.present() && q.cow() && self.phys.refcount(q.frame()) == 1 {
                     self.pt[j as usize] = uncow(q);
-                    run.get_or_insert(j);
-                } else if let Some(r) = run.take() {
-                    self.sync_host_prot(r, j - r)?;
+                    (lo, hi) = (lo.min(j), hi.max(j + 1));
                 }
             }
-            return Ok(());
+            // Only protections changed: one mprotect per run of equally protected pages.
+            return self.sync_host_prot(lo, hi.saturating_sub(lo));
         }
         if self.phys.is_code(old) {
             self.map_gen += 1; // translated code of this VA belongs to the old frame

@@ -131,7 +131,7 @@ impl Machine {
     pub fn new(cfg: Config) -> std::io::Result<Machine> {
         let phys = Rc::new(PhysMem::new(cfg.max_mem).map_err(std::io::Error::other)?);
         let vfs = Vfs::new(&cfg.root)?;
-        let engine = Engine::new(cfg.engine.clone());
+        let engine = Engine::new(cfg.engine.clone())?;
         Ok(Machine {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             cfg,
