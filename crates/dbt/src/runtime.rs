@@ -464,6 +464,9 @@ pub struct FaultMap {
     pub window: usize,
     /// The state block of the running translation.
     pub state: *mut JitState,
+    /// The address space whose window the running translation uses: a fault on a page
+    /// it has not hosted yet is resolved in the handler (see `AddressSpace::host_in_at`).
+    pub aspace: *const morph_mem::AddressSpace,
     /// `(host offset, guest offset from the page start, instructions before)` for every
     /// translated guest instruction, in host order.
     pub points: Vec<(u32, u32, u32)>,
@@ -507,6 +510,14 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             libc::sigaction(sig, &sa, std::ptr::null_mut());
             return;
         };
+        let addr = ((*info).si_addr() as usize).wrapping_sub(map.window);
+        if sig == libc::SIGSEGV
+            && let Ok(va) = u32::try_from(addr)
+            && let Some(aspace) = map.aspace.as_ref()
+            && aspace.host_in_at(va)
+        {
+            return; // the page is hosted now: the access is retried
+        }
         let off = (pc - map.code_base) as u32;
         let i = map.points.partition_point(|p| p.0 <= off);
         let Some(&(_, guest_off, k)) = i.checked_sub(1).and_then(|i| map.points.get(i)) else {
@@ -519,7 +530,7 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         let page_va = gregs[libc::REG_R14 as usize] as u32;
         st.eip = page_va.wrapping_add(guest_off);
         st.exit = EXIT_FAULT;
-        st.fault_addr = ((*info).si_addr() as usize).wrapping_sub(map.window) as u32;
+        st.fault_addr = addr as u32;
         gregs[libc::REG_R11 as usize] += i64::from(k);
         gregs[libc::REG_RIP as usize] = (map.code_base + map.exit_common) as i64;
     }

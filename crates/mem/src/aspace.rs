@@ -18,6 +18,7 @@
 //! The list of [`Vma`]s records what was mapped where, with which name, for Linux's
 //! placement rules and `/proc/self/maps`.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -69,6 +70,11 @@ impl Pte {
     /// Translated code was made from this page: the host mapping is read-only so that
     /// translated stores to it trap (the guest may still write; see `prepare_write`).
     const CODE_RO: u64 = 1 << 7;
+    /// The host window maps this page to its frame with `host_prot` (else the window
+    /// is inaccessible there). The window is filled lazily: a page becomes hosted at its
+    /// first access (see [`AddressSpace::host_in`]), so mappings a process never
+    /// touches, such as most of a forked child that execs at once, cost no host call.
+    const HOSTED: u64 = 1 << 8;
 
     fn new(frame: Frame, prot: Prot, cow: bool, shared: bool) -> Pte {
         let mut bits = Self::PRESENT | (u64::from(frame.0) << 32);
@@ -106,6 +112,10 @@ impl Pte {
     /// Whether the page is part of a `MAP_SHARED` mapping.
     pub fn shared(self) -> bool {
         self.0 & Self::SHARED != 0
+    }
+    /// Whether the host window maps the page (see `HOSTED`).
+    pub fn hosted(self) -> bool {
+        self.0 & Self::HOSTED != 0
     }
     /// The frame behind the page (meaningful only if present).
     pub fn frame(self) -> Frame {
@@ -183,8 +193,8 @@ pub struct AddressSpace {
     base: *mut u8,
     pt: PageTable,
     vmas: BTreeMap<u32, Vma>,
-    /// Host mmap calls made for this address space (a cost worth counting).
-    pub host_maps: u64,
+    /// Host `mmap` and `mprotect` calls made for this address space's window.
+    host_maps: Cell<u64>,
     /// Generation of what its pages map: bumped whenever a page may have changed frame
     /// or become unreadable (mmap, munmap, mprotect, mremap, and a copy-on-write break of
     /// a page holding code), not when only write permission changes (fork, a
@@ -222,7 +232,7 @@ impl AddressSpace {
             base: base.cast(),
             pt: PageTable::new()?,
             vmas: BTreeMap::new(),
-            host_maps: 0,
+            host_maps: Cell::new(0),
             map_gen: 0,
             id: {
                 static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -260,7 +270,7 @@ impl AddressSpace {
     /// The page-table entry of the page containing `va`.
     #[inline]
     pub fn pte(&self, va: u32) -> Pte {
-        self.pt[(va >> PAGE_SHIFT) as usize]
+        self.pt[(va >> PAGE_SHIFT) as usize].get()
     }
 
     /// Guest VA → PA, if mapped.
@@ -269,68 +279,148 @@ impl AddressSpace {
         p.present().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
     }
 
+    /// Host `mmap` and `mprotect` calls made for this address space's window.
+    pub fn host_maps(&self) -> u64 {
+        self.host_maps.get()
+    }
+
     /// The VMAs in address order.
     pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
         self.vmas.values()
     }
 
     // ----- host mapping ---------------------------------------------------------
+    //
+    // The host window is a cache of the page table: a page is `HOSTED` when the window
+    // maps it to its frame with `host_prot`, and inaccessible otherwise. Changing a
+    // mapping only drops the window's pages that were hosted; a page is hosted at its
+    // first access (`host_in`): by the interpreter's and the OS layer's checked accesses
+    // (`check_read`, `prepare_write`), or, for translated code, through the host fault
+    // that sends the instruction to the interpreter.
 
-    /// Makes the host window agree with the page table for pages `[first, first+n)`,
+    /// Maps pages `[first, first+n)` in the host window now, as the page table says,
     /// merging runs of consecutive frames with equal protection into one mmap.
-    fn sync_host(&mut self, first: u32, n: u32) -> Result<(), MemError> {
+    fn sync_host(&self, first: u32, n: u32) -> Result<(), MemError> {
         let mut i = first;
         let end = first + n;
         while i < end {
-            let p = self.pt[i as usize];
+            let p = self.pt[i as usize].get();
             let mut j = i + 1;
             if p.present() && p.host_prot() != 0 {
-                while j < end {
-                    let q = self.pt[j as usize];
-                    if !q.present() || q.host_prot() != p.host_prot() || q.frame().0 != p.frame().0 + (j - i) {
-                        break;
-                    }
+                while j < end && self.continues_run(p, i, j, false) {
                     j += 1;
                 }
                 self.host_map(i, j - i, Some((p.frame(), p.host_prot())))?;
+                self.set_hosted(i, j, true);
             } else {
                 while j < end {
-                    let q = self.pt[j as usize];
+                    let q = self.pt[j as usize].get();
                     if q.present() && q.host_prot() != 0 {
                         break;
                     }
                     j += 1;
                 }
                 self.host_map(i, j - i, None)?;
+                self.set_hosted(i, j, false);
             }
             i = j;
         }
         Ok(())
     }
 
-    /// Makes the host protection of pages `[first, first+n)` agree with the page table
-    /// when only protections changed (every present page is host-mapped to its frame
-    /// already): one `mprotect` per run of present pages with equal protection, whatever
-    /// their frames, instead of one `mmap` per run of consecutive frames.
-    fn sync_host_prot(&mut self, first: u32, n: u32) -> Result<(), MemError> {
+    /// Whether page `j` can join a host mapping of consecutive frames that starts at
+    /// page `i` with entry `p` (if `lazy`, only pages not hosted yet join).
+    fn continues_run(&self, p: Pte, i: u32, j: u32, lazy: bool) -> bool {
+        let q = self.pt[j as usize].get();
+        q.present()
+            && q.host_prot() == p.host_prot()
+            && i64::from(q.frame().0) - i64::from(p.frame().0) == i64::from(j) - i64::from(i)
+            && !(lazy && q.hosted())
+    }
+
+    fn set_hosted(&self, from: u32, to: u32, hosted: bool) {
+        for c in &self.pt[from as usize..to as usize] {
+            let p = c.get();
+            let h = hosted && p.present();
+            c.set(Pte(if h { p.0 | Pte::HOSTED } else { p.0 & !Pte::HOSTED }));
+        }
+    }
+
+    /// Maps in the host window every present, accessible page of `[first, first+n)`
+    /// that is not hosted yet, each with the longest run of not-yet-hosted consecutive
+    /// frames around it (up to `HOST_IN_REACH` pages either side), in one mmap per run.
+    fn host_in(&self, first: u32, n: u32) -> Result<(), MemError> {
+        const HOST_IN_REACH: u32 = 256;
         let end = first + n;
         let mut i = first;
         while i < end {
-            let p = self.pt[i as usize];
+            let p = self.pt[i as usize].get();
+            if !p.present() || p.hosted() || p.host_prot() == 0 {
+                i += 1;
+                continue;
+            }
+            let mut lo = i;
+            while lo > i.saturating_sub(HOST_IN_REACH) && self.continues_run(p, i, lo - 1, true) {
+                lo -= 1;
+            }
+            let mut hi = i + 1;
+            let top = (end + HOST_IN_REACH).min(NUM_PAGES as u32);
+            while hi < top && self.continues_run(p, i, hi, true) {
+                hi += 1;
+            }
+            let frame = Frame(p.frame().0 - (i - lo));
+            self.host_map(lo, hi - lo, Some((frame, p.host_prot())))?;
+            self.set_hosted(lo, hi, true);
+            i = hi;
+        }
+        Ok(())
+    }
+
+    /// Hosts the page holding `va` if the guest may read it and it is not hosted yet
+    /// (with the run around it, as `host_in`); returns whether it did. Called from the
+    /// host fault handler when translated code touches a page of the window that was
+    /// not filled yet: it makes one mmap call and touches only the page table's cells.
+    pub fn host_in_at(&self, va: u32) -> bool {
+        let page = va >> PAGE_SHIFT;
+        let p = self.pt[page as usize].get();
+        p.readable() && !p.hosted() && self.host_in(page, 1).is_ok()
+    }
+
+    /// Drops the host window's mappings of the hosted pages in `[first, first+n)` (one
+    /// mmap over their span), before the page table changes what those pages map.
+    fn unhost(&self, first: u32, n: u32) -> Result<(), MemError> {
+        let range = &self.pt[first as usize..(first + n) as usize];
+        let Some(lo) = range.iter().position(|c| c.get().hosted()) else { return Ok(()) };
+        let hi = range.iter().rposition(|c| c.get().hosted()).map_or(lo, |h| h + 1);
+        let (lo, hi) = (first + lo as u32, first + hi as u32);
+        self.host_map(lo, hi - lo, None)?;
+        self.set_hosted(lo, hi, false);
+        Ok(())
+    }
+
+    /// Makes the host protection of the hosted pages of `[first, first+n)` agree with
+    /// the page table when only protections changed: one `mprotect` per run of hosted
+    /// pages with equal protection, whatever their frames.
+    fn sync_host_prot(&self, first: u32, n: u32) -> Result<(), MemError> {
+        let end = first + n;
+        let mut i = first;
+        while i < end {
+            let p = self.pt[i as usize].get();
             let mut j = i + 1;
-            if !p.present() {
+            if !p.present() || !p.hosted() {
                 i = j;
                 continue;
             }
             while j < end {
-                let q = self.pt[j as usize];
-                if !q.present() || q.host_prot() != p.host_prot() {
+                let q = self.pt[j as usize].get();
+                if !q.present() || !q.hosted() || q.host_prot() != p.host_prot() {
                     break;
                 }
                 j += 1;
             }
+            self.host_maps.set(self.host_maps.get() + 1);
             // SAFETY: the range lies inside this address space's own reservation and is
-            // mapped (its pages are present); only its protection changes.
+            // mapped (its pages are hosted); only its protection changes.
             let r = unsafe {
                 libc::mprotect(
                     self.base.add((i as usize) << PAGE_SHIFT).cast(),
@@ -346,11 +436,11 @@ impl AddressSpace {
         Ok(())
     }
 
-    fn host_map(&mut self, page: u32, n: u32, what: Option<(Frame, i32)>) -> Result<(), MemError> {
+    fn host_map(&self, page: u32, n: u32, what: Option<(Frame, i32)>) -> Result<(), MemError> {
         // SAFETY: the target range lies inside this address space's own reservation.
         let addr = unsafe { self.base.add((page as usize) << PAGE_SHIFT) };
         let len = (n as usize) << PAGE_SHIFT;
-        self.host_maps += 1;
+        self.host_maps.set(self.host_maps.get() + 1);
         // SAFETY: MAP_FIXED inside our reservation replaces only our own mappings.
         let r = unsafe {
             match what {
@@ -462,7 +552,7 @@ impl AddressSpace {
 
     fn drop_pages(&mut self, first: u32, n: u32) {
         for i in first..first + n {
-            let p = std::mem::take(&mut self.pt[i as usize]);
+            let p = self.pt[i as usize].take();
             if p.present() {
                 self.phys.release(p.frame());
             }
@@ -525,7 +615,7 @@ impl AddressSpace {
     /// Whether every page of `[start, start+len)` is mapped.
     pub fn is_mapped(&self, start: u32, len: u32) -> bool {
         let (first, n) = pages(start, len);
-        (first..first + n).all(|i| self.pt[i as usize].present())
+        (first..first + n).all(|i| self.pt[i as usize].get().present())
     }
 
     /// Maps fresh zeroed anonymous memory at `[start, start+len)`, replacing what was there.
@@ -534,7 +624,6 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
-        self.remove_range(first, n);
         // Fresh consecutive frames when there is room (their host mappings merge into
         // one); else frames freed by earlier processes, one by one: the limit is on
         // frames in use, not on how many were ever handed out.
@@ -556,8 +645,15 @@ impl AddressSpace {
                 v
             }
         };
+        if let Err(e) = self.unhost(first, n) {
+            for f in frames {
+                self.phys.release(f);
+            }
+            return Err(e);
+        }
+        self.remove_range(first, n);
         for (i, f) in frames.into_iter().enumerate() {
-            self.pt[first as usize + i] = Pte::new(f, prot, false, shared);
+            self.pt[first as usize + i].set(Pte::new(f, prot, false, shared));
         }
         self.vmas.insert(
             start,
@@ -566,7 +662,7 @@ impl AddressSpace {
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
         self.map_gen += 1;
-        self.sync_host(first, n)
+        Ok(())
     }
 
     /// Maps `len` bytes of `file` from byte `offset` (page aligned) at `start`, through the
@@ -609,6 +705,7 @@ impl AddressSpace {
             true => cache.shared_writer(id.key(), file).map(Some),
             false => Ok(None),
         });
+        let writeback = writeback.and_then(|w| self.unhost(first, n).map(|()| w));
         let writeback = match writeback {
             Ok(w) => w,
             Err(e) => {
@@ -621,7 +718,7 @@ impl AddressSpace {
         self.remove_range(first, n);
         let cow = !shared && prot.has(Prot::WRITE);
         for (i, f) in (first..).zip(frames) {
-            self.pt[i as usize] = Pte::new(f, prot, cow, shared);
+            self.pt[i as usize].set(Pte::new(f, prot, cow, shared));
         }
         self.vmas.insert(
             start,
@@ -637,7 +734,7 @@ impl AddressSpace {
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
         self.map_gen += 1;
-        self.sync_host(first, n)
+        Ok(())
     }
 
     /// Unmaps `[start, start+len)`, writing shared file pages back.
@@ -646,9 +743,10 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
+        self.unhost(first, n)?;
         self.remove_range(first, n);
         self.map_gen += 1;
-        self.sync_host(first, n)
+        Ok(())
     }
 
     /// The VMA containing `addr`.
@@ -661,10 +759,12 @@ impl AddressSpace {
     pub fn move_pages(&mut self, from: u32, to: u32, len: u32) -> Result<(), MemError> {
         let (first, n) = pages(from, len);
         let (dfirst, _) = pages(to, len);
+        self.unhost(first, n)?;
+        self.unhost(dfirst, n)?;
         let moved = self.carve(from, from + (n << PAGE_SHIFT));
         self.remove_range(dfirst, n);
         for i in 0..n {
-            self.pt[(dfirst + i) as usize] = std::mem::take(&mut self.pt[(first + i) as usize]);
+            self.pt[(dfirst + i) as usize].set(self.pt[(first + i) as usize].take());
         }
         for mut v in moved {
             let delta = v.start - from;
@@ -676,8 +776,7 @@ impl AddressSpace {
         self.merge_around(to);
         self.merge_around(to + (n << PAGE_SHIFT));
         self.map_gen += 1;
-        self.sync_host(first, n)?;
-        self.sync_host(dfirst, n)
+        Ok(())
     }
 
     /// Changes the protection of `[start, start+len)`; fails with `Unmapped` if a page
@@ -685,7 +784,7 @@ impl AddressSpace {
     /// make a shared mapping of a file not open read/write writable (Linux: `EACCES`).
     pub fn protect(&mut self, start: u32, len: u32, prot: Prot) -> Result<(), MemFaultKind> {
         let (first, n) = pages(start, len);
-        if (first..first + n).any(|i| !self.pt[i as usize].present()) {
+        if (first..first + n).any(|i| !self.pt[i as usize].get().present()) {
             return Err(MemFaultKind::Unmapped);
         }
         let end = start + (n << PAGE_SHIFT);
@@ -701,17 +800,18 @@ impl AddressSpace {
             v.prot = prot;
         }
         for i in first..first + n {
-            let p = self.pt[i as usize];
+            let p = self.pt[i as usize].get();
             let shared = p.shared();
             let cow = p.cow() || (!shared && self.phys.refcount(p.frame()) > 1);
-            // Keep the translated-code protection: the frame still holds that code.
-            let code_ro = p.0 & Pte::CODE_RO;
-            self.pt[i as usize] = Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | code_ro);
+            // Keep the translated-code protection (the frame still holds that code) and
+            // the host mapping (same frame; only its protection changes).
+            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED);
+            self.pt[i as usize].set(Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | keep));
         }
         self.merge_around(start);
         self.merge_around(end);
         self.map_gen += 1;
-        self.sync_host(first, n).map_err(|_| MemFaultKind::Unmapped)
+        self.sync_host_prot(first, n).map_err(|_| MemFaultKind::Unmapped)
     }
 
     /// Gives the private page containing `va` its own frame (copy-on-write break). When
@@ -720,7 +820,7 @@ impl AddressSpace {
     /// forked a child which then exec'd would otherwise take one fault per page.
     fn break_cow(&mut self, va: u32) -> Result<(), MemError> {
         let i = (va >> PAGE_SHIFT) as usize;
-        let p = self.pt[i];
+        let p = self.pt[i].get();
         let old = p.frame();
         let uncow = |p: Pte| Pte(p.0 & !Pte::COW);
         if self.phys.refcount(old) == 1 {
@@ -730,9 +830,9 @@ impl AddressSpace {
             };
             let (mut lo, mut hi) = (end, first);
             for j in first..end {
-                let q = self.pt[j as usize];
+                let q = self.pt[j as usize].get();
                 if q.present() && q.cow() && self.phys.refcount(q.frame()) == 1 {
-                    self.pt[j as usize] = uncow(q);
+                    self.pt[j as usize].set(uncow(q));
                     (lo, hi) = (lo.min(j), hi.max(j + 1));
                 }
             }
@@ -744,8 +844,8 @@ impl AddressSpace {
         }
         let frame = self.phys.alloc_copy(old)?;
         self.phys.release(old);
-        self.pt[i] = Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32));
-        self.sync_host(i as u32, 1)
+        self.pt[i].set(Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
+        self.sync_host(i as u32, 1) // about to be written: map it now
     }
 
     /// A copy of this address space for `fork`: private pages become copy-on-write in
@@ -760,22 +860,23 @@ impl AddressSpace {
         for &(first, end) in &ranges {
             let mut changed = false;
             for i in first as usize..end as usize {
-                let mut p = self.pt[i];
+                let mut p = self.pt[i].get();
                 if !p.present() {
                     continue;
                 }
                 self.phys.retain(p.frame());
                 if p.writable() && !p.shared() && !p.cow() {
                     p.0 |= Pte::COW;
-                    self.pt[i] = p;
+                    self.pt[i].set(p);
                     changed = true;
                 }
-                child.pt[i] = p;
+                // The child's window fills as it touches its pages: a child that
+                // execs at once maps almost none of them.
+                child.pt[i].set(Pte(p.0 & !Pte::HOSTED));
             }
             if changed {
                 self.sync_host_prot(first, end - first)?;
             }
-            child.sync_host(first, end - first)?;
         }
         Ok(child)
     }
@@ -790,21 +891,25 @@ impl AddressSpace {
     }
 
     /// Checks that `[va, va+len)` may be read; returns the first bad address otherwise.
+    /// After this, host reads of the range are safe (its pages are hosted).
     pub fn check_read(&self, va: u32, len: u32) -> Result<(), MemFault> {
         if len == 0 {
             return Ok(());
         }
         let last = va.checked_add(len - 1).ok_or(self.fault(0, false))?;
-        let mut page = va >> PAGE_SHIFT;
-        loop {
-            if !self.pt[page as usize].readable() {
+        let (first, end) = (va >> PAGE_SHIFT, (last >> PAGE_SHIFT) + 1);
+        let mut all_hosted = true;
+        for page in first..end {
+            let p = self.pt[page as usize].get();
+            if !p.readable() {
                 return Err(self.fault((page << PAGE_SHIFT).max(va), false));
             }
-            if page == last >> PAGE_SHIFT {
-                return Ok(());
-            }
-            page += 1;
+            all_hosted &= p.hosted();
         }
+        if !all_hosted && self.host_in(first, end - first).is_err() {
+            return Err(MemFault { addr: va, write: false, kind: MemFaultKind::Protection });
+        }
+        Ok(())
     }
 
     /// Checks that `[va, va+len)` may be written, and prepares it: breaks copy-on-write
@@ -817,22 +922,24 @@ impl AddressSpace {
         let mut page = va >> PAGE_SHIFT;
         loop {
             let a = (page << PAGE_SHIFT).max(va);
-            let p = self.pt[page as usize];
+            let host_fault = MemFault { addr: a, write: true, kind: MemFaultKind::Protection };
+            let p = self.pt[page as usize].get();
             if !p.writable() {
                 return Err(self.fault(a, true));
             }
             if p.0 & Pte::CODE_RO != 0 {
-                self.pt[page as usize].0 &= !Pte::CODE_RO;
-                if self.sync_host(page, 1).is_err() {
-                    return Err(MemFault { addr: a, write: true, kind: MemFaultKind::Protection });
-                }
+                self.pt[page as usize].set(Pte(p.0 & !Pte::CODE_RO));
+                self.sync_host_prot(page, 1).map_err(|_| host_fault)?;
             }
-            if p.cow() && self.break_cow(a).is_err() {
-                return Err(MemFault { addr: a, write: true, kind: MemFaultKind::Protection });
+            if p.cow() {
+                self.break_cow(a).map_err(|_| host_fault)?;
             }
-            let f = self.pt[page as usize].frame();
-            if self.phys.is_code(f) {
-                self.phys.note_code_write(f);
+            let p = self.pt[page as usize].get();
+            if !p.hosted() {
+                self.host_in(page, 1).map_err(|_| host_fault)?;
+            }
+            if self.phys.is_code(p.frame()) {
+                self.phys.note_code_write(p.frame());
             }
             if page == last >> PAGE_SHIFT {
                 return Ok(());
@@ -856,13 +963,13 @@ impl AddressSpace {
     /// was made from it; a translated store to it then traps and the engine invalidates.
     pub fn protect_code_page(&mut self, va: u32) -> Result<(), MemError> {
         let page = va >> PAGE_SHIFT;
-        let p = &mut self.pt[page as usize];
+        let p = self.pt[page as usize].get();
         if !p.present() || p.0 & Pte::CODE_RO != 0 {
             return Ok(());
         }
-        p.0 |= Pte::CODE_RO;
-        let writable_on_host = p.writable() && !p.cow();
-        if writable_on_host { self.sync_host(page, 1) } else { Ok(()) }
+        self.pt[page as usize].set(Pte(p.0 | Pte::CODE_RO));
+        let writable_on_host = p.hosted() && p.writable() && !p.cow();
+        if writable_on_host { self.sync_host_prot(page, 1) } else { Ok(()) }
     }
 
     /// Host pointer to guest `va` (the range must have been checked).
@@ -908,11 +1015,11 @@ impl AddressSpace {
     pub fn read<const N: usize>(&self, va: u32) -> Result<[u8; N], MemFault> {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
-            if self.pt[(va >> PAGE_SHIFT) as usize].readable() {
-                // SAFETY: the page is readable, hence mapped readable on the host.
+            let p = self.pt[(va >> PAGE_SHIFT) as usize].get();
+            if p.0 & (Pte::READ | Pte::HOSTED) == Pte::READ | Pte::HOSTED {
+                // SAFETY: the page is readable and hosted, hence mapped readable on the host.
                 return Ok(unsafe { std::ptr::read_unaligned(self.host_ptr(va).cast::<[u8; N]>()) });
             }
-            return Err(self.fault(va, false));
         }
         let mut b = [0u8; N];
         self.read_bytes(va, &mut b)?;
@@ -924,9 +1031,10 @@ impl AddressSpace {
     pub fn write<const N: usize>(&mut self, va: u32, val: [u8; N]) -> Result<(), MemFault> {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
-            let p = self.pt[(va >> PAGE_SHIFT) as usize];
-            if p.0 & (Pte::WRITE | Pte::COW | Pte::CODE_RO) == Pte::WRITE && !self.phys.is_code(p.frame()) {
-                // SAFETY: writable, not copy-on-write: mapped writable on the host.
+            let p = self.pt[(va >> PAGE_SHIFT) as usize].get();
+            let bits = Pte::WRITE | Pte::COW | Pte::CODE_RO | Pte::HOSTED;
+            if p.0 & bits == Pte::WRITE | Pte::HOSTED && !self.phys.is_code(p.frame()) {
+                // SAFETY: writable, not copy-on-write, hosted: mapped writable on the host.
                 unsafe { std::ptr::write_unaligned(self.host_ptr(va).cast::<[u8; N]>(), val) };
                 return Ok(());
             }
@@ -983,6 +1091,7 @@ impl Drop for AddressSpace {
         }
         for v in self.vmas.values() {
             for p in &self.pt[(v.start >> PAGE_SHIFT) as usize..(v.end >> PAGE_SHIFT) as usize] {
+                let p = p.get();
                 if p.present() {
                     self.phys.release(p.frame());
                 }
@@ -1026,19 +1135,13 @@ impl PageTable {
 }
 
 impl std::ops::Deref for PageTable {
-    type Target = [Pte];
-    fn deref(&self) -> &[Pte] {
+    type Target = [Cell<Pte>];
+    fn deref(&self) -> &[Cell<Pte>] {
         // SAFETY: the mapping holds NUM_PAGES entries, zero-initialized by the host
-        // (the zero value is `Pte::default()`; `Pte` is `repr(transparent)` over u64),
-        // and lives as long as `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), NUM_PAGES) }
-    }
-}
-
-impl std::ops::DerefMut for PageTable {
-    fn deref_mut(&mut self) -> &mut [Pte] {
-        // SAFETY: as for `deref`, and `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), NUM_PAGES) }
+        // (the zero value is `Pte::default()`; `Pte` is `repr(transparent)` over u64 and
+        // `Cell<Pte>` over `Pte`), and lives as long as `self`. Entries are reached only
+        // through this slice of cells (the table is not `Sync`: `NonNull` is not).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<Cell<Pte>>(), NUM_PAGES) }
     }
 }
 
@@ -1134,6 +1237,31 @@ mod tests {
         assert_eq!(a.read_u32(0x9000).unwrap(), 7);
         assert_eq!(a.read_u32(0xb000).unwrap(), 3);
         assert_eq!(a.map_gen, generation, "no frame changed");
+    }
+
+    #[test]
+    fn the_host_window_fills_at_first_access() {
+        let mut a = space();
+        a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+        assert_eq!(a.host_maps(), 0, "mapping costs no host call");
+        assert!((0..4).all(|i| !a.pte(0x8000 + i * 0x1000).hosted()));
+        a.write_u32(0x9000, 7).unwrap();
+        // The four fresh frames are consecutive: one host mapping covers them all.
+        assert_eq!(a.host_maps(), 1);
+        assert!((0..4).all(|i| a.pte(0x8000 + i * 0x1000).hosted()));
+        let mut child = a.fork().unwrap();
+        assert!((0..4).all(|i| !child.pte(0x8000 + i * 0x1000).hosted()), "a child starts with an empty window");
+        assert_eq!(child.host_maps(), 0);
+        // A checked range is hosted: the OS layer hands its host address to the host.
+        child.check_read(0x9000, 4).unwrap();
+        // SAFETY: check_read hosted the page.
+        assert_eq!(unsafe { std::ptr::read_unaligned(child.host_ptr(0x9000).cast::<u32>()) }, 7);
+        child.write_u32(0x8000, 9).unwrap();
+        assert_eq!((child.read_u32(0x8000).unwrap(), a.read_u32(0x8000).unwrap()), (9, 0));
+        // Unmapping a hosted page makes the window inaccessible there again.
+        a.unmap(0x9000, 0x1000).unwrap();
+        assert!(!a.pte(0x9000).hosted() && a.read_u32(0x9000).is_err());
+        assert!(!a.host_in_at(0x9000), "nothing to host where nothing is mapped");
     }
 
     #[test]
