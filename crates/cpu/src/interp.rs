@@ -111,7 +111,31 @@ struct Block {
     instrs: Box<[Decoded]>,
 }
 
+impl Block {
+    /// Whether this block, decoded at `start`, is the code at `eip` in `mem`: the same
+    /// frames under both ends (a block moved by ASLR runs rebased by `eip - start`,
+    /// unless it has a 16-bit branch, whose target wraps at 64 KiB).
+    #[inline]
+    fn fits(&self, eip: u32, mem: &AddressSpace) -> bool {
+        let delta = eip.wrapping_sub(self.start);
+        let (p0, p1) = (mem.pte(eip), mem.pte(self.last.wrapping_add(delta)));
+        p0.readable()
+            && p0.frame() == self.frames[0]
+            && p1.readable()
+            && p1.frame() == self.frames[1]
+            && (delta == 0 || !self.wraps16)
+    }
+}
+
 const MAX_BLOCK: usize = 128;
+
+/// A decoded block as a caller keeps it beside its own per-address data (the engine,
+/// beside each key's profile count), so that running it again needs no lookup in the
+/// interpreter's cache. Valid until the interpreter next drops blocks for written code.
+pub struct CachedBlock {
+    block: Rc<Block>,
+    generation: u32,
+}
 
 /// The interpreter and its decoded-block cache.
 pub struct Interp {
@@ -119,6 +143,8 @@ pub struct Interp {
     /// independent (see `Ctx::delta`), so a library's code is decoded once for every
     /// process, wherever ASLR maps it.
     blocks: rustc_hash::FxHashMap<(u32, u32), Rc<Block>>,
+    /// Bumped whenever blocks are dropped for written code (invalidates `CachedBlock`s).
+    generation: u32,
     epoch: u64,
     fpu: HostFpu,
     info: InstructionInfoFactory,
@@ -429,6 +455,7 @@ impl Interp {
     pub fn new() -> Self {
         Interp {
             blocks: rustc_hash::FxHashMap::default(),
+            generation: 0,
             epoch: 0,
             fpu: HostFpu::new(),
             info: InstructionInfoFactory::new(),
@@ -440,6 +467,7 @@ impl Interp {
     /// Drops every cached block (e.g. when the guest's code is replaced wholesale).
     pub fn flush(&mut self) {
         self.blocks.clear();
+        self.generation = self.generation.wrapping_add(1);
     }
 
     /// Drops blocks whose frames were written since the last check.
@@ -459,6 +487,7 @@ impl Interp {
             return;
         }
         let before = self.blocks.len();
+        self.generation = self.generation.wrapping_add(1);
         self.blocks.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
         self.stats.blocks_invalidated += (before - self.blocks.len()) as u64;
         // Frames still holding other blocks keep their code bit.
@@ -478,19 +507,32 @@ impl Interp {
         let key = (first.frame().0, eip & (PAGE_SIZE - 1));
         if first.readable()
             && let Some(b) = self.blocks.get(&key)
+            && b.fits(eip, mem)
         {
-            let delta = eip.wrapping_sub(b.start);
-            let p1 = mem.pte(b.last.wrapping_add(delta));
-            if b.frames[0] == first.frame() && p1.readable() && p1.frame() == b.frames[1] && (delta == 0 || !b.wraps16)
-            {
-                if delta != 0 {
-                    self.stats.blocks_rebased += 1;
-                }
-                return Ok(b.clone());
+            if eip != b.start {
+                self.stats.blocks_rebased += 1;
             }
+            return Ok(b.clone());
         }
         let b = Rc::new(self.decode(eip, mem)?);
         self.blocks.insert(key, b.clone());
+        Ok(b)
+    }
+
+    /// The block at `eip` from the caller's `cache` if it holds it, else as `block`
+    /// finds it (and then kept in `cache`).
+    fn block_cached(&mut self, eip: u32, mem: &mut AddressSpace, cache: &mut Option<CachedBlock>) -> Res<Rc<Block>> {
+        if let Some(c) = cache
+            && c.generation == self.generation
+            && c.block.fits(eip, mem)
+        {
+            if eip != c.block.start {
+                self.stats.blocks_rebased += 1;
+            }
+            return Ok(c.block.clone());
+        }
+        let b = self.block(eip, mem)?;
+        *cache = Some(CachedBlock { block: b.clone(), generation: self.generation });
         Ok(b)
     }
 
@@ -554,11 +596,21 @@ impl Interp {
     /// Executes the block at `cpu.eip` (or its rest, if it rewrites itself), leaving EIP
     /// at the next instruction to run.
     pub fn run_block(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
+        self.run_block_cached(cpu, mem, &mut None)
+    }
+
+    /// As `run_block`, taking the block from (and leaving it in) the caller's `cache`.
+    pub fn run_block_cached(
+        &mut self,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        cache: &mut Option<CachedBlock>,
+    ) -> Result<(), Exit> {
         if mem.phys().code_epoch() != self.epoch {
             self.sync_code(mem);
         }
         let start = cpu.icount;
-        let block = self.block(cpu.eip, mem)?;
+        let block = self.block_cached(cpu.eip, mem, cache)?;
         let delta = cpu.eip.wrapping_sub(block.start);
         let mut result = Ok(());
         for d in block.instrs.iter() {

@@ -22,5 +22,7 @@ mod interp;
 pub mod state;
 pub mod x87;
 
-pub use interp::{Exit, Fault, FaultKind, Interp, InterpStats, is_fpu_instruction, is_integer_instruction};
+pub use interp::{
+    CachedBlock, Exit, Fault, FaultKind, Interp, InterpStats, is_fpu_instruction, is_integer_instruction,
+};
 pub use state::{Cpu, FpuState, TlsDescriptor};

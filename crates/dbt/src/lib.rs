@@ -32,9 +32,10 @@ use clock::Clock;
 use code::CodeBuffer;
 use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::seg;
-use morph_cpu::{Cpu, Exit, Interp};
+use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::num::NonZeroU32;
 
 use crate::runtime::{
     EXIT_BRANCH, EXIT_BUDGET, EXIT_FAULT, EXIT_HELPER, EXIT_INDIRECT, EXIT_SYSCALL, FaultMap, JC_ENTRIES, JcEntry,
@@ -150,20 +151,38 @@ pub struct EngineStats {
     pub exits: [u64; 6],
 }
 
+/// A translation-cache key under the engine's policy: the guest VA (`virtual`), the
+/// guest PA (`physical`), or the process in the high half and the VA in the low half
+/// (`process`). One word, so that a key's slot stays small.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Key {
-    Virt(u32),
-    Phys(u64),
-    Proc(u32, u32),
+struct Key(u64);
+
+impl Key {
+    /// The key of `eip` (in `frame`) for process `ctx` under `policy`.
+    fn new(policy: KeyPolicy, eip: u32, frame: Frame, ctx: u32) -> Key {
+        Key(match policy {
+            KeyPolicy::Virtual => u64::from(eip),
+            KeyPolicy::Physical => frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1)),
+            KeyPolicy::Process => (u64::from(ctx) << 32) | u64::from(eip),
+        })
+    }
+
+    /// The process of a `process` key.
+    fn ctx(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
 }
 
 /// What the engine knows of a key.
-#[derive(Clone, Copy, Default, Debug)]
+#[derive(Default)]
 struct Slot {
     /// Its live translation.
     live: Option<Live>,
     /// Dispatches that found no live translation (the profile).
     count: u32,
+    /// The interpreter's decoded block, while the key is interpreted (saves a lookup in
+    /// the interpreter's own cache per interpreted block).
+    block: Option<CachedBlock>,
 }
 
 impl Slot {
@@ -179,8 +198,8 @@ impl Slot {
 struct Live {
     id: u32,
     frame: Frame,
-    /// Offset of the body in the code buffer.
-    body: u32,
+    /// Offset of the body in the code buffer (never 0: the runtime comes first).
+    body: NonZeroU32,
     /// The process whose execution made it.
     owner: u32,
 }
@@ -359,16 +378,12 @@ impl Engine {
         if self.cfg.key != KeyPolicy::Process {
             return;
         }
-        let dead: Vec<u32> = self
-            .keys
-            .iter()
-            .filter(|(k, _)| matches!(k, Key::Proc(c, _) if *c == ctx))
-            .filter_map(|(_, s)| s.live.map(|l| l.id))
-            .collect();
+        let dead: Vec<u32> =
+            self.keys.iter().filter(|(k, _)| k.ctx() == ctx).filter_map(|(_, s)| s.live.map(|l| l.id)).collect();
         for t in dead {
             self.kill(t);
         }
-        self.keys.retain(|k, _| !matches!(k, Key::Proc(c, _) if *c == ctx));
+        self.keys.retain(|k, _| k.ctx() != ctx);
     }
 
     fn kill(&mut self, t: u32) {
@@ -408,14 +423,6 @@ impl Engine {
         }
     }
 
-    fn key(&self, eip: u32, frame: Frame, ctx: u32) -> Key {
-        match self.cfg.key {
-            KeyPolicy::Virtual => Key::Virt(eip),
-            KeyPolicy::Physical => Key::Phys(frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1))),
-            KeyPolicy::Process => Key::Proc(ctx, eip),
-        }
-    }
-
     /// The live translation of `key` made from `frame` (every translation in `keys` is
     /// alive: a dead one leaves it).
     fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
@@ -440,9 +447,9 @@ impl Engine {
                 self.sync_code(mem);
             }
             let eip = cpu.eip;
-            let t = if let Some(pa) = mem.translate(eip).filter(|_| mem.pte(eip).readable()) {
+            let r = if let Some(pa) = mem.translate(eip).filter(|_| mem.pte(eip).readable()) {
                 let frame = pa.frame();
-                let key = self.key(eip, frame, ctx);
+                let key = Key::new(self.cfg.key, eip, frame, ctx);
                 self.stats.lookups += 1;
                 let slot = self.keys.entry(key).or_default();
                 match slot.live_from(frame) {
@@ -451,47 +458,54 @@ impl Engine {
                         if l.owner != ctx {
                             self.stats.foreign_hits += 1;
                         }
-                        Some(l.body as usize)
+                        self.enter(l.body.get() as usize, cpu, mem, budget - used)
                     }
                     None => {
                         self.stats.misses += 1;
                         slot.count += 1;
-                        if slot.count > self.cfg.threshold && !self.untranslatable.contains(&key) {
-                            let t = self.translate(key, eip, frame, mem, ctx);
-                            if t.is_none() {
-                                self.untranslatable.insert(key);
-                            }
-                            t.map(|t| self.trans[t as usize].body)
+                        if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
+                            let t0 = Clock::ticks();
+                            let r = self.interp.run_block_cached(cpu, mem, &mut slot.block);
+                            self.ticks.interp += Clock::ticks() - t0;
+                            r
+                        } else if let Some(t) = self.translate(key, eip, frame, mem, ctx) {
+                            let body = self.trans[t as usize].body;
+                            self.enter(body, cpu, mem, budget - used)
                         } else {
-                            None
+                            self.untranslatable.insert(key);
+                            self.interpret(cpu, mem)
                         }
                     }
                 }
             } else {
-                None
-            };
-            let r = match t {
-                Some(body) => {
-                    let tag = (mem.id(), mem.map_gen);
-                    if tag != self.jc_tag {
-                        self.flush_jump_cache();
-                        self.jc_tag = tag;
-                    }
-                    let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
-                    *slot = JcEntry { va: eip, page: eip & !(PAGE_SIZE - 1), host: (self.code_base + body) as u64 };
-                    self.execute(body, cpu, mem, budget - used)
-                }
-                None => {
-                    let t0 = Clock::ticks();
-                    let r = self.interp.run_block(cpu, mem);
-                    self.ticks.interp += Clock::ticks() - t0;
-                    r
-                }
+                self.interpret(cpu, mem) // raises the fetch fault
             };
             if let Err(e) = r {
                 return e;
             }
         }
+    }
+
+    /// Runs translated code from `body` (the translation at `cpu.eip`), after making it
+    /// the jump-cache entry of `cpu.eip`.
+    fn enter(&mut self, body: usize, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
+        let tag = (mem.id(), mem.map_gen);
+        if tag != self.jc_tag {
+            self.flush_jump_cache();
+            self.jc_tag = tag;
+        }
+        let eip = cpu.eip;
+        let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
+        *slot = JcEntry { va: eip, page: eip & !(PAGE_SIZE - 1), host: (self.code_base + body) as u64 };
+        self.execute(body, cpu, mem, budget)
+    }
+
+    /// Interprets one block at `cpu.eip` (decoded blocks found in the interpreter's cache).
+    fn interpret(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
+        let t0 = Clock::ticks();
+        let r = self.interp.run_block(cpu, mem);
+        self.ticks.interp += Clock::ticks() - t0;
+        r
     }
 
     fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
@@ -545,8 +559,11 @@ impl Engine {
             alive: true,
             _helpers: tr.helper_instrs,
         });
-        let live = Live { id, frame, body: (start + tr.body) as u32, owner: ctx };
-        if let Some(old) = self.keys.entry(key).or_default().live.replace(live) {
+        let body = NonZeroU32::new((start + tr.body) as u32).expect("the runtime precedes every translation");
+        let live = Live { id, frame, body, owner: ctx };
+        let slot = self.keys.entry(key).or_default();
+        slot.block = None; // translated: its decoded block is not needed any more
+        if let Some(old) = slot.live.replace(live) {
             self.trans[old.id as usize].alive = false;
         }
         self.by_frame.entry(frame).or_default().push(id);
@@ -684,11 +701,7 @@ impl Engine {
         if !pte.readable() || pte.frame() != f.frame {
             return;
         }
-        let key = match f.key {
-            Key::Virt(_) => Key::Virt(target),
-            Key::Phys(_) => Key::Phys(pte.frame().addr().0 + u64::from(target & (PAGE_SIZE - 1))),
-            Key::Proc(c, _) => Key::Proc(c, target),
-        };
+        let key = Key::new(self.cfg.key, target, pte.frame(), f.key.ctx());
         let Some(to) = self.lookup(key, pte.frame()) else { return };
         let field = f.start + s.rel;
         // Every cycle of chained blocks has an edge to a block that starts no later than
