@@ -195,9 +195,10 @@ pub struct AddressSpace {
     vmas: BTreeMap<u32, Vma>,
     /// Host `mmap` and `mprotect` calls made for this address space's window.
     host_maps: Cell<u64>,
-    /// Generation of what its pages map: bumped whenever a page may have changed frame
-    /// or become unreadable (mmap, munmap, mprotect, mremap, and a copy-on-write break of
-    /// a page holding code), not when only write permission changes (fork, a
+    /// Generation of what its pages map: bumped whenever a mapped page may have changed
+    /// frame or become unreadable (mmap or mremap over mapped pages, munmap, mprotect to
+    /// `PROT_NONE`, and a copy-on-write break of a page holding code), not when pages
+    /// are mapped where nothing was or only write permission changes (fork, a
     /// copy-on-write break of data, write-protecting code). Caches of VA → translated
     /// code (the engine's jump cache) are valid for one generation.
     pub map_gen: u64,
@@ -551,11 +552,16 @@ impl AddressSpace {
     // ----- mapping operations ---------------------------------------------------
 
     fn drop_pages(&mut self, first: u32, n: u32) {
+        let mut any = false;
         for i in first..first + n {
             let p = self.pt[i as usize].take();
             if p.present() {
                 self.phys.release(p.frame());
+                any = true;
             }
+        }
+        if any {
+            self.map_gen += 1;
         }
     }
 
@@ -661,7 +667,6 @@ impl AddressSpace {
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
-        self.map_gen += 1;
         Ok(())
     }
 
@@ -733,7 +738,6 @@ impl AddressSpace {
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
-        self.map_gen += 1;
         Ok(())
     }
 
@@ -745,7 +749,6 @@ impl AddressSpace {
         }
         self.unhost(first, n)?;
         self.remove_range(first, n);
-        self.map_gen += 1;
         Ok(())
     }
 
@@ -799,6 +802,7 @@ impl AddressSpace {
         for v in self.vmas.range_mut(start..end).map(|(_, v)| v) {
             v.prot = prot;
         }
+        let mut lost_read = false;
         for i in first..first + n {
             let p = self.pt[i as usize].get();
             let shared = p.shared();
@@ -806,11 +810,15 @@ impl AddressSpace {
             // Keep the translated-code protection (the frame still holds that code) and
             // the host mapping (same frame; only its protection changes).
             let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED);
-            self.pt[i as usize].set(Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | keep));
+            let q = Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | keep);
+            lost_read |= p.readable() && !q.readable();
+            self.pt[i as usize].set(q);
         }
         self.merge_around(start);
         self.merge_around(end);
-        self.map_gen += 1;
+        if lost_read {
+            self.map_gen += 1;
+        }
         self.sync_host_prot(first, n).map_err(|_| MemFaultKind::Unmapped)
     }
 
@@ -1262,6 +1270,24 @@ mod tests {
         a.unmap(0x9000, 0x1000).unwrap();
         assert!(!a.pte(0x9000).hosted() && a.read_u32(0x9000).is_err());
         assert!(!a.host_in_at(0x9000), "nothing to host where nothing is mapped");
+    }
+
+    #[test]
+    fn the_mapping_generation_moves_only_when_a_mapped_page_changes() {
+        let mut a = space();
+        let g = a.map_gen;
+        a.map_anon(0x8000, 0x2000, Prot::RW, false, "").unwrap();
+        a.map_anon(0x20000, 0x1000, Prot::READ, false, "").unwrap();
+        a.protect(0x8000, 0x1000, Prot::READ).unwrap();
+        assert_eq!(a.map_gen, g, "new mappings where nothing was, and dropping write, keep it");
+        a.protect(0x8000, 0x1000, Prot::NONE).unwrap();
+        assert_eq!(a.map_gen, g + 1, "a page became unreadable");
+        a.map_anon(0x9000, 0x1000, Prot::RW, false, "").unwrap();
+        assert_eq!(a.map_gen, g + 2, "a mapped page changed frame");
+        a.unmap(0x20000, 0x1000).unwrap();
+        assert_eq!(a.map_gen, g + 3, "a page went away");
+        a.unmap(0x20000, 0x1000).unwrap();
+        assert_eq!(a.map_gen, g + 3, "nothing was there");
     }
 
     #[test]
