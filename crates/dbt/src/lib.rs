@@ -193,6 +193,17 @@ impl Slot {
     }
 }
 
+/// A live translation as its frame's list has it.
+#[derive(Clone, Copy, Debug)]
+struct FrameEntry {
+    id: u32,
+    key: Key,
+    /// Offset of its guest code in the page.
+    offset: u32,
+    /// Offset of its body in the code buffer.
+    body: u32,
+}
+
 /// A live translation as the dispatcher sees it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Live {
@@ -246,7 +257,8 @@ pub struct Engine {
     /// touch `trans`, whose entries are cold by the time the guest comes back), and its
     /// profile count, in one map so that a dispatch probes one table.
     keys: HashMap<Key, Slot>,
-    by_frame: HashMap<Frame, Vec<u32>>,
+    /// The live translations made from each frame.
+    by_frame: HashMap<Frame, Vec<FrameEntry>>,
     seen_pa: HashSet<u64>,
     /// Blocks the translator cannot take (first instruction crosses a page): left to
     /// the interpreter without retrying.
@@ -265,6 +277,9 @@ pub struct Engine {
     /// Which address space, at which mapping generation (`AddressSpace::map_gen`), the
     /// jump cache is valid for.
     jc_tag: (u64, u64),
+    /// Pages whose translations were all put in the jump cache since it was last
+    /// emptied (`page | 1`, direct-mapped by page number; see `prefill`).
+    jc_pages: [u32; 64],
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
@@ -300,6 +315,7 @@ impl Engine {
             code_base: 0,
             jc: vec![JcEntry { va: 0, page: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
             jc_tag: (0, 0),
+            jc_pages: [0; 64],
             fpu_live: false,
             code_map: None,
         };
@@ -339,6 +355,30 @@ impl Engine {
     fn flush_jump_cache(&mut self) {
         let empty = self.jc_empty();
         self.jc.fill(empty);
+        self.jc_pages = [0; 64];
+    }
+
+    /// Puts in the jump cache every live translation made from `frame` that a dispatch
+    /// of its VA on the page of `eip` would find for process `ctx` (all of them under
+    /// `physical`; under `virtual` and `process`, those made at that VA, and by `ctx`),
+    /// once per page until the cache is emptied. A process entering a page of shared
+    /// code for the first time then reaches the page's other translations through the
+    /// jump cache instead of one dispatcher round trip each.
+    fn prefill(&mut self, eip: u32, frame: Frame, ctx: u32) {
+        let page = eip & !(PAGE_SIZE - 1);
+        let memo = &mut self.jc_pages[(page >> 12) as usize % 64];
+        if *memo == page | 1 {
+            return;
+        }
+        *memo = page | 1;
+        let Some(list) = self.by_frame.get(&frame) else { return };
+        for e in list {
+            let va = page | e.offset;
+            if Key::new(self.cfg.key, va, frame, ctx) == e.key {
+                self.jc[(va as usize) & (JC_ENTRIES - 1)] =
+                    JcEntry { va, page, host: (self.code_base + e.body as usize) as u64 };
+            }
+        }
     }
 
     /// Records where the code is for the fault handler (the buffer never moves; only
@@ -386,13 +426,20 @@ impl Engine {
         self.keys.retain(|k, _| k.ctx() != ctx);
     }
 
-    fn kill(&mut self, t: u32) {
-        let empty = self.jc_empty();
-        self.jc.fill(empty);
+    /// Marks translation `t` dead and drops it from its frame's list.
+    fn retire(&mut self, t: u32) {
         let tr = &mut self.trans[t as usize];
-        if tr.alive {
-            tr.alive = false;
-            let key = tr.key;
+        tr.alive = false;
+        if let Some(list) = self.by_frame.get_mut(&tr.frame) {
+            list.retain(|e| e.id != t);
+        }
+    }
+
+    fn kill(&mut self, t: u32) {
+        self.flush_jump_cache();
+        if self.trans[t as usize].alive {
+            self.retire(t);
+            let key = self.trans[t as usize].key;
             if let Some(s) = self.keys.get_mut(&key)
                 && s.live.is_some_and(|l| l.id == t)
             {
@@ -411,7 +458,7 @@ impl Engine {
         self.interp.invalidate_frames(mem, &dirty);
         for f in dirty {
             if let Some(ts) = self.by_frame.remove(&f) {
-                for t in ts {
+                for t in ts.into_iter().map(|e| e.id) {
                     if self.trans[t as usize].alive {
                         self.stats.invalidations += 1;
                         let pa = self.trans[t as usize].pa;
@@ -458,7 +505,7 @@ impl Engine {
                         if l.owner != ctx {
                             self.stats.foreign_hits += 1;
                         }
-                        self.enter(l.body.get() as usize, cpu, mem, budget - used)
+                        self.enter(l.body.get() as usize, frame, ctx, cpu, mem, budget - used)
                     }
                     None => {
                         self.stats.misses += 1;
@@ -470,7 +517,7 @@ impl Engine {
                             r
                         } else if let Some(t) = self.translate(key, eip, frame, mem, ctx) {
                             let body = self.trans[t as usize].body;
-                            self.enter(body, cpu, mem, budget - used)
+                            self.enter(body, frame, ctx, cpu, mem, budget - used)
                         } else {
                             self.untranslatable.insert(key);
                             self.interpret(cpu, mem)
@@ -486,15 +533,25 @@ impl Engine {
         }
     }
 
-    /// Runs translated code from `body` (the translation at `cpu.eip`), after making it
-    /// the jump-cache entry of `cpu.eip`.
-    fn enter(&mut self, body: usize, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
+    /// Runs translated code from `body` (the translation at `cpu.eip`, made from
+    /// `frame`), after making it, and the other translations of its page, jump-cache
+    /// entries of process `ctx`.
+    fn enter(
+        &mut self,
+        body: usize,
+        frame: Frame,
+        ctx: u32,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        budget: u64,
+    ) -> Result<(), Exit> {
         let tag = (mem.id(), mem.map_gen);
         if tag != self.jc_tag {
             self.flush_jump_cache();
             self.jc_tag = tag;
         }
         let eip = cpu.eip;
+        self.prefill(eip, frame, ctx);
         let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
         *slot = JcEntry { va: eip, page: eip & !(PAGE_SIZE - 1), host: (self.code_base + body) as u64 };
         self.execute(body, cpu, mem, budget)
@@ -564,9 +621,12 @@ impl Engine {
         let slot = self.keys.entry(key).or_default();
         slot.block = None; // translated: its decoded block is not needed any more
         if let Some(old) = slot.live.replace(live) {
-            self.trans[old.id as usize].alive = false;
+            // Made from another frame (`virtual`, `process`): no jump cache holds it
+            // (the mapping changed since, which emptied them).
+            self.retire(old.id);
         }
-        self.by_frame.entry(frame).or_default().push(id);
+        let offset = eip & (PAGE_SIZE - 1);
+        self.by_frame.entry(frame).or_default().push(FrameEntry { id, key, offset, body: body.get() });
         mem.mark_code(eip);
         if let Some(f) = &mut self.code_map {
             use std::io::Write;
