@@ -163,24 +163,22 @@ impl PhysMem {
 
     fn alloc_one(&self, copy_of: Option<Frame>) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
-        let f = match inner.free.pop() {
-            Some(f) => {
-                if copy_of.is_none() {
-                    // SAFETY: a free frame is mapped in the physmap and referenced by no one.
-                    unsafe { std::ptr::write_bytes(self.frame_ptr(Frame(f)), 0, PAGE_SIZE as usize) };
-                }
-                f
-            }
+        let (f, zero) = match inner.free.pop() {
+            Some(f) => (f, copy_of.is_none()),
             None => {
                 let f = inner.top;
                 self.grow(&mut inner, f + 1)?;
                 inner.top += 1;
-                f
+                (f, false) // never used: the memfd's zeros
             }
         };
         inner.refcount[f as usize] = 1;
         Self::count_alloc(&mut inner, 1);
-        drop(inner);
+        drop(inner); // frame_ptr borrows it
+        if zero {
+            // SAFETY: a free frame is mapped in the physmap and referenced by no one.
+            unsafe { std::ptr::write_bytes(self.frame_ptr(Frame(f)), 0, PAGE_SIZE as usize) };
+        }
         if let Some(src) = copy_of {
             self.copy_frame(Frame(f), src);
         }
