@@ -95,6 +95,9 @@ enum Class {
 struct Decoded {
     ins: Instruction,
     class: Class,
+    /// May write memory (and so rewrite code): only then is the code epoch checked
+    /// after it.
+    writes: bool,
 }
 
 /// A decoded basic block.
@@ -568,7 +571,11 @@ impl Interp {
             let class = classify(&ins);
             last = ins.next_ip32().wrapping_sub(1);
             let end = class == Class::Invalid || ins.flow_control() != FlowControl::Next;
-            instrs.push(Decoded { ins, class });
+            let writes = class == Class::Invalid
+                || self.info.info(&ins).used_memory().iter().any(|m| {
+                    !matches!(m.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None)
+                });
+            instrs.push(Decoded { ins, class, writes });
             if end {
                 break;
             }
@@ -635,7 +642,7 @@ impl Interp {
                     break;
                 }
             }
-            if mem.phys().code_epoch() != self.epoch {
+            if d.writes && mem.phys().code_epoch() != self.epoch {
                 break; // the block may have rewritten itself: decode afresh
             }
         }
@@ -656,7 +663,7 @@ impl Interp {
     /// Executes a single decoded instruction at `cpu.eip` (used by tests and the
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
-        let d = Decoded { ins: *ins, class: classify(ins) };
+        let d = Decoded { ins: *ins, class: classify(ins), writes: true };
         let r = self.exec(cpu, mem, &d, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;
