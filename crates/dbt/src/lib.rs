@@ -684,7 +684,7 @@ impl Engine {
         let base = self.code_base;
         self.fault_map.window = window;
         self.fault_map.state = &mut *self.state;
-        self.fault_map.aspace = mem;
+        self.fault_map.aspace = mem as *mut AddressSpace;
         runtime::set_fault_map(&*self.fault_map);
         let body = base + body;
         // SAFETY: `enter` is the trampoline emitted by `emit_runtime` into this buffer; it

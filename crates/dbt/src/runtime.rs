@@ -465,8 +465,9 @@ pub struct FaultMap {
     /// The state block of the running translation.
     pub state: *mut JitState,
     /// The address space whose window the running translation uses: a fault on a page
-    /// it has not hosted yet is resolved in the handler (see `AddressSpace::host_in_at`).
-    pub aspace: *const morph_mem::AddressSpace,
+    /// it has not hosted yet, or a write to a copy-on-write page, is resolved in the
+    /// handler (`AddressSpace::host_in_at`, `AddressSpace::cow_fault_at`).
+    pub aspace: *mut morph_mem::AddressSpace,
     /// `(host offset, guest offset from the page start, instructions before)` for every
     /// translated guest instruction, in host order.
     pub points: Vec<(u32, u32, u32)>,
@@ -511,12 +512,16 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             return;
         };
         let addr = ((*info).si_addr() as usize).wrapping_sub(map.window);
+        // Resolved in place, the access is retried: a page not hosted yet, or a write to
+        // a copy-on-write page (x86 page-fault error code bit 1: a write). Translated
+        // code holds no Rust borrow of the address space while it runs (like `helper`,
+        // which also reaches it through a pointer the engine set for this run).
         if sig == libc::SIGSEGV
             && let Ok(va) = u32::try_from(addr)
-            && let Some(aspace) = map.aspace.as_ref()
-            && aspace.host_in_at(va)
+            && let Some(aspace) = map.aspace.as_mut()
+            && (aspace.host_in_at(va) || (gregs[libc::REG_ERR as usize] & 2 != 0 && aspace.cow_fault_at(va)))
         {
-            return; // the page is hosted now: the access is retried
+            return;
         }
         let off = (pc - map.code_base) as u32;
         let i = map.points.partition_point(|p| p.0 <= off);

@@ -226,6 +226,39 @@ fn indirect_jump_to_empty_slot_faults_in_the_guest() {
     }
 }
 
+/// In a forked address space every page starts unhosted and every private page
+/// copy-on-write: translated loads and stores resolve both in the host fault handler
+/// (no exit to the dispatcher), the child sees its own stores and the parent keeps its
+/// data.
+#[test]
+fn translated_code_fills_a_forked_window_and_breaks_copy_on_write_in_place() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    let mut top = a.create_label();
+    a.mov(ecx, 0x7ffu32).unwrap();
+    a.set_label(&mut top).unwrap();
+    a.mov(eax, dword_ptr(ebx + ecx * 4)).unwrap();
+    a.add(eax, ecx).unwrap();
+    a.mov(dword_ptr(ebx + ecx * 4), eax).unwrap();
+    a.dec(ecx).unwrap();
+    a.jnz(top).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
+        let (mut cpu, mut parent) = machine(&code);
+        cpu.gpr[3] = DATA; // ebx
+        let mut child = parent.fork().unwrap();
+        let mut e =
+            Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, code_map: None }).unwrap();
+        assert!(matches!(e.run(&mut cpu, &mut child, 2, 1_000_000), Exit::Syscall), "{key:?}");
+        assert_eq!(e.stats().exits[3], 0, "{key:?}: no host fault left translated code");
+        for i in 1..0x800u32 {
+            let old = i.wrapping_mul(0x9e37_79b9);
+            assert_eq!(child.read_u32(DATA + 4 * i).unwrap(), old.wrapping_add(i), "{key:?} child {i}");
+            assert_eq!(parent.read_u32(DATA + 4 * i).unwrap(), old, "{key:?} parent {i}");
+        }
+    }
+}
+
 /// Self-loops are unrolled (four copies for a small body): every trip count, exits from
 /// each copy, a side exit in the middle of the body and a fault inside an unrolled copy
 /// must leave the interpreter's state and instruction count.

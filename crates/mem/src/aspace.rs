@@ -387,6 +387,16 @@ impl AddressSpace {
         p.readable() && !p.hosted() && self.host_in(page, 1).is_ok()
     }
 
+    /// Resolves a write to the copy-on-write page holding `va` as `prepare_write` would
+    /// (copies the page, or takes it over if no one else shares it); returns whether it
+    /// did. Called from the host fault handler when translated code stores to such a
+    /// page. Pages holding code are left to the caller (the engine drops translations).
+    pub fn cow_fault_at(&mut self, va: u32) -> bool {
+        let p = self.pte(va);
+        let plain_cow = p.present() && p.writable() && p.cow() && p.hosted() && p.0 & Pte::CODE_RO == 0;
+        plain_cow && !self.phys.is_code(p.frame()) && self.break_cow(va).is_ok()
+    }
+
     /// Drops the host window's mappings of the hosted pages in `[first, first+n)` (one
     /// mmap over their span), before the page table changes what those pages map.
     fn unhost(&self, first: u32, n: u32) -> Result<(), MemError> {
