@@ -87,7 +87,8 @@ struct RunArgs {
     /// ASLR: 0, 1, 2 (randomize_va_space of --kernel) or a comma list of stack,mmap,exec,brk,vdso.
     #[arg(long, default_value = "0")]
     aslr: String,
-    /// Kernel whose ASLR behaviour is modeled.
+    /// Kernel whose behaviour is modeled: ASLR (see --aslr) and who runs first after fork
+    /// (2.6.12: the child; modern: the parent).
     #[arg(long, value_enum, default_value = "modern")]
     kernel: KernelArg,
     /// Seed of the machine's random number generator.

@@ -292,3 +292,17 @@ cd / && rm -rf "$d""#,
     assert!(lines.iter().all(|l| !l.starts_with("0m0.000s") && l.ends_with(" 0m0.000s")), "self, children: {t}");
     assert_eq!(t, times("dbt"));
 }
+
+/// `--kernel 2.6.12` runs a forked child before its parent, as that kernel's scheduler
+/// did; `modern` lets the parent run on. Either order is deterministic under morph.
+#[test]
+fn who_runs_first_after_fork_follows_the_kernel() {
+    let script = "(echo child) & echo parent; wait";
+    for (kernel, want) in [("2.6.12", "child\nparent\n"), ("modern", "parent\nchild\n")] {
+        for engine in ["interp", "dbt"] {
+            let r = bash(&["--kernel", kernel, "--engine", engine], script);
+            no_panic(&r);
+            assert_eq!((r.stdout.as_str(), r.status), (want, 0), "{kernel} {engine}: {r:?}");
+        }
+    }
+}

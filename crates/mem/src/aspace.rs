@@ -860,10 +860,55 @@ impl AddressSpace {
         if self.phys.is_code(old) {
             self.map_gen += 1; // translated code of this VA belongs to the old frame
         }
+        let n = self.cow_batch(i as u32);
+        if n > 1
+            && let Ok(run) = self.phys.alloc_run(n)
+        {
+            for k in 0..n {
+                let j = i + k as usize;
+                let q = self.pt[j].get();
+                let frame = Frame(run.0 + k);
+                self.phys.copy_frame(frame, q.frame());
+                self.phys.release(q.frame());
+                self.pt[j].set(Pte((uncow(q).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
+            }
+            return self.sync_host(i as u32, n); // one host mapping for the run
+        }
         let frame = self.phys.alloc_copy(old)?;
         self.phys.release(old);
         self.pt[i].set(Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
         self.sync_host(i as u32, 1) // about to be written: map it now
+    }
+
+    /// How many pages from page `i` on a copy-on-write break copies at once: in a
+    /// private file mapping (a program's or library's data, which the dynamic loader
+    /// writes page after page while relocating), the run of up to `COW_BATCH` pages
+    /// that are still shared and hold no code, so their copies take consecutive frames
+    /// and one host mapping; one page elsewhere (a forked child that execs writes few
+    /// of its pages). Copying a page before it is written is invisible to the guest,
+    /// except that later changes to the file no longer show through it, which POSIX
+    /// leaves unspecified for `MAP_PRIVATE`.
+    fn cow_batch(&self, i: u32) -> u32 {
+        const COW_BATCH: u32 = 16;
+        let Some(v) = self.vma_at(i << PAGE_SHIFT) else { return 1 };
+        if v.shared || !matches!(v.kind, MapKind::File { .. }) {
+            return 1;
+        }
+        let end = (v.end >> PAGE_SHIFT).min(i + COW_BATCH);
+        let mut n = 1;
+        while i + n < end {
+            let q = self.pt[(i + n) as usize].get();
+            let shared_data = q.present()
+                && q.cow()
+                && q.0 & Pte::CODE_RO == 0
+                && self.phys.refcount(q.frame()) > 1
+                && !self.phys.is_code(q.frame());
+            if !shared_data {
+                break;
+            }
+            n += 1;
+        }
+        n
     }
 
     /// A copy of this address space for `fork`: private pages become copy-on-write in

@@ -35,7 +35,7 @@ pub struct Config {
     pub seed: u64,
     /// Which layout components are randomized.
     pub aslr: Aslr,
-    /// The kernel whose ASLR is modeled.
+    /// The kernel whose ASLR and fork scheduling (2.6.12: child first) are modeled.
     pub kernel: Kernel,
     /// Print every system call.
     pub strace: bool,
@@ -121,6 +121,9 @@ pub struct Machine {
     pub(crate) started: Instant,
     pub(crate) ioctl_unknown: HashMap<u32, u64>,
     pub(crate) net: syscall::net::Net,
+    /// Set by a system call to end the running process's time slice (fork: the child
+    /// runs first).
+    pub(crate) yield_slice: bool,
 }
 
 /// The first pid handed out.
@@ -147,6 +150,7 @@ impl Machine {
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
             net: syscall::net::Net::default(),
+            yield_slice: false,
         })
     }
 
@@ -423,6 +427,9 @@ impl Machine {
                 Exit::Fault(f) => self.fault(p, &f),
             }
             self.stats.os_ns += t1.elapsed().as_nanos() as u64;
+            if std::mem::take(&mut self.yield_slice) {
+                return;
+            }
         }
     }
 

@@ -9,6 +9,7 @@
 use morph_cpu::Cpu;
 
 use super::*;
+use crate::layout::Kernel;
 use crate::loader::LoadError;
 use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
 
@@ -123,6 +124,12 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     }
     m.procs.insert(pid, child);
     m.stats.processes += 1;
+    // Linux 2.6.12's scheduler ran a new child before its parent (`wake_up_new_task`
+    // rescheduled the parent: the child is likely to exec); modern kernels run the
+    // parent on (`sched_child_runs_first` = 0 since 2.6.32). Child first also spares
+    // copies: a parent that goes on copies the copy-on-write pages it writes, only for
+    // the child to drop its share of them at exec a moment later.
+    m.yield_slice = m.cfg.kernel == Kernel::Linux2612;
     if flags & CLONE_VFORK != 0 {
         // The parent returns the pid once the child has exec'd or exited.
         p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false });
