@@ -580,7 +580,8 @@ impl Interp {
                 break;
             }
         }
-        let frames = [first.frame(), mem.pte(last).frame()];
+        // Read after the fetch, which gave a demand-zero page its frame.
+        let frames = [mem.pte(eip).frame(), mem.pte(last).frame()];
         mem.mark_code(eip);
         mem.mark_code(last);
         self.stats.blocks_decoded += 1;

@@ -113,6 +113,14 @@ impl Pte {
     pub fn shared(self) -> bool {
         self.0 & Self::SHARED != 0
     }
+    /// The frame number of a private anonymous page never touched yet (demand-zero): it
+    /// reads as zeros, and gets a frame when it is first hosted (see `materialize`).
+    const NO_FRAME: u32 = u32::MAX;
+
+    /// Whether the page has a frame (a present page without one is demand-zero).
+    pub fn has_frame(self) -> bool {
+        self.present() && (self.0 >> 32) as u32 != Self::NO_FRAME
+    }
     /// Whether the host window maps the page (see `HOSTED`).
     pub fn hosted(self) -> bool {
         self.0 & Self::HOSTED != 0
@@ -277,7 +285,7 @@ impl AddressSpace {
     /// Guest VA → PA, if mapped.
     pub fn translate(&self, va: u32) -> Option<PhysAddr> {
         let p = self.pte(va);
-        p.present().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
+        p.has_frame().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
     }
 
     /// Host `mmap` and `mprotect` calls made for this address space's window.
@@ -307,7 +315,7 @@ impl AddressSpace {
         while i < end {
             let p = self.pt[i as usize].get();
             let mut j = i + 1;
-            if p.present() && p.host_prot() != 0 {
+            if p.has_frame() && p.host_prot() != 0 {
                 while j < end && self.continues_run(p, i, j, false) {
                     j += 1;
                 }
@@ -316,7 +324,7 @@ impl AddressSpace {
             } else {
                 while j < end {
                     let q = self.pt[j as usize].get();
-                    if q.present() && q.host_prot() != 0 {
+                    if q.has_frame() && q.host_prot() != 0 {
                         break;
                     }
                     j += 1;
@@ -333,7 +341,7 @@ impl AddressSpace {
     /// page `i` with entry `p` (if `lazy`, only pages not hosted yet join).
     fn continues_run(&self, p: Pte, i: u32, j: u32, lazy: bool) -> bool {
         let q = self.pt[j as usize].get();
-        q.present()
+        q.has_frame()
             && q.host_prot() == p.host_prot()
             && i64::from(q.frame().0) - i64::from(p.frame().0) == i64::from(j) - i64::from(i)
             && !(lazy && q.hosted())
@@ -342,7 +350,7 @@ impl AddressSpace {
     fn set_hosted(&self, from: u32, to: u32, hosted: bool) {
         for c in &self.pt[from as usize..to as usize] {
             let p = c.get();
-            let h = hosted && p.present();
+            let h = hosted && p.has_frame();
             c.set(Pte(if h { p.0 | Pte::HOSTED } else { p.0 & !Pte::HOSTED }));
         }
     }
@@ -355,10 +363,14 @@ impl AddressSpace {
         let end = first + n;
         let mut i = first;
         while i < end {
-            let p = self.pt[i as usize].get();
+            let mut p = self.pt[i as usize].get();
             if !p.present() || p.hosted() || p.host_prot() == 0 {
                 i += 1;
                 continue;
+            }
+            if !p.has_frame() {
+                self.materialize(i)?;
+                p = self.pt[i as usize].get();
             }
             let mut lo = i;
             while lo > i.saturating_sub(HOST_IN_REACH) && self.continues_run(p, i, lo - 1, true) {
@@ -373,6 +385,36 @@ impl AddressSpace {
             self.host_map(lo, hi - lo, Some((frame, p.host_prot())))?;
             self.set_hosted(lo, hi, true);
             i = hi;
+        }
+        Ok(())
+    }
+
+    /// Gives frames to the demand-zero page `i` and to the demand-zero pages around it
+    /// with the same protection (up to `ZERO_REACH` either side, within its VMA): a
+    /// stack, heap or bss is touched page after page, and consecutive frames take one
+    /// host mapping.
+    fn materialize(&self, i: u32) -> Result<(), MemError> {
+        const ZERO_REACH: u32 = 8;
+        let p = self.pt[i as usize].get();
+        let (vlo, vhi) =
+            self.vma_at(i << PAGE_SHIFT).map_or((i, i + 1), |v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT));
+        let zero = |j: u32| {
+            let q = self.pt[j as usize].get();
+            q.present() && !q.has_frame() && q.host_prot() == p.host_prot()
+        };
+        let mut lo = i;
+        while lo > vlo.max(i.saturating_sub(ZERO_REACH)) && zero(lo - 1) {
+            lo -= 1;
+        }
+        let mut hi = i + 1;
+        while hi < vhi.min(i + 1 + ZERO_REACH) && zero(hi) {
+            hi += 1;
+        }
+        let frames = self.phys.alloc_zeroed(hi - lo)?;
+        self.phys.uncommit(hi - lo);
+        for (j, f) in (lo..hi).zip(frames) {
+            let q = self.pt[j as usize].get();
+            self.pt[j as usize].set(Pte((q.0 & 0xFFFF_FFFF) | (u64::from(f.0) << 32)));
         }
         Ok(())
     }
@@ -565,10 +607,12 @@ impl AddressSpace {
         let mut any = false;
         for i in first..first + n {
             let p = self.pt[i as usize].take();
-            if p.present() {
+            if p.has_frame() {
                 self.phys.release(p.frame());
-                any = true;
+            } else if p.present() {
+                self.phys.uncommit(1);
             }
+            any |= p.present();
         }
         if any {
             self.map_gen += 1;
@@ -598,7 +642,7 @@ impl AddressSpace {
         let (lo, hi) = (u64::from(from.max(v.start) & !(PAGE_SIZE - 1)), u64::from(to.min(v.end)));
         for va in (lo..hi).step_by(PAGE_SIZE as usize) {
             let p = self.pte(va as u32);
-            if !p.present() {
+            if !p.has_frame() {
                 continue;
             }
             let off = (u64::from(*page) + ((va - u64::from(v.start)) >> PAGE_SHIFT)) << PAGE_SHIFT;
@@ -640,30 +684,20 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
-        // Fresh consecutive frames when there is room (their host mappings merge into
-        // one); else frames freed by earlier processes, one by one: the limit is on
-        // frames in use, not on how many were ever handed out.
-        let frames: Vec<Frame> = match self.phys.alloc_run(n) {
-            Ok(f) => (0..n).map(|i| Frame(f.0 + i)).collect(),
-            Err(_) => {
-                let mut v = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    match self.phys.alloc() {
-                        Ok(f) => v.push(f),
-                        Err(e) => {
-                            for f in v {
-                                self.phys.release(f);
-                            }
-                            return Err(e);
-                        }
-                    }
-                }
-                v
-            }
+        // Private memory is demand-zero: its pages get frames when first touched (a
+        // process touches a few pages of its 8 MiB stack), but count against the limit
+        // from now on (`PhysMem::commit`). Shared memory gets its frames now (a child
+        // forked later must share them).
+        let frames: Vec<Frame> = if shared {
+            self.phys.alloc_zeroed(n)?
+        } else {
+            self.phys.commit(n)?;
+            vec![Frame(Pte::NO_FRAME); n as usize]
         };
         if let Err(e) = self.unhost(first, n) {
-            for f in frames {
-                self.phys.release(f);
+            match shared {
+                true => frames.into_iter().for_each(|f| self.phys.release(f)),
+                false => self.phys.uncommit(n),
             }
             return Err(e);
         }
@@ -816,7 +850,7 @@ impl AddressSpace {
         for i in first..first + n {
             let p = self.pt[i as usize].get();
             let shared = p.shared();
-            let cow = p.cow() || (!shared && self.phys.refcount(p.frame()) > 1);
+            let cow = p.cow() || (!shared && p.has_frame() && self.phys.refcount(p.frame()) > 1);
             // Keep the translated-code protection (the frame still holds that code) and
             // the host mapping (same frame; only its protection changes).
             let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED);
@@ -924,7 +958,13 @@ impl AddressSpace {
             let mut changed = false;
             for i in first as usize..end as usize {
                 let mut p = self.pt[i].get();
-                if !p.present() {
+                if !p.has_frame() {
+                    // Nothing, or demand-zero: each space gets its own frame at its
+                    // first touch (the child's pages are promised too).
+                    if p.present() {
+                        self.phys.commit_anyway(1);
+                        child.pt[i].set(p);
+                    }
                     continue;
                 }
                 self.phys.retain(p.frame());
@@ -1016,7 +1056,7 @@ impl AddressSpace {
     /// mapping (so stores made by translated code trap too).
     pub fn mark_code(&mut self, va: u32) {
         let p = self.pte(va);
-        if p.present() {
+        if p.has_frame() {
             self.phys.set_code(p.frame());
             let _ = self.protect_code_page(va);
         }
@@ -1155,7 +1195,10 @@ impl Drop for AddressSpace {
         for v in self.vmas.values() {
             for p in &self.pt[(v.start >> PAGE_SHIFT) as usize..(v.end >> PAGE_SHIFT) as usize] {
                 let p = p.get();
-                if p.present() {
+                if !p.has_frame() && p.present() {
+                    self.phys.uncommit(1);
+                }
+                if p.has_frame() {
                     self.phys.release(p.frame());
                 }
             }
@@ -1343,6 +1386,27 @@ mod tests {
         assert_eq!(a.map_gen, g + 3, "a page went away");
         a.unmap(0x20000, 0x1000).unwrap();
         assert_eq!(a.map_gen, g + 3, "nothing was there");
+    }
+
+    #[test]
+    fn private_memory_is_demand_zero_but_promised() {
+        // 1024 frames of guest memory.
+        let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        a.map_anon(0x1000_0000, 3 << 20, Prot::RW, false, "").unwrap();
+        assert_eq!(phys.stats().frames_in_use, 0, "no frame before a touch");
+        assert!(a.translate(0x1000_0000).is_none() && a.pte(0x1000_0000).present());
+        assert!(a.map_anon(0x2000_0000, (1 << 20) + 0x1000, Prot::RW, false, "").is_err(), "768 + 257 pages promised");
+        assert_eq!(a.read_u32(0x1000_5000).unwrap(), 0);
+        a.write_u32(0x1000_6000, 5).unwrap();
+        let used = phys.stats().frames_in_use;
+        assert!((1..=17).contains(&used), "frames for the touched pages and a few around them: {used}");
+        let child = a.fork().unwrap();
+        assert_eq!(phys.stats().frames_in_use, used, "fork shares frames and promises the rest");
+        drop(child);
+        a.unmap(0x1000_0000, 3 << 20).unwrap();
+        assert_eq!(phys.stats().frames_in_use, 0);
+        a.map_anon(0x2000_0000, 4 << 20, Prot::RW, false, "").unwrap(); // everything, again
     }
 
     #[test]

@@ -63,6 +63,10 @@ pub struct PhysMem {
     code: Box<[Cell<bool>]>,
     code_epoch: Cell<u64>,
     dirty_code: RefCell<Vec<Frame>>,
+    /// Demand-zero pages in all address spaces: memory promised but not yet given a
+    /// frame. They count against the limit, so that a mapping the machine could not
+    /// back fails when it is made (`ENOMEM`), as eagerly allocated memory did.
+    committed: Cell<u64>,
 }
 
 const GROW_FRAMES: u32 = 4096; // grow the memfd 16 MiB at a time
@@ -108,6 +112,7 @@ impl PhysMem {
             code: (0..max_frames.min(1 << 22)).map(|_| Cell::new(false)).collect(),
             code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
+            committed: Cell::new(0),
         })
     }
 
@@ -183,6 +188,78 @@ impl PhysMem {
             self.copy_frame(Frame(f), src);
         }
         Ok(Frame(f))
+    }
+
+    /// Promises `n` demand-zero pages, if frames in use plus pages already promised
+    /// leave room for them under the limit.
+    pub fn commit(&self, n: u32) -> Result<(), MemError> {
+        let in_use = self.inner.borrow().stats.frames_in_use;
+        if in_use + self.committed.get() + u64::from(n) > u64::from(self.max_frames) {
+            return Err(MemError::OutOfMemory { limit_mib: u64::from(self.max_frames) >> 8 });
+        }
+        self.committed.set(self.committed.get() + u64::from(n));
+        Ok(())
+    }
+
+    /// Promises `n` demand-zero pages whatever the limit (`fork`: the child's copies
+    /// of its parent's untouched pages; a touch beyond the limit then fails as a
+    /// copy-on-write break would).
+    pub fn commit_anyway(&self, n: u32) {
+        self.committed.set(self.committed.get() + u64::from(n));
+    }
+
+    /// Withdraws the promise of `n` demand-zero pages (they got frames, or went away).
+    pub fn uncommit(&self, n: u32) {
+        self.committed.set(self.committed.get().saturating_sub(u64::from(n)));
+    }
+
+    /// Allocates `n` zeroed frames for pages touched for the first time, with
+    /// consecutive numbers if it can (so their host mappings merge): the frames most
+    /// recently freed if they are consecutive (freed runs are pushed in ascending order;
+    /// they are resident, so the host maps them without allocating), else a fresh run,
+    /// else single frames.
+    pub fn alloc_zeroed(&self, n: u32) -> Result<Vec<Frame>, MemError> {
+        let recycled = {
+            let mut inner = self.inner.borrow_mut();
+            let len = inner.free.len();
+            let top = inner.free.get(len.wrapping_sub(n as usize)..).unwrap_or(&[]);
+            let consecutive = n > 0 && top.len() == n as usize && top.windows(2).all(|w| w[1] == w[0] + 1);
+            if consecutive {
+                let run: Vec<Frame> = top.iter().map(|&f| Frame(f)).collect();
+                inner.free.truncate(len - n as usize);
+                for f in &run {
+                    inner.refcount[f.0 as usize] = 1;
+                }
+                Self::count_alloc(&mut inner, n);
+                Some(run)
+            } else {
+                None
+            }
+        };
+        if let Some(run) = recycled {
+            for &f in &run {
+                // SAFETY: a frame just taken from the free list: mapped in the physmap
+                // and referenced by no one else yet.
+                unsafe { std::ptr::write_bytes(self.frame_ptr(f), 0, PAGE_SIZE as usize) };
+            }
+            return Ok(run);
+        }
+        if n > 1
+            && let Ok(f) = self.alloc_run(n)
+        {
+            return Ok((0..n).map(|i| Frame(f.0 + i)).collect());
+        }
+        let mut v = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            match self.alloc() {
+                Ok(f) => v.push(f),
+                Err(e) => {
+                    v.into_iter().for_each(|f| self.release(f));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(v)
     }
 
     /// Allocates `n` zeroed frames with consecutive numbers (so their host mappings merge).

@@ -685,7 +685,7 @@ fn memory(q: &Process) -> (u64, u64) {
     let mut rss = 0u64;
     for v in q.aspace.vmas() {
         size += u64::from(v.end - v.start);
-        rss += (v.start..v.end).step_by(PAGE_SIZE as usize).filter(|&a| q.aspace.pte(a).present()).count() as u64;
+        rss += (v.start..v.end).step_by(PAGE_SIZE as usize).filter(|&a| q.aspace.pte(a).has_frame()).count() as u64;
     }
     (size, rss)
 }
