@@ -95,6 +95,8 @@ enum Class {
 struct Decoded {
     ins: Instruction,
     class: Class,
+    /// The pre-decoded form of a common integer instruction (see `fast`).
+    fast: Fast,
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
@@ -156,6 +158,9 @@ pub struct Interp {
     /// Counters.
     pub stats: InterpStats,
 }
+
+mod fast;
+use fast::Fast;
 
 type Res<T> = Result<T, Exit>;
 
@@ -575,7 +580,8 @@ impl Interp {
                 || self.info.info(&ins).used_memory().iter().any(|m| {
                     !matches!(m.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None)
                 });
-            instrs.push(Decoded { ins, class, writes });
+            let fast = if class == Class::Int { fast::form(&ins) } else { Fast::Slow };
+            instrs.push(Decoded { ins, class, fast, writes });
             if end {
                 break;
             }
@@ -655,7 +661,10 @@ impl Interp {
     /// leaves to the interpreter). On `Ok`, the caller sets EIP.
     fn exec(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, d: &Decoded, delta: u32) -> Res<Flow> {
         match d.class {
-            Class::Int => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
+            Class::Int => match d.fast {
+                Fast::Slow => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
+                f => fast::exec(cpu, mem, f, &d.ins, delta),
+            },
             Class::Fpu | Class::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
             Class::Invalid => Err(invalid(mem, &d.ins, delta)),
         }
@@ -664,7 +673,7 @@ impl Interp {
     /// Executes a single decoded instruction at `cpu.eip` (used by tests and the
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
-        let d = Decoded { ins: *ins, class: classify(ins), writes: true };
+        let d = Decoded { ins: *ins, class: classify(ins), fast: Fast::Slow, writes: true };
         let r = self.exec(cpu, mem, &d, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;

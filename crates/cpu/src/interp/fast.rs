@@ -1,0 +1,385 @@
+//! Pre-decoded forms of the instructions the interpreter meets most (32-bit `mov`,
+//! `push`, `pop`, `lea`, the ALU group, `jcc`, `jmp`, `call`, `ret`: about nine in ten
+//! of the instructions interpreted while a dynamically linked program starts).
+//!
+//! A block's instructions are decoded once and run many times (up to the translation
+//! threshold), so what can be worked out from the instruction alone is worked out at
+//! decode: which register, which immediate, the parts of the address. Running one is a
+//! `match` on a small enum instead of a walk through iced-x86's operand accessors. The
+//! semantics are those of `exec_int` (the same ALU and flag helpers, the same order of
+//! memory accesses, so faults are as precise); anything else stays `Fast::Slow`.
+
+use iced_x86::{ConditionCode, Instruction, Mnemonic as M, OpKind, Register};
+use morph_mem::AddressSpace;
+
+use super::{Flow, Res, alu_op, cond, page_fault, set_arith};
+use crate::state::{Cpu, reg, seg};
+
+/// "No register" in a [`Mem`].
+const NONE: u8 = 8;
+
+/// A 32-bit memory operand with 32-bit addressing.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mem {
+    base: u8,
+    index: u8,
+    scale: u8,
+    /// 0: no segment base; else `seg::FS` or `seg::GS` + 1.
+    seg: u8,
+    disp: u32,
+}
+
+impl Mem {
+    /// The offset (no segment base), as `lea` computes it.
+    #[inline]
+    fn offset(self, cpu: &Cpu) -> u32 {
+        let mut a = self.disp;
+        if self.base != NONE {
+            a = a.wrapping_add(cpu.gpr[self.base as usize]);
+        }
+        if self.index != NONE {
+            a = a.wrapping_add(cpu.gpr[self.index as usize].wrapping_mul(u32::from(self.scale)));
+        }
+        a
+    }
+
+    /// The linear address.
+    #[inline]
+    fn linear(self, cpu: &Cpu) -> u32 {
+        let a = self.offset(cpu);
+        if self.seg == 0 { a } else { a.wrapping_add(cpu.seg_base[(self.seg - 1) as usize]) }
+    }
+}
+
+/// Where a 32-bit operand lives.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Loc {
+    Reg(u8),
+    Imm(u32),
+    Mem(Mem),
+}
+
+/// An instruction in pre-decoded form.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Fast {
+    /// Run by `exec_int` (or the x87 path).
+    Slow,
+    Mov(Loc, Loc),
+    /// `add`, `sub`, `and`, `or`, `xor`, `cmp`, `test` (the last two store nothing).
+    Alu(M, Loc, Loc),
+    Push(Loc),
+    Pop(u8),
+    Lea(u8, Mem),
+    /// Relative targets as decoded (the block's delta is added when run).
+    Jcc(ConditionCode, u32),
+    Jmp(u32),
+    Call(u32),
+    Ret,
+}
+
+fn gpr32(r: Register) -> Option<u8> {
+    let i = (r as u32).wrapping_sub(Register::EAX as u32);
+    (i < 8).then_some(i as u8)
+}
+
+fn mem_operand(ins: &Instruction) -> Option<Mem> {
+    if ins.memory_size().size() != 4 {
+        return None;
+    }
+    let reg_or_none = |r: Register| if r == Register::None { Some(NONE) } else { gpr32(r) };
+    let seg = match ins.memory_segment() {
+        Register::FS => seg::FS as u8 + 1,
+        Register::GS => seg::GS as u8 + 1,
+        _ => 0,
+    };
+    Some(Mem {
+        base: reg_or_none(ins.memory_base())?,
+        index: reg_or_none(ins.memory_index())?,
+        scale: ins.memory_index_scale() as u8,
+        seg,
+        disp: ins.memory_displacement32(),
+    })
+}
+
+fn loc(ins: &Instruction, i: u32) -> Option<Loc> {
+    match ins.op_kind(i) {
+        OpKind::Register => gpr32(ins.op_register(i)).map(Loc::Reg),
+        OpKind::Memory => mem_operand(ins).map(Loc::Mem),
+        OpKind::Immediate32 | OpKind::Immediate8to32 => Some(Loc::Imm(ins.immediate(i) as u32)),
+        _ => None,
+    }
+}
+
+/// The pre-decoded form of `ins` (an integer instruction), or `Fast::Slow`.
+pub(super) fn form(ins: &Instruction) -> Fast {
+    let two = || Some((loc(ins, 0)?, loc(ins, 1)?));
+    let f = match ins.mnemonic() {
+        M::Mov if ins.op_count() == 2 => two().map(|(d, s)| Fast::Mov(d, s)),
+        m @ (M::Add | M::Sub | M::And | M::Or | M::Xor | M::Cmp | M::Test) if ins.op_count() == 2 => {
+            two().map(|(d, s)| Fast::Alu(m, d, s))
+        }
+        M::Push if ins.op_count() == 1 && ins.stack_pointer_increment() == -4 => match loc(ins, 0) {
+            Some(l @ (Loc::Reg(_) | Loc::Imm(_))) => Some(Fast::Push(l)),
+            _ => None,
+        },
+        // `pop esp` stores the popped value over the incremented ESP: left to exec_int.
+        M::Pop if ins.op_count() == 1 && ins.stack_pointer_increment() == 4 => match loc(ins, 0) {
+            Some(Loc::Reg(r)) if r as usize != reg::ESP => Some(Fast::Pop(r)),
+            _ => None,
+        },
+        M::Lea => match (loc(ins, 0), mem_operand_any(ins)) {
+            (Some(Loc::Reg(r)), Some(m)) => Some(Fast::Lea(r, m)),
+            _ => None,
+        },
+        _ if ins.is_jcc_short_or_near() && ins.op_kind(0) == OpKind::NearBranch32 => {
+            Some(Fast::Jcc(ins.condition_code(), ins.near_branch32()))
+        }
+        M::Jmp if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Jmp(ins.near_branch32())),
+        M::Call if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Call(ins.near_branch32())),
+        M::Ret if ins.op_count() == 0 && ins.stack_pointer_increment() == 4 => Some(Fast::Ret),
+        _ => None,
+    };
+    f.unwrap_or(Fast::Slow)
+}
+
+/// `lea`'s operand: any size of memory access (it is not accessed), 32-bit addressing.
+fn mem_operand_any(ins: &Instruction) -> Option<Mem> {
+    if ins.op_kind(1) != OpKind::Memory {
+        return None;
+    }
+    let reg_or_none = |r: Register| if r == Register::None { Some(NONE) } else { gpr32(r) };
+    Some(Mem {
+        base: reg_or_none(ins.memory_base())?,
+        index: reg_or_none(ins.memory_index())?,
+        scale: ins.memory_index_scale() as u8,
+        seg: 0,
+        disp: ins.memory_displacement32(),
+    })
+}
+
+#[inline]
+fn read(cpu: &Cpu, mem: &AddressSpace, l: Loc, ip: u32) -> Res<u32> {
+    match l {
+        Loc::Reg(r) => Ok(cpu.gpr[r as usize]),
+        Loc::Imm(v) => Ok(v),
+        Loc::Mem(m) => mem.read_u32(m.linear(cpu)).map_err(page_fault(ip)),
+    }
+}
+
+#[inline]
+fn write(cpu: &mut Cpu, mem: &mut AddressSpace, l: Loc, v: u32, ip: u32) -> Res<()> {
+    match l {
+        Loc::Reg(r) => {
+            cpu.gpr[r as usize] = v;
+            Ok(())
+        }
+        Loc::Mem(m) => mem.write_u32(m.linear(cpu), v).map_err(page_fault(ip)),
+        Loc::Imm(_) => unreachable!("an immediate destination is never pre-decoded"),
+    }
+}
+
+/// Runs `f`, the pre-decoded form of `ins`, decoded `delta` bytes from where it runs.
+#[inline]
+pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruction, delta: u32) -> Res<Flow> {
+    let ip = ins.ip32().wrapping_add(delta);
+    match f {
+        Fast::Slow => unreachable!("slow forms go to exec_int"),
+        Fast::Mov(d, s) => {
+            let v = read(cpu, mem, s, ip)?;
+            write(cpu, mem, d, v, ip)?;
+        }
+        Fast::Alu(m, d, s) => {
+            let a = read(cpu, mem, d, ip)?;
+            let b = read(cpu, mem, s, ip)?;
+            let (r, fl) = alu_op(m, a, b, 32, cpu.eflags);
+            if m != M::Cmp && m != M::Test {
+                write(cpu, mem, d, r, ip)?;
+            }
+            set_arith(cpu, fl);
+        }
+        Fast::Push(l) => {
+            let v = read(cpu, mem, l, ip)?;
+            let sp = cpu.gpr[reg::ESP].wrapping_sub(4);
+            mem.write_u32(sp, v).map_err(page_fault(ip))?;
+            cpu.gpr[reg::ESP] = sp;
+        }
+        Fast::Pop(r) => {
+            let sp = cpu.gpr[reg::ESP];
+            let v = mem.read_u32(sp).map_err(page_fault(ip))?;
+            cpu.gpr[reg::ESP] = sp.wrapping_add(4);
+            cpu.gpr[r as usize] = v;
+        }
+        Fast::Lea(r, m) => cpu.gpr[r as usize] = m.offset(cpu),
+        Fast::Jcc(cc, t) => {
+            return Ok(if cond(cpu.eflags, cc) { Flow::Jump(t.wrapping_add(delta)) } else { Flow::Next });
+        }
+        Fast::Jmp(t) => return Ok(Flow::Jump(t.wrapping_add(delta))),
+        Fast::Call(t) => {
+            let sp = cpu.gpr[reg::ESP].wrapping_sub(4);
+            mem.write_u32(sp, ins.next_ip32().wrapping_add(delta)).map_err(page_fault(ip))?;
+            cpu.gpr[reg::ESP] = sp;
+            return Ok(Flow::Jump(t.wrapping_add(delta)));
+        }
+        Fast::Ret => {
+            let sp = cpu.gpr[reg::ESP];
+            let t = mem.read_u32(sp).map_err(page_fault(ip))?;
+            cpu.gpr[reg::ESP] = sp.wrapping_add(4);
+            return Ok(Flow::Jump(t));
+        }
+    }
+    Ok(Flow::Next)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use iced_x86::code_asm::*;
+    use iced_x86::{Decoder, DecoderOptions};
+    use morph_mem::{PhysMem, Prot};
+
+    use super::super::{Ctx, exec_int};
+    use super::*;
+
+    const CODE: u32 = 0x0804_8000;
+    const DATA: u32 = 0x1000_0000;
+
+    fn space() -> AddressSpace {
+        let mut m = AddressSpace::new(Rc::new(PhysMem::new(16 << 20).unwrap())).unwrap();
+        m.map_anon(DATA, 0x2000, Prot::RW, false, "").unwrap();
+        for i in 0..0x800u32 {
+            m.write_u32(DATA + 4 * i, i.wrapping_mul(0x9e37_79b9)).unwrap();
+        }
+        m
+    }
+
+    /// Every pre-decoded form, run from many register and flag states (registers that
+    /// address memory point into DATA; one state faults), leaves exactly what
+    /// `exec_int` leaves: registers, flags, the flow, memory, and the fault.
+    #[test]
+    fn pre_decoded_forms_match_exec_int() {
+        type Form = Box<dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>>;
+        let forms: Vec<Form> = vec![
+            Box::new(|a| a.mov(eax, ecx)),
+            Box::new(|a| a.mov(edx, 0x1234_5678u32)),
+            Box::new(|a| a.mov(esi, dword_ptr(ebx + ecx * 4 + 8))),
+            Box::new(|a| a.mov(dword_ptr(ebx + 0x10), edi)),
+            Box::new(|a| a.mov(dword_ptr(ebx), 7u32)),
+            Box::new(|a| a.mov(eax, dword_ptr(0x1000_0040u32))),
+            Box::new(|a| a.add(eax, ecx)),
+            Box::new(|a| a.sub(edx, 5)),
+            Box::new(|a| a.and(esi, dword_ptr(ebx + 4))),
+            Box::new(|a| a.or(dword_ptr(ebx + 12), ecx)),
+            Box::new(|a| a.xor(edi, edi)),
+            Box::new(|a| a.cmp(eax, -1)),
+            Box::new(|a| a.cmp(dword_ptr(ebx), edx)),
+            Box::new(|a| a.test(ecx, ecx)),
+            Box::new(|a| a.test(dword_ptr(ebx + 8), 0x8000_0001u32)),
+            Box::new(|a| a.sub(dword_ptr(ebx + ecx * 4), 3)),
+            Box::new(|a| a.push(eax)),
+            Box::new(|a| a.push(esp)),
+            Box::new(|a| a.push(-2)),
+            Box::new(|a| a.pop(ebp)),
+            Box::new(|a| a.lea(eax, ptr(ebx + ecx * 8 - 4))),
+            Box::new(|a| a.lea(ecx, ptr(0x100))),
+            Box::new(|a| a.ret()),
+        ];
+        let states: Vec<[u32; 8]> = (0..24u32)
+            .map(|s| {
+                let r = |k: u32| (s.wrapping_mul(0x9e37_79b9) ^ k.wrapping_mul(0x85eb_ca6b)).rotate_left(s % 32);
+                // ebx and esp address DATA; ecx indexes it (small); the last state has
+                // ebx unmapped, so memory forms fault.
+                let base = if s == 23 { 0x3000_0000 } else { DATA + 0x100 };
+                [r(1), r(2) & 0xff, r(3), base, DATA + 0x800, r(6), r(7), r(8)]
+            })
+            .collect();
+        let mut checked = 0;
+        for f in &forms {
+            let mut a = CodeAssembler::new(32).unwrap();
+            f(&mut a).unwrap();
+            let bytes = a.assemble(u64::from(CODE)).unwrap();
+            let ins = Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE).decode();
+            let fast = form(&ins);
+            assert!(!matches!(fast, Fast::Slow), "{ins} is not pre-decoded");
+            for (k, gpr) in states.iter().enumerate() {
+                for delta in [0, 0x1000] {
+                    let run = |fast_path: bool| {
+                        let mut cpu = Cpu::new();
+                        cpu.gpr = *gpr;
+                        cpu.eflags = 0x202 | (k as u32 * 0x8d5) & 0x8d5;
+                        let mut mem = space();
+                        let r = if fast_path {
+                            exec(&mut cpu, &mut mem, fast, &ins, delta)
+                        } else {
+                            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins: &ins, delta })
+                        };
+                        let flow = r.map(|f| match f {
+                            Flow::Next => None,
+                            Flow::Jump(t) => Some(t),
+                        });
+                        let mut bytes = vec![0u8; 0x2000];
+                        mem.read_bytes(DATA, &mut bytes).unwrap();
+                        (format!("{flow:?}"), cpu.gpr, cpu.eflags, bytes)
+                    };
+                    assert_eq!(run(true), run(false), "{ins} in state {k}, delta {delta:#x}");
+                    checked += 1;
+                }
+            }
+        }
+        // The branches: taken and not, at two deltas.
+        for cc in 0..16u8 {
+            let bytes = [0x0f, 0x80 + cc, 0x10, 0, 0, 0];
+            let ins = Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE).decode();
+            for (name, bytes) in
+                [("jcc", &bytes[..]), ("jmp", &[0xe9, 0x10, 0, 0, 0][..]), ("call", &[0xe8, 0x10, 0, 0, 0])]
+            {
+                let ins = if name == "jcc" {
+                    ins
+                } else {
+                    Decoder::with_ip(32, bytes, u64::from(CODE), DecoderOptions::NONE).decode()
+                };
+                let fast = form(&ins);
+                assert!(!matches!(fast, Fast::Slow), "{ins}");
+                for flags in [0x202u32, 0x202 | 0x8d5, 0x202 | 0x41, 0x202 | 0x880] {
+                    for delta in [0, 0x1000] {
+                        let run = |fast_path: bool| {
+                            let mut cpu = Cpu::new();
+                            cpu.gpr[reg::ESP] = DATA + 0x800;
+                            cpu.eflags = flags;
+                            let mut mem = space();
+                            let r = if fast_path {
+                                exec(&mut cpu, &mut mem, fast, &ins, delta)
+                            } else {
+                                exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins: &ins, delta })
+                            };
+                            let flow = r.map(|f| match f {
+                                Flow::Next => None,
+                                Flow::Jump(t) => Some(t),
+                            });
+                            (format!("{flow:?}"), cpu.gpr, mem.read_u32(DATA + 0x7fc).unwrap())
+                        };
+                        assert_eq!(run(true), run(false), "{ins} flags {flags:#x} delta {delta:#x}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000);
+    }
+
+    #[test]
+    fn other_forms_stay_slow() {
+        let mut a = CodeAssembler::new(32).unwrap();
+        a.mov(al, cl).unwrap(); // 8-bit
+        a.mov(ax, word_ptr(ebx)).unwrap(); // 16-bit
+        a.pop(esp).unwrap(); // stores over the incremented ESP
+        a.push(dword_ptr(ebx)).unwrap(); // memory source: exec_int
+        a.ret_1(8).unwrap(); // ret imm16
+        a.adc(eax, ecx).unwrap(); // not in the group
+        let bytes = a.assemble(u64::from(CODE)).unwrap();
+        let mut d = Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE);
+        for ins in d.iter() {
+            assert!(matches!(form(&ins), Fast::Slow), "{ins}");
+        }
+    }
+}
