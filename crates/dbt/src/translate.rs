@@ -115,6 +115,22 @@ fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Ve
     a.assemble(0).ok()
 }
 
+/// Host code that depends only on `key` (a sequence kind and its parameter), assembled
+/// once by `make`: stack pushes and pops, returns, `leave` and segment loads recur in
+/// almost every block, and iced's assembler (plus `fix32`'s re-encoding) costs far more
+/// than copying the bytes.
+fn cached(key: (u8, i32), make: impl FnOnce() -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    thread_local! {
+        static SEQS: std::cell::RefCell<rustc_hash::FxHashMap<(u8, i32), Vec<u8>>> = Default::default();
+    }
+    if let Some(b) = SEQS.with(|s| s.borrow().get(&key).cloned()) {
+        return Some(b);
+    }
+    let b = make()?;
+    SEQS.with(|s| s.borrow_mut().insert(key, b.clone()));
+    Some(b)
+}
+
 impl Emitter {
     fn bytes(&mut self, b: &[u8]) {
         self.code.extend_from_slice(b);
@@ -325,9 +341,11 @@ fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruction) -> Op
         }
         let b = e.encode(&l)?;
         e.bytes(&b);
-        let b = asm(|a| {
-            a.mov(r8d, dword_ptr(r15 + seg_off))?;
-            a.lea(r13d, dword_ptr(r13 + r8))
+        let b = cached((4, seg_off), || {
+            asm(|a| {
+                a.mov(r8d, dword_ptr(r15 + seg_off))?;
+                a.lea(r13d, dword_ptr(r13 + r8))
+            })
         })?;
         e.bytes(&b);
         set_mem(h, Register::R13D, Register::None, 1, 0);
@@ -409,11 +427,14 @@ fn load_operand(e: &mut Emitter, ins: &Instruction, to: Register) -> Option<()> 
 
 /// Pushes the 32-bit host register `r`: the store first (it may fault), then ESP.
 fn push_reg(e: &mut Emitter, r: AsmRegister32) -> Option<()> {
-    let b = asm(|a| {
-        a.mov(dword_ptr(r12 - 4).gs(), r)?;
-        a.lea(r12d, dword_ptr(r12 - 4))
+    let b = cached((0, Register::from(r) as i32), || {
+        asm(|a| {
+            a.mov(dword_ptr(r12 - 4).gs(), r)?;
+            a.lea(r12d, dword_ptr(r12 - 4))
+        })
+        .map(fix32)
     })?;
-    e.bytes(&fix32(b));
+    e.bytes(&b);
     Some(())
 }
 
@@ -572,10 +593,13 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 }
                 M::Ret => {
                     let extra = if ins.op_count() == 1 { i32::from(ins.immediate16()) } else { 0 };
-                    let b = fix32(asm(|a| {
-                        a.mov(r13d, dword_ptr(r12).gs())?;
-                        a.lea(r12d, dword_ptr(r12 + 4 + extra))
-                    })?);
+                    let b = cached((2, extra), || {
+                        asm(|a| {
+                            a.mov(r13d, dword_ptr(r12).gs())?;
+                            a.lea(r12d, dword_ptr(r12 + 4 + extra))
+                        })
+                        .map(fix32)
+                    })?;
                     e.bytes(&b);
                     e.exit_indirect(done);
                     ended = true;
@@ -608,21 +632,27 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                         && ins.op0_register() != Register::ESP =>
                 {
                     let r = runtime::host_gpr(gpr_index(ins.op0_register()));
-                    let b = fix32(asm(|a| {
-                        a.mov(r, dword_ptr(r12).gs())?;
-                        a.lea(r12d, dword_ptr(r12 + 4))
-                    })?);
+                    let b = cached((1, Register::from(r) as i32), || {
+                        asm(|a| {
+                            a.mov(r, dword_ptr(r12).gs())?;
+                            a.lea(r12d, dword_ptr(r12 + 4))
+                        })
+                        .map(fix32)
+                    })?;
                     e.bytes(&b);
                     true
                 }
                 M::Leave if ins.code() == Code::Leaved => {
                     // Load first (it may fault), then update ESP and EBP.
-                    let b = asm(|a| {
-                        a.mov(r13d, dword_ptr(rbp).gs())?;
-                        a.lea(r12d, dword_ptr(rbp + 4))?;
-                        a.mov(ebp, r13d)
+                    let b = cached((3, 0), || {
+                        asm(|a| {
+                            a.mov(r13d, dword_ptr(rbp).gs())?;
+                            a.lea(r12d, dword_ptr(rbp + 4))?;
+                            a.mov(ebp, r13d)
+                        })
+                        .map(fix32)
                     })?;
-                    e.bytes(&fix32(b));
+                    e.bytes(&b);
                     true
                 }
                 M::Int if ins.immediate8() == 0x80 => {
