@@ -424,11 +424,11 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
         }
     }
     let pb = progress((cells.len() as u64) * u64::from(c.runs), c.quiet);
-    let mut rows = Vec::new();
-    let mut summaries = Vec::new();
-    for (key, aslr) in &cells {
-        let mut cell_rows = Vec::new();
-        for i in 0..c.runs {
+    // Round after round, every cell once per round: a slow spell of a shared host
+    // then spreads over all cells instead of inflating the ones that ran during it.
+    let mut per_cell: Vec<Vec<_>> = cells.iter().map(|_| Vec::new()).collect();
+    for i in 0..c.runs {
+        for ((key, aslr), cell_rows) in cells.iter().zip(&mut per_cell) {
             pb.set_message(format!("{key} aslr={aslr} run {}", i + 1));
             let cell = Cell {
                 key,
@@ -438,13 +438,12 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
                 seed: c.seed + u64::from(i),
             };
             let nat = (key == "native").then_some(native.as_deref()).flatten();
-            let row = run_one(&root, &c.kernel, &cell, nat)?;
-            cell_rows.push(row);
+            cell_rows.push(run_one(&root, &c.kernel, &cell, nat)?);
             pb.inc(1);
         }
-        summaries.push(summarize(&cell_rows));
-        rows.extend(cell_rows);
     }
+    let summaries: Vec<_> = per_cell.iter().map(|r| summarize(r)).collect();
+    let rows: Vec<_> = per_cell.into_iter().flatten().collect();
     pb.finish_and_clear();
     print_seed_table(&summaries, &a);
     print_sensitivity(&rows, &a.keys);
