@@ -304,8 +304,8 @@ impl AddressSpace {
     // maps it to its frame with `host_prot`, and inaccessible otherwise. Changing a
     // mapping only drops the window's pages that were hosted; a page is hosted at its
     // first access (`host_in`): by the interpreter's and the OS layer's checked accesses
-    // (`check_read`, `prepare_write`), or, for translated code, through the host fault
-    // that sends the instruction to the interpreter.
+    // (`check_read`, `prepare_write`), or, for translated code, in the host fault
+    // handler (`host_in_at`). A demand-zero page gets its frame there too.
 
     /// Maps pages `[first, first+n)` in the host window now, as the page table says,
     /// merging runs of consecutive frames with equal protection into one mmap.
