@@ -173,8 +173,18 @@ impl Key {
     }
 }
 
+/// No slot (an unset prediction).
+const NO_SLOT: u32 = u32::MAX;
+
+/// Asks the host to bring `v` into its cache (a hint: no effect on the program).
+#[inline]
+fn prefetch<T>(v: &T) {
+    // SAFETY: prefetching is a hint about an address we hold a reference to; it reads
+    // nothing and cannot fault.
+    unsafe { std::arch::x86_64::_mm_prefetch((v as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
+}
+
 /// What the engine knows of a key.
-#[derive(Default)]
 struct Slot {
     /// Its live translation.
     live: Option<Live>,
@@ -183,6 +193,15 @@ struct Slot {
     /// The interpreter's decoded block, while the key is interpreted (saves a lookup in
     /// the interpreter's own cache per interpreted block).
     block: Option<CachedBlock>,
+    /// The key dispatched after this one last time, and its slot (`NO_SLOT`: none).
+    succ_key: Key,
+    succ: u32,
+}
+
+impl Default for Slot {
+    fn default() -> Slot {
+        Slot { live: None, count: 0, block: None, succ_key: Key(0), succ: NO_SLOT }
+    }
 }
 
 impl Slot {
@@ -254,9 +273,13 @@ pub struct Engine {
     jc_miss_off: usize,
     trans: Vec<Translation>,
     /// Per key: its live translation, with what a dispatch needs of it (so a hit does not
-    /// touch `trans`, whose entries are cold by the time the guest comes back), and its
-    /// profile count, in one map so that a dispatch probes one table.
-    keys: HashMap<Key, Slot>,
+    /// touch `trans`, whose entries are cold by the time the guest comes back), its
+    /// profile count and its decoded block, in one slot, found through `index`. Slots
+    /// never move, so that each can name the slot dispatched after it last time.
+    slots: Vec<Slot>,
+    index: HashMap<Key, u32>,
+    /// The slot of the latest dispatch (`NO_SLOT` at first).
+    prev_slot: u32,
     /// The live translations made from each frame.
     by_frame: HashMap<Frame, Vec<FrameEntry>>,
     seen_pa: HashSet<u64>,
@@ -302,7 +325,9 @@ impl Engine {
             exit_nosave_off: 0,
             jc_miss_off: 0,
             trans: Vec::new(),
-            keys: HashMap::default(),
+            slots: Vec::new(),
+            index: HashMap::default(),
+            prev_slot: NO_SLOT,
             by_frame: HashMap::default(),
             seen_pa: HashSet::default(),
             untranslatable: HashSet::default(),
@@ -418,12 +443,20 @@ impl Engine {
         if self.cfg.key != KeyPolicy::Process {
             return;
         }
-        let dead: Vec<u32> =
-            self.keys.iter().filter(|(k, _)| k.ctx() == ctx).filter_map(|(_, s)| s.live.map(|l| l.id)).collect();
+        let dead: Vec<u32> = self
+            .index
+            .iter()
+            .filter(|(k, _)| k.ctx() == ctx)
+            .filter_map(|(_, &i)| self.slots[i as usize].live.map(|l| l.id))
+            .collect();
         for t in dead {
             self.kill(t);
         }
-        self.keys.retain(|k, _| k.ctx() != ctx);
+        // The process's keys are never dispatched again: their slots stay (unreachable),
+        // and no prediction may lead to one.
+        self.index.retain(|k, _| k.ctx() != ctx);
+        self.slots.iter_mut().for_each(|s| s.succ = NO_SLOT);
+        self.prev_slot = NO_SLOT;
     }
 
     /// Marks translation `t` dead and drops it from its frame's list.
@@ -440,7 +473,8 @@ impl Engine {
         if self.trans[t as usize].alive {
             self.retire(t);
             let key = self.trans[t as usize].key;
-            if let Some(s) = self.keys.get_mut(&key)
+            if let Some(&i) = self.index.get(&key)
+                && let Some(s) = self.slots.get_mut(i as usize)
                 && s.live.is_some_and(|l| l.id == t)
             {
                 s.live = None;
@@ -470,10 +504,40 @@ impl Engine {
         }
     }
 
+    /// The slot of `key`, made if it has none.
+    fn slot_of(&mut self, key: Key) -> u32 {
+        let slots = &mut self.slots;
+        *self.index.entry(key).or_insert_with(|| {
+            slots.push(Slot::default());
+            (slots.len() - 1) as u32
+        })
+    }
+
+    /// The slot of `key` for a dispatch: the one the previous dispatch's slot predicts
+    /// if the prediction names `key` (no hash probe), else through `index`. Updates the
+    /// prediction, and prefetches the slot this one predicts: by the time the block has
+    /// run, the next dispatch's slot is in the host cache (the slots of ten thousand
+    /// blocks, each dispatched again long after, are otherwise a cache miss apiece).
+    fn dispatch_slot(&mut self, key: Key) -> u32 {
+        let prev = self.prev_slot as usize;
+        let i = match self.slots.get(prev) {
+            Some(p) if p.succ != NO_SLOT && p.succ_key == key => p.succ,
+            _ => self.slot_of(key),
+        };
+        if let Some(p) = self.slots.get_mut(prev) {
+            (p.succ_key, p.succ) = (key, i);
+        }
+        self.prev_slot = i;
+        if let Some(next) = self.slots.get(self.slots[i as usize].succ as usize) {
+            prefetch(next);
+        }
+        i
+    }
+
     /// The live translation of `key` made from `frame` (every translation in `keys` is
     /// alive: a dead one leaves it).
     fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
-        self.keys.get(&key).and_then(|s| s.live_from(frame))
+        self.index.get(&key).and_then(|&i| self.slots[i as usize].live_from(frame))
     }
 
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
@@ -498,7 +562,8 @@ impl Engine {
                 let frame = pa.frame();
                 let key = Key::new(self.cfg.key, eip, frame, ctx);
                 self.stats.lookups += 1;
-                let slot = self.keys.entry(key).or_default();
+                let i = self.dispatch_slot(key);
+                let slot = &mut self.slots[i as usize];
                 match slot.live_from(frame) {
                     Some(l) => {
                         self.stats.hits += 1;
@@ -618,7 +683,8 @@ impl Engine {
         });
         let body = NonZeroU32::new((start + tr.body) as u32).expect("the runtime precedes every translation");
         let live = Live { id, frame, body, owner: ctx };
-        let slot = self.keys.entry(key).or_default();
+        let i = self.slot_of(key);
+        let slot = &mut self.slots[i as usize];
         slot.block = None; // translated: its decoded block is not needed any more
         if let Some(old) = slot.live.replace(live) {
             // Made from another frame (`virtual`, `process`): no jump cache holds it
@@ -643,7 +709,7 @@ impl Engine {
         self.flush_jump_cache();
         self.code.clear();
         self.trans.clear();
-        self.keys.values_mut().for_each(|s| s.live = None);
+        self.slots.iter_mut().for_each(|s| s.live = None);
         self.by_frame.clear();
         self.fault_map.points.clear();
         self.stats.flushes += 1;
