@@ -103,6 +103,15 @@ struct RunArgs {
     /// Write statistics as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// Start the guest with an empty environment instead of the host's (the guest's
+    /// stack, and so its counts, depend on its environment, even on `_`, which the
+    /// shell sets to the path of the morph binary).
+    #[arg(long)]
+    clear_env: bool,
+    /// Set NAME=VALUE in the guest's environment (repeatable; after --clear-env, the
+    /// guest gets only these).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    env: Vec<String>,
     /// Trace system calls to stderr.
     #[arg(long)]
     strace: bool,
@@ -217,14 +226,25 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let mut machine = Machine::new(cfg)?;
     let path = find_program(&root, &a.program[0], &cwd);
     let argv: Vec<Vec<u8>> = a.program.iter().map(|s| s.as_bytes().to_vec()).collect();
-    let envp: Vec<Vec<u8>> = std::env::vars_os()
-        .map(|(k, v)| {
-            let mut e = k.into_encoded_bytes();
-            e.push(b'=');
-            e.extend_from_slice(v.as_encoded_bytes());
-            e
-        })
-        .collect();
+    let mut envp: Vec<Vec<u8>> = if a.clear_env {
+        Vec::new()
+    } else {
+        std::env::vars_os()
+            .map(|(k, v)| {
+                let mut e = k.into_encoded_bytes();
+                e.push(b'=');
+                e.extend_from_slice(v.as_encoded_bytes());
+                e
+            })
+            .collect()
+    };
+    for kv in &a.env {
+        let Some((name, _)) = kv.split_once('=') else {
+            anyhow::bail!("--env {kv}: expected NAME=VALUE");
+        };
+        envp.retain(|e| !e.starts_with(format!("{name}=").as_bytes()));
+        envp.push(kv.as_bytes().to_vec());
+    }
     machine.spawn(&path, &argv, &envp, &cwd)?;
     let t0 = std::time::Instant::now();
     let status = machine.run()?;

@@ -306,3 +306,15 @@ fn who_runs_first_after_fork_follows_the_kernel() {
         }
     }
 }
+
+/// `--clear-env` and `--env` give the guest exactly the environment asked for (its
+/// stack, and so every count, depends on it), and a malformed `--env` is a clear error.
+#[test]
+fn the_guest_environment_can_be_fixed() {
+    let r = guest(&["--clear-env", "--env", "A=1", "--env", "B=x=y", "--env", "A=2"], "env", &[]);
+    no_panic(&r);
+    assert_eq!((r.stdout.as_str(), r.status), ("B=x=y\nA=2\n", 0), "{r:?}");
+    let r = guest(&["--env", "NOEQUALS"], "env", &[]);
+    assert_eq!(r.status, 125, "{r:?}");
+    assert!(r.stderr.contains("--env NOEQUALS: expected NAME=VALUE"), "{r:?}");
+}
