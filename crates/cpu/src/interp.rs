@@ -96,7 +96,7 @@ struct Decoded {
     ins: Instruction,
     class: Class,
     /// The pre-decoded form of a common integer instruction (see `fast`).
-    fast: Fast,
+    fast: Option<Fast>,
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
@@ -580,7 +580,7 @@ impl Interp {
                 || self.info.info(&ins).used_memory().iter().any(|m| {
                     !matches!(m.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None)
                 });
-            let fast = if class == Class::Int { fast::form(&ins) } else { Fast::Slow };
+            let fast = if class == Class::Int { fast::form(&ins) } else { None };
             instrs.push(Decoded { ins, class, fast, writes });
             if end {
                 break;
@@ -662,8 +662,8 @@ impl Interp {
     fn exec(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, d: &Decoded, delta: u32) -> Res<Flow> {
         match d.class {
             Class::Int => match d.fast {
-                Fast::Slow => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
-                f => fast::exec(cpu, mem, f, &d.ins, delta),
+                Some(f) => fast::exec(cpu, mem, f, &d.ins, delta),
+                None => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
             },
             Class::Fpu | Class::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
             Class::Invalid => Err(invalid(mem, &d.ins, delta)),
@@ -673,7 +673,7 @@ impl Interp {
     /// Executes a single decoded instruction at `cpu.eip` (used by tests and the
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
-        let d = Decoded { ins: *ins, class: classify(ins), fast: Fast::Slow, writes: true };
+        let d = Decoded { ins: *ins, class: classify(ins), fast: None, writes: true };
         let r = self.exec(cpu, mem, &d, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;

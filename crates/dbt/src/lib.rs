@@ -171,6 +171,26 @@ impl Key {
     fn ctx(self) -> u32 {
         (self.0 >> 32) as u32
     }
+
+    /// The offset of the key's code in its page (the low bits under every policy).
+    fn page_offset(self) -> u32 {
+        self.0 as u32 & (PAGE_SIZE - 1)
+    }
+}
+
+/// Interprets one block at `cpu.eip`, its decoded block taken from (and left in)
+/// `cache`, and counts the time.
+fn interpret(
+    interp: &mut Interp,
+    ticks: &mut clock::Ticks,
+    cpu: &mut Cpu,
+    mem: &mut AddressSpace,
+    cache: &mut Option<CachedBlock>,
+) -> Result<(), Exit> {
+    let t0 = Clock::ticks();
+    let r = interp.run_block_cached(cpu, mem, cache);
+    ticks.interp += Clock::ticks() - t0;
+    r
 }
 
 /// No slot (an unset prediction).
@@ -217,8 +237,6 @@ impl Slot {
 struct FrameEntry {
     id: u32,
     key: Key,
-    /// Offset of its guest code in the page.
-    offset: u32,
     /// Offset of its body in the code buffer.
     body: u32,
 }
@@ -398,7 +416,7 @@ impl Engine {
         *memo = page | 1;
         let Some(list) = self.by_frame.get(&frame) else { return };
         for e in list {
-            let va = page | e.offset;
+            let va = page | e.key.page_offset();
             if Key::new(self.cfg.key, va, frame, ctx) == e.key {
                 self.jc[(va as usize) & (JC_ENTRIES - 1)] =
                     JcEntry { va, page, host: (self.code_base + e.body as usize) as u64 };
@@ -576,21 +594,18 @@ impl Engine {
                         self.stats.misses += 1;
                         slot.count += 1;
                         if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
-                            let t0 = Clock::ticks();
-                            let r = self.interp.run_block_cached(cpu, mem, &mut slot.block);
-                            self.ticks.interp += Clock::ticks() - t0;
-                            r
+                            interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut slot.block)
                         } else if let Some(t) = self.translate(key, eip, frame, mem, ctx) {
                             let body = self.trans[t as usize].body;
                             self.enter(body, frame, ctx, cpu, mem, budget - used)
                         } else {
                             self.untranslatable.insert(key);
-                            self.interpret(cpu, mem)
+                            interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut None)
                         }
                     }
                 }
             } else {
-                self.interpret(cpu, mem) // raises the fetch fault
+                interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut None) // raises the fetch fault
             };
             if let Err(e) = r {
                 return e;
@@ -622,14 +637,6 @@ impl Engine {
         self.execute(body, cpu, mem, budget)
     }
 
-    /// Interprets one block at `cpu.eip` (decoded blocks found in the interpreter's cache).
-    fn interpret(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
-        let t0 = Clock::ticks();
-        let r = self.interp.run_block(cpu, mem);
-        self.ticks.interp += Clock::ticks() - t0;
-        r
-    }
-
     fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
         let t0 = Clock::ticks();
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
@@ -645,6 +652,8 @@ impl Engine {
             self.flush();
         }
         let start = self.code.offset();
+        // Never 0: the runtime precedes every translation in the buffer.
+        let body = NonZeroU32::new((start + tr.body) as u32)?;
         let mut code = tr.code;
         for &(field, to) in &tr.fixups {
             let target = match to {
@@ -681,7 +690,6 @@ impl Engine {
             alive: true,
             _helpers: tr.helper_instrs,
         });
-        let body = NonZeroU32::new((start + tr.body) as u32).expect("the runtime precedes every translation");
         let live = Live { id, frame, body, owner: ctx };
         let i = self.slot_of(key);
         let slot = &mut self.slots[i as usize];
@@ -691,8 +699,7 @@ impl Engine {
             // (the mapping changed since, which emptied them).
             self.retire(old.id);
         }
-        let offset = eip & (PAGE_SIZE - 1);
-        self.by_frame.entry(frame).or_default().push(FrameEntry { id, key, offset, body: body.get() });
+        self.by_frame.entry(frame).or_default().push(FrameEntry { id, key, body: body.get() });
         mem.mark_code(eip);
         if let Some(f) = &mut self.code_map {
             use std::io::Write;

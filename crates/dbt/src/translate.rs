@@ -115,13 +115,26 @@ fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Ve
     a.assemble(0).ok()
 }
 
-/// Host code that depends only on `key` (a sequence kind and its parameter), assembled
-/// once by `make`: stack pushes and pops, returns, `leave` and segment loads recur in
-/// almost every block, and iced's assembler (plus `fix32`'s re-encoding) costs far more
-/// than copying the bytes.
-fn cached(key: (u8, i32), make: impl FnOnce() -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+/// A host code sequence that depends only on a register or a constant (see `cached`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Seq {
+    /// Push a host register on the guest stack.
+    Push(Register),
+    /// Pop the guest stack into a host register.
+    Pop(Register),
+    /// `ret` with this many extra bytes popped.
+    Ret(i32),
+    Leave,
+    /// Add the base of the segment whose base is at this offset of the state block.
+    SegBase(i32),
+}
+
+/// The host code of `key`, assembled once by `make`: stack pushes and pops, returns,
+/// `leave` and segment loads recur in almost every block, and iced's assembler (plus
+/// `fix32`'s re-encoding) costs far more than copying the bytes.
+fn cached(key: Seq, make: impl FnOnce() -> Option<Vec<u8>>) -> Option<Vec<u8>> {
     thread_local! {
-        static SEQS: std::cell::RefCell<rustc_hash::FxHashMap<(u8, i32), Vec<u8>>> = Default::default();
+        static SEQS: std::cell::RefCell<rustc_hash::FxHashMap<Seq, Vec<u8>>> = Default::default();
     }
     if let Some(b) = SEQS.with(|s| s.borrow().get(&key).cloned()) {
         return Some(b);
@@ -341,7 +354,7 @@ fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruction) -> Op
         }
         let b = e.encode(&l)?;
         e.bytes(&b);
-        let b = cached((4, seg_off), || {
+        let b = cached(Seq::SegBase(seg_off), || {
             asm(|a| {
                 a.mov(r8d, dword_ptr(r15 + seg_off))?;
                 a.lea(r13d, dword_ptr(r13 + r8))
@@ -427,7 +440,7 @@ fn load_operand(e: &mut Emitter, ins: &Instruction, to: Register) -> Option<()> 
 
 /// Pushes the 32-bit host register `r`: the store first (it may fault), then ESP.
 fn push_reg(e: &mut Emitter, r: AsmRegister32) -> Option<()> {
-    let b = cached((0, Register::from(r) as i32), || {
+    let b = cached(Seq::Push(r.into()), || {
         asm(|a| {
             a.mov(dword_ptr(r12 - 4).gs(), r)?;
             a.lea(r12d, dword_ptr(r12 - 4))
@@ -593,7 +606,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 }
                 M::Ret => {
                     let extra = if ins.op_count() == 1 { i32::from(ins.immediate16()) } else { 0 };
-                    let b = cached((2, extra), || {
+                    let b = cached(Seq::Ret(extra), || {
                         asm(|a| {
                             a.mov(r13d, dword_ptr(r12).gs())?;
                             a.lea(r12d, dword_ptr(r12 + 4 + extra))
@@ -632,7 +645,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                         && ins.op0_register() != Register::ESP =>
                 {
                     let r = runtime::host_gpr(gpr_index(ins.op0_register()));
-                    let b = cached((1, Register::from(r) as i32), || {
+                    let b = cached(Seq::Pop(r.into()), || {
                         asm(|a| {
                             a.mov(r, dword_ptr(r12).gs())?;
                             a.lea(r12d, dword_ptr(r12 + 4))
@@ -644,7 +657,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                 }
                 M::Leave if ins.code() == Code::Leaved => {
                     // Load first (it may fault), then update ESP and EBP.
-                    let b = cached((3, 0), || {
+                    let b = cached(Seq::Leave, || {
                         asm(|a| {
                             a.mov(r13d, dword_ptr(rbp).gs())?;
                             a.lea(r12d, dword_ptr(rbp + 4))?;

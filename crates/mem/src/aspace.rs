@@ -307,31 +307,38 @@ impl AddressSpace {
     // (`check_read`, `prepare_write`), or, for translated code, in the host fault
     // handler (`host_in_at`). A demand-zero page gets its frame there too.
 
-    /// Maps pages `[first, first+n)` in the host window now, as the page table says,
-    /// merging runs of consecutive frames with equal protection into one mmap.
-    fn sync_host(&self, first: u32, n: u32) -> Result<(), MemError> {
-        let mut i = first;
+    /// The range `[lo, hi)` around page `i` (with `lo ≥ lo_min`, `hi ≤ hi_max`) whose
+    /// pages other than `i` all satisfy `joins`.
+    fn extent(i: u32, lo_min: u32, hi_max: u32, joins: impl Fn(u32) -> bool) -> (u32, u32) {
+        let mut lo = i;
+        while lo > lo_min && joins(lo - 1) {
+            lo -= 1;
+        }
+        let mut hi = i + 1;
+        while hi < hi_max && joins(hi) {
+            hi += 1;
+        }
+        (lo, hi)
+    }
+
+    /// Maps pages `[lo, hi)` in the host window: consecutive frames with the protection
+    /// of page `lo` (see `continues_run`), one mmap.
+    fn map_run(&self, lo: u32, hi: u32) -> Result<(), MemError> {
+        let p = self.pt[lo as usize].get();
+        self.host_map(lo, hi - lo, Some((p.frame(), p.host_prot())))?;
+        self.set_hosted(lo, hi, true);
+        Ok(())
+    }
+
+    /// Maps pages `[first, first+n)`, which have frames, in the host window now: one
+    /// mmap per run of consecutive frames with equal protection.
+    fn map_now(&self, first: u32, n: u32) -> Result<(), MemError> {
         let end = first + n;
+        let mut i = first;
         while i < end {
             let p = self.pt[i as usize].get();
-            let mut j = i + 1;
-            if p.has_frame() && p.host_prot() != 0 {
-                while j < end && self.continues_run(p, i, j, false) {
-                    j += 1;
-                }
-                self.host_map(i, j - i, Some((p.frame(), p.host_prot())))?;
-                self.set_hosted(i, j, true);
-            } else {
-                while j < end {
-                    let q = self.pt[j as usize].get();
-                    if q.has_frame() && q.host_prot() != 0 {
-                        break;
-                    }
-                    j += 1;
-                }
-                self.host_map(i, j - i, None)?;
-                self.set_hosted(i, j, false);
-            }
+            let (_, j) = Self::extent(i, i, end, |j| self.continues_run(p, i, j, false));
+            self.map_run(i, j)?;
             i = j;
         }
         Ok(())
@@ -372,18 +379,9 @@ impl AddressSpace {
                 self.materialize(i)?;
                 p = self.pt[i as usize].get();
             }
-            let mut lo = i;
-            while lo > i.saturating_sub(HOST_IN_REACH) && self.continues_run(p, i, lo - 1, true) {
-                lo -= 1;
-            }
-            let mut hi = i + 1;
             let top = (end + HOST_IN_REACH).min(NUM_PAGES as u32);
-            while hi < top && self.continues_run(p, i, hi, true) {
-                hi += 1;
-            }
-            let frame = Frame(p.frame().0 - (i - lo));
-            self.host_map(lo, hi - lo, Some((frame, p.host_prot())))?;
-            self.set_hosted(lo, hi, true);
+            let (lo, hi) = Self::extent(i, i.saturating_sub(HOST_IN_REACH), top, |j| self.continues_run(p, i, j, true));
+            self.map_run(lo, hi)?;
             i = hi;
         }
         Ok(())
@@ -402,14 +400,7 @@ impl AddressSpace {
             let q = self.pt[j as usize].get();
             q.present() && !q.has_frame() && q.host_prot() == p.host_prot()
         };
-        let mut lo = i;
-        while lo > vlo.max(i.saturating_sub(ZERO_REACH)) && zero(lo - 1) {
-            lo -= 1;
-        }
-        let mut hi = i + 1;
-        while hi < vhi.min(i + 1 + ZERO_REACH) && zero(hi) {
-            hi += 1;
-        }
+        let (lo, hi) = Self::extent(i, vlo.max(i.saturating_sub(ZERO_REACH)), vhi.min(i + 1 + ZERO_REACH), zero);
         let frames = self.phys.alloc_zeroed(hi - lo)?;
         self.phys.uncommit(hi - lo);
         for (j, f) in (lo..hi).zip(frames) {
@@ -906,12 +897,12 @@ impl AddressSpace {
                 self.phys.release(q.frame());
                 self.pt[j].set(Pte((uncow(q).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
             }
-            return self.sync_host(i as u32, n); // one host mapping for the run
+            return self.map_now(i as u32, n); // one host mapping for the run
         }
         let frame = self.phys.alloc_copy(old)?;
         self.phys.release(old);
         self.pt[i].set(Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
-        self.sync_host(i as u32, 1) // about to be written: map it now
+        self.map_now(i as u32, 1) // about to be written: map it now
     }
 
     /// How many pages from page `i` on a copy-on-write break copies at once: in a
@@ -928,21 +919,16 @@ impl AddressSpace {
         if v.shared || !matches!(v.kind, MapKind::File { .. }) {
             return 1;
         }
-        let end = (v.end >> PAGE_SHIFT).min(i + COW_BATCH);
-        let mut n = 1;
-        while i + n < end {
-            let q = self.pt[(i + n) as usize].get();
-            let shared_data = q.present()
+        let shared_data = |j: u32| {
+            let q = self.pt[j as usize].get();
+            q.present()
                 && q.cow()
                 && q.0 & Pte::CODE_RO == 0
                 && self.phys.refcount(q.frame()) > 1
-                && !self.phys.is_code(q.frame());
-            if !shared_data {
-                break;
-            }
-            n += 1;
-        }
-        n
+                && !self.phys.is_code(q.frame())
+        };
+        let (_, hi) = Self::extent(i, i, (v.end >> PAGE_SHIFT).min(i + COW_BATCH), shared_data);
+        hi - i
     }
 
     /// A copy of this address space for `fork`: private pages become copy-on-write in

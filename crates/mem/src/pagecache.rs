@@ -210,23 +210,7 @@ impl PageCache {
                 j += 1;
             }
             let run = j - i;
-            let frames: Vec<Frame> = match phys.alloc_run(run) {
-                Ok(f0) => (0..run).map(|k| Frame(f0.0 + k)).collect(),
-                Err(_) => {
-                    // No room for a fresh run (the memory limit): reuse freed frames.
-                    let mut v = Vec::with_capacity(run as usize);
-                    for _ in 0..run {
-                        match phys.alloc() {
-                            Ok(f) => v.push(f),
-                            Err(err) => {
-                                v.into_iter().for_each(|f| phys.release(f));
-                                return Err(err);
-                            }
-                        }
-                    }
-                    v
-                }
-            };
+            let frames = phys.alloc_many(run)?;
             let contiguous = frames.windows(2).all(|w| w[1].0 == w[0].0 + 1);
             let read = if contiguous {
                 // SAFETY: the frames are freshly allocated, consecutive pages of the

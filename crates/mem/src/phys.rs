@@ -244,9 +244,13 @@ impl PhysMem {
             }
             return Ok(run);
         }
-        if n > 1
-            && let Ok(f) = self.alloc_run(n)
-        {
+        self.alloc_many(n)
+    }
+
+    /// Allocates `n` zeroed frames: a fresh run of consecutive frames if there is room
+    /// under the limit, else frames freed earlier, one by one.
+    pub fn alloc_many(&self, n: u32) -> Result<Vec<Frame>, MemError> {
+        if let Ok(f) = self.alloc_run(n) {
             return Ok((0..n).map(|i| Frame(f.0 + i)).collect());
         }
         let mut v = Vec::with_capacity(n as usize);

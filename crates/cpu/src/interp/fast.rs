@@ -7,7 +7,7 @@
 //! decode: which register, which immediate, the parts of the address. Running one is a
 //! `match` on a small enum instead of a walk through iced-x86's operand accessors. The
 //! semantics are those of `exec_int` (the same ALU and flag helpers, the same order of
-//! memory accesses, so faults are as precise); anything else stays `Fast::Slow`.
+//! memory accesses, so faults are as precise); anything else has no form.
 
 use iced_x86::{ConditionCode, Instruction, Mnemonic as M, OpKind, Register};
 use morph_mem::AddressSpace;
@@ -59,14 +59,28 @@ pub(super) enum Loc {
     Mem(Mem),
 }
 
+/// Where a 32-bit result goes.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Dst {
+    Reg(u8),
+    Mem(Mem),
+}
+
+impl From<Dst> for Loc {
+    fn from(d: Dst) -> Loc {
+        match d {
+            Dst::Reg(r) => Loc::Reg(r),
+            Dst::Mem(m) => Loc::Mem(m),
+        }
+    }
+}
+
 /// An instruction in pre-decoded form.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Fast {
-    /// Run by `exec_int` (or the x87 path).
-    Slow,
-    Mov(Loc, Loc),
+    Mov(Dst, Loc),
     /// `add`, `sub`, `and`, `or`, `xor`, `cmp`, `test` (the last two store nothing).
-    Alu(M, Loc, Loc),
+    Alu(M, Dst, Loc),
     Push(Loc),
     Pop(u8),
     Lea(u8, Mem),
@@ -82,10 +96,8 @@ fn gpr32(r: Register) -> Option<u8> {
     (i < 8).then_some(i as u8)
 }
 
-fn mem_operand(ins: &Instruction) -> Option<Mem> {
-    if ins.memory_size().size() != 4 {
-        return None;
-    }
+/// The memory operand's address, if it uses 32-bit addressing.
+fn address(ins: &Instruction) -> Option<Mem> {
     let reg_or_none = |r: Register| if r == Register::None { Some(NONE) } else { gpr32(r) };
     let seg = match ins.memory_segment() {
         Register::FS => seg::FS as u8 + 1,
@@ -101,19 +113,35 @@ fn mem_operand(ins: &Instruction) -> Option<Mem> {
     })
 }
 
-fn loc(ins: &Instruction, i: u32) -> Option<Loc> {
-    match ins.op_kind(i) {
-        OpKind::Register => gpr32(ins.op_register(i)).map(Loc::Reg),
-        OpKind::Memory => mem_operand(ins).map(Loc::Mem),
-        OpKind::Immediate32 | OpKind::Immediate8to32 => Some(Loc::Imm(ins.immediate(i) as u32)),
+/// A 32-bit memory operand with 32-bit addressing.
+fn mem_operand(ins: &Instruction) -> Option<Mem> {
+    if ins.memory_size().size() != 4 {
+        return None;
+    }
+    address(ins)
+}
+
+fn dst(ins: &Instruction) -> Option<Dst> {
+    match ins.op_kind(0) {
+        OpKind::Register => gpr32(ins.op0_register()).map(Dst::Reg),
+        OpKind::Memory => mem_operand(ins).map(Dst::Mem),
         _ => None,
     }
 }
 
-/// The pre-decoded form of `ins` (an integer instruction), or `Fast::Slow`.
-pub(super) fn form(ins: &Instruction) -> Fast {
-    let two = || Some((loc(ins, 0)?, loc(ins, 1)?));
-    let f = match ins.mnemonic() {
+fn loc(ins: &Instruction, i: u32) -> Option<Loc> {
+    match ins.op_kind(i) {
+        OpKind::Immediate32 | OpKind::Immediate8to32 => Some(Loc::Imm(ins.immediate(i) as u32)),
+        OpKind::Register => gpr32(ins.op_register(i)).map(Loc::Reg),
+        OpKind::Memory => mem_operand(ins).map(Loc::Mem),
+        _ => None,
+    }
+}
+
+/// The pre-decoded form of `ins` (an integer instruction), if it has one.
+pub(super) fn form(ins: &Instruction) -> Option<Fast> {
+    let two = || Some((dst(ins)?, loc(ins, 1)?));
+    match ins.mnemonic() {
         M::Mov if ins.op_count() == 2 => two().map(|(d, s)| Fast::Mov(d, s)),
         m @ (M::Add | M::Sub | M::And | M::Or | M::Xor | M::Cmp | M::Test) if ins.op_count() == 2 => {
             two().map(|(d, s)| Fast::Alu(m, d, s))
@@ -127,8 +155,9 @@ pub(super) fn form(ins: &Instruction) -> Fast {
             Some(Loc::Reg(r)) if r as usize != reg::ESP => Some(Fast::Pop(r)),
             _ => None,
         },
-        M::Lea => match (loc(ins, 0), mem_operand_any(ins)) {
-            (Some(Loc::Reg(r)), Some(m)) => Some(Fast::Lea(r, m)),
+        // Any size of memory access: it is not accessed (nor is a segment base added).
+        M::Lea if ins.op_kind(1) == OpKind::Memory => match (dst(ins), address(ins)) {
+            (Some(Dst::Reg(r)), Some(m)) => Some(Fast::Lea(r, Mem { seg: 0, ..m })),
             _ => None,
         },
         _ if ins.is_jcc_short_or_near() && ins.op_kind(0) == OpKind::NearBranch32 => {
@@ -138,23 +167,7 @@ pub(super) fn form(ins: &Instruction) -> Fast {
         M::Call if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Call(ins.near_branch32())),
         M::Ret if ins.op_count() == 0 && ins.stack_pointer_increment() == 4 => Some(Fast::Ret),
         _ => None,
-    };
-    f.unwrap_or(Fast::Slow)
-}
-
-/// `lea`'s operand: any size of memory access (it is not accessed), 32-bit addressing.
-fn mem_operand_any(ins: &Instruction) -> Option<Mem> {
-    if ins.op_kind(1) != OpKind::Memory {
-        return None;
     }
-    let reg_or_none = |r: Register| if r == Register::None { Some(NONE) } else { gpr32(r) };
-    Some(Mem {
-        base: reg_or_none(ins.memory_base())?,
-        index: reg_or_none(ins.memory_index())?,
-        scale: ins.memory_index_scale() as u8,
-        seg: 0,
-        disp: ins.memory_displacement32(),
-    })
 }
 
 #[inline]
@@ -167,14 +180,13 @@ fn read(cpu: &Cpu, mem: &AddressSpace, l: Loc, ip: u32) -> Res<u32> {
 }
 
 #[inline]
-fn write(cpu: &mut Cpu, mem: &mut AddressSpace, l: Loc, v: u32, ip: u32) -> Res<()> {
-    match l {
-        Loc::Reg(r) => {
+fn write(cpu: &mut Cpu, mem: &mut AddressSpace, d: Dst, v: u32, ip: u32) -> Res<()> {
+    match d {
+        Dst::Reg(r) => {
             cpu.gpr[r as usize] = v;
             Ok(())
         }
-        Loc::Mem(m) => mem.write_u32(m.linear(cpu), v).map_err(page_fault(ip)),
-        Loc::Imm(_) => unreachable!("an immediate destination is never pre-decoded"),
+        Dst::Mem(m) => mem.write_u32(m.linear(cpu), v).map_err(page_fault(ip)),
     }
 }
 
@@ -183,13 +195,12 @@ fn write(cpu: &mut Cpu, mem: &mut AddressSpace, l: Loc, v: u32, ip: u32) -> Res<
 pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruction, delta: u32) -> Res<Flow> {
     let ip = ins.ip32().wrapping_add(delta);
     match f {
-        Fast::Slow => unreachable!("slow forms go to exec_int"),
         Fast::Mov(d, s) => {
             let v = read(cpu, mem, s, ip)?;
             write(cpu, mem, d, v, ip)?;
         }
         Fast::Alu(m, d, s) => {
-            let a = read(cpu, mem, d, ip)?;
+            let a = read(cpu, mem, d.into(), ip)?;
             let b = read(cpu, mem, s, ip)?;
             let (r, fl) = alu_op(m, a, b, 32, cpu.eflags);
             if m != M::Cmp && m != M::Test {
@@ -253,6 +264,35 @@ mod tests {
         m
     }
 
+    /// What `ins` leaves when run from `gpr` and `eflags`, `delta` bytes from where it was
+    /// decoded, through its pre-decoded form or through `exec_int`: the flow (or the
+    /// fault), the registers, the flags and all of DATA.
+    fn outcome(
+        ins: &Instruction,
+        gpr: [u32; 8],
+        eflags: u32,
+        delta: u32,
+        pre_decoded: bool,
+    ) -> (String, [u32; 8], u32, Vec<u8>) {
+        let mut cpu = Cpu::new();
+        cpu.gpr = gpr;
+        cpu.eflags = eflags;
+        let mut mem = space();
+        let r = if pre_decoded {
+            let f = form(ins).unwrap_or_else(|| panic!("{ins} is not pre-decoded"));
+            exec(&mut cpu, &mut mem, f, ins, delta)
+        } else {
+            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta })
+        };
+        let flow = r.map(|f| match f {
+            Flow::Next => None,
+            Flow::Jump(t) => Some(t),
+        });
+        let mut data = vec![0u8; 0x2000];
+        mem.read_bytes(DATA, &mut data).unwrap();
+        (format!("{flow:?}"), cpu.gpr, cpu.eflags, data)
+    }
+
     /// Every pre-decoded form, run from many register and flag states (registers that
     /// address memory point into DATA; one state faults), leaves exactly what
     /// `exec_int` leaves: registers, flags, the flow, memory, and the fault.
@@ -299,66 +339,32 @@ mod tests {
             f(&mut a).unwrap();
             let bytes = a.assemble(u64::from(CODE)).unwrap();
             let ins = Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE).decode();
-            let fast = form(&ins);
-            assert!(!matches!(fast, Fast::Slow), "{ins} is not pre-decoded");
             for (k, gpr) in states.iter().enumerate() {
+                let eflags = 0x202 | (k as u32 * 0x8d5) & 0x8d5;
                 for delta in [0, 0x1000] {
-                    let run = |fast_path: bool| {
-                        let mut cpu = Cpu::new();
-                        cpu.gpr = *gpr;
-                        cpu.eflags = 0x202 | (k as u32 * 0x8d5) & 0x8d5;
-                        let mut mem = space();
-                        let r = if fast_path {
-                            exec(&mut cpu, &mut mem, fast, &ins, delta)
-                        } else {
-                            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins: &ins, delta })
-                        };
-                        let flow = r.map(|f| match f {
-                            Flow::Next => None,
-                            Flow::Jump(t) => Some(t),
-                        });
-                        let mut bytes = vec![0u8; 0x2000];
-                        mem.read_bytes(DATA, &mut bytes).unwrap();
-                        (format!("{flow:?}"), cpu.gpr, cpu.eflags, bytes)
-                    };
-                    assert_eq!(run(true), run(false), "{ins} in state {k}, delta {delta:#x}");
+                    assert_eq!(
+                        outcome(&ins, *gpr, eflags, delta, true),
+                        outcome(&ins, *gpr, eflags, delta, false),
+                        "{ins} in state {k}, delta {delta:#x}"
+                    );
                     checked += 1;
                 }
             }
         }
         // The branches: taken and not, at two deltas.
+        let mut gpr = [0; 8];
+        gpr[reg::ESP] = DATA + 0x800;
         for cc in 0..16u8 {
-            let bytes = [0x0f, 0x80 + cc, 0x10, 0, 0, 0];
-            let ins = Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE).decode();
-            for (name, bytes) in
-                [("jcc", &bytes[..]), ("jmp", &[0xe9, 0x10, 0, 0, 0][..]), ("call", &[0xe8, 0x10, 0, 0, 0])]
-            {
-                let ins = if name == "jcc" {
-                    ins
-                } else {
-                    Decoder::with_ip(32, bytes, u64::from(CODE), DecoderOptions::NONE).decode()
-                };
-                let fast = form(&ins);
-                assert!(!matches!(fast, Fast::Slow), "{ins}");
+            let jcc = [0x0f, 0x80 + cc, 0x10, 0, 0, 0];
+            for bytes in [&jcc[..], &[0xe9, 0x10, 0, 0, 0], &[0xe8, 0x10, 0, 0, 0]] {
+                let ins = Decoder::with_ip(32, bytes, u64::from(CODE), DecoderOptions::NONE).decode();
                 for flags in [0x202u32, 0x202 | 0x8d5, 0x202 | 0x41, 0x202 | 0x880] {
                     for delta in [0, 0x1000] {
-                        let run = |fast_path: bool| {
-                            let mut cpu = Cpu::new();
-                            cpu.gpr[reg::ESP] = DATA + 0x800;
-                            cpu.eflags = flags;
-                            let mut mem = space();
-                            let r = if fast_path {
-                                exec(&mut cpu, &mut mem, fast, &ins, delta)
-                            } else {
-                                exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins: &ins, delta })
-                            };
-                            let flow = r.map(|f| match f {
-                                Flow::Next => None,
-                                Flow::Jump(t) => Some(t),
-                            });
-                            (format!("{flow:?}"), cpu.gpr, mem.read_u32(DATA + 0x7fc).unwrap())
-                        };
-                        assert_eq!(run(true), run(false), "{ins} flags {flags:#x} delta {delta:#x}");
+                        assert_eq!(
+                            outcome(&ins, gpr, flags, delta, true),
+                            outcome(&ins, gpr, flags, delta, false),
+                            "{ins} flags {flags:#x} delta {delta:#x}"
+                        );
                         checked += 1;
                     }
                 }
@@ -379,7 +385,7 @@ mod tests {
         let bytes = a.assemble(u64::from(CODE)).unwrap();
         let mut d = Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE);
         for ins in d.iter() {
-            assert!(matches!(form(&ins), Fast::Slow), "{ins}");
+            assert!(form(&ins).is_none(), "{ins}");
         }
     }
 }
