@@ -513,13 +513,15 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         };
         let addr = ((*info).si_addr() as usize).wrapping_sub(map.window);
         // Resolved in place, the access is retried: a page not hosted yet, or a write to
-        // a copy-on-write page (x86 page-fault error code bit 1: a write). Translated
+        // a copy-on-write page (x86 page-fault error code bit 1: a write), or both at
+        // once (a first store to a page shared since a fork: one signal, not two). Translated
         // code holds no Rust borrow of the address space while it runs (like `helper`,
         // which also reaches it through a pointer the engine set for this run).
         if sig == libc::SIGSEGV
             && let Ok(va) = u32::try_from(addr)
             && let Some(aspace) = map.aspace.as_mut()
-            && (aspace.host_in_at(va) || (gregs[libc::REG_ERR as usize] & 2 != 0 && aspace.cow_fault_at(va)))
+            && let write = gregs[libc::REG_ERR as usize] & 2 != 0
+            && (aspace.host_in_at(va) | (write && aspace.cow_fault_at(va)))
         {
             return;
         }

@@ -25,6 +25,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::Rc;
 
 use crate::pagecache::{fstat, write_back_page};
+use crate::window::{PageTable, WindowSlot};
 use crate::{FileId, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err};
 
 /// Guest page protection (Linux `PROT_*` bits).
@@ -198,7 +199,8 @@ pub struct Vma {
 /// One guest process's address space.
 pub struct AddressSpace {
     phys: Rc<PhysMem>,
-    base: *mut u8,
+    /// Where the host window is (unmapped when dropped).
+    window: WindowSlot,
     pt: PageTable,
     vmas: BTreeMap<u32, Vma>,
     /// Host `mmap` and `mprotect` calls made for this address space's window.
@@ -216,29 +218,13 @@ pub struct AddressSpace {
     mmap_base: u32,
 }
 
-/// Size of the host reservation: 4 GiB plus a guard for accesses that straddle the top.
-const WINDOW: usize = (1 << 32) + (1 << 16);
-
 impl AddressSpace {
     /// A new, empty address space over `phys`.
     pub fn new(phys: Rc<PhysMem>) -> Result<Self, MemError> {
-        // SAFETY: reserving fresh address space; no existing mapping is touched.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                WINDOW,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(host_err("mmap(guest window)"));
-        }
+        let slot = WindowSlot::take()?;
         Ok(AddressSpace {
             phys,
-            base: base.cast(),
+            window: slot,
             pt: PageTable::new()?,
             vmas: BTreeMap::new(),
             host_maps: Cell::new(0),
@@ -273,7 +259,7 @@ impl AddressSpace {
 
     /// Host address of guest address 0 (never baked into translations).
     pub fn host_base(&self) -> *mut u8 {
-        self.base
+        self.window.base()
     }
 
     /// The page-table entry of the page containing `va`.
@@ -322,23 +308,26 @@ impl AddressSpace {
     }
 
     /// Maps pages `[lo, hi)` in the host window: consecutive frames with the protection
-    /// of page `lo` (see `continues_run`), one mmap.
-    fn map_run(&self, lo: u32, hi: u32) -> Result<(), MemError> {
+    /// of page `lo` (see `continues_run`), one mmap; `populate`: with the host's page
+    /// table filled in at once (cheaper than a host page fault per page for pages about
+    /// to be written).
+    fn map_run(&self, lo: u32, hi: u32, populate: bool) -> Result<(), MemError> {
         let p = self.pt[lo as usize].get();
-        self.host_map(lo, hi - lo, Some((p.frame(), p.host_prot())))?;
+        self.host_map(lo, hi - lo, Some((p.frame(), p.host_prot())), populate)?;
         self.set_hosted(lo, hi, true);
         Ok(())
     }
 
-    /// Maps pages `[first, first+n)`, which have frames, in the host window now: one
-    /// mmap per run of consecutive frames with equal protection.
+    /// Maps pages `[first, first+n)`, which have frames and are about to be written, in
+    /// the host window now, populated: one mmap per run of consecutive frames with equal
+    /// protection.
     fn map_now(&self, first: u32, n: u32) -> Result<(), MemError> {
         let end = first + n;
         let mut i = first;
         while i < end {
             let p = self.pt[i as usize].get();
             let (_, j) = Self::extent(i, i, end, |j| self.continues_run(p, i, j, false));
-            self.map_run(i, j)?;
+            self.map_run(i, j, true)?;
             i = j;
         }
         Ok(())
@@ -381,7 +370,7 @@ impl AddressSpace {
             }
             let top = (end + HOST_IN_REACH).min(NUM_PAGES as u32);
             let (lo, hi) = Self::extent(i, i.saturating_sub(HOST_IN_REACH), top, |j| self.continues_run(p, i, j, true));
-            self.map_run(lo, hi)?;
+            self.map_run(lo, hi, false)?;
             i = hi;
         }
         Ok(())
@@ -437,7 +426,7 @@ impl AddressSpace {
         let Some(lo) = range.iter().position(|c| c.get().hosted()) else { return Ok(()) };
         let hi = range.iter().rposition(|c| c.get().hosted()).map_or(lo, |h| h + 1);
         let (lo, hi) = (first + lo as u32, first + hi as u32);
-        self.host_map(lo, hi - lo, None)?;
+        self.host_map(lo, hi - lo, None, false)?;
         self.set_hosted(lo, hi, false);
         Ok(())
     }
@@ -463,11 +452,11 @@ impl AddressSpace {
                 j += 1;
             }
             self.host_maps.set(self.host_maps.get() + 1);
-            // SAFETY: the range lies inside this address space's own reservation and is
+            // SAFETY: the range lies inside this address space's own window and is
             // mapped (its pages are hosted); only its protection changes.
             let r = unsafe {
                 libc::mprotect(
-                    self.base.add((i as usize) << PAGE_SHIFT).cast(),
+                    self.window.base().add((i as usize) << PAGE_SHIFT).cast(),
                     ((j - i) as usize) << PAGE_SHIFT,
                     p.host_prot(),
                 )
@@ -480,34 +469,43 @@ impl AddressSpace {
         Ok(())
     }
 
-    fn host_map(&self, page: u32, n: u32, what: Option<(Frame, i32)>) -> Result<(), MemError> {
-        // SAFETY: the target range lies inside this address space's own reservation.
-        let addr = unsafe { self.base.add((page as usize) << PAGE_SHIFT) };
+    /// Maps pages `[page, page+n)` of the window to consecutive frames from `frame`
+    /// with `prot` (populated if `populate`), or (`None`) unmaps them. The window is not reserved (see
+    /// `crate::window`): where none of the pages is hosted the range is a hole and is
+    /// filled with `MAP_FIXED_NOREPLACE`, so a mapping that is not ours is never
+    /// replaced; only a range holding pages we mapped is replaced with `MAP_FIXED`.
+    fn host_map(&self, page: u32, n: u32, what: Option<(Frame, i32)>, populate: bool) -> Result<(), MemError> {
+        // SAFETY: the target range lies inside this address space's window slot.
+        let addr = unsafe { self.window.base().add((page as usize) << PAGE_SHIFT) };
         let len = (n as usize) << PAGE_SHIFT;
         self.host_maps.set(self.host_maps.get() + 1);
-        // SAFETY: MAP_FIXED inside our reservation replaces only our own mappings.
-        let r = unsafe {
-            match what {
-                Some((frame, prot)) => libc::mmap(
-                    addr.cast(),
-                    len,
-                    prot,
-                    libc::MAP_SHARED | libc::MAP_FIXED,
-                    self.phys.raw_fd(),
-                    frame.file_offset(),
-                ),
-                None => libc::mmap(
-                    addr.cast(),
-                    len,
-                    libc::PROT_NONE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                ),
+        let Some((frame, prot)) = what else {
+            // SAFETY: the range is in our slot and holds only our own mappings (the
+            // hosted pages the caller drops) and holes.
+            if unsafe { libc::munmap(addr.cast(), len) } != 0 {
+                return Err(host_err("munmap(guest pages)"));
             }
+            return Ok(());
+        };
+        let replaces = self.pt[page as usize..(page + n) as usize].iter().any(|c| c.get().hosted());
+        let fixed = if replaces { libc::MAP_FIXED } else { libc::MAP_FIXED_NOREPLACE };
+        let fixed = if populate { fixed | libc::MAP_POPULATE } else { fixed };
+        // SAFETY: a mapping of our physical memory at a fixed address of our slot:
+        // either into a hole (NOREPLACE refuses anything else) or over our own pages.
+        let r = unsafe {
+            libc::mmap(addr.cast(), len, prot, libc::MAP_SHARED | fixed, self.phys.raw_fd(), frame.file_offset())
         };
         if r == libc::MAP_FAILED {
             return Err(host_err("mmap(guest page)"));
+        }
+        if r != addr.cast() {
+            // A kernel without MAP_FIXED_NOREPLACE took the address as a hint.
+            // SAFETY: `r` is the mapping just made, ours alone.
+            unsafe { libc::munmap(r, len) };
+            return Err(MemError::Host {
+                op: "mmap(guest page)",
+                err: std::io::Error::from_raw_os_error(libc::EEXIST),
+            });
         }
         Ok(())
     }
@@ -1064,8 +1062,8 @@ impl AddressSpace {
     /// Host pointer to guest `va` (the range must have been checked).
     #[inline]
     pub fn host_ptr(&self, va: u32) -> *mut u8 {
-        // SAFETY: any 32-bit offset lies inside the 4 GiB (+guard) reservation.
-        unsafe { self.base.add(va as usize) }
+        // SAFETY: any 32-bit offset lies inside the window's slot (4 GiB plus guard).
+        unsafe { self.window.base().add(va as usize) }
     }
 
     /// Reads guest bytes into `buf`.
@@ -1189,58 +1187,7 @@ impl Drop for AddressSpace {
                 }
             }
         }
-        // SAFETY: unmapping our own reservation; no reference into it outlives self.
-        unsafe {
-            libc::munmap(self.base.cast(), WINDOW);
-        }
-    }
-}
-
-/// The flat page table: `NUM_PAGES` entries (8 MiB) in an anonymous host mapping of
-/// its own, so that a new table costs no zeroing (the host supplies zero pages as they
-/// are touched; a process touches a few). The allocator would hand back a recycled,
-/// explicitly zeroed block instead once it has seen a few freed.
-struct PageTable {
-    ptr: std::ptr::NonNull<Pte>,
-}
-
-impl PageTable {
-    const BYTES: usize = NUM_PAGES * std::mem::size_of::<Pte>();
-
-    fn new() -> Result<PageTable, MemError> {
-        // SAFETY: a fresh private anonymous mapping; the result is checked.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                Self::BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(host_err("mmap(page table)"));
-        }
-        Ok(PageTable { ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success") })
-    }
-}
-
-impl std::ops::Deref for PageTable {
-    type Target = [Cell<Pte>];
-    fn deref(&self) -> &[Cell<Pte>] {
-        // SAFETY: the mapping holds NUM_PAGES entries, zero-initialized by the host
-        // (the zero value is `Pte::default()`; `Pte` is `repr(transparent)` over u64 and
-        // `Cell<Pte>` over `Pte`), and lives as long as `self`. Entries are reached only
-        // through this slice of cells (the table is not `Sync`: `NonNull` is not).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<Cell<Pte>>(), NUM_PAGES) }
-    }
-}
-
-impl Drop for PageTable {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our own mapping; no borrow of it outlives `self`.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), Self::BYTES) };
+        // The window slot, dropped with the other fields, unmaps the window.
     }
 }
 

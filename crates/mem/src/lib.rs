@@ -10,7 +10,7 @@
 //! and shared mappings map its frames, `write(2)` updates them and shared stores are
 //! written back, so every view of a file agrees, as on Linux.
 //!
-//! Each guest process has an **address space**: a 4 GiB host reservation in which guest
+//! Each guest process has an **address space**: a 4 GiB host window in which guest
 //! virtual address `v` lives at host address `base + v`, each present guest page being a
 //! `MAP_SHARED|MAP_FIXED` mapping of its frame. A software page table ([`Pte`]) is the
 //! truth for VA → PA and protections; guest accesses are checked against it, so a bad
@@ -21,6 +21,7 @@
 mod aspace;
 mod pagecache;
 mod phys;
+mod window;
 
 pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Prot, Pte, Vma};
 pub use pagecache::{FileId, FileKey, PageCache, PageCacheStats};

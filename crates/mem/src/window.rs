@@ -1,0 +1,265 @@
+//! Host address ranges for guest windows, and recycled page tables.
+//!
+//! A window is the 4 GiB of host address space in which guest virtual address `v` lives
+//! at `base + v`. Only the pages a guest touched are mapped there; the rest is left
+//! **unmapped**, not reserved. A reservation (one `PROT_NONE` mapping over the window)
+//! would make every later `MAP_FIXED` of a guest page split it, and on the hosts we
+//! measured that doubles the price of the commonest system call of the machine: a
+//! one-page `mmap` costs 4.5 µs over a reservation and 2.2 µs into a hole, and tearing
+//! down a window of 50 mappings 130 µs against 85 µs (`docs/architecture.md`, "Address
+//! spaces").
+//!
+//! The windows are carved from a fixed region of the host address space far below where
+//! the host kernel places mappings of its own (Linux allocates top-down from just below
+//! the stack; the region starts at 16 TiB, the host's mappings sit near 85 and 127 TiB),
+//! each slot [`SLOT`] bytes apart, so that the 4 GiB after a window stay empty too (a
+//! guest access straddling the top of the window faults there). A slot is checked to be
+//! empty when it is first handed out, and the address space maps into the holes of its window
+//! with `MAP_FIXED_NOREPLACE` (see `AddressSpace::host_map`): a foreign mapping in a
+//! window is an error, never overwritten.
+//!
+//! Page tables (8 MiB of entries each, of which a process touches a few dozen host
+//! pages) are recycled the same way: a freed table is zeroed where it was touched and
+//! kept for the next address space, which then takes no host page faults to build its
+//! table (a fork and an exec each build one).
+
+use std::cell::{Cell, RefCell};
+use std::sync::Mutex;
+
+use crate::aspace::Pte;
+use crate::{MemError, NUM_PAGES, host_err};
+
+/// Host address of the first window slot (16 TiB).
+const REGION: usize = 1 << 44;
+/// Distance between two windows: the window and as much again of guard.
+pub(crate) const SLOT: usize = 1 << 33;
+/// Slots in the region (16 TiB of address space).
+const SLOTS: usize = 2048;
+
+/// Free slots (indices) and the next never-used one: process-wide, because windows are
+/// host addresses and machines may run on several threads.
+static SLOTS_FREE: Mutex<(Vec<usize>, usize)> = Mutex::new((Vec::new(), 0));
+
+/// A window slot: `[base, base + SLOT)` of host address space, empty when handed out.
+/// Dropping it unmaps everything mapped in it and returns the slot.
+pub(crate) struct WindowSlot {
+    index: usize,
+}
+
+impl WindowSlot {
+    /// An empty slot. Fails only if every slot is taken or occupied by the host.
+    pub(crate) fn take() -> Result<WindowSlot, MemError> {
+        loop {
+            let (index, fresh) = {
+                let mut g = SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner());
+                match g.0.pop() {
+                    Some(i) => (i, false),
+                    None if g.1 < SLOTS => {
+                        g.1 += 1;
+                        (g.1 - 1, true)
+                    }
+                    None => {
+                        return Err(MemError::Host {
+                            op: "reserve guest window",
+                            err: std::io::Error::from_raw_os_error(libc::ENOMEM),
+                        });
+                    }
+                }
+            };
+            let slot = WindowSlot { index };
+            // A slot given back was emptied by its last owner; the host does not place
+            // its own mappings this low (see the module documentation).
+            if !fresh || slot.is_empty() {
+                return Ok(slot);
+            }
+            // Occupied by a mapping of the host's own: never hand it out again.
+            std::mem::forget(slot);
+        }
+    }
+
+    /// Host address of the window (guest address 0).
+    #[inline]
+    pub(crate) fn base(&self) -> *mut u8 {
+        (REGION + self.index * SLOT) as *mut u8
+    }
+
+    /// Whether nothing is mapped in the slot: a `MAP_FIXED_NOREPLACE` over all of it
+    /// succeeds (and is undone at once).
+    fn is_empty(&self) -> bool {
+        let want = self.base();
+        // SAFETY: NOREPLACE never replaces an existing mapping; on success the mapping is
+        // ours and removed right away.
+        unsafe {
+            let p = libc::mmap(
+                want.cast(),
+                SLOT,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return false;
+            }
+            libc::munmap(p, SLOT);
+            p == want.cast() // a kernel without NOREPLACE takes it as a hint
+        }
+    }
+}
+
+impl Drop for WindowSlot {
+    fn drop(&mut self) {
+        // SAFETY: the slot is ours; whatever is mapped in it was mapped by its address
+        // space, which is being dropped (no reference into it survives).
+        unsafe { libc::munmap(self.base().cast(), SLOT) };
+        SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner()).0.push(self.index);
+    }
+}
+
+/// The flat page table: `NUM_PAGES` entries (8 MiB) in an anonymous host mapping of
+/// its own, so that a new table costs no zeroing (the host supplies zero pages as they
+/// are touched; a process touches a few), recycled when freed (see the module
+/// documentation).
+pub(crate) struct PageTable {
+    ptr: std::ptr::NonNull<Pte>,
+}
+
+/// Freed page tables kept for reuse (per thread: a table is not `Send`).
+const POOL_MAX: usize = 8;
+
+thread_local! {
+    static POOL: RefCell<Vec<PageTable>> = const { RefCell::new(Vec::new()) };
+}
+
+impl PageTable {
+    const BYTES: usize = NUM_PAGES * std::mem::size_of::<Pte>();
+    const HOST_PAGE: usize = 4096;
+
+    /// An all-zero table: a recycled one, or a fresh mapping.
+    pub(crate) fn new() -> Result<PageTable, MemError> {
+        if let Some(t) = POOL.with(|p| p.borrow_mut().pop()) {
+            return Ok(t);
+        }
+        // SAFETY: a fresh private anonymous mapping; the result is checked.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                Self::BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(host_err("mmap(page table)"));
+        }
+        Ok(PageTable { ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success") })
+    }
+
+    /// Zeroes every entry, touching only the host pages the table has in memory (the
+    /// others read as zero already); false if the host would not say which those are.
+    fn clear(&self) -> bool {
+        let pages = Self::BYTES / Self::HOST_PAGE;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: the range is our own mapping; `resident` has one byte per host page.
+        if unsafe { libc::mincore(self.ptr.as_ptr().cast(), Self::BYTES, resident.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        let per = Self::HOST_PAGE / std::mem::size_of::<Pte>();
+        for (i, _) in resident.iter().enumerate().filter(|(_, r)| **r & 1 != 0) {
+            let chunk = &self[i * per..(i + 1) * per];
+            // Pages only read map the shared zero page: writing them would copy it.
+            if chunk.iter().any(|c| c.get() != Pte::default()) {
+                chunk.iter().for_each(|c| c.set(Pte::default()));
+            }
+        }
+        true
+    }
+}
+
+impl std::ops::Deref for PageTable {
+    type Target = [Cell<Pte>];
+    fn deref(&self) -> &[Cell<Pte>] {
+        // SAFETY: the mapping holds NUM_PAGES entries, zero-initialized by the host or
+        // by `clear` (the zero value is `Pte::default()`; `Pte` is `repr(transparent)`
+        // over u64 and `Cell<Pte>` over `Pte`), and lives as long as `self`. Entries are
+        // reached only through this slice of cells (the table is not `Sync`: `NonNull`
+        // is not).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().cast::<Cell<Pte>>(), NUM_PAGES) }
+    }
+}
+
+impl Drop for PageTable {
+    fn drop(&mut self) {
+        let ptr = self.ptr;
+        let room = POOL.try_with(|p| p.borrow().len() < POOL_MAX).unwrap_or(false);
+        if room && self.clear() && POOL.try_with(|p| p.borrow_mut().push(PageTable { ptr })).is_ok() {
+            return; // the same mapping lives on in the pool
+        }
+        // SAFETY: unmapping our own mapping; no borrow of it outlives `self`.
+        unsafe { libc::munmap(ptr.as_ptr().cast(), Self::BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{AddressSpace, PhysMem, Prot, Pte};
+    use std::rc::Rc;
+
+    fn space() -> AddressSpace {
+        AddressSpace::new(Rc::new(PhysMem::new(1 << 26).unwrap())).unwrap()
+    }
+
+    #[test]
+    fn a_recycled_page_table_and_window_hold_nothing_of_their_last_owner() {
+        let vas = [0x0804_8000u32, 0x4000_0000, 0xbfff_f000];
+        for round in 0..3u32 {
+            let mut a = space();
+            for &va in &vas {
+                assert_eq!(a.pte(va), Pte::default(), "round {round}: {va:#x} must start empty");
+                assert!(a.read_u8(va).is_err());
+                // Nothing is mapped there on the host: mincore fails (ENOMEM).
+                let host = a.host_ptr(va & !0xfff);
+                let mut v = 0u8;
+                // SAFETY: mincore only inspects the range; `v` holds its one result byte.
+                assert_eq!(unsafe { libc::mincore(host.cast(), 4096, &mut v) }, -1, "round {round}: {va:#x} hosted");
+                a.map_anon(va, 0x1000, Prot::RW, false, "").unwrap();
+                a.write_u32(va, 0xdead_0000 | round).unwrap();
+            }
+            // An address space read everywhere (the zero pages of its table) recycles too.
+            for va in (0..1u32 << 20).step_by(512).map(|p| p << 12).filter(|va| !vas.contains(va)) {
+                assert_eq!(a.pte(va), Pte::default());
+            }
+        }
+    }
+
+    #[test]
+    fn a_host_mapping_in_a_window_is_never_replaced() {
+        let mut a = space();
+        let va = 0x1234_5000u32;
+        let host = a.host_ptr(va);
+        // SAFETY: a mapping of our own at a hole of the window (NOREPLACE: it fails
+        // rather than replace anything), written and checked below, unmapped at the end.
+        let p = unsafe {
+            libc::mmap(
+                host.cast(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED_NOREPLACE,
+                -1,
+                0,
+            )
+        };
+        assert_eq!(p, host.cast());
+        // SAFETY: `p` is the page just mapped.
+        unsafe { *p.cast::<u8>() = 0x5a };
+        a.map_anon(va, 0x1000, Prot::RW, false, "").unwrap();
+        assert!(a.write_u8(va, 1).is_err(), "the guest page cannot be hosted over a foreign mapping");
+        // SAFETY: as above.
+        assert_eq!(unsafe { *p.cast::<u8>() }, 0x5a, "the foreign mapping is intact");
+        // SAFETY: ours.
+        unsafe { libc::munmap(p, 4096) };
+        assert!(a.write_u8(va, 1).is_ok());
+    }
+}
