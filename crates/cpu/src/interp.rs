@@ -92,14 +92,18 @@ enum Class {
     Invalid,
 }
 
+/// A decoded instruction. The fields a run reads first lead (`repr(C)` keeps the
+/// order): the class, the pre-decoded form and the start of the `Instruction` (its next
+/// IP) share the first cache line.
+#[repr(C)]
 struct Decoded {
-    ins: Instruction,
     class: Class,
-    /// The pre-decoded form of a common integer instruction (see `fast`).
-    fast: Option<Fast>,
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
+    /// The pre-decoded form of a common integer instruction (see `fast`).
+    fast: Option<Fast>,
+    ins: Instruction,
 }
 
 /// A decoded basic block.
@@ -140,6 +144,15 @@ const MAX_BLOCK: usize = 128;
 pub struct CachedBlock {
     block: Rc<Block>,
     generation: u32,
+}
+
+impl CachedBlock {
+    /// The addresses a run of this block reads first (the block and its instructions),
+    /// for a caller to prefetch before it runs the block again. Only hints: they may be
+    /// stale by then, which a prefetch tolerates.
+    pub fn prefetch_hint(&self) -> [*const u8; 2] {
+        [Rc::as_ptr(&self.block).cast(), self.block.instrs.as_ptr().cast()]
+    }
 }
 
 /// The interpreter and its decoded-block cache.

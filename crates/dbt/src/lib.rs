@@ -193,6 +193,14 @@ fn interpret(
     r
 }
 
+/// Asks the host to bring the line at `p` into its cache; `p` may dangle.
+#[inline]
+fn prefetch_ptr(p: *const u8) {
+    // SAFETY: a prefetch is a hint: it reads nothing architecturally and cannot fault,
+    // whatever the address.
+    unsafe { std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
+}
+
 /// No slot (an unset prediction).
 const NO_SLOT: u32 = u32::MAX;
 
@@ -202,6 +210,56 @@ fn prefetch<T>(v: &T) {
     // SAFETY: prefetching is a hint about an address we hold a reference to; it reads
     // nothing and cannot fault.
     unsafe { std::arch::x86_64::_mm_prefetch((v as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
+}
+
+/// The jump cache: guest VA → translation body, direct-mapped by the VA's low bits,
+/// read by translated code for indirect branches. It remembers which entries were
+/// written since it was last emptied, so that emptying it (at every process switch)
+/// resets those few instead of all 4,096.
+struct JumpCache {
+    entries: Box<[JcEntry]>,
+    /// Indices written since the last `clear`; full (`WRITTEN_MAX`) means too many to
+    /// list, and the next `clear` resets every entry.
+    written: Vec<u16>,
+}
+
+impl JumpCache {
+    const WRITTEN_MAX: usize = JC_ENTRIES / 8;
+
+    fn new() -> JumpCache {
+        let mut jc = JumpCache {
+            entries: vec![JcEntry { va: 0, page: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
+            written: Vec::with_capacity(Self::WRITTEN_MAX),
+        };
+        jc.forget_written();
+        jc
+    }
+
+    /// Makes the next `clear` reset every entry.
+    fn forget_written(&mut self) {
+        self.written.resize(Self::WRITTEN_MAX, 0);
+    }
+
+    #[inline]
+    fn set(&mut self, va: u32, host: u64) {
+        let i = (va as usize) & (JC_ENTRIES - 1);
+        self.entries[i] = JcEntry { va, page: va & !(PAGE_SIZE - 1), host };
+        if self.written.len() < Self::WRITTEN_MAX {
+            self.written.push(i as u16);
+        }
+    }
+
+    /// Sets every entry to `empty`.
+    fn clear(&mut self, empty: JcEntry) {
+        if self.written.len() < Self::WRITTEN_MAX {
+            for &i in &self.written {
+                self.entries[i as usize] = empty;
+            }
+        } else {
+            self.entries.fill(empty);
+        }
+        self.written.clear();
+    }
 }
 
 /// What the engine knows of a key.
@@ -216,11 +274,13 @@ struct Slot {
     /// The key dispatched after this one last time, and its slot (`NO_SLOT`: none).
     succ_key: Key,
     succ: u32,
+    /// Where the successor's interpreted block lives (prefetched with its slot).
+    succ_hint: [*const u8; 2],
 }
 
 impl Default for Slot {
     fn default() -> Slot {
-        Slot { live: None, count: 0, block: None, succ_key: Key(0), succ: NO_SLOT }
+        Slot { live: None, count: 0, block: None, succ_key: Key(0), succ: NO_SLOT, succ_hint: [std::ptr::null(); 2] }
     }
 }
 
@@ -298,6 +358,8 @@ pub struct Engine {
     index: HashMap<Key, u32>,
     /// The slot of the latest dispatch (`NO_SLOT` at first).
     prev_slot: u32,
+    /// The slot dispatched before `prev_slot`.
+    pred_slot: u32,
     /// The live translations made from each frame.
     by_frame: HashMap<Frame, Vec<FrameEntry>>,
     seen_pa: HashSet<u64>,
@@ -314,7 +376,7 @@ pub struct Engine {
     /// patched, which happens only in the dispatcher).
     code_base: usize,
     /// The jump cache (VA → host entry) of the current address space.
-    jc: Box<[JcEntry]>,
+    jc: JumpCache,
     /// Which address space, at which mapping generation (`AddressSpace::map_gen`), the
     /// jump cache is valid for.
     jc_tag: (u64, u64),
@@ -346,6 +408,7 @@ impl Engine {
             slots: Vec::new(),
             index: HashMap::default(),
             prev_slot: NO_SLOT,
+            pred_slot: NO_SLOT,
             by_frame: HashMap::default(),
             seen_pa: HashSet::default(),
             untranslatable: HashSet::default(),
@@ -356,7 +419,7 @@ impl Engine {
             ticks: clock::Ticks::default(),
             epoch: 0,
             code_base: 0,
-            jc: vec![JcEntry { va: 0, page: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
+            jc: JumpCache::new(),
             jc_tag: (0, 0),
             jc_pages: [0; 64],
             fpu_live: false,
@@ -386,6 +449,7 @@ impl Engine {
         self.jc_miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
+        self.jc.forget_written(); // the miss stub may have moved: reset every entry
         self.flush_jump_cache();
     }
 
@@ -397,7 +461,7 @@ impl Engine {
     /// Empties the jump cache (mappings changed, code moved or was dropped).
     fn flush_jump_cache(&mut self) {
         let empty = self.jc_empty();
-        self.jc.fill(empty);
+        self.jc.clear(empty);
         self.jc_pages = [0; 64];
     }
 
@@ -418,8 +482,7 @@ impl Engine {
         for e in list {
             let va = page | e.key.page_offset();
             if Key::new(self.cfg.key, va, frame, ctx) == e.key {
-                self.jc[(va as usize) & (JC_ENTRIES - 1)] =
-                    JcEntry { va, page, host: (self.code_base + e.body as usize) as u64 };
+                self.jc.set(va, (self.code_base + e.body as usize) as u64);
             }
         }
     }
@@ -475,6 +538,7 @@ impl Engine {
         self.index.retain(|k, _| k.ctx() != ctx);
         self.slots.iter_mut().for_each(|s| s.succ = NO_SLOT);
         self.prev_slot = NO_SLOT;
+        self.pred_slot = NO_SLOT;
     }
 
     /// Marks translation `t` dead and drops it from its frame's list.
@@ -545,9 +609,18 @@ impl Engine {
         if let Some(p) = self.slots.get_mut(prev) {
             (p.succ_key, p.succ) = (key, i);
         }
+        self.pred_slot = self.prev_slot;
         self.prev_slot = i;
-        if let Some(next) = self.slots.get(self.slots[i as usize].succ as usize) {
+        let s = &self.slots[i as usize];
+        if let Some(next) = self.slots.get(s.succ as usize) {
             prefetch(next);
+            // The block's header, and the first four lines of its instructions (a
+            // typical interpreted block is five instructions of 72 bytes).
+            let [block, instrs] = s.succ_hint;
+            prefetch_ptr(block);
+            for line in 0..4 {
+                prefetch_ptr(instrs.wrapping_add(64 * line));
+            }
         }
         i
     }
@@ -594,7 +667,13 @@ impl Engine {
                         self.stats.misses += 1;
                         slot.count += 1;
                         if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
-                            interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut slot.block)
+                            let r = interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut slot.block);
+                            if let Some(h) = slot.block.as_ref().map(CachedBlock::prefetch_hint)
+                                && let Some(p) = self.slots.get_mut(self.pred_slot as usize)
+                            {
+                                p.succ_hint = h;
+                            }
+                            r
                         } else if let Some(t) = self.translate(key, eip, frame, mem, ctx) {
                             let body = self.trans[t as usize].body;
                             self.enter(body, frame, ctx, cpu, mem, budget - used)
@@ -632,8 +711,7 @@ impl Engine {
         }
         let eip = cpu.eip;
         self.prefill(eip, frame, ctx);
-        let slot = &mut self.jc[(eip as usize) & (JC_ENTRIES - 1)];
-        *slot = JcEntry { va: eip, page: eip & !(PAGE_SIZE - 1), host: (self.code_base + body) as u64 };
+        self.jc.set(eip, (self.code_base + body) as u64);
         self.execute(body, cpu, mem, budget)
     }
 
@@ -748,7 +826,7 @@ impl Engine {
             st.fs_base = cpu.seg_base[seg::FS];
             st.gs_base = cpu.seg_base[seg::GS];
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
-            st.jc = self.jc.as_mut_ptr();
+            st.jc = self.jc.entries.as_mut_ptr();
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u32::from(self.fpu_live);
         }
