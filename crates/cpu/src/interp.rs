@@ -137,6 +137,8 @@ impl Block {
 }
 
 const MAX_BLOCK: usize = 128;
+/// Bytes fetched to decode a block before fetching more (most blocks fit).
+const FETCH_FIRST: u32 = 96;
 
 /// A decoded block as a caller keeps it beside its own per-address data (the engine,
 /// beside each key's profile count), so that running it again needs no lookup in the
@@ -568,9 +570,41 @@ impl Interp {
         if page_end != 0 && mem.pte(page_end).readable() {
             avail += 15; // an instruction may straddle into the next page
         }
-        let mut bytes = vec![0u8; avail as usize];
-        mem.read_bytes(eip, &mut bytes).map_err(&fetch)?;
-        let mut dec = Decoder::with_ip(32, &bytes, u64::from(eip), DecoderOptions::NONE);
+        // Fetch a little and decode; fetch more only if the block runs past it (a block
+        // is a few instructions: copying the rest of its page each time would stream
+        // megabytes through the host cache).
+        let mut want = avail.min(FETCH_FIRST);
+        let (instrs, last) = loop {
+            let mut bytes = vec![0u8; want as usize];
+            mem.read_bytes(eip, &mut bytes).map_err(&fetch)?;
+            match self.decode_from(&bytes, eip, page_end, want == avail) {
+                Some(Ok(decoded)) => break decoded,
+                Some(Err(())) => return Err(fetch(mem.check_read(eip, 16).expect_err("truncated instruction"))),
+                None => want = avail.min(want * 8),
+            }
+        };
+        // Read after the fetch, which gave a demand-zero page its frame.
+        let frames = [mem.pte(eip).frame(), mem.pte(last).frame()];
+        mem.mark_code(eip);
+        mem.mark_code(last);
+        self.stats.blocks_decoded += 1;
+        self.stats.instructions_decoded += instrs.len() as u64;
+        let wraps16 = instrs.iter().any(|d| d.ins.op0_kind() == OpKind::NearBranch16);
+        Ok(Block { start: eip, frames, last, wraps16, instrs: instrs.into_boxed_slice() })
+    }
+
+    /// Decodes the block at `eip` from `bytes` (fetched from there): its instructions and
+    /// the address of its last byte; `Err` if its first instruction runs into an
+    /// unreadable page; `None` if it runs past `bytes` and they are not `all` there is.
+    #[allow(clippy::type_complexity)]
+    fn decode_from(
+        &mut self,
+        bytes: &[u8],
+        eip: u32,
+        page_end: u32,
+        all: bool,
+    ) -> Option<Result<(Vec<Decoded>, u32), ()>> {
+        let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
         let mut instrs = Vec::new();
         let mut last = eip;
         while instrs.len() < MAX_BLOCK {
@@ -580,9 +614,12 @@ impl Interp {
             }
             let ins = dec.decode();
             if ins.is_invalid() && dec.last_error() == DecoderError::NoMoreBytes {
+                if !all {
+                    return None;
+                }
                 if instrs.is_empty() {
                     // The instruction runs into an unreadable page.
-                    return Err(fetch(mem.check_read(eip, 16).expect_err("truncated instruction")));
+                    return Some(Err(()));
                 }
                 break;
             }
@@ -599,14 +636,7 @@ impl Interp {
                 break;
             }
         }
-        // Read after the fetch, which gave a demand-zero page its frame.
-        let frames = [mem.pte(eip).frame(), mem.pte(last).frame()];
-        mem.mark_code(eip);
-        mem.mark_code(last);
-        self.stats.blocks_decoded += 1;
-        self.stats.instructions_decoded += instrs.len() as u64;
-        let wraps16 = instrs.iter().any(|d| d.ins.op0_kind() == OpKind::NearBranch16);
-        Ok(Block { start: eip, frames, last, wraps16, instrs: instrs.into_boxed_slice() })
+        Some(Ok((instrs, last)))
     }
 
     /// Runs the guest until a system call, a fault, or about `budget` instructions.

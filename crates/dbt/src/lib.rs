@@ -201,6 +201,9 @@ fn prefetch_ptr(p: *const u8) {
     unsafe { std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
 }
 
+/// Guest bytes fetched to translate a block before fetching more (most blocks fit).
+const FETCH_FIRST: u32 = 256;
+
 /// No slot (an unset prediction).
 const NO_SLOT: u32 = u32::MAX;
 
@@ -719,9 +722,18 @@ impl Engine {
         let t0 = Clock::ticks();
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
         let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
-        let mut bytes = vec![0u8; len as usize];
-        mem.read_bytes(eip, &mut bytes).ok()?;
-        let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
+        // Fetch a little and translate; fetch more only if the block may have run past
+        // it (within an instruction's length of the end).
+        let mut want = len.min(FETCH_FIRST);
+        let tr = loop {
+            let mut bytes = vec![0u8; want as usize];
+            mem.read_bytes(eip, &mut bytes).ok()?;
+            let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
+            match tr {
+                Some(t) if want < len && t.guest_len + 15 > want => want = len.min(want * 4),
+                tr => break tr,
+            }
+        };
         let Some(tr) = tr else {
             self.ticks.translate += Clock::ticks() - t0;
             return None;

@@ -292,3 +292,25 @@ fn unrolled_loops_exit_from_every_copy() {
         });
     }
 }
+
+#[test]
+fn a_block_longer_than_the_first_fetch() {
+    // 70 five-byte instructions: past the interpreter's and the translator's first
+    // fetch of the block's bytes.
+    let long = |a: &mut CodeAssembler| {
+        for i in 0..70u32 {
+            a.mov(eax, 0x1000_0000 + i)?;
+        }
+        a.add(ebx, eax)
+    };
+    check("long block", long);
+    let mut a = CodeAssembler::new(32).unwrap();
+    long(&mut a).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    let (mut cpu, mut mem) = machine(&code);
+    let mut e = Engine::new(EngineConfig { translate: false, ..EngineConfig::default() }).unwrap();
+    assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000), Exit::Syscall);
+    assert_eq!(e.interp().stats.blocks_decoded, 1, "decoded as one block");
+    assert_eq!(cpu.icount, 72);
+}
