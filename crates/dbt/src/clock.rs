@@ -17,6 +17,26 @@ pub(crate) struct Ticks {
     pub translate: u64,
     /// Executing translations.
     pub exec: u64,
+    /// When the last lap ended.
+    last: u64,
+}
+
+impl Ticks {
+    /// Starts timing laps now.
+    #[inline]
+    pub fn start(&mut self) {
+        self.last = Clock::ticks();
+    }
+
+    /// Ticks since the last lap ended (or `start`), ending this one: one time-stamp read
+    /// per activity, the dispatch that led to it counted with it.
+    #[inline]
+    pub fn lap(&mut self) -> u64 {
+        let now = Clock::ticks();
+        let d = now.wrapping_sub(self.last);
+        self.last = now;
+        d
+    }
 }
 
 /// Converts TSC ticks to nanoseconds.

@@ -134,11 +134,11 @@ pub struct EngineStats {
     pub host_bytes: u64,
     /// Caches flushed because the code buffer was full.
     pub flushes: u64,
-    /// Host nanoseconds interpreting.
+    /// Host nanoseconds interpreting (each interpreted block with its dispatch).
     pub interp_ns: u64,
-    /// Host nanoseconds translating.
+    /// Host nanoseconds translating (with the dispatch that decided to).
     pub translate_ns: u64,
-    /// Host nanoseconds executing translations.
+    /// Host nanoseconds executing translations (each entry with its dispatch).
     pub exec_ns: u64,
     /// Indirect branches (returns, indirect calls and jumps) resolved by the jump cache
     /// inside translated code, without a translation-cache lookup.
@@ -187,9 +187,8 @@ fn interpret(
     mem: &mut AddressSpace,
     cache: &mut Option<CachedBlock>,
 ) -> Result<(), Exit> {
-    let t0 = Clock::ticks();
     let r = interp.run_block_cached(cpu, mem, cache);
-    ticks.interp += Clock::ticks() - t0;
+    ticks.interp += ticks.lap();
     r
 }
 
@@ -643,6 +642,7 @@ impl Engine {
             return e;
         }
         let start = cpu.icount;
+        self.ticks.start();
         loop {
             let used = cpu.icount - start;
             if used >= budget {
@@ -719,7 +719,6 @@ impl Engine {
     }
 
     fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
-        let t0 = Clock::ticks();
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
         let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
         // Fetch a little and translate; fetch more only if the block may have run past
@@ -735,7 +734,7 @@ impl Engine {
             }
         };
         let Some(tr) = tr else {
-            self.ticks.translate += Clock::ticks() - t0;
+            self.ticks.translate += self.ticks.lap();
             return None;
         };
         if self.code.offset() + tr.code.len() > self.code.capacity() {
@@ -798,7 +797,7 @@ impl Engine {
             // Best effort, like the file itself.
             let _ = f.write_all(line.as_bytes());
         }
-        self.ticks.translate += Clock::ticks() - t0;
+        self.ticks.translate += self.ticks.lap();
         Some(id)
     }
 
@@ -815,7 +814,6 @@ impl Engine {
 
     /// Runs translation `t`; returns `Err` for exits the caller must see.
     fn execute(&mut self, body: usize, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
-        let t0 = Clock::ticks();
         let mut hctx = HelperCtx {
             cpu: cpu as *mut Cpu,
             mem: mem as *mut AddressSpace,
@@ -869,7 +867,7 @@ impl Engine {
         cpu.icount += executed;
         self.stats.translated_instructions += executed;
         self.stats.jump_cache_hits += jc_hits;
-        self.ticks.exec += Clock::ticks() - t0;
+        self.ticks.exec += self.ticks.lap();
         if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
             *n += 1;
         }
