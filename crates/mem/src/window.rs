@@ -19,9 +19,11 @@
 //! window is an error, never overwritten.
 //!
 //! Page tables (8 MiB of entries each, of which a process touches a few dozen host
-//! pages) are recycled the same way: a freed table is zeroed where it was touched and
-//! kept for the next address space, which then takes no host page faults to build its
-//! table (a fork and an exec each build one).
+//! pages) are recycled the same way: a freed table is zeroed where it was used (its
+//! address space zeroes the entries of its VMAs, the only ones that can be set; a table
+//! dropped otherwise is zeroed where the host has pages of it, found with `mincore`)
+//! and kept for the next address space, which then takes no host page faults to build
+//! its table (a fork and an exec each build one).
 
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
@@ -122,6 +124,8 @@ impl Drop for WindowSlot {
 /// documentation).
 pub(crate) struct PageTable {
     ptr: std::ptr::NonNull<Pte>,
+    /// Every entry is known to be zero (its address space zeroed what it used).
+    clean: Cell<bool>,
 }
 
 /// Freed page tables kept for reuse (per thread: a table is not `Send`).
@@ -138,6 +142,7 @@ impl PageTable {
     /// An all-zero table: a recycled one, or a fresh mapping.
     pub(crate) fn new() -> Result<PageTable, MemError> {
         if let Some(t) = POOL.with(|p| p.borrow_mut().pop()) {
+            t.clean.set(false);
             return Ok(t);
         }
         // SAFETY: a fresh private anonymous mapping; the result is checked.
@@ -154,27 +159,40 @@ impl PageTable {
         if p == libc::MAP_FAILED {
             return Err(host_err("mmap(page table)"));
         }
-        Ok(PageTable { ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success") })
+        Ok(PageTable { ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success"), clean: Cell::new(false) })
+    }
+
+    /// Records that every entry is zero again (the owner zeroed the ones it used), so
+    /// that the table is recycled without `clear`. Checked in debug builds.
+    pub(crate) fn mark_clean(&self) {
+        debug_assert!(self.resident_chunks().is_some_and(|c| c.iter().all(|c| c.iter().all(|e| e.get() == Pte::default()))), "a page-table entry outside every VMA");
+        self.clean.set(true);
     }
 
     /// Zeroes every entry, touching only the host pages the table has in memory (the
     /// others read as zero already); false if the host would not say which those are.
     fn clear(&self) -> bool {
-        let pages = Self::BYTES / Self::HOST_PAGE;
-        let mut resident = vec![0u8; pages];
-        // SAFETY: the range is our own mapping; `resident` has one byte per host page.
-        if unsafe { libc::mincore(self.ptr.as_ptr().cast(), Self::BYTES, resident.as_mut_ptr()) } != 0 {
-            return false;
-        }
-        let per = Self::HOST_PAGE / std::mem::size_of::<Pte>();
-        for (i, _) in resident.iter().enumerate().filter(|(_, r)| **r & 1 != 0) {
-            let chunk = &self[i * per..(i + 1) * per];
+        let Some(chunks) = self.resident_chunks() else { return false };
+        for chunk in chunks {
             // Pages only read map the shared zero page: writing them would copy it.
             if chunk.iter().any(|c| c.get() != Pte::default()) {
                 chunk.iter().for_each(|c| c.set(Pte::default()));
             }
         }
         true
+    }
+
+    /// The entries on each host page of the table that the host has in memory (the
+    /// others read as zero), if the host says which those are.
+    fn resident_chunks(&self) -> Option<Vec<&[Cell<Pte>]>> {
+        let pages = Self::BYTES / Self::HOST_PAGE;
+        let mut resident = vec![0u8; pages];
+        // SAFETY: the range is our own mapping; `resident` has one byte per host page.
+        if unsafe { libc::mincore(self.ptr.as_ptr().cast(), Self::BYTES, resident.as_mut_ptr()) } != 0 {
+            return None;
+        }
+        let per = Self::HOST_PAGE / std::mem::size_of::<Pte>();
+        Some(resident.iter().enumerate().filter(|(_, r)| **r & 1 != 0).map(|(i, _)| &self[i * per..(i + 1) * per]).collect())
     }
 }
 
@@ -194,7 +212,7 @@ impl Drop for PageTable {
     fn drop(&mut self) {
         let ptr = self.ptr;
         let room = POOL.try_with(|p| p.borrow().len() < POOL_MAX).unwrap_or(false);
-        if room && self.clear() && POOL.try_with(|p| p.borrow_mut().push(PageTable { ptr })).is_ok() {
+        if room && (self.clean.get() || self.clear()) && POOL.try_with(|p| p.borrow_mut().push(PageTable { ptr, clean: Cell::new(true) })).is_ok() {
             return; // the same mapping lives on in the pool
         }
         // SAFETY: unmapping our own mapping; no borrow of it outlives `self`.
@@ -231,6 +249,26 @@ mod tests {
             for va in (0..1u32 << 20).step_by(512).map(|p| p << 12).filter(|va| !vas.contains(va)) {
                 assert_eq!(a.pte(va), Pte::default());
             }
+        }
+    }
+
+    #[test]
+    fn a_page_table_comes_back_all_zero_whatever_its_last_owner_did() {
+        for round in 0..2 {
+            let mut a = space();
+            assert!((0..1u32 << 20).all(|p| a.pte(p << 12) == Pte::default()), "round {round}: a used table was handed out");
+            a.map_anon(0x1000_0000, 0x10_0000, Prot::RW, false, "").unwrap();
+            for va in (0x1000_0000..0x1010_0000).step_by(0x3000) {
+                a.write_u32(va, va).unwrap();
+            }
+            a.protect(0x1004_0000, 0x2000, Prot::READ).unwrap();
+            a.unmap(0x1008_0000, 0x4000).unwrap();
+            a.move_pages(0x1000_0000, 0x5000_0000, 0x3000).unwrap();
+            a.map_anon(0xbf00_0000, 0x80_0000, Prot::RW, false, "stack").unwrap();
+            a.write_u32(0xbf7f_fff0, 1).unwrap();
+            let b = a.fork().unwrap();
+            drop(a);
+            drop(b);
         }
     }
 
