@@ -671,7 +671,13 @@ impl Interp {
         let delta = cpu.eip.wrapping_sub(block.start);
         let mut result = Ok(());
         for d in block.instrs.iter() {
-            match self.exec(cpu, mem, d, delta) {
+            // A pre-decoded form (integer instructions only) runs inline; the rest
+            // through `exec`.
+            let r = match d.fast {
+                Some(f) => fast::exec(cpu, mem, f, &d.ins, delta),
+                None => self.exec(cpu, mem, d, delta),
+            };
+            match r {
                 Ok(Flow::Next) => {
                     cpu.eip = d.ins.next_ip32().wrapping_add(delta);
                     cpu.icount += 1;

@@ -200,6 +200,10 @@ fn prefetch_ptr(p: *const u8) {
     unsafe { std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
 }
 
+/// Pages remembered as prefilled in the jump cache (direct-mapped by page number; a
+/// process runs code from a few hundred pages).
+const JC_PAGES: usize = 1024;
+
 /// Guest bytes fetched to translate a block before fetching more (most blocks fit).
 const FETCH_FIRST: u32 = 256;
 
@@ -244,7 +248,7 @@ impl JumpCache {
 
     #[inline]
     fn set(&mut self, va: u32, host: u64) {
-        let i = (va as usize) & (JC_ENTRIES - 1);
+        let i = runtime::jc_index(va);
         self.entries[i] = JcEntry { va, page: va & !(PAGE_SIZE - 1), host };
         if self.written.len() < Self::WRITTEN_MAX {
             self.written.push(i as u16);
@@ -384,7 +388,7 @@ pub struct Engine {
     jc_tag: (u64, u64),
     /// Pages whose translations were all put in the jump cache since it was last
     /// emptied (`page | 1`, direct-mapped by page number; see `prefill`).
-    jc_pages: [u32; 64],
+    jc_pages: Box<[u32; JC_PAGES]>,
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
@@ -423,7 +427,7 @@ impl Engine {
             code_base: 0,
             jc: JumpCache::new(),
             jc_tag: (0, 0),
-            jc_pages: [0; 64],
+            jc_pages: Box::new([0; JC_PAGES]),
             fpu_live: false,
             code_map: None,
         };
@@ -464,7 +468,7 @@ impl Engine {
     fn flush_jump_cache(&mut self) {
         let empty = self.jc_empty();
         self.jc.clear(empty);
-        self.jc_pages = [0; 64];
+        self.jc_pages.fill(0);
     }
 
     /// Puts in the jump cache every live translation made from `frame` that a dispatch
@@ -475,7 +479,7 @@ impl Engine {
     /// jump cache instead of one dispatcher round trip each.
     fn prefill(&mut self, eip: u32, frame: Frame, ctx: u32) {
         let page = eip & !(PAGE_SIZE - 1);
-        let memo = &mut self.jc_pages[(page >> 12) as usize % 64];
+        let memo = &mut self.jc_pages[(page >> 12) as usize % JC_PAGES];
         if *memo == page | 1 {
             return;
         }

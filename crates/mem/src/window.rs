@@ -159,13 +159,19 @@ impl PageTable {
         if p == libc::MAP_FAILED {
             return Err(host_err("mmap(page table)"));
         }
-        Ok(PageTable { ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success"), clean: Cell::new(false) })
+        Ok(PageTable {
+            ptr: std::ptr::NonNull::new(p.cast()).expect("mmap returns non-null on success"),
+            clean: Cell::new(false),
+        })
     }
 
     /// Records that every entry is zero again (the owner zeroed the ones it used), so
     /// that the table is recycled without `clear`. Checked in debug builds.
     pub(crate) fn mark_clean(&self) {
-        debug_assert!(self.resident_chunks().is_some_and(|c| c.iter().all(|c| c.iter().all(|e| e.get() == Pte::default()))), "a page-table entry outside every VMA");
+        debug_assert!(
+            self.resident_chunks().is_some_and(|c| c.iter().all(|c| c.iter().all(|e| e.get() == Pte::default()))),
+            "a page-table entry outside every VMA"
+        );
         self.clean.set(true);
     }
 
@@ -192,7 +198,14 @@ impl PageTable {
             return None;
         }
         let per = Self::HOST_PAGE / std::mem::size_of::<Pte>();
-        Some(resident.iter().enumerate().filter(|(_, r)| **r & 1 != 0).map(|(i, _)| &self[i * per..(i + 1) * per]).collect())
+        Some(
+            resident
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| **r & 1 != 0)
+                .map(|(i, _)| &self[i * per..(i + 1) * per])
+                .collect(),
+        )
     }
 }
 
@@ -212,7 +225,10 @@ impl Drop for PageTable {
     fn drop(&mut self) {
         let ptr = self.ptr;
         let room = POOL.try_with(|p| p.borrow().len() < POOL_MAX).unwrap_or(false);
-        if room && (self.clean.get() || self.clear()) && POOL.try_with(|p| p.borrow_mut().push(PageTable { ptr, clean: Cell::new(true) })).is_ok() {
+        if room
+            && (self.clean.get() || self.clear())
+            && POOL.try_with(|p| p.borrow_mut().push(PageTable { ptr, clean: Cell::new(true) })).is_ok()
+        {
             return; // the same mapping lives on in the pool
         }
         // SAFETY: unmapping our own mapping; no borrow of it outlives `self`.
@@ -256,7 +272,10 @@ mod tests {
     fn a_page_table_comes_back_all_zero_whatever_its_last_owner_did() {
         for round in 0..2 {
             let mut a = space();
-            assert!((0..1u32 << 20).all(|p| a.pte(p << 12) == Pte::default()), "round {round}: a used table was handed out");
+            assert!(
+                (0..1u32 << 20).all(|p| a.pte(p << 12) == Pte::default()),
+                "round {round}: a used table was handed out"
+            );
             a.map_anon(0x1000_0000, 0x10_0000, Prot::RW, false, "").unwrap();
             for va in (0x1000_0000..0x1010_0000).step_by(0x3000) {
                 a.write_u32(va, va).unwrap();
