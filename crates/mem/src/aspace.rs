@@ -883,19 +883,20 @@ impl AddressSpace {
         if self.phys.is_code(old) {
             self.map_gen += 1; // translated code of this VA belongs to the old frame
         }
-        let n = self.cow_batch(i as u32);
+        let (lo, hi) = self.cow_batch(i as u32);
+        let n = hi - lo;
         if n > 1
             && let Ok(run) = self.phys.alloc_run(n)
         {
             for k in 0..n {
-                let j = i + k as usize;
+                let j = (lo + k) as usize;
                 let q = self.pt[j].get();
                 let frame = Frame(run.0 + k);
                 self.phys.copy_frame(frame, q.frame());
                 self.phys.release(q.frame());
                 self.pt[j].set(Pte((uncow(q).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
             }
-            return self.map_now(i as u32, n); // one host mapping for the run
+            return self.map_now(lo, n); // one host mapping for the run
         }
         let frame = self.phys.alloc_copy(old)?;
         self.phys.release(old);
@@ -903,19 +904,21 @@ impl AddressSpace {
         self.map_now(i as u32, 1) // about to be written: map it now
     }
 
-    /// How many pages from page `i` on a copy-on-write break copies at once: in a
-    /// private file mapping (a program's or library's data, which the dynamic loader
-    /// writes page after page while relocating), the run of up to `COW_BATCH` pages
-    /// that are still shared and hold no code, so their copies take consecutive frames
-    /// and one host mapping; one page elsewhere (a forked child that execs writes few
-    /// of its pages). Copying a page before it is written is invisible to the guest,
-    /// except that later changes to the file no longer show through it, which POSIX
-    /// leaves unspecified for `MAP_PRIVATE`.
-    fn cow_batch(&self, i: u32) -> u32 {
-        const COW_BATCH: u32 = 16;
-        let Some(v) = self.vma_at(i << PAGE_SHIFT) else { return 1 };
-        if v.shared || !matches!(v.kind, MapKind::File { .. }) {
-            return 1;
+    /// The pages `[lo, hi)` around page `i` that a copy-on-write break copies at once,
+    /// each still shared and holding no code, so that their copies take consecutive
+    /// frames and one host mapping: in a private file mapping (a program's or library's
+    /// data, which the dynamic loader writes page after page while relocating), up to
+    /// `FILE_BATCH` pages from `i` on; in private anonymous memory (a heap, a bss, a
+    /// stack, where a forked child writes a few neighbouring pages before it execs), up
+    /// to `ANON_REACH` pages either side. Copying a page before it is written is
+    /// invisible to the guest, except that later changes to a file no longer show
+    /// through it, which POSIX leaves unspecified for `MAP_PRIVATE`.
+    fn cow_batch(&self, i: u32) -> (u32, u32) {
+        const FILE_BATCH: u32 = 16;
+        const ANON_REACH: u32 = 1;
+        let Some(v) = self.vma_at(i << PAGE_SHIFT) else { return (i, i + 1) };
+        if v.shared {
+            return (i, i + 1);
         }
         let shared_data = |j: u32| {
             let q = self.pt[j as usize].get();
@@ -925,8 +928,13 @@ impl AddressSpace {
                 && self.phys.refcount(q.frame()) > 1
                 && !self.phys.is_code(q.frame())
         };
-        let (_, hi) = Self::extent(i, i, (v.end >> PAGE_SHIFT).min(i + COW_BATCH), shared_data);
-        hi - i
+        let (first, end) = (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT);
+        match v.kind {
+            MapKind::File { .. } => Self::extent(i, i, end.min(i + FILE_BATCH), shared_data),
+            MapKind::Anon => {
+                Self::extent(i, first.max(i.saturating_sub(ANON_REACH)), end.min(i + 1 + ANON_REACH), shared_data)
+            }
+        }
     }
 
     /// A copy of this address space for `fork`: private pages become copy-on-write in
