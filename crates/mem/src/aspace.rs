@@ -1269,6 +1269,29 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_on_write_break_in_anonymous_memory_copies_its_neighbours() {
+        let mut a = space();
+        a.map_anon(0x8000, 0x5000, Prot::RW, false, "").unwrap();
+        for i in 0..5 {
+            a.write_u32(0x8000 + i * 0x1000, i).unwrap();
+        }
+        let mut child = a.fork().unwrap();
+        child.write_u32(0xa000, 99).unwrap();
+        // Pages 1..=3 were copied for the child at once; 0 and 4 are still shared.
+        let cow: Vec<bool> = (0..5).map(|i| child.pte(0x8000 + i * 0x1000).cow()).collect();
+        assert_eq!(cow, [true, false, false, false, true]);
+        let (p1, p3) = (child.pte(0x9000).frame().0, child.pte(0xb000).frame().0);
+        assert_eq!(p3, p1 + 2, "the copies are consecutive frames (one host mapping)");
+        for i in 0..5 {
+            assert_eq!(a.read_u32(0x8000 + i * 0x1000).unwrap(), i, "the parent keeps its page {i}");
+            let want = if i == 2 { 99 } else { i };
+            assert_eq!(child.read_u32(0x8000 + i * 0x1000).unwrap(), want, "the child's page {i}");
+        }
+        a.write_u32(0x9000, 7).unwrap();
+        assert_eq!(child.read_u32(0x9000).unwrap(), 1, "a copied page is the child's own");
+    }
+
+    #[test]
     fn an_unshared_copy_on_write_vma_becomes_writable_at_the_first_write() {
         let mut a = space();
         a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
