@@ -274,39 +274,74 @@ pub fn exit_nosave() -> Vec<u8> {
 /// leave). `k` is the number of the block's instructions completed before this one,
 /// `eip_off` the instruction's offset from the page start (r14d).
 pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>, Vec<u8>) {
-    let before = assemble(|a| {
-        a.pushfq()?;
-        a.pop(r13)?;
-        a.mov(dword_ptr(r15 + off::EFLAGS), r13d)?;
-        for i in 0..8 {
-            a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
-        }
-        a.lea(r13d, dword_ptr(r14 + eip_off))?;
-        a.mov(dword_ptr(r15 + off::EIP), r13d)?;
-        a.mov(dword_ptr(r15 + off::PAGE_VA), r14d)?;
-        a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
-        a.mov(qword_ptr(r15 + off::LIMIT), r10)?;
-        a.mov(dword_ptr(r15 + off::HELPER_K), k)?;
-        fpu_save(a)?;
-        a.cld()?;
-        a.mov(rdi, r15)?;
-        a.mov(rsi, ins as u64)?;
-        a.mov(rax, helper as u64)?;
-        a.call(rax)?;
-        a.test(eax, eax)
+    // Assembled once with placeholder operands, then copied and patched: a block with a
+    // helper call is translated thousands of times a second at start-up, and the
+    // assembler is most of its cost. The placeholders are wide enough to take the
+    // longest encodings (disp32, imm64), which any value fits.
+    const K: u32 = 0x5a5a_a5a5;
+    const EIP_OFF: i32 = 0x3c3c_c3c3;
+    const INS: u64 = 0x6b6b_b6b6_6b6b_b6b6;
+    const HELPER: u64 = 0x7d7d_d7d7_7d7d_d7d7;
+    struct Template {
+        before: Vec<u8>,
+        after: Vec<u8>,
+        at: [usize; 4],
+    }
+    static T: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
+    let t = T.get_or_init(|| {
+        let before = assemble(|a| {
+            a.pushfq()?;
+            a.pop(r13)?;
+            a.mov(dword_ptr(r15 + off::EFLAGS), r13d)?;
+            for i in 0..8 {
+                a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
+            }
+            a.lea(r13d, dword_ptr(r14 + EIP_OFF))?;
+            a.mov(dword_ptr(r15 + off::EIP), r13d)?;
+            a.mov(dword_ptr(r15 + off::PAGE_VA), r14d)?;
+            a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
+            a.mov(qword_ptr(r15 + off::LIMIT), r10)?;
+            a.mov(dword_ptr(r15 + off::HELPER_K), K)?;
+            fpu_save(a)?;
+            a.cld()?;
+            a.mov(rdi, r15)?;
+            a.mov(rsi, INS)?;
+            a.mov(rax, HELPER)?;
+            a.call(rax)?;
+            a.test(eax, eax)
+        });
+        let after = assemble(|a| {
+            a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
+            a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
+            fpu_load(a)?;
+            for i in 0..8 {
+                a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
+            }
+            a.mov(r13d, dword_ptr(r15 + off::EFLAGS))?;
+            a.push(r13)?;
+            a.popfq()
+        });
+        let find = |pat: &[u8]| {
+            let mut at = before.windows(pat.len()).enumerate().filter(|(_, w)| *w == pat).map(|(i, _)| i);
+            let first = at.next().expect("placeholder in the helper call");
+            assert!(at.next().is_none(), "placeholder appears once");
+            first
+        };
+        let at = [
+            find(&K.to_le_bytes()),
+            find(&EIP_OFF.to_le_bytes()),
+            find(&INS.to_le_bytes()),
+            find(&HELPER.to_le_bytes()),
+        ];
+        Template { before, after, at }
     });
-    let after = assemble(|a| {
-        a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
-        a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
-        fpu_load(a)?;
-        for i in 0..8 {
-            a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
-        }
-        a.mov(r13d, dword_ptr(r15 + off::EFLAGS))?;
-        a.push(r13)?;
-        a.popfq()
-    });
-    (before, after)
+    let mut before = t.before.clone();
+    let mut put = |at: usize, b: &[u8]| before[at..at + b.len()].copy_from_slice(b);
+    put(t.at[0], &k.to_le_bytes());
+    put(t.at[1], &eip_off.to_le_bytes());
+    put(t.at[2], &(ins as u64).to_le_bytes());
+    put(t.at[3], &(helper as u64).to_le_bytes());
+    (before, t.after.clone())
 }
 
 /// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
@@ -575,6 +610,32 @@ mod tests {
         assert_eq!(&s.jc as *const _ as usize - base, off::JC as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
+    }
+
+    #[test]
+    fn a_helper_call_carries_its_operands() {
+        use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
+        for (helper, ins, k, eip_off) in
+            [(0x5555_0000_1234usize, 0x7fff_0000_0008usize, 0u32, 0i32), (1, 2, 31, -8), (0x10, 0x20, 7, 0xffc)]
+        {
+            let (before, after) = helper_call(helper, ins, k, eip_off);
+            let decoded: Vec<_> = Decoder::with_ip(64, &before, 0, DecoderOptions::NONE).iter().collect();
+            assert!(decoded.iter().all(|i| !i.is_invalid()));
+            let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::R14);
+            assert_eq!(lea.map(|i| i.memory_displacement32() as i32), Some(eip_off));
+            let store_k = decoded.iter().find(|i| {
+                i.mnemonic() == Mnemonic::Mov
+                    && i.memory_base() == Register::R15
+                    && i.memory_displacement32() == off::HELPER_K as u32
+            });
+            assert_eq!(store_k.map(|i| i.immediate32()), Some(k));
+            let imm_to = |r: Register| {
+                decoded.iter().find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == r).map(|i| i.immediate64())
+            };
+            assert_eq!(imm_to(Register::RSI), Some(ins as u64));
+            assert_eq!(imm_to(Register::RAX), Some(helper as u64));
+            assert_eq!(after, helper_call(0, 0, 0, 0).1);
+        }
     }
 
     #[test]

@@ -476,7 +476,7 @@ fn fix32(b: Vec<u8>) -> Vec<u8> {
 /// page (the interpreter runs it).
 pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Translated> {
     let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
-    let mut instrs = Vec::new();
+    let mut instrs = Vec::with_capacity(16);
     while instrs.len() < MAX_INSTRUCTIONS && dec.can_decode() {
         let ins = dec.decode();
         if ins.is_invalid() && dec.last_error() == iced_x86::DecoderError::NoMoreBytes {
@@ -497,21 +497,21 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
     let last = *instrs.last()?;
     let mut e = Emitter {
         code: Vec::with_capacity(64 * instrs.len() + 128),
-        fixups: Vec::new(),
-        local: Vec::new(),
-        sites: Vec::new(),
-        far: Vec::new(),
+        fixups: Vec::with_capacity(8),
+        local: Vec::with_capacity(8),
+        sites: Vec::with_capacity(4),
+        far: Vec::with_capacity(4),
         encoder: Encoder::new(64),
         scratch: Vec::with_capacity(16),
         page_off: eip & (PAGE_SIZE - 1),
         counted: 0,
-        side: Vec::new(),
+        side: Vec::with_capacity(4),
     };
     // Chain entry: the budget check; the body follows.
     let (check, budget_rel, entry) = runtime::chain_check();
     e.bytes(check);
     let body = e.code.len();
-    let mut points = Vec::new();
+    let mut points = Vec::with_capacity(4 * instrs.len());
     let mut helper_instrs = Vec::new();
     let mut fallbacks = 0;
     let mut uses_fpu = false;
