@@ -1,6 +1,7 @@
 //! Pre-decoded forms of the instructions the interpreter meets most (32-bit `mov`,
-//! `push`, `pop`, `lea`, the ALU group, `jcc`, `jmp`, `call`, `ret`: about nine in ten
-//! of the instructions interpreted while a dynamically linked program starts).
+//! `push`, `pop`, `lea`, the ALU group, `movzx`/`movsx`, `jcc`, `jmp`, `call`, `ret`:
+//! more than nine in ten of the instructions interpreted while a dynamically linked
+//! program starts).
 //!
 //! A block's instructions are decoded once and run many times (up to the translation
 //! threshold), so what can be worked out from the instruction alone is worked out at
@@ -75,10 +76,22 @@ impl From<Dst> for Loc {
     }
 }
 
+/// The 8- or 16-bit source of a `movzx`/`movsx`.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Narrow {
+    /// A byte register: its GPR and the bit offset (0 for AL..BL, 8 for AH..BH).
+    Reg8(u8, u8),
+    Reg16(u8),
+    Mem8(Mem),
+    Mem16(Mem),
+}
+
 /// An instruction in pre-decoded form.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Fast {
     Mov(Dst, Loc),
+    /// `movzx`/`movsx` into a 32-bit register (`true`: sign-extending).
+    Ext(u8, Narrow, bool),
     /// `add`, `sub`, `and`, `or`, `xor`, `cmp`, `test` (the last two store nothing).
     Alu(M, Dst, Loc),
     Push(Loc),
@@ -88,6 +101,9 @@ pub(super) enum Fast {
     Jcc(ConditionCode, u32),
     Jmp(u32),
     Call(u32),
+    /// `jmp`/`call` through a 32-bit register or memory operand.
+    JmpInd(Loc),
+    CallInd(Loc),
     Ret,
 }
 
@@ -146,10 +162,34 @@ pub(super) fn form(ins: &Instruction) -> Option<Fast> {
         m @ (M::Add | M::Sub | M::And | M::Or | M::Xor | M::Cmp | M::Test) if ins.op_count() == 2 => {
             two().map(|(d, s)| Fast::Alu(m, d, s))
         }
-        M::Push if ins.op_count() == 1 && ins.stack_pointer_increment() == -4 => match loc(ins, 0) {
-            Some(l @ (Loc::Reg(_) | Loc::Imm(_))) => Some(Fast::Push(l)),
-            _ => None,
-        },
+        // The source is read (with ESP as it was) before ESP moves.
+        M::Push if ins.op_count() == 1 && ins.stack_pointer_increment() == -4 => loc(ins, 0).map(Fast::Push),
+        m @ (M::Movzx | M::Movsx) if ins.op_count() == 2 && ins.op_kind(0) == OpKind::Register => {
+            let d = gpr32(ins.op0_register())?;
+            let src = match ins.op_kind(1) {
+                OpKind::Register => {
+                    let r = ins.op1_register();
+                    let i8 = (r as u32).wrapping_sub(Register::AL as u32);
+                    let i16 = (r as u32).wrapping_sub(Register::AX as u32);
+                    if i8 < 4 {
+                        Narrow::Reg8(i8 as u8, 0)
+                    } else if i8 < 8 {
+                        Narrow::Reg8(i8 as u8 - 4, 8)
+                    } else if i16 < 8 {
+                        Narrow::Reg16(i16 as u8)
+                    } else {
+                        return None;
+                    }
+                }
+                OpKind::Memory => match ins.memory_size().size() {
+                    1 => Narrow::Mem8(address(ins)?),
+                    2 => Narrow::Mem16(address(ins)?),
+                    _ => return None,
+                },
+                _ => return None,
+            };
+            Some(Fast::Ext(d, src, m == M::Movsx))
+        }
         // `pop esp` stores the popped value over the incremented ESP: left to exec_int.
         M::Pop if ins.op_count() == 1 && ins.stack_pointer_increment() == 4 => match loc(ins, 0) {
             Some(Loc::Reg(r)) if r as usize != reg::ESP => Some(Fast::Pop(r)),
@@ -165,6 +205,14 @@ pub(super) fn form(ins: &Instruction) -> Option<Fast> {
         }
         M::Jmp if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Jmp(ins.near_branch32())),
         M::Call if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Call(ins.near_branch32())),
+        M::Jmp if matches!(ins.op_kind(0), OpKind::Register | OpKind::Memory) => match loc(ins, 0)? {
+            l @ (Loc::Reg(_) | Loc::Mem(_)) => Some(Fast::JmpInd(l)),
+            Loc::Imm(_) => None,
+        },
+        M::Call if matches!(ins.op_kind(0), OpKind::Register | OpKind::Memory) => match loc(ins, 0)? {
+            l @ (Loc::Reg(_) | Loc::Mem(_)) => Some(Fast::CallInd(l)),
+            Loc::Imm(_) => None,
+        },
         M::Ret if ins.op_count() == 0 && ins.stack_pointer_increment() == 4 => Some(Fast::Ret),
         _ => None,
     }
@@ -220,6 +268,22 @@ pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruc
             cpu.gpr[reg::ESP] = sp.wrapping_add(4);
             cpu.gpr[r as usize] = v;
         }
+        Fast::Ext(r, src, signed) => {
+            let read8 = |m: Mem| mem.read_u8(m.linear(cpu)).map_err(page_fault(ip));
+            let read16 = |m: Mem| mem.read_u16(m.linear(cpu)).map_err(page_fault(ip));
+            let v = match src {
+                Narrow::Reg8(g, shift) => (cpu.gpr[g as usize] >> shift) as u8 as u32,
+                Narrow::Reg16(g) => cpu.gpr[g as usize] as u16 as u32,
+                Narrow::Mem8(m) => u32::from(read8(m)?),
+                Narrow::Mem16(m) => u32::from(read16(m)?),
+            };
+            let byte = matches!(src, Narrow::Reg8(..) | Narrow::Mem8(_));
+            cpu.gpr[r as usize] = match (signed, byte) {
+                (false, _) => v,
+                (true, true) => v as u8 as i8 as i32 as u32,
+                (true, false) => v as u16 as i16 as i32 as u32,
+            };
+        }
         Fast::Lea(r, m) => cpu.gpr[r as usize] = m.offset(cpu),
         Fast::Jcc(cc, t) => {
             return Ok(if cond(cpu.eflags, cc) { Flow::Jump(t.wrapping_add(delta)) } else { Flow::Next });
@@ -230,6 +294,14 @@ pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruc
             mem.write_u32(sp, ins.next_ip32().wrapping_add(delta)).map_err(page_fault(ip))?;
             cpu.gpr[reg::ESP] = sp;
             return Ok(Flow::Jump(t.wrapping_add(delta)));
+        }
+        Fast::JmpInd(l) => return Ok(Flow::Jump(read(cpu, mem, l, ip)?)),
+        Fast::CallInd(l) => {
+            let t = read(cpu, mem, l, ip)?;
+            let sp = cpu.gpr[reg::ESP].wrapping_sub(4);
+            mem.write_u32(sp, ins.next_ip32().wrapping_add(delta)).map_err(page_fault(ip))?;
+            cpu.gpr[reg::ESP] = sp;
+            return Ok(Flow::Jump(t));
         }
         Fast::Ret => {
             let sp = cpu.gpr[reg::ESP];
@@ -323,6 +395,22 @@ mod tests {
             Box::new(|a| a.lea(eax, ptr(ebx + ecx * 8 - 4))),
             Box::new(|a| a.lea(ecx, ptr(0x100))),
             Box::new(|a| a.ret()),
+            Box::new(|a| a.push(dword_ptr(ebx + 8))),
+            Box::new(|a| a.push(dword_ptr(esp + 4))),
+            Box::new(|a| a.movzx(eax, byte_ptr(ebx + 3))),
+            Box::new(|a| a.movzx(edx, word_ptr(ebx + ecx * 2))),
+            Box::new(|a| a.movsx(esi, byte_ptr(ebx + 1))),
+            Box::new(|a| a.movsx(edi, word_ptr(ebx + 6))),
+            Box::new(|a| a.movzx(ecx, dl)),
+            Box::new(|a| a.movzx(ebp, bh)),
+            Box::new(|a| a.movsx(eax, ah)),
+            Box::new(|a| a.movsx(edx, si)),
+            Box::new(|a| a.movzx(eax, ax)),
+            Box::new(|a| a.jmp(eax)),
+            Box::new(|a| a.jmp(dword_ptr(ebx + ecx * 4))),
+            Box::new(|a| a.call(edx)),
+            Box::new(|a| a.call(dword_ptr(ebx + 4))),
+            Box::new(|a| a.call(esp)),
         ];
         let states: Vec<[u32; 8]> = (0..24u32)
             .map(|s| {
@@ -379,7 +467,9 @@ mod tests {
         a.mov(al, cl).unwrap(); // 8-bit
         a.mov(ax, word_ptr(ebx)).unwrap(); // 16-bit
         a.pop(esp).unwrap(); // stores over the incremented ESP
-        a.push(dword_ptr(ebx)).unwrap(); // memory source: exec_int
+        a.push(word_ptr(ebx)).unwrap(); // 16-bit
+        a.movzx(ax, byte_ptr(ebx)).unwrap(); // 16-bit destination
+        a.jmp(word_ptr(ebx)).unwrap(); // 16-bit target
         a.ret_1(8).unwrap(); // ret imm16
         a.adc(eax, ecx).unwrap(); // not in the group
         let bytes = a.assemble(u64::from(CODE)).unwrap();
