@@ -566,10 +566,12 @@ fn host_nice() -> i32 {
     unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }.clamp(-20, 19)
 }
 
-/// The host's user and group ids (the guest runs as the user running morph).
+/// The host's user and group ids (the guest runs as the user running morph), read once:
+/// morph never changes them.
 pub(crate) fn ids() -> [u32; 4] {
+    static IDS: std::sync::OnceLock<[u32; 4]> = std::sync::OnceLock::new();
     // SAFETY: these calls cannot fail and have no preconditions.
-    unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] }
+    *IDS.get_or_init(|| unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] })
 }
 
 impl Process {
