@@ -79,18 +79,18 @@ pub struct JcEntry {
     pub host: u64,
 }
 
-/// log2 of the jump-cache entries.
-pub const JC_BITS: u32 = 12;
+/// log2 of the jump-cache entries: 16 bits of the VA, so that blocks at one offset of
+/// sixteen consecutive pages (function entries aligned alike, say) have entries of
+/// their own (with the page offset alone, 12 bits, they shared one).
+pub const JC_BITS: u32 = 16;
 /// Jump-cache entries.
 pub const JC_ENTRIES: usize = 1 << JC_BITS;
 
-/// The jump-cache entry of guest VA `va`: its offset in the page plus its page number,
-/// modulo the size. The offset alone would put the blocks at one offset of every page
-/// (function entries aligned alike, say) in one entry; adding the page spreads them.
-/// Translated code computes the same with `rorx` and `lea`, which leave the flags alone.
+/// The jump-cache entry of guest VA `va`: its low `JC_BITS` bits (translated code
+/// computes the same with `shlx`/`shrx`, which leave the flags alone).
 #[inline]
 pub fn jc_index(va: u32) -> usize {
-    (va.wrapping_add(va.rotate_right(12)) as usize) & (JC_ENTRIES - 1)
+    va as usize & (JC_ENTRIES - 1)
 }
 
 impl Default for JitState {
@@ -364,19 +364,14 @@ pub fn indirect_lookup() -> &'static [u8] {
             let mut hit = a.create_label();
             let mut miss = a.create_label();
             let mut spent = a.create_label();
-            // The index (see `jc_index`): the target plus itself rotated by a page,
-            // masked.
+            // The index (see `jc_index`): the target's low bits.
             if bmi2 {
-                a.rorx(r9d, r13d, 12)?;
-                a.lea(r8d, dword_ptr(r13 + r9))?;
                 a.mov(r9d, 32 - JC_BITS)?;
-                a.shlx(r8d, r8d, r9d)?;
+                a.shlx(r8d, r13d, r9d)?;
                 a.shrx(r8d, r8d, r9d)?;
             } else {
                 a.pushfq()?;
-                a.mov(r9d, r13d)?;
-                a.ror(r9d, 12)?;
-                a.lea(r8d, dword_ptr(r13 + r9))?;
+                a.mov(r8d, r13d)?;
                 a.and(r8d, (JC_ENTRIES - 1) as u32)?;
                 a.popfq()?;
             }

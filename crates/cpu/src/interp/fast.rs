@@ -239,7 +239,7 @@ fn write(cpu: &mut Cpu, mem: &mut AddressSpace, d: Dst, v: u32, ip: u32) -> Res<
 }
 
 /// Runs `f`, the pre-decoded form of `ins`, decoded `delta` bytes from where it runs.
-#[inline]
+#[inline(always)]
 pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruction, delta: u32) -> Res<Flow> {
     let ip = ins.ip32().wrapping_add(delta);
     match f {
