@@ -5,18 +5,18 @@
 //! **unmapped**, not reserved. A reservation (one `PROT_NONE` mapping over the window)
 //! would make every later `MAP_FIXED` of a guest page split it, and on the hosts we
 //! measured that doubles the price of the commonest system call of the machine: a
-//! one-page `mmap` costs 4.5 µs over a reservation and 2.2 µs into a hole, and tearing
-//! down a window of 50 mappings 130 µs against 85 µs (`docs/architecture.md`, "Address
-//! spaces").
+//! one-page `mmap` costs 4.6 µs over a reservation and 2.2–2.6 µs into a hole, and
+//! tearing a window down 2.5 µs per mapping against 0.9 µs (`benches/probes/hostmap.c`;
+//! `docs/architecture.md`, "Address spaces").
 //!
 //! The windows are carved from a fixed region of the host address space far below where
 //! the host kernel places mappings of its own (Linux allocates top-down from just below
 //! the stack; the region starts at 16 TiB, the host's mappings sit near 85 and 127 TiB),
 //! each slot [`SLOT`] bytes apart, so that the 4 GiB after a window stay empty too (a
 //! guest access straddling the top of the window faults there). A slot is checked to be
-//! empty when it is first handed out, and the address space maps into the holes of its window
-//! with `MAP_FIXED_NOREPLACE` (see `AddressSpace::host_map`): a foreign mapping in a
-//! window is an error, never overwritten.
+//! empty when it is first handed out, and the address space maps into the holes of its
+//! window with `MAP_FIXED_NOREPLACE` (see `AddressSpace::host_map`): a foreign mapping in
+//! a window is an error, never overwritten.
 //!
 //! Page tables (8 MiB of entries each, of which a process touches a few dozen host
 //! pages) are recycled the same way: a freed table is zeroed where it was used (its
