@@ -280,13 +280,25 @@ struct Slot {
     /// The key dispatched after this one last time, and its slot (`NO_SLOT`: none).
     succ_key: Key,
     succ: u32,
+    /// The successor before that (a block ending in a conditional branch has two).
+    succ2: u32,
+    succ2_key: Key,
     /// Where the successor's interpreted block lives (prefetched with its slot).
     succ_hint: [*const u8; 2],
 }
 
 impl Default for Slot {
     fn default() -> Slot {
-        Slot { live: None, count: 0, block: None, succ_key: Key(0), succ: NO_SLOT, succ_hint: [std::ptr::null(); 2] }
+        Slot {
+            live: None,
+            count: 0,
+            block: None,
+            succ_key: Key(0),
+            succ: NO_SLOT,
+            succ2: NO_SLOT,
+            succ2_key: Key(0),
+            succ_hint: [std::ptr::null(); 2],
+        }
     }
 }
 
@@ -542,7 +554,7 @@ impl Engine {
         // The process's keys are never dispatched again: their slots stay (unreachable),
         // and no prediction may lead to one.
         self.index.retain(|k, _| k.ctx() != ctx);
-        self.slots.iter_mut().for_each(|s| s.succ = NO_SLOT);
+        self.slots.iter_mut().for_each(|s| (s.succ, s.succ2) = (NO_SLOT, NO_SLOT));
         self.prev_slot = NO_SLOT;
         self.pred_slot = NO_SLOT;
     }
@@ -610,9 +622,14 @@ impl Engine {
         let prev = self.prev_slot as usize;
         let i = match self.slots.get(prev) {
             Some(p) if p.succ != NO_SLOT && p.succ_key == key => p.succ,
+            Some(p) if p.succ2 != NO_SLOT && p.succ2_key == key => p.succ2,
             _ => self.slot_of(key),
         };
-        if let Some(p) = self.slots.get_mut(prev) {
+        if let Some(p) = self.slots.get_mut(prev)
+            && p.succ != i
+        {
+            // The newer successor first; the other one kept second.
+            (p.succ2_key, p.succ2) = (p.succ_key, p.succ);
             (p.succ_key, p.succ) = (key, i);
         }
         self.pred_slot = self.prev_slot;
