@@ -886,7 +886,7 @@ impl AddressSpace {
         let (lo, hi) = self.cow_batch(i as u32);
         let n = hi - lo;
         if n > 1
-            && let Ok(run) = self.phys.alloc_run(n)
+            && let Ok(run) = self.phys.alloc_run_to_overwrite(n)
         {
             for k in 0..n {
                 let j = (lo + k) as usize;

@@ -219,24 +219,7 @@ impl PhysMem {
     /// they are resident, so the host maps them without allocating), else a fresh run,
     /// else single frames.
     pub fn alloc_zeroed(&self, n: u32) -> Result<Vec<Frame>, MemError> {
-        let recycled = {
-            let mut inner = self.inner.borrow_mut();
-            let len = inner.free.len();
-            let top = inner.free.get(len.wrapping_sub(n as usize)..).unwrap_or(&[]);
-            let consecutive = n > 0 && top.len() == n as usize && top.windows(2).all(|w| w[1] == w[0] + 1);
-            if consecutive {
-                let run: Vec<Frame> = top.iter().map(|&f| Frame(f)).collect();
-                inner.free.truncate(len - n as usize);
-                for f in &run {
-                    inner.refcount[f.0 as usize] = 1;
-                }
-                Self::count_alloc(&mut inner, n);
-                Some(run)
-            } else {
-                None
-            }
-        };
-        if let Some(run) = recycled {
+        if let Some(run) = self.take_recycled_run(n) {
             for &f in &run {
                 // SAFETY: a frame just taken from the free list: mapped in the physmap
                 // and referenced by no one else yet.
@@ -245,6 +228,35 @@ impl PhysMem {
             return Ok(run);
         }
         self.alloc_many(n)
+    }
+
+    /// Allocates `n` frames with consecutive numbers whose contents the caller
+    /// overwrites at once (copies): the most recently freed frames if they are
+    /// consecutive (already in host memory), else a fresh run.
+    pub fn alloc_run_to_overwrite(&self, n: u32) -> Result<Frame, MemError> {
+        match self.take_recycled_run(n) {
+            Some(run) => Ok(run[0]),
+            None => self.alloc_run(n),
+        }
+    }
+
+    /// The `n` most recently freed frames with reference count 1, if they are
+    /// consecutive (their contents are whatever their last owner left).
+    fn take_recycled_run(&self, n: u32) -> Option<Vec<Frame>> {
+        let mut inner = self.inner.borrow_mut();
+        let len = inner.free.len();
+        let top = inner.free.get(len.wrapping_sub(n as usize)..).unwrap_or(&[]);
+        let consecutive = n > 0 && top.len() == n as usize && top.windows(2).all(|w| w[1] == w[0] + 1);
+        if !consecutive {
+            return None;
+        }
+        let run: Vec<Frame> = top.iter().map(|&f| Frame(f)).collect();
+        inner.free.truncate(len - n as usize);
+        for f in &run {
+            inner.refcount[f.0 as usize] = 1;
+        }
+        Self::count_alloc(&mut inner, n);
+        Some(run)
     }
 
     /// Allocates `n` zeroed frames: a fresh run of consecutive frames if there is room
