@@ -137,6 +137,18 @@ impl Block {
 }
 
 const MAX_BLOCK: usize = 128;
+/// The longest x86 instruction, in bytes.
+pub const MAX_INSN_LEN: u32 = 15;
+
+/// What decoding a block from fetched bytes gave.
+enum Fetched {
+    /// The block's instructions and the address of its last byte.
+    Block(Vec<Decoded>, u32),
+    /// Its first instruction runs into an unreadable page.
+    Truncated,
+    /// It runs past the bytes fetched, and there are more to fetch.
+    Short,
+}
 /// Bytes fetched to decode a block before fetching more (most blocks fit).
 const FETCH_FIRST: u32 = 96;
 
@@ -568,7 +580,7 @@ impl Interp {
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
         let mut avail = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
         if page_end != 0 && mem.pte(page_end).readable() {
-            avail += 15; // an instruction may straddle into the next page
+            avail += MAX_INSN_LEN; // an instruction may straddle into the next page
         }
         // Fetch a little and decode; fetch more only if the block runs past it (a block
         // is a few instructions: copying the rest of its page each time would stream
@@ -578,9 +590,11 @@ impl Interp {
             let mut bytes = vec![0u8; want as usize];
             mem.read_bytes(eip, &mut bytes).map_err(&fetch)?;
             match self.decode_from(&bytes, eip, page_end, want == avail) {
-                Some(Ok(decoded)) => break decoded,
-                Some(Err(())) => return Err(fetch(mem.check_read(eip, 16).expect_err("truncated instruction"))),
-                None => want = avail.min(want * 8),
+                Fetched::Block(instrs, last) => break (instrs, last),
+                Fetched::Truncated => {
+                    return Err(fetch(mem.check_read(eip, MAX_INSN_LEN + 1).expect_err("truncated instruction")));
+                }
+                Fetched::Short => want = avail.min(want * 8),
             }
         };
         // Read after the fetch, which gave a demand-zero page its frame.
@@ -593,17 +607,9 @@ impl Interp {
         Ok(Block { start: eip, frames, last, wraps16, instrs: instrs.into_boxed_slice() })
     }
 
-    /// Decodes the block at `eip` from `bytes` (fetched from there): its instructions and
-    /// the address of its last byte; `Err` if its first instruction runs into an
-    /// unreadable page; `None` if it runs past `bytes` and they are not `all` there is.
-    #[allow(clippy::type_complexity)]
-    fn decode_from(
-        &mut self,
-        bytes: &[u8],
-        eip: u32,
-        page_end: u32,
-        all: bool,
-    ) -> Option<Result<(Vec<Decoded>, u32), ()>> {
+    /// Decodes the block at `eip` from `bytes` (fetched from there, `all` there is to
+    /// fetch or not).
+    fn decode_from(&mut self, bytes: &[u8], eip: u32, page_end: u32, all: bool) -> Fetched {
         let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
         let mut instrs = Vec::new();
         let mut last = eip;
@@ -615,11 +621,10 @@ impl Interp {
             let ins = dec.decode();
             if ins.is_invalid() && dec.last_error() == DecoderError::NoMoreBytes {
                 if !all {
-                    return None;
+                    return Fetched::Short;
                 }
                 if instrs.is_empty() {
-                    // The instruction runs into an unreadable page.
-                    return Some(Err(()));
+                    return Fetched::Truncated;
                 }
                 break;
             }
@@ -636,7 +641,7 @@ impl Interp {
                 break;
             }
         }
-        Some(Ok((instrs, last)))
+        Fetched::Block(instrs, last)
     }
 
     /// Runs the guest until a system call, a fault, or about `budget` instructions.

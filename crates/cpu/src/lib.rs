@@ -23,6 +23,6 @@ pub mod state;
 pub mod x87;
 
 pub use interp::{
-    CachedBlock, Exit, Fault, FaultKind, Interp, InterpStats, is_fpu_instruction, is_integer_instruction,
+    CachedBlock, Exit, Fault, FaultKind, Interp, InterpStats, MAX_INSN_LEN, is_fpu_instruction, is_integer_instruction,
 };
 pub use state::{Cpu, FpuState, TlsDescriptor};

@@ -32,7 +32,7 @@ use clock::Clock;
 use code::CodeBuffer;
 use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::seg;
-use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
+use morph_cpu::{CachedBlock, Cpu, Exit, Interp, MAX_INSN_LEN};
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::num::NonZeroU32;
@@ -750,7 +750,7 @@ impl Engine {
             mem.read_bytes(eip, &mut bytes).ok()?;
             let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
             match tr {
-                Some(t) if want < len && t.guest_len + 15 > want => want = len.min(want * 4),
+                Some(t) if want < len && t.guest_len + MAX_INSN_LEN > want => want = len.min(want * 4),
                 tr => break tr,
             }
         };

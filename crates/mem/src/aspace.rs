@@ -1219,10 +1219,11 @@ fn pages(start: u32, len: u32) -> (u32, u32) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn space() -> AddressSpace {
+    /// An empty address space over 1 GiB of guest memory.
+    pub(crate) fn space() -> AddressSpace {
         AddressSpace::new(Rc::new(PhysMem::new(1 << 30).unwrap())).unwrap()
     }
 

@@ -279,7 +279,7 @@ impl PhysMem {
     }
 
     /// Allocates `n` zeroed frames with consecutive numbers (so their host mappings merge).
-    pub fn alloc_run(&self, n: u32) -> Result<Frame, MemError> {
+    fn alloc_run(&self, n: u32) -> Result<Frame, MemError> {
         if n == 1 {
             return self.alloc();
         }

@@ -34,7 +34,7 @@ use crate::{MemError, NUM_PAGES, host_err};
 /// Host address of the first window slot (16 TiB).
 const REGION: usize = 1 << 44;
 /// Distance between two windows: the window and as much again of guard.
-pub(crate) const SLOT: usize = 1 << 33;
+const SLOT: usize = 1 << 33;
 /// Slots in the region (16 TiB of address space).
 const SLOTS: usize = 2048;
 
@@ -238,12 +238,8 @@ impl Drop for PageTable {
 
 #[cfg(test)]
 mod tests {
-    use crate::{AddressSpace, PhysMem, Prot, Pte};
-    use std::rc::Rc;
-
-    fn space() -> AddressSpace {
-        AddressSpace::new(Rc::new(PhysMem::new(1 << 26).unwrap())).unwrap()
-    }
+    use crate::aspace::tests::space;
+    use crate::{Prot, Pte};
 
     #[test]
     fn a_recycled_page_table_and_window_hold_nothing_of_their_last_owner() {
