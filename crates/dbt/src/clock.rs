@@ -8,6 +8,20 @@
 
 use std::time::Instant;
 
+/// What the engine is doing, for the time counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum Activity {
+    /// Interpreting.
+    Interp,
+    /// Translating.
+    Translate,
+    /// Executing translations.
+    Exec,
+    /// Outside `Engine::run` (not counted).
+    #[default]
+    Outside,
+}
+
 /// TSC ticks spent in each activity.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Ticks {
@@ -17,25 +31,37 @@ pub(crate) struct Ticks {
     pub translate: u64,
     /// Executing translations.
     pub exec: u64,
-    /// When the last lap ended.
+    /// Since when `cur` runs.
     last: u64,
+    cur: Activity,
 }
 
 impl Ticks {
-    /// Starts timing laps now.
+    /// Starts timing (in `Engine::run`).
     #[inline]
     pub fn start(&mut self) {
         self.last = Clock::ticks();
+        self.cur = Activity::Outside;
     }
 
-    /// Ticks since the last lap ended (or `start`), ending this one: one time-stamp read
-    /// per activity, the dispatch that led to it counted with it.
+    /// The engine turns to `to`: the time since the last switch goes to the activity
+    /// it leaves (the dispatch that led from it counted with it). A run of blocks of
+    /// one kind (interpreted blocks one after another, say) reads the time-stamp
+    /// counter once, not once a block.
     #[inline]
-    pub fn lap(&mut self) -> u64 {
+    pub fn switch(&mut self, to: Activity) {
+        if to == self.cur {
+            return;
+        }
         let now = Clock::ticks();
         let d = now.wrapping_sub(self.last);
         self.last = now;
-        d
+        match std::mem::replace(&mut self.cur, to) {
+            Activity::Interp => self.interp += d,
+            Activity::Translate => self.translate += d,
+            Activity::Exec => self.exec += d,
+            Activity::Outside => {}
+        }
     }
 }
 

@@ -27,13 +27,13 @@ mod code;
 mod runtime;
 pub mod translate;
 
-use clock::Clock;
+use clock::{Activity, Clock};
 
 use code::CodeBuffer;
 use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::seg;
 use morph_cpu::{CachedBlock, Cpu, Exit, Interp, MAX_INSN_LEN};
-use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+use morph_mem::{AddressSpace, Frame, PAGE_SHIFT, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::num::NonZeroU32;
 
@@ -187,9 +187,8 @@ fn interpret(
     mem: &mut AddressSpace,
     cache: &mut Option<CachedBlock>,
 ) -> Result<(), Exit> {
-    let r = interp.run_block_cached(cpu, mem, cache);
-    ticks.interp += ticks.lap();
-    r
+    ticks.switch(Activity::Interp);
+    interp.run_block_cached(cpu, mem, cache)
 }
 
 /// Asks the host to bring the line at `p` into its cache; `p` may dangle.
@@ -218,53 +217,98 @@ fn prefetch<T>(v: &T) {
     unsafe { std::arch::x86_64::_mm_prefetch((v as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
 }
 
-/// The jump cache: guest VA → translation body, direct-mapped by the VA's low bits,
-/// read by translated code for indirect branches. It remembers which entries were
-/// written since it was last emptied, so that emptying it (at every process switch)
-/// resets those few instead of all 4,096.
+/// The jump cache: (tag, guest VA) → translation body, direct-mapped by the VA's low
+/// bits, read by translated code for indirect branches. A tag stands for one mapping
+/// (an `AddressSpace::mapping_id`, with the process under the `process` policy): a
+/// process switch selects the next process's tag instead of emptying the cache, so a
+/// parent finds its entries again when its child has run, and a forked child (whose
+/// mapping is its parent's) finds its parent's from the start. Emptying the cache is
+/// giving the current mapping a new tag and forgetting the others'; tags are never
+/// reused (a wrap of the counter resets every entry), so old entries never hit again.
 struct JumpCache {
     entries: Box<[JcEntry]>,
-    /// Indices written since the last `clear`; full (`WRITTEN_MAX`) means too many to
-    /// list, and the next `clear` resets every entry.
-    written: Vec<u16>,
+    /// The tag of each mapping seen since the cache was last emptied.
+    tags: HashMap<(u64, u32), u32>,
+    /// The current mapping and its tag.
+    cur: (u64, u32),
+    tag: u32,
+    /// The last tag given out.
+    last_tag: u32,
+    /// Pages whose translations were all put in the cache under a tag (`tag << 32 |
+    /// page | 1`, direct-mapped by page number; see `Engine::prefill`).
+    pages: Box<[u64; JC_PAGES]>,
 }
 
 impl JumpCache {
-    const WRITTEN_MAX: usize = JC_ENTRIES / 8;
+    /// Mappings remembered before the oldest are forgotten (their entries then stay
+    /// unreachable, like emptied ones).
+    const MAX_TAGS: usize = 1 << 14;
 
     fn new() -> JumpCache {
-        let mut jc = JumpCache {
-            entries: vec![JcEntry { va: 0, page: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
-            written: Vec::with_capacity(Self::WRITTEN_MAX),
-        };
-        jc.forget_written();
-        jc
+        JumpCache {
+            entries: vec![JcEntry { key: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
+            tags: HashMap::default(),
+            cur: (0, 0),
+            tag: 1,
+            last_tag: 1,
+            pages: Box::new([0; JC_PAGES]),
+        }
     }
 
-    /// Makes the next `clear` reset every entry.
-    fn forget_written(&mut self) {
-        self.written.resize(Self::WRITTEN_MAX, 0);
+    /// Makes `mapping` current (with the tag it had, or a new one); returns whether it
+    /// changed.
+    #[inline]
+    fn select(&mut self, mapping: (u64, u32), empty_host: u64) -> bool {
+        if mapping == self.cur {
+            return false;
+        }
+        self.cur = mapping;
+        self.tag = match self.tags.get(&mapping) {
+            Some(&t) => t,
+            None => self.new_tag(empty_host),
+        };
+        true
+    }
+
+    /// A tag never given out, for the current mapping.
+    fn new_tag(&mut self, empty_host: u64) -> u32 {
+        if self.last_tag == u32::MAX || self.tags.len() >= Self::MAX_TAGS {
+            self.tags.clear();
+        }
+        if self.last_tag == u32::MAX {
+            self.reset(empty_host);
+        }
+        self.last_tag += 1;
+        self.tags.insert(self.cur, self.last_tag);
+        self.last_tag
+    }
+
+    /// Empties the cache: the current mapping gets a new tag, the others will.
+    fn invalidate(&mut self, empty_host: u64) {
+        self.tags.clear();
+        self.tag = self.new_tag(empty_host);
+    }
+
+    /// Sets every entry to empty (leading to `empty_host`), and restarts the tags.
+    fn reset(&mut self, empty_host: u64) {
+        self.entries.fill(JcEntry { key: 0, host: empty_host });
+        self.pages.fill(0);
+        self.tags.clear();
+        self.last_tag = 1;
     }
 
     #[inline]
     fn set(&mut self, va: u32, host: u64) {
-        let i = runtime::jc_index(va);
-        self.entries[i] = JcEntry { va, page: va & !(PAGE_SIZE - 1), host };
-        if self.written.len() < Self::WRITTEN_MAX {
-            self.written.push(i as u16);
-        }
+        self.entries[runtime::jc_index(va)] = JcEntry { key: JcEntry::key(self.tag, va), host };
     }
 
-    /// Sets every entry to `empty`.
-    fn clear(&mut self, empty: JcEntry) {
-        if self.written.len() < Self::WRITTEN_MAX {
-            for &i in &self.written {
-                self.entries[i as usize] = empty;
-            }
-        } else {
-            self.entries.fill(empty);
-        }
-        self.written.clear();
+    /// Records that `page`'s translations are in the cache under the current tag;
+    /// returns whether they already were.
+    #[inline]
+    fn page_done(&mut self, page: u32) -> bool {
+        let memo = &mut self.pages[(page >> PAGE_SHIFT) as usize % JC_PAGES];
+        let v = u64::from(self.tag) << 32 | u64::from(page) | 1;
+        std::mem::replace(memo, v) == v
     }
 }
 
@@ -393,14 +437,8 @@ pub struct Engine {
     /// Host address of the code buffer (it moves only when code is committed or
     /// patched, which happens only in the dispatcher).
     code_base: usize,
-    /// The jump cache (VA → host entry) of the current address space.
+    /// The jump cache ((tag, VA) → host entry).
     jc: JumpCache,
-    /// Which address space, at which mapping generation (`AddressSpace::map_gen`), the
-    /// jump cache is valid for.
-    jc_tag: (u64, u64),
-    /// Pages whose translations were all put in the jump cache since it was last
-    /// emptied (`page | 1`, direct-mapped by page number; see `prefill`).
-    jc_pages: Box<[u32; JC_PAGES]>,
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
@@ -438,8 +476,6 @@ impl Engine {
             epoch: 0,
             code_base: 0,
             jc: JumpCache::new(),
-            jc_tag: (0, 0),
-            jc_pages: Box::new([0; JC_PAGES]),
             fpu_live: false,
             code_map: None,
         };
@@ -467,20 +503,19 @@ impl Engine {
         self.jc_miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
-        self.jc.forget_written(); // the miss stub may have moved: reset every entry
+        self.jc.reset(self.jc_empty()); // the miss stub may have moved: reset every entry
         self.flush_jump_cache();
     }
 
-    /// An empty jump-cache entry: whatever target matches its tag goes to `jc_miss`.
-    fn jc_empty(&self) -> JcEntry {
-        JcEntry { va: 0, page: 0, host: (self.code_base + self.jc_miss_off) as u64 }
+    /// Where an empty jump-cache entry leads (`jc_miss`; none is ever hit).
+    fn jc_empty(&self) -> u64 {
+        (self.code_base + self.jc_miss_off) as u64
     }
 
-    /// Empties the jump cache (mappings changed, code moved or was dropped).
+    /// Empties the jump cache (code moved or was dropped).
     fn flush_jump_cache(&mut self) {
-        let empty = self.jc_empty();
-        self.jc.clear(empty);
-        self.jc_pages.fill(0);
+        self.jc.invalidate(self.jc_empty());
+        self.state.jc_tag = u64::from(self.jc.tag) << 32;
     }
 
     /// Puts in the jump cache every live translation made from `frame` that a dispatch
@@ -491,11 +526,9 @@ impl Engine {
     /// jump cache instead of one dispatcher round trip each.
     fn prefill(&mut self, eip: u32, frame: Frame, ctx: u32) {
         let page = eip & !(PAGE_SIZE - 1);
-        let memo = &mut self.jc_pages[(page >> 12) as usize % JC_PAGES];
-        if *memo == page | 1 {
+        if self.jc.page_done(page) {
             return;
         }
-        *memo = page | 1;
         let Some(list) = self.by_frame.get(&frame) else { return };
         for e in list {
             let va = page | e.key.page_offset();
@@ -662,8 +695,15 @@ impl Engine {
             self.ticks.interp += Clock::ticks() - t0;
             return e;
         }
-        let start = cpu.icount;
         self.ticks.start();
+        let e = self.dispatch_loop(cpu, mem, ctx, budget);
+        self.ticks.switch(Activity::Outside);
+        e
+    }
+
+    /// `run` with translation on.
+    fn dispatch_loop(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
+        let start = cpu.icount;
         loop {
             let used = cpu.icount - start;
             if used >= budget {
@@ -728,10 +768,9 @@ impl Engine {
         mem: &mut AddressSpace,
         budget: u64,
     ) -> Result<(), Exit> {
-        let tag = (mem.id(), mem.map_gen);
-        if tag != self.jc_tag {
-            self.flush_jump_cache();
-            self.jc_tag = tag;
+        let mapping = (mem.mapping_id(), if self.cfg.key == KeyPolicy::Process { ctx } else { 0 });
+        if self.jc.select(mapping, self.jc_empty()) {
+            self.state.jc_tag = u64::from(self.jc.tag) << 32;
         }
         let eip = cpu.eip;
         self.prefill(eip, frame, ctx);
@@ -740,6 +779,7 @@ impl Engine {
     }
 
     fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
+        self.ticks.switch(Activity::Translate);
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
         let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
         // Fetch a little and translate; fetch more only if the block may have run past
@@ -754,10 +794,7 @@ impl Engine {
                 tr => break tr,
             }
         };
-        let Some(tr) = tr else {
-            self.ticks.translate += self.ticks.lap();
-            return None;
-        };
+        let tr = tr?;
         if self.code.offset() + tr.code.len() > self.code.capacity() {
             self.flush();
         }
@@ -818,7 +855,6 @@ impl Engine {
             // Best effort, like the file itself.
             let _ = f.write_all(line.as_bytes());
         }
-        self.ticks.translate += self.ticks.lap();
         Some(id)
     }
 
@@ -835,6 +871,7 @@ impl Engine {
 
     /// Runs translation `t`; returns `Err` for exits the caller must see.
     fn execute(&mut self, body: usize, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Result<(), Exit> {
+        self.ticks.switch(Activity::Exec);
         let mut hctx = HelperCtx {
             cpu: cpu as *mut Cpu,
             mem: mem as *mut AddressSpace,
@@ -888,7 +925,6 @@ impl Engine {
         cpu.icount += executed;
         self.stats.translated_instructions += executed;
         self.stats.jump_cache_hits += jc_hits;
-        self.ticks.exec += self.ticks.lap();
         if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
             *n += 1;
         }
@@ -1033,5 +1069,58 @@ extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u32 {
                 1
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What translated code's lookup finds for `va` under the current tag.
+    fn hit(jc: &JumpCache, va: u32) -> Option<u64> {
+        let e = jc.entries[runtime::jc_index(va)];
+        (e.key == JcEntry::key(jc.tag, va)).then_some(e.host)
+    }
+
+    #[test]
+    fn jump_cache_entries_survive_a_process_switch_and_not_an_invalidation() {
+        const EMPTY: u64 = 0xdead;
+        let mut jc = JumpCache::new();
+        jc.reset(EMPTY);
+        let (parent, other) = ((7, 0), (8, 0));
+        assert!(jc.select(parent, EMPTY));
+        assert!(!jc.select(parent, EMPTY), "already current");
+        jc.set(0x0804_8000, 1);
+        assert_eq!(hit(&jc, 0x0804_8000), Some(1));
+        assert_eq!(hit(&jc, 0x0805_8000), None, "same index, other VA");
+        jc.select(other, EMPTY);
+        assert_eq!(hit(&jc, 0x0804_8000), None, "another mapping does not see it");
+        jc.set(0x0804_9000, 2);
+        jc.select(parent, EMPTY);
+        assert_eq!(hit(&jc, 0x0804_8000), Some(1), "back to the parent: its entry is there");
+        assert_eq!(hit(&jc, 0x0804_9000), None);
+        assert!(!jc.page_done(0x0804_8000) && jc.page_done(0x0804_8000));
+        let before = jc.tag;
+        jc.invalidate(EMPTY);
+        assert_ne!(jc.tag, before);
+        assert_eq!(hit(&jc, 0x0804_8000), None, "emptied");
+        assert!(!jc.page_done(0x0804_8000), "prefilled pages are forgotten too");
+        jc.select(other, EMPTY);
+        assert_eq!(hit(&jc, 0x0804_9000), None, "every mapping's entries are gone");
+        // An empty entry (tag 0) never hits: tag 0 is never current.
+        assert!(jc.tag != 0 && jc.last_tag != 0);
+    }
+
+    #[test]
+    fn jump_cache_tags_wrap_by_resetting_every_entry() {
+        const EMPTY: u64 = 0xdead;
+        let mut jc = JumpCache::new();
+        jc.reset(EMPTY);
+        jc.select((1, 0), EMPTY);
+        jc.set(0x1000, 5);
+        jc.last_tag = u32::MAX;
+        jc.select((2, 0), EMPTY);
+        assert!(jc.tag != 0 && jc.tag < 4, "restarted");
+        assert!(jc.entries.iter().all(|e| e.key == 0 && e.host == EMPTY), "every entry reset");
     }
 }

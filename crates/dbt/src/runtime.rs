@@ -21,6 +21,7 @@
 use std::cell::Cell;
 
 use iced_x86::code_asm::*;
+use morph_mem::{PAGE_SHIFT, PAGE_SIZE};
 
 /// The state shared between the dispatcher and translated code.
 #[repr(C)]
@@ -64,19 +65,32 @@ pub struct JitState {
     pub fpu_live: u32,
     /// Padding.
     pub _pad2: u32,
+    /// The jump-cache tag of the running process, shifted to the high half (see
+    /// [`JcEntry`]).
+    pub jc_tag: u64,
 }
 
-/// One jump-cache entry: a guest block start, its page and the host address of its
-/// body. An empty entry leads to [`jc_miss`].
+/// One jump-cache entry: a guest block start under a tag, and the host address of its
+/// body. The tag names the mapping the entry was made under (the engine gives one to
+/// each address-space mapping it runs, see `AddressSpace::mapping_id`), so entries of
+/// several processes live side by side and a process switch changes only the tag in
+/// [`JitState::jc_tag`]: an entry hits only for the tag it was made under. Tag 0 is
+/// never current: an empty entry (tag 0) never hits, and leads to [`jc_miss`] anyway.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct JcEntry {
-    /// Guest VA.
-    pub va: u32,
-    /// Guest VA of its page (r14d in the translation).
-    pub page: u32,
+    /// `tag << 32 | guest VA`.
+    pub key: u64,
     /// Host address of the translation's body.
     pub host: u64,
+}
+
+impl JcEntry {
+    /// The key of guest VA `va` under `tag`.
+    #[inline]
+    pub fn key(tag: u32, va: u32) -> u64 {
+        u64::from(tag) << 32 | u64::from(va)
+    }
 }
 
 /// log2 of the jump-cache entries: 16 bits of the VA, so that blocks at one offset of
@@ -114,6 +128,7 @@ impl Default for JitState {
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
             _pad2: 0,
+            jc_tag: 0,
         }
     }
 }
@@ -148,6 +163,8 @@ pub mod off {
     pub const FPU: i32 = 104;
     /// `fpu_live`.
     pub const FPU_LIVE: i32 = 112;
+    /// `jc_tag`.
+    pub const JC_TAG: i32 = 120;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -345,14 +362,16 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
 }
 
 /// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
-/// look the target up in the jump cache and, on a hit within the budget, jump straight
-/// to the target's body with r14d set to the target's page; otherwise store EIP and an
-/// indirect exit and leave through the `jmp rel32` at the end (to `exit_common`).
+/// look the target up in the jump cache under the current tag and, on a hit within the
+/// budget, jump straight to the target's body with r14d set to the target's page;
+/// otherwise store EIP and an indirect exit and leave through the `jmp rel32` at the
+/// end (to `exit_common`).
 ///
 /// The guest flags stay live in EFLAGS across it and nothing here touches them: the
-/// index is masked with BMI2 `shlx`/`shrx`, the tag compared with `not` + `lea` (zero
-/// iff equal) and `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit
-/// counter incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
+/// index is masked, and the page computed, with BMI2 `shlx`/`shrx`, the key compared
+/// with `not` + `lea` (`tag << 32 | target` minus the entry's key: zero iff equal) and
+/// `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit counter
+/// incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
 /// most of the time of call-heavy code; without BMI2 they are kept around the masking
 /// only.) The code is emitted inline at every indirect site, so the host predicts each
 /// site's final `jmp` on its own.
@@ -364,6 +383,7 @@ pub fn indirect_lookup() -> &'static [u8] {
             let mut hit = a.create_label();
             let mut miss = a.create_label();
             let mut spent = a.create_label();
+            a.mov(r13d, r13d)?; // the key below is 64-bit: no stale high half
             // The index (see `jc_index`): the target's low bits.
             if bmi2 {
                 a.mov(r9d, 32 - JC_BITS)?;
@@ -378,12 +398,14 @@ pub fn indirect_lookup() -> &'static [u8] {
             a.mov(r9, qword_ptr(r15 + off::JC))?;
             a.lea(r8, qword_ptr(r8 + r8))?; // 16-byte entries
             a.lea(r8, qword_ptr(r9 + r8 * 8))?;
-            a.mov(r9d, dword_ptr(r8))?;
-            a.not(r9d)?;
+            a.mov(r9, qword_ptr(r8))?;
+            a.not(r9)?;
+            a.lea(r9, qword_ptr(r9 + r13 + 1))?; // target - key
             // r14 is free until the hit sets it: it keeps the guest's rcx while rcx
             // holds what jrcxz tests.
             a.mov(r14, rcx)?;
-            a.lea(ecx, dword_ptr(r9 + r13 + 1))?; // target - tag
+            a.mov(rcx, qword_ptr(r15 + off::JC_TAG))?;
+            a.lea(rcx, qword_ptr(rcx + r9))?; // (tag << 32 | target) - key
             a.jrcxz(hit)?;
             a.mov(rcx, r14)?;
             a.jmp(miss)?;
@@ -394,7 +416,17 @@ pub fn indirect_lookup() -> &'static [u8] {
             a.mov(rcx, r14)?;
             a.mov(r9, 1u64 << HITS_SHIFT)?;
             a.lea(r11, qword_ptr(r11 + r9))?;
-            a.mov(r14d, dword_ptr(r8 + 4))?;
+            // r14d: the target's page.
+            if bmi2 {
+                a.mov(r9d, PAGE_SHIFT)?;
+                a.shrx(r14d, r13d, r9d)?;
+                a.shlx(r14d, r14d, r9d)?;
+            } else {
+                a.pushfq()?;
+                a.mov(r14d, r13d)?;
+                a.and(r14d, !(PAGE_SIZE - 1) as i32)?;
+                a.popfq()?;
+            }
             a.jmp(qword_ptr(r8 + 8))?;
             a.set_label(&mut spent)?;
             a.mov(rcx, r14)?;
@@ -605,6 +637,7 @@ mod tests {
         assert_eq!(&s.jc as *const _ as usize - base, off::JC as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
+        assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
     }
 
     #[test]

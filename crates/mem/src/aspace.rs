@@ -212,6 +212,11 @@ pub struct AddressSpace {
     /// copy-on-write break of data, write-protecting code). Caches of VA → translated
     /// code (the engine's jump cache) are valid for one generation.
     pub map_gen: u64,
+    /// What its pages map, as a number: unique to this space at this generation, except
+    /// that a forked child starts with its parent's (their mappings are identical until
+    /// either one's generation moves, which gives it a new number). A cache of VA →
+    /// translated code made for one number is valid for every space that has it.
+    mapping: u64,
     /// Unique among every address space this host process ever made (host addresses of
     /// windows are reused after one is freed; this is not).
     id: u64,
@@ -229,10 +234,8 @@ impl AddressSpace {
             vmas: BTreeMap::new(),
             host_maps: Cell::new(0),
             map_gen: 0,
-            id: {
-                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            },
+            mapping: fresh_number(),
+            id: fresh_number(),
             mmap_base: 0x4000_0000,
         })
     }
@@ -240,6 +243,18 @@ impl AddressSpace {
     /// This address space's unique number.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The number of what its pages map (see the field `mapping`): equal for two spaces
+    /// (or one space at two times) only if every page maps the same frame in both.
+    pub fn mapping_id(&self) -> u64 {
+        self.mapping
+    }
+
+    /// A mapped page may have changed frame or become unreadable: a new generation.
+    fn remapped(&mut self) {
+        self.map_gen += 1;
+        self.mapping = fresh_number();
     }
 
     /// Top of the top-down mmap area (set by the loader from the layout).
@@ -604,7 +619,7 @@ impl AddressSpace {
             any |= p.present();
         }
         if any {
-            self.map_gen += 1;
+            self.remapped();
         }
     }
 
@@ -774,6 +789,34 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Gives the copy-on-write pages of `[start, start+len)` their own frames now, and
+    /// hosts them, if they are at most `EAGER_COPY_PAGES` and none holds code: for the
+    /// program loader, whose data segments (a program's, its interpreter's) are written
+    /// at once while relocating and would otherwise take a fault per run of pages
+    /// written. Copying before the first write hides later changes to the file, which
+    /// Linux does not allow while the program runs (`ETXTBSY`). Best effort: without
+    /// frames to spare the pages stay copy-on-write.
+    pub fn copy_now(&mut self, start: u32, len: u32) {
+        let (first, n) = pages(start, len);
+        if n == 0 || n > EAGER_COPY_PAGES {
+            return;
+        }
+        let pages = first as usize..(first + n) as usize;
+        if self.pt[pages.clone()].iter().any(|c| !c.get().cow() || self.phys.is_code(c.get().frame())) {
+            return;
+        }
+        let Ok(run) = self.phys.alloc_run_to_overwrite(n) else { return };
+        for (k, j) in pages.enumerate() {
+            let q = self.pt[j].get();
+            let frame = Frame(run.0 + k as u32);
+            self.phys.copy_frame(frame, q.frame());
+            self.phys.release(q.frame());
+            self.pt[j].set(Pte((q.0 & 0xFFFF_FFFF & !Pte::COW) | (u64::from(frame.0) << 32)));
+        }
+        // Like a copy-on-write break: if hosting fails, the next access retries it.
+        let _ = self.map_now(first, n);
+    }
+
     /// Unmaps `[start, start+len)`, writing shared file pages back.
     pub fn unmap(&mut self, start: u32, len: u32) -> Result<(), MemError> {
         let (first, n) = pages(start, len);
@@ -811,7 +854,7 @@ impl AddressSpace {
         }
         self.merge_around(to);
         self.merge_around(to + (n << PAGE_SHIFT));
-        self.map_gen += 1;
+        self.remapped();
         Ok(())
     }
 
@@ -850,38 +893,55 @@ impl AddressSpace {
         self.merge_around(start);
         self.merge_around(end);
         if lost_read {
-            self.map_gen += 1;
+            self.remapped();
         }
         self.sync_host_prot(first, n).map_err(|_| MemFaultKind::Unmapped)
     }
 
     /// Gives the private page containing `va` its own frame (copy-on-write break). When
     /// the frame turns out not to be shared any more (the other process exec'd or
-    /// exited), every such page of the VMA is made writable at once: a parent that
-    /// forked a child which then exec'd would otherwise take one fault per page.
+    /// exited), every such page of the space is made writable at once: a parent that
+    /// forked a child which then exec'd would otherwise take one fault per page (or per
+    /// VMA: its stack, heap, data and bss are written soon after).
     fn break_cow(&mut self, va: u32) -> Result<(), MemError> {
         let i = (va >> PAGE_SHIFT) as usize;
         let p = self.pt[i].get();
         let old = p.frame();
         let uncow = |p: Pte| Pte(p.0 & !Pte::COW);
         if self.phys.refcount(old) == 1 {
-            let (first, end) = match self.vma_at(va) {
-                Some(v) => (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT),
-                None => (i as u32, i as u32 + 1),
-            };
-            let (mut lo, mut hi) = (end, first);
-            for j in first..end {
-                let q = self.pt[j as usize].get();
-                if q.present() && q.cow() && self.phys.refcount(q.frame()) == 1 {
-                    self.pt[j as usize].set(uncow(q));
-                    (lo, hi) = (lo.min(j), hi.max(j + 1));
+            let ranges: Vec<(u32, u32)> =
+                self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+            // Only protections change: one mprotect per run of equally protected hosted
+            // pages, across neighbouring VMAs (a data segment, its bss and the heap).
+            let mut pending: Option<(u32, u32)> = None;
+            for (first, end) in ranges {
+                let (mut lo, mut hi) = (end, first);
+                for j in first..end {
+                    let q = self.pt[j as usize].get();
+                    if q.present() && q.cow() && self.phys.refcount(q.frame()) == 1 {
+                        self.pt[j as usize].set(uncow(q));
+                        (lo, hi) = (lo.min(j), hi.max(j + 1));
+                    }
                 }
+                if lo >= hi {
+                    continue;
+                }
+                pending = match pending {
+                    Some((plo, phi)) if lo - phi <= UNCOW_JOIN => Some((plo, hi)),
+                    Some((plo, phi)) => {
+                        self.sync_host_prot(plo, phi - plo)?;
+                        Some((lo, hi))
+                    }
+                    None => Some((lo, hi)),
+                };
             }
-            // Only protections changed: one mprotect per run of equally protected pages.
-            return self.sync_host_prot(lo, hi.saturating_sub(lo));
+            if let Some((lo, hi)) = pending {
+                self.sync_host_prot(lo, hi - lo)?;
+            }
+            return Ok(());
         }
         if self.phys.is_code(old) {
-            self.map_gen += 1; // translated code of this VA belongs to the old frame
+            self.remapped(); // translated code of this VA belongs to the old frame
         }
         let (lo, hi) = self.cow_batch(i as u32);
         let n = hi - lo;
@@ -943,6 +1003,7 @@ impl AddressSpace {
         let mut child = AddressSpace::new(self.phys.clone())?;
         child.vmas = self.vmas.clone();
         child.mmap_base = self.mmap_base;
+        child.mapping = self.mapping; // the same pages map the same frames
         // Every present page lies in a VMA: walk those, not the whole 4 GiB table.
         let ranges: Vec<(u32, u32)> =
             self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
@@ -1212,6 +1273,19 @@ fn is_read_write(file: &File) -> bool {
 
 /// First page and page count of `[start, start+len)` rounded out to pages, clipped to
 /// the 4 GiB space.
+/// The most pages `AddressSpace::copy_now` copies at once (larger data segments are
+/// copied run by run as they are written).
+const EAGER_COPY_PAGES: u32 = 16;
+
+/// Pages between two VMAs' changed ranges over which one protection sync spans them.
+const UNCOW_JOIN: u32 = 64;
+
+/// A number never handed out before in this host process.
+fn fresh_number() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 fn pages(start: u32, len: u32) -> (u32, u32) {
     let first = start >> PAGE_SHIFT;
     let end = (u64::from(start) + u64::from(len)).div_ceil(u64::from(PAGE_SIZE)).min(NUM_PAGES as u64);
@@ -1293,20 +1367,24 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_unshared_copy_on_write_vma_becomes_writable_at_the_first_write() {
+    fn an_unshared_copy_on_write_space_becomes_writable_at_the_first_write() {
         let mut a = space();
         a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+        a.map_anon(0x20000, 0x1000, Prot::RW, false, "another VMA").unwrap();
         a.write_u32(0x9000, 7).unwrap();
+        a.write_u32(0x20000, 8).unwrap();
         let generation = a.map_gen;
         let b = a.fork().unwrap();
         assert_eq!(a.map_gen, generation, "fork changes no frame");
         assert!((0..4).all(|i| a.pte(0x8000 + i * 0x1000).cow()));
         drop(b); // the child exec'd or exited: the frames are unshared again
         a.write_u32(0x8000, 1).unwrap();
-        for i in 0..4 {
-            let p = a.pte(0x8000 + i * 0x1000);
-            assert!(p.writable() && !p.cow(), "page {i}");
+        for va in [0x8000, 0x9000, 0xa000, 0xb000, 0x20000] {
+            let p = a.pte(va);
+            assert!(p.writable() && !p.cow(), "page {va:#x}");
         }
+        a.write_u32(0x20000, 9).unwrap(); // through the host mapping, made writable too
+        assert_eq!(a.read_u32(0x20000).unwrap(), 9);
         // The fast path writes through the host mapping: it must be writable again.
         a.write_u32(0xb000, 3).unwrap();
         assert_eq!(a.read_u32(0x9000).unwrap(), 7);
@@ -1355,6 +1433,25 @@ pub(crate) mod tests {
         assert_eq!(a.map_gen, g + 3, "a page went away");
         a.unmap(0x20000, 0x1000).unwrap();
         assert_eq!(a.map_gen, g + 3, "nothing was there");
+    }
+
+    #[test]
+    fn a_forked_child_shares_the_mapping_number_until_either_remaps() {
+        let mut a = space();
+        a.map_anon(0x8000, 0x2000, Prot::RW, false, "").unwrap();
+        assert_ne!(a.mapping_id(), space().mapping_id(), "two spaces, two numbers");
+        let mut child = a.fork().unwrap();
+        assert_eq!(child.mapping_id(), a.mapping_id(), "identical mappings after fork");
+        let (before, parent) = (child.mapping_id(), a.mapping_id());
+        child.write_u32(0x8000, 1).unwrap();
+        a.write_u32(0x9000, 2).unwrap();
+        assert_eq!((child.mapping_id(), a.mapping_id()), (before, parent), "copy-on-write of data maps no code");
+        child.unmap(0x9000, 0x1000).unwrap();
+        assert_ne!(child.mapping_id(), before, "the child remapped");
+        assert_eq!(a.mapping_id(), parent, "the parent did not");
+        a.protect(0x8000, 0x1000, Prot::NONE).unwrap();
+        assert_ne!(a.mapping_id(), parent);
+        assert_ne!(a.mapping_id(), child.mapping_id());
     }
 
     #[test]

@@ -591,6 +591,31 @@ mod tests {
     }
 
     #[test]
+    fn a_data_segment_copied_at_once_is_private_and_hosted() {
+        let (phys, mut c) = machine();
+        let s = Scratch::new("data", &pattern(20 * PAGE_SIZE as usize));
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::RW, false);
+        map(&mut a, &mut c, &s, 0x2000_0000, 17, Prot::RW, false);
+        let cached = a.pte(0x1000_0000).frame();
+        a.copy_now(0x1000_0000, 3 * PAGE_SIZE);
+        a.copy_now(0x2000_0000, 17 * PAGE_SIZE);
+        for i in 0..3 {
+            let p = a.pte(0x1000_0000 + i * PAGE_SIZE);
+            assert!(p.writable() && !p.cow() && p.hosted(), "page {i}");
+        }
+        assert_ne!(a.pte(0x1000_0000).frame(), cached, "a frame of its own");
+        assert!(a.pte(0x2000_0000).cow(), "larger mappings are copied as written");
+        let mut got = [0u8; 8];
+        a.read_bytes(0x1000_1000, &mut got).unwrap();
+        assert_eq!(got[..], pattern(2 * PAGE_SIZE as usize)[PAGE_SIZE as usize..][..8]);
+        a.write_bytes(0x1000_1000, b"PRIVATE!").unwrap();
+        a.read_bytes(0x2000_1000, &mut got).unwrap();
+        assert_ne!(&got, b"PRIVATE!", "the cached page is untouched");
+        assert_eq!(s.contents()[PAGE_SIZE as usize..][..8], pattern(2 * PAGE_SIZE as usize)[PAGE_SIZE as usize..][..8]);
+    }
+
+    #[test]
     fn write_through_is_seen_by_mappings() {
         let (phys, mut c) = machine();
         let s = Scratch::new("write", &pattern(3 * PAGE_SIZE as usize));

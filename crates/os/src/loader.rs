@@ -246,6 +246,9 @@ fn map_segments(elf: &Elf, aspace: &mut AddressSpace, cache: &mut PageCache, bia
             aspace
                 .map_file(cache, page, file_end - page, prot, false, &elf.file, elf.id, off, &elf.name)
                 .map_err(|_| nomem())?;
+            if prot.has(Prot::WRITE) && !prot.has(Prot::EXEC) {
+                aspace.copy_now(page, file_end - page); // relocated at once
+            }
         }
         // bss: zero the rest of the last file page, then map anonymous pages.
         let file_page_end = morph_mem::page_align_up(u64::from(file_end)) as u32;
