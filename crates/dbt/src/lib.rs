@@ -234,6 +234,8 @@ struct JumpCache {
     tag: u32,
     /// The last tag given out.
     last_tag: u32,
+    /// Where an empty entry leads (`runtime::jc_miss`; none is ever hit).
+    empty_host: u64,
     /// Pages whose translations were all put in the cache under a tag (`tag << 32 |
     /// page | 1`, direct-mapped by page number; see `Engine::prefill`).
     pages: Box<[u64; JC_PAGES]>,
@@ -251,6 +253,7 @@ impl JumpCache {
             cur: (0, 0),
             tag: 1,
             last_tag: 1,
+            empty_host: 0,
             pages: Box::new([0; JC_PAGES]),
         }
     }
@@ -258,25 +261,25 @@ impl JumpCache {
     /// Makes `mapping` current (with the tag it had, or a new one); returns whether it
     /// changed.
     #[inline]
-    fn select(&mut self, mapping: (u64, u32), empty_host: u64) -> bool {
+    fn select(&mut self, mapping: (u64, u32)) -> bool {
         if mapping == self.cur {
             return false;
         }
         self.cur = mapping;
         self.tag = match self.tags.get(&mapping) {
             Some(&t) => t,
-            None => self.new_tag(empty_host),
+            None => self.new_tag(),
         };
         true
     }
 
     /// A tag never given out, for the current mapping.
-    fn new_tag(&mut self, empty_host: u64) -> u32 {
+    fn new_tag(&mut self) -> u32 {
         if self.last_tag == u32::MAX || self.tags.len() >= Self::MAX_TAGS {
             self.tags.clear();
         }
         if self.last_tag == u32::MAX {
-            self.reset(empty_host);
+            self.reset(self.empty_host);
         }
         self.last_tag += 1;
         self.tags.insert(self.cur, self.last_tag);
@@ -284,13 +287,15 @@ impl JumpCache {
     }
 
     /// Empties the cache: the current mapping gets a new tag, the others will.
-    fn invalidate(&mut self, empty_host: u64) {
+    fn invalidate(&mut self) {
         self.tags.clear();
-        self.tag = self.new_tag(empty_host);
+        self.tag = self.new_tag();
     }
 
-    /// Sets every entry to empty (leading to `empty_host`), and restarts the tags.
+    /// Sets every entry to empty, leading to `empty_host` from now on, and restarts the
+    /// tags.
     fn reset(&mut self, empty_host: u64) {
+        self.empty_host = empty_host;
         self.entries.fill(JcEntry { key: 0, host: empty_host });
         self.pages.fill(0);
         self.tags.clear();
@@ -503,19 +508,14 @@ impl Engine {
         self.jc_miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
-        self.jc.reset(self.jc_empty()); // the miss stub may have moved: reset every entry
+        // The miss stub may have moved: reset every entry.
+        self.jc.reset((self.code_base + self.jc_miss_off) as u64);
         self.flush_jump_cache();
-    }
-
-    /// Where an empty jump-cache entry leads (`jc_miss`; none is ever hit).
-    fn jc_empty(&self) -> u64 {
-        (self.code_base + self.jc_miss_off) as u64
     }
 
     /// Empties the jump cache (code moved or was dropped).
     fn flush_jump_cache(&mut self) {
-        self.jc.invalidate(self.jc_empty());
-        self.state.jc_tag = u64::from(self.jc.tag) << 32;
+        self.jc.invalidate();
     }
 
     /// Puts in the jump cache every live translation made from `frame` that a dispatch
@@ -769,9 +769,7 @@ impl Engine {
         budget: u64,
     ) -> Result<(), Exit> {
         let mapping = (mem.mapping_id(), if self.cfg.key == KeyPolicy::Process { ctx } else { 0 });
-        if self.jc.select(mapping, self.jc_empty()) {
-            self.state.jc_tag = u64::from(self.jc.tag) << 32;
-        }
+        self.jc.select(mapping);
         let eip = cpu.eip;
         self.prefill(eip, frame, ctx);
         self.jc.set(eip, (self.code_base + body) as u64);
@@ -895,6 +893,7 @@ impl Engine {
             st.gs_base = cpu.seg_base[seg::GS];
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
             st.jc = self.jc.entries.as_mut_ptr();
+            st.jc_tag = u64::from(self.jc.tag) << 32;
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u32::from(self.fpu_live);
         }
@@ -1088,24 +1087,24 @@ mod tests {
         let mut jc = JumpCache::new();
         jc.reset(EMPTY);
         let (parent, other) = ((7, 0), (8, 0));
-        assert!(jc.select(parent, EMPTY));
-        assert!(!jc.select(parent, EMPTY), "already current");
+        assert!(jc.select(parent));
+        assert!(!jc.select(parent), "already current");
         jc.set(0x0804_8000, 1);
         assert_eq!(hit(&jc, 0x0804_8000), Some(1));
         assert_eq!(hit(&jc, 0x0805_8000), None, "same index, other VA");
-        jc.select(other, EMPTY);
+        jc.select(other);
         assert_eq!(hit(&jc, 0x0804_8000), None, "another mapping does not see it");
         jc.set(0x0804_9000, 2);
-        jc.select(parent, EMPTY);
+        jc.select(parent);
         assert_eq!(hit(&jc, 0x0804_8000), Some(1), "back to the parent: its entry is there");
         assert_eq!(hit(&jc, 0x0804_9000), None);
         assert!(!jc.page_done(0x0804_8000) && jc.page_done(0x0804_8000));
         let before = jc.tag;
-        jc.invalidate(EMPTY);
+        jc.invalidate();
         assert_ne!(jc.tag, before);
         assert_eq!(hit(&jc, 0x0804_8000), None, "emptied");
         assert!(!jc.page_done(0x0804_8000), "prefilled pages are forgotten too");
-        jc.select(other, EMPTY);
+        jc.select(other);
         assert_eq!(hit(&jc, 0x0804_9000), None, "every mapping's entries are gone");
         // An empty entry (tag 0) never hits: tag 0 is never current.
         assert!(jc.tag != 0 && jc.last_tag != 0);
@@ -1116,10 +1115,10 @@ mod tests {
         const EMPTY: u64 = 0xdead;
         let mut jc = JumpCache::new();
         jc.reset(EMPTY);
-        jc.select((1, 0), EMPTY);
+        jc.select((1, 0));
         jc.set(0x1000, 5);
         jc.last_tag = u32::MAX;
-        jc.select((2, 0), EMPTY);
+        jc.select((2, 0));
         assert!(jc.tag != 0 && jc.tag < 4, "restarted");
         assert!(jc.entries.iter().all(|e| e.key == 0 && e.host == EMPTY), "every entry reset");
     }

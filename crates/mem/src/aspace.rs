@@ -77,6 +77,11 @@ impl Pte {
     /// touches, such as most of a forked child that execs at once, cost no host call.
     const HOSTED: u64 = 1 << 8;
 
+    /// This entry mapping `frame` instead (protections and flags kept).
+    fn with_frame(self, frame: Frame) -> Pte {
+        Pte((self.0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32))
+    }
+
     fn new(frame: Frame, prot: Prot, cow: bool, shared: bool) -> Pte {
         let mut bits = Self::PRESENT | (u64::from(frame.0) << 32);
         // i386 without NX: readable pages are executable and vice versa.
@@ -409,7 +414,7 @@ impl AddressSpace {
         self.phys.uncommit(hi - lo);
         for (j, f) in (lo..hi).zip(frames) {
             let q = self.pt[j as usize].get();
-            self.pt[j as usize].set(Pte((q.0 & 0xFFFF_FFFF) | (u64::from(f.0) << 32)));
+            self.pt[j as usize].set(q.with_frame(f));
         }
         Ok(())
     }
@@ -801,20 +806,16 @@ impl AddressSpace {
         if n == 0 || n > EAGER_COPY_PAGES {
             return;
         }
-        let pages = first as usize..(first + n) as usize;
-        if self.pt[pages.clone()].iter().any(|c| !c.get().cow() || self.phys.is_code(c.get().frame())) {
+        if self.pt[first as usize..(first + n) as usize]
+            .iter()
+            .any(|c| !c.get().cow() || self.phys.is_code(c.get().frame()))
+        {
             return;
         }
-        let Ok(run) = self.phys.alloc_run_to_overwrite(n) else { return };
-        for (k, j) in pages.enumerate() {
-            let q = self.pt[j].get();
-            let frame = Frame(run.0 + k as u32);
-            self.phys.copy_frame(frame, q.frame());
-            self.phys.release(q.frame());
-            self.pt[j].set(Pte((q.0 & 0xFFFF_FFFF & !Pte::COW) | (u64::from(frame.0) << 32)));
+        if self.copy_to_run(first, n) {
+            // Like a copy-on-write break: if hosting fails, the next access retries it.
+            let _ = self.map_now(first, n);
         }
-        // Like a copy-on-write break: if hosting fails, the next access retries it.
-        let _ = self.map_now(first, n);
     }
 
     /// Unmaps `[start, start+len)`, writing shared file pages back.
@@ -945,23 +946,29 @@ impl AddressSpace {
         }
         let (lo, hi) = self.cow_batch(i as u32);
         let n = hi - lo;
-        if n > 1
-            && let Ok(run) = self.phys.alloc_run_to_overwrite(n)
-        {
-            for k in 0..n {
-                let j = (lo + k) as usize;
-                let q = self.pt[j].get();
-                let frame = Frame(run.0 + k);
-                self.phys.copy_frame(frame, q.frame());
-                self.phys.release(q.frame());
-                self.pt[j].set(Pte((uncow(q).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
-            }
+        if n > 1 && self.copy_to_run(lo, n) {
             return self.map_now(lo, n); // one host mapping for the run
         }
         let frame = self.phys.alloc_copy(old)?;
         self.phys.release(old);
-        self.pt[i].set(Pte((uncow(p).0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32)));
+        self.pt[i].set(uncow(p).with_frame(frame));
         self.map_now(i as u32, 1) // about to be written: map it now
+    }
+
+    /// Gives the copy-on-write pages `[lo, lo+n)` private copies in `n` consecutive
+    /// frames (so that one host mapping can take them); false if there is no such run
+    /// to spare. The caller hosts them.
+    fn copy_to_run(&self, lo: u32, n: u32) -> bool {
+        let Ok(run) = self.phys.alloc_run_to_overwrite(n) else { return false };
+        for k in 0..n {
+            let j = (lo + k) as usize;
+            let q = self.pt[j].get();
+            let frame = Frame(run.0 + k);
+            self.phys.copy_frame(frame, q.frame());
+            self.phys.release(q.frame());
+            self.pt[j].set(Pte(q.0 & !Pte::COW).with_frame(frame));
+        }
+        true
     }
 
     /// The pages `[lo, hi)` around page `i` that a copy-on-write break copies at once,

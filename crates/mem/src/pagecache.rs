@@ -606,13 +606,14 @@ mod tests {
         }
         assert_ne!(a.pte(0x1000_0000).frame(), cached, "a frame of its own");
         assert!(a.pte(0x2000_0000).cow(), "larger mappings are copied as written");
+        let page1 = &pattern(2 * PAGE_SIZE as usize)[PAGE_SIZE as usize..][..8];
         let mut got = [0u8; 8];
         a.read_bytes(0x1000_1000, &mut got).unwrap();
-        assert_eq!(got[..], pattern(2 * PAGE_SIZE as usize)[PAGE_SIZE as usize..][..8]);
+        assert_eq!(got[..], *page1);
         a.write_bytes(0x1000_1000, b"PRIVATE!").unwrap();
         a.read_bytes(0x2000_1000, &mut got).unwrap();
         assert_ne!(&got, b"PRIVATE!", "the cached page is untouched");
-        assert_eq!(s.contents()[PAGE_SIZE as usize..][..8], pattern(2 * PAGE_SIZE as usize)[PAGE_SIZE as usize..][..8]);
+        assert_eq!(s.contents()[PAGE_SIZE as usize..][..8], *page1);
     }
 
     #[test]
