@@ -1,0 +1,765 @@
+//! The real-program benchmark suite: Debian i386 programs (interpreters, shells,
+//! compressors, databases, text tools) run natively, under morph and under qemu-i386,
+//! side by side in one run.
+//!
+//! Each program runs inside a copy of the Debian i386 sysroot that morph's own
+//! `morph sysroot --cache DIR --packages …` assembles (the shared test sysroot is not
+//! touched): natively by `chroot`, under `morph run --root` (translator, physical key;
+//! the fork/exec workload also under the virtual key), and under `qemu-i386 -L` when it
+//! is installed (not for the fork/exec workload: qemu-user's `execve` hands the new
+//! program to the host kernel, which runs i386 code natively, so its time would not be
+//! qemu's). Every run's stdout and exit status must equal the native run's; a difference
+//! is a FAIL and the suite exits 1. Times are wall-clock medians of `--runs` runs, each
+//! configuration's runs interleaved with the others' so a slow spell of the host hits
+//! all columns alike; ratios are medians over native's median. One morph run per program
+//! writes `--stats-json`, whose interpreter and translator counters are reported beside
+//! the times.
+//!
+//! Outputs: a table on stdout, `--csv FILE` (one row per program and configuration),
+//! `--json FILE` (rows plus metadata: morph version, commit, host, sysroot packages),
+//! `--svg FILE` (ratios to native with min–max whiskers, drawn with plotters).
+//!
+//! Usage: `benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu] [--csv F]
+//! [--json F] [--svg F] [--morph PATH]`; see benches/README.md.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+/// The Debian packages the suite needs, beyond the sysroot's defaults.
+const PACKAGES: &str =
+    "busybox-static,libc6,bash,coreutils,python3.11-minimal,lua5.4,perl-base,gawk,sqlite3,gzip,xz-utils,bzip2,zstd";
+
+/// One benchmark program.
+struct Program {
+    /// Short name (table row).
+    name: &'static str,
+    /// What it stresses.
+    what: &'static str,
+    /// Guest argv; relative paths are relative to `/bench` (every run's working
+    /// directory).
+    argv: &'static [&'static str],
+    /// A file of `/bench` given as standard input.
+    stdin: Option<&'static str>,
+    /// Also run under `--key virtual` (workloads that fork and exec).
+    forks: bool,
+}
+
+const PROGRAMS: &[Program] = &[
+    Program {
+        name: "python3",
+        what: "CPython 3.11: sieve, dict, recursion, objects",
+        argv: &["/usr/bin/python3.11", "-S", "pybench.py"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "lua",
+        what: "Lua 5.4: fib(27), table sort",
+        argv: &["/usr/bin/lua5.4", "fib.lua"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "perl",
+        what: "Perl 5.36: regexes, hashes, sort",
+        argv: &["/usr/bin/perl", "bench.pl"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "bash-arith",
+        what: "bash arithmetic loop (no fork)",
+        argv: &["/bin/bash", "arith.sh"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "bash-forkexec",
+        what: "bash fork/exec loop of dynamic programs",
+        argv: &["/bin/bash", "forkexec.sh"],
+        stdin: None,
+        forks: true,
+    },
+    Program {
+        name: "gawk",
+        what: "gawk word frequencies of 4 MiB of text",
+        argv: &["/usr/bin/gawk", "-f", "wordfreq.awk", "text"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "sqlite3",
+        what: "SQLite: insert 60k rows, index, aggregate, join",
+        argv: &["/usr/bin/sqlite3", ":memory:"],
+        stdin: Some("bench.sql"),
+        forks: false,
+    },
+    Program {
+        name: "gzip",
+        what: "gzip -6 of 4 MiB of text",
+        argv: &["/usr/bin/gzip", "-c", "text"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "gunzip",
+        what: "gzip -d of the same, compressed",
+        argv: &["/usr/bin/gzip", "-dc", "text.gz"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "xz",
+        what: "xz -1 of 1 MiB of text",
+        argv: &["/usr/bin/xz", "-1", "-c", "small"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "bzip2",
+        what: "bzip2 of 1 MiB of text",
+        argv: &["/usr/bin/bzip2", "-c", "small"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "zstd",
+        what: "zstd -8 of 4 MiB of text",
+        argv: &["/usr/bin/zstd", "-8", "-q", "-c", "text"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "sha256sum",
+        what: "sha256sum of 8 × 4 MiB",
+        argv: &["/usr/bin/sha256sum", "text", "text", "text", "text", "text", "text", "text", "text"],
+        stdin: None,
+        forks: false,
+    },
+    Program {
+        name: "sort",
+        what: "sort of 4 MiB of text by two keys",
+        argv: &["/usr/bin/sort", "-k3,3", "-k1,1", "text"],
+        stdin: None,
+        forks: false,
+    },
+];
+
+/// The workload scripts, embedded so the suite needs nothing but this binary and morph.
+const SCRIPTS: &[(&str, &str)] = &[
+    ("pybench.py", include_str!("../../real/pybench.py")),
+    ("fib.lua", include_str!("../../real/fib.lua")),
+    ("bench.pl", include_str!("../../real/bench.pl")),
+    ("arith.sh", include_str!("../../real/arith.sh")),
+    ("forkexec.sh", include_str!("../../real/forkexec.sh")),
+    ("wordfreq.awk", include_str!("../../real/wordfreq.awk")),
+    ("bench.sql", include_str!("../../real/bench.sql")),
+];
+
+/// The guest environment of every run, native and emulated.
+const ENV: &[(&str, &str)] = &[("PATH", "/usr/bin:/bin"), ("LC_ALL", "C")];
+
+struct Opts {
+    morph: PathBuf,
+    runs: usize,
+    quick: bool,
+    only: Option<Vec<String>>,
+    qemu: Option<PathBuf>,
+    csv: Option<PathBuf>,
+    json: Option<PathBuf>,
+    svg: Option<PathBuf>,
+    cache: Option<PathBuf>,
+}
+
+const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--only a,b] [--no-qemu] \
+[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR]";
+
+fn parse_args() -> anyhow::Result<Opts> {
+    let mut o = Opts {
+        morph: PathBuf::from("target/release/morph"),
+        runs: 3,
+        quick: false,
+        only: None,
+        qemu: which("qemu-i386"),
+        csv: None,
+        json: None,
+        svg: None,
+        cache: None,
+    };
+    let mut runs = None;
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut val = || it.next().with_context(|| format!("{a} needs a value\n{USAGE}"));
+        match a.as_str() {
+            "--morph" => o.morph = PathBuf::from(val()?),
+            "--runs" => runs = Some(val()?.parse::<usize>().context("--runs N")?.max(1)),
+            "--quick" => o.quick = true,
+            "--only" => o.only = Some(val()?.split(',').map(String::from).collect()),
+            "--no-qemu" => o.qemu = None,
+            "--csv" => o.csv = Some(PathBuf::from(val()?)),
+            "--json" => o.json = Some(PathBuf::from(val()?)),
+            "--svg" => o.svg = Some(PathBuf::from(val()?)),
+            "--cache" => o.cache = Some(PathBuf::from(val()?)),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
+            _ => bail!("unknown option {a}\n{USAGE}"),
+        }
+    }
+    o.runs = runs.unwrap_or(if o.quick { 1 } else { 3 });
+    if let Some(only) = &o.only {
+        for n in only {
+            if !PROGRAMS.iter().any(|p| p.name == n) {
+                bail!(
+                    "--only: no program {n} (have {})",
+                    PROGRAMS.iter().map(|p| p.name).collect::<Vec<_>>().join(",")
+                );
+            }
+        }
+    }
+    Ok(o)
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+}
+
+/// A deterministic text of `size` bytes: lines of 3–12 words drawn from a 5,000-word
+/// vocabulary of 2–9 letters, by a fixed linear congruential generator.
+fn text(size: usize) -> Vec<u8> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = |n: u64| {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (x >> 33) % n
+    };
+    let vocab: Vec<Vec<u8>> = (0..5000).map(|_| (0..2 + next(8)).map(|_| b'a' + next(26) as u8).collect()).collect();
+    let mut out = Vec::with_capacity(size + 128);
+    while out.len() < size {
+        for i in 0..3 + next(10) {
+            if i > 0 {
+                out.push(b' ');
+            }
+            out.extend_from_slice(&vocab[next(5000) as usize]);
+        }
+        out.push(b'\n');
+    }
+    out
+}
+
+/// Assembles the benchmark sysroot and writes the workloads into its `/bench`.
+fn prepare(o: &Opts) -> anyhow::Result<PathBuf> {
+    let cache = match &o.cache {
+        Some(c) => c.clone(),
+        None => default_cache()?.join("realbench"),
+    };
+    eprintln!("realbench: assembling the sysroot in {} (first use downloads ~40 MB)", cache.display());
+    let out = Command::new(&o.morph)
+        .args(["sysroot", "--packages", PACKAGES, "--cache"])
+        .arg(&cache)
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("run {} sysroot", o.morph.display()))?;
+    if !out.status.success() {
+        bail!("morph sysroot failed");
+    }
+    let root = PathBuf::from(String::from_utf8(out.stdout)?.trim());
+    let bench = root.join("bench");
+    std::fs::create_dir_all(&bench)?;
+    for (name, body) in SCRIPTS {
+        std::fs::write(bench.join(name), body)?;
+    }
+    let big = text(4 << 20);
+    std::fs::write(bench.join("text"), &big)?;
+    std::fs::write(bench.join("small"), &big[..1 << 20])?;
+    // The gunzip input: made natively once, so its bytes are gzip's own.
+    let gz = run_native(&root, &["/usr/bin/gzip", "-c", "text"], None)?;
+    if gz.status != 0 {
+        bail!("native gzip failed: {}", String::from_utf8_lossy(&gz.stderr));
+    }
+    std::fs::write(bench.join("text.gz"), &gz.stdout)?;
+    Ok(root)
+}
+
+fn default_cache() -> anyhow::Result<PathBuf> {
+    if let Some(c) = std::env::var_os("MORPH_CACHE") {
+        return Ok(PathBuf::from(c));
+    }
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME") {
+        return Ok(PathBuf::from(x).join("morph"));
+    }
+    let home = std::env::var_os("HOME").context("no HOME: give --cache DIR")?;
+    Ok(PathBuf::from(home).join(".cache/morph"))
+}
+
+/// What one run produced.
+struct Outcome {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    status: i32,
+    secs: f64,
+}
+
+fn spawn(mut c: Command, root: &Path, stdin: Option<&str>) -> anyhow::Result<Outcome> {
+    c.env_clear();
+    for (k, v) in ENV {
+        c.env(k, v);
+    }
+    c.stdin(match stdin {
+        Some(f) => Stdio::from(std::fs::File::open(root.join("bench").join(f))?),
+        None => Stdio::null(),
+    });
+    let t0 = Instant::now();
+    let out = c.output().with_context(|| format!("run {}", c.get_program().to_string_lossy()))?;
+    let secs = t0.elapsed().as_secs_f64();
+    use std::os::unix::process::ExitStatusExt;
+    let status = out.status.code().unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
+    Ok(Outcome { stdout: out.stdout, stderr: out.stderr, status, secs })
+}
+
+/// Runs natively: `chroot ROOT env -C /bench ARGV` (in a user namespace when not root).
+fn run_native(root: &Path, argv: &[&str], stdin: Option<&str>) -> anyhow::Result<Outcome> {
+    // (Looked up in the host's PATH and sbin: the child's PATH is the guest's.)
+    let host = |name: &str| {
+        which(name)
+            .or_else(|| ["/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file()))
+            .with_context(|| format!("{name} not found"))
+    };
+    // SAFETY: geteuid has no preconditions.
+    let root_user = unsafe { libc::geteuid() } == 0;
+    let mut c = if root_user {
+        Command::new(host("chroot")?)
+    } else {
+        let mut c = Command::new(host("unshare")?);
+        c.args(["-r", "chroot"]);
+        c
+    };
+    c.arg(root).args(["/usr/bin/env", "-C", "/bench"]).args(argv);
+    spawn(c, root, stdin)
+}
+
+/// A configuration a program runs under.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Config {
+    Native,
+    MorphPhysical,
+    MorphVirtual,
+    Qemu,
+}
+
+impl Config {
+    fn name(self) -> &'static str {
+        match self {
+            Config::Native => "native",
+            Config::MorphPhysical => "morph-physical",
+            Config::MorphVirtual => "morph-virtual",
+            Config::Qemu => "qemu-i386",
+        }
+    }
+}
+
+fn run_config(o: &Opts, root: &Path, p: &Program, cfg: Config, stats: Option<&Path>) -> anyhow::Result<Outcome> {
+    match cfg {
+        Config::Native => run_native(root, p.argv, p.stdin),
+        Config::MorphPhysical | Config::MorphVirtual => {
+            let mut c = Command::new(&o.morph);
+            let key = if cfg == Config::MorphPhysical { "physical" } else { "virtual" };
+            c.args(["run", "--engine", "dbt", "--key", key, "--clear-env"]);
+            for (k, v) in ENV {
+                c.arg("--env").arg(format!("{k}={v}"));
+            }
+            if let Some(s) = stats {
+                c.arg("--stats-json").arg(s);
+            }
+            c.arg("--root").arg(root).arg("--").args(p.argv).current_dir(root.join("bench"));
+            spawn(c, root, p.stdin)
+        }
+        Config::Qemu => {
+            let mut c = Command::new(o.qemu.as_ref().context("no qemu")?);
+            c.arg("-L").arg(root);
+            for (k, v) in ENV {
+                c.arg("-E").arg(format!("{k}={v}"));
+            }
+            // qemu-user opens the program by its host path; the guest's own paths are
+            // looked up under -L first.
+            c.arg(root.join(p.argv[0].trim_start_matches('/'))).args(&p.argv[1..]).current_dir(root.join("bench"));
+            spawn(c, root, p.stdin)
+        }
+    }
+}
+
+/// The measured times and counters of one program under one configuration.
+#[derive(serde::Serialize)]
+struct Row {
+    program: String,
+    config: String,
+    runs: usize,
+    median_s: f64,
+    min_s: f64,
+    max_s: f64,
+    /// Median over native's median (empty for native itself).
+    ratio_to_native: Option<f64>,
+    output_matches_native: bool,
+    /// Translator and interpreter counters of one run (morph configurations only).
+    counters: BTreeMap<String, u64>,
+}
+
+/// The counters of `--stats-json` reported per program.
+const COUNTERS: &[(&str, &str)] = &[
+    ("engine", "interp_instructions"),
+    ("engine", "translated_instructions"),
+    ("engine", "translated_guest_instructions"),
+    ("engine", "translations"),
+    ("engine", "retranslations"),
+    ("engine", "chain_patches"),
+    ("engine", "exits_branch"),
+    ("engine", "exits_indirect"),
+    ("engine", "exits_helper"),
+    ("engine", "jump_cache_hits"),
+    ("engine", "host_faults"),
+    ("engine", "fpu_instructions"),
+    ("os", "syscalls_total"),
+    ("os", "execs"),
+];
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+fn main() -> std::process::ExitCode {
+    match real_main() {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::from(1),
+        Err(e) => {
+            eprintln!("realbench: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}
+
+fn real_main() -> anyhow::Result<bool> {
+    let mut o = parse_args()?;
+    if !o.morph.is_file() {
+        bail!("{}: no morph binary (cargo build --release, or --morph PATH)", o.morph.display());
+    }
+    // Runs change directory: the binary's path must not be relative.
+    o.morph = o.morph.canonicalize()?;
+    let root = prepare(&o)?;
+    let progs: Vec<&Program> =
+        PROGRAMS.iter().filter(|p| o.only.as_ref().is_none_or(|only| only.iter().any(|n| n == p.name))).collect();
+    let tmp = tempfile::tempdir()?;
+    let mut rows = Vec::new();
+    let mut failures = Vec::new();
+    let started = Instant::now();
+    for p in &progs {
+        let mut cfgs = vec![Config::Native, Config::MorphPhysical];
+        if p.forks {
+            cfgs.push(Config::MorphVirtual);
+        } else if o.qemu.is_some() {
+            cfgs.push(Config::Qemu);
+        }
+        let reference = run_native(&root, p.argv, p.stdin)?;
+        if reference.status != 0 {
+            bail!(
+                "{}: native run failed ({}): {}",
+                p.name,
+                reference.status,
+                String::from_utf8_lossy(&reference.stderr)
+            );
+        }
+        let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
+        let mut ok: BTreeMap<Config, bool> = BTreeMap::new();
+        let mut counters: BTreeMap<Config, BTreeMap<String, u64>> = BTreeMap::new();
+        for round in 0..o.runs {
+            for &cfg in &cfgs {
+                let stats = (round == 0 && cfg != Config::Native && cfg != Config::Qemu)
+                    .then(|| tmp.path().join(format!("{}-{}.json", p.name, cfg.name())));
+                let r = run_config(&o, &root, p, cfg, stats.as_deref())?;
+                let same = r.stdout == reference.stdout && r.status == reference.status;
+                if !same && ok.get(&cfg).copied().unwrap_or(true) {
+                    failures.push(format!(
+                        "{} under {}: status {} (native {}), stdout {} bytes (native {}){}\n  stderr: {}",
+                        p.name,
+                        cfg.name(),
+                        r.status,
+                        reference.status,
+                        r.stdout.len(),
+                        reference.stdout.len(),
+                        if r.stdout.len() == reference.stdout.len() { ", contents differ" } else { "" },
+                        String::from_utf8_lossy(&r.stderr).lines().last().unwrap_or("")
+                    ));
+                }
+                *ok.entry(cfg).or_insert(true) &= same;
+                times.entry(cfg).or_default().push(r.secs);
+                if let Some(s) = stats {
+                    counters.insert(cfg, read_counters(&s)?);
+                }
+            }
+        }
+        let native_median = median(&mut times[&Config::Native].clone());
+        for &cfg in &cfgs {
+            let mut t = times[&cfg].clone();
+            let m = median(&mut t);
+            rows.push(Row {
+                program: p.name.to_string(),
+                config: cfg.name().to_string(),
+                runs: t.len(),
+                median_s: m,
+                min_s: t[0],
+                max_s: t[t.len() - 1],
+                ratio_to_native: (cfg != Config::Native).then(|| m / native_median),
+                output_matches_native: ok[&cfg],
+                counters: counters.remove(&cfg).unwrap_or_default(),
+            });
+        }
+        eprintln!("realbench: {} done ({:.0} s so far)", p.name, started.elapsed().as_secs_f64());
+    }
+    print_table(&progs, &rows);
+    let meta = metadata(&o, &root)?;
+    if let Some(f) = &o.csv {
+        write_csv(f, &rows)?;
+        eprintln!("realbench: wrote {}", f.display());
+    }
+    if let Some(f) = &o.json {
+        let v = serde_json::json!({ "metadata": meta, "rows": rows });
+        std::fs::write(f, serde_json::to_string_pretty(&v)? + "\n")?;
+        eprintln!("realbench: wrote {}", f.display());
+    }
+    if let Some(f) = &o.svg {
+        plot::ratios(f, &progs.iter().map(|p| p.name).collect::<Vec<_>>(), &rows)?;
+        eprintln!("realbench: wrote {}", f.display());
+    }
+    if !failures.is_empty() {
+        println!("\nFAILURES:");
+        for f in &failures {
+            println!("  {f}");
+        }
+    }
+    Ok(failures.is_empty())
+}
+
+fn read_counters(f: &Path) -> anyhow::Result<BTreeMap<String, u64>> {
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(f)?)?;
+    Ok(COUNTERS
+        .iter()
+        .filter_map(|(sec, name)| v.get(sec)?.get(name)?.as_u64().map(|n| (name.to_string(), n)))
+        .collect())
+}
+
+fn print_table(progs: &[&Program], rows: &[Row]) {
+    let get = |p: &str, c: Config| rows.iter().find(|r| r.program == p && r.config == c.name());
+    let ratio = |r: Option<&Row>| match r {
+        Some(r) if !r.output_matches_native => "FAIL".to_string(),
+        Some(r) => r.ratio_to_native.map_or_else(String::new, |x| format!("×{x:.2}")),
+        None => "—".to_string(),
+    };
+    println!(
+        "\n{:<14} {:>10} {:>10} {:>9} {:>10} {:>9} {:>10} {:>12} {:>12}  what",
+        "program",
+        "native ms",
+        "morph ms",
+        "morph/nat",
+        "virt/nat",
+        "qemu/nat",
+        "transl",
+        "interp insns",
+        "xlated insns"
+    );
+    let mut morph_ratios = Vec::new();
+    let mut qemu_ratios = Vec::new();
+    for p in progs {
+        let n = get(p.name, Config::Native);
+        let m = get(p.name, Config::MorphPhysical);
+        // Summaries over the runs that gave native's output only.
+        let good = |r: Option<&Row>| r.filter(|r| r.output_matches_native).and_then(|r| r.ratio_to_native);
+        morph_ratios.extend(good(m));
+        qemu_ratios.extend(good(get(p.name, Config::Qemu)));
+        let c = |k: &str| m.and_then(|m| m.counters.get(k)).map_or_else(String::new, |v| v.to_string());
+        println!(
+            "{:<14} {:>10.1} {:>10.1} {:>9} {:>10} {:>9} {:>10} {:>12} {:>12}  {}",
+            p.name,
+            n.map_or(0.0, |r| r.median_s * 1e3),
+            m.map_or(0.0, |r| r.median_s * 1e3),
+            ratio(m),
+            ratio(get(p.name, Config::MorphVirtual)),
+            ratio(get(p.name, Config::Qemu)),
+            c("translations"),
+            c("interp_instructions"),
+            c("translated_instructions"),
+            p.what
+        );
+    }
+    let summary = |v: &mut Vec<f64>| {
+        if v.is_empty() {
+            return "—".to_string();
+        }
+        let max = v.iter().copied().fold(f64::MIN, f64::max);
+        format!("median ×{:.2}, max ×{max:.2}", median(v))
+    };
+    println!("\nmorph (dbt, physical key) / native: {}", summary(&mut morph_ratios));
+    if !qemu_ratios.is_empty() {
+        println!("qemu-i386 / native:                 {}", summary(&mut qemu_ratios));
+    }
+    println!("(wall-clock medians; ratios are medians over native's median; — : not run)");
+}
+
+fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
+    let mut s = String::from("program,config,runs,median_s,min_s,max_s,ratio_to_native,output_matches_native");
+    for (_, c) in COUNTERS {
+        s.push(',');
+        s.push_str(c);
+    }
+    s.push('\n');
+    for r in rows {
+        s.push_str(&format!(
+            "{},{},{},{:.6},{:.6},{:.6},{},{}",
+            r.program,
+            r.config,
+            r.runs,
+            r.median_s,
+            r.min_s,
+            r.max_s,
+            r.ratio_to_native.map_or_else(String::new, |x| format!("{x:.4}")),
+            r.output_matches_native
+        ));
+        for (_, c) in COUNTERS {
+            s.push(',');
+            if let Some(v) = r.counters.get(*c) {
+                s.push_str(&v.to_string());
+            }
+        }
+        s.push('\n');
+    }
+    std::fs::write(f, s)?;
+    Ok(())
+}
+
+/// What a reader needs to reproduce the numbers.
+fn metadata(o: &Opts, root: &Path) -> anyhow::Result<serde_json::Value> {
+    let version = Command::new(&o.morph).arg("--version").output()?;
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
+        c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+    });
+    let packages: Vec<String> = std::fs::read_to_string(root.join(".morph-sysroot"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("package ").map(String::from))
+        .collect();
+    let qemu = match &o.qemu {
+        Some(q) => Command::new(q)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|v| String::from_utf8_lossy(&v.stdout).lines().next().unwrap_or("").to_string()),
+        None => None,
+    };
+    Ok(serde_json::json!({
+        "morph": String::from_utf8_lossy(&version.stdout).trim(),
+        "runs": o.runs,
+        "quick": o.quick,
+        "host_cpu": cpu,
+        "host_kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
+        "qemu": qemu,
+        "sysroot_packages": packages,
+        "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs(),
+        "command": std::env::args().collect::<Vec<_>>(),
+    }))
+}
+
+mod plot {
+    //! The ratio plot: one group of bars per program (morph physical, morph virtual,
+    //! qemu-i386), each bar the median ratio to native with a min–max whisker, and a
+    //! line at ×1.
+    use super::Row;
+    use plotters::prelude::*;
+
+    const SERIES: &[(&str, RGBColor)] = &[
+        ("morph-physical", RGBColor(31, 119, 180)),
+        ("morph-virtual", RGBColor(255, 127, 14)),
+        ("qemu-i386", RGBColor(127, 127, 127)),
+    ];
+
+    pub fn ratios(path: &std::path::Path, programs: &[&str], rows: &[Row]) -> anyhow::Result<()> {
+        let native = |p: &str| rows.iter().find(|r| r.program == p && r.config == "native").map(|r| r.median_s);
+        let top = rows
+            .iter()
+            .filter(|r| r.config != "native")
+            .filter_map(|r| Some(r.max_s / native(&r.program)?))
+            .fold(2.0f64, f64::max)
+            * 1.1;
+        let n = programs.len();
+        let h = 120 + 40 * n as u32;
+        let root = SVGBackend::new(path, (900, h)).into_drawing_area();
+        root.fill(&WHITE)?;
+        // Program i occupies the band [n-1-i, n-i) of the y axis, first program on top.
+        let band = |i: usize| (n - 1 - i) as f64;
+        let mut chart = ChartBuilder::on(&root)
+            .caption("Real programs under morph and qemu-i386: wall time relative to native", ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(110)
+            .build_cartesian_2d(0.0..top, 0.0..n as f64)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_desc("wall time / native wall time (×; bar = median, whisker = min–max of the runs)")
+            .y_labels(2 * n + 1)
+            .y_label_formatter(&|y| {
+                let i = y.floor();
+                if (y - i - 0.5).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                    programs[n - 1 - i as usize].to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()?;
+        let bar = 0.8 / SERIES.len() as f64;
+        for (k, (name, color)) in SERIES.iter().enumerate() {
+            let mut any = false;
+            for (i, p) in programs.iter().enumerate() {
+                let Some(r) = rows.iter().find(|r| r.program == *p && r.config == *name) else { continue };
+                let Some(nat) = native(p) else { continue };
+                any = true;
+                if !r.output_matches_native {
+                    let y = band(i) + 0.9 - (k as f64 + 0.5) * bar;
+                    chart.draw_series(std::iter::once(Text::new(
+                        "FAIL (output differs)",
+                        (0.05, y),
+                        ("sans-serif", 12),
+                    )))?;
+                    continue;
+                }
+                let y1 = band(i) + 0.9 - k as f64 * bar;
+                let y0 = y1 - bar * 0.9;
+                let (lo, mid, hi) = (r.min_s / nat, r.median_s / nat, r.max_s / nat);
+                chart.draw_series(std::iter::once(Rectangle::new([(0.0, y0), (mid, y1)], color.filled())))?;
+                let yc = (y0 + y1) / 2.0;
+                chart
+                    .draw_series(std::iter::once(PathElement::new(vec![(lo, yc), (hi, yc)], BLACK.stroke_width(1))))?;
+            }
+            if any {
+                let c = *color;
+                chart
+                    .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
+                    .label(*name)
+                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
+            }
+        }
+        chart
+            .draw_series(std::iter::once(PathElement::new(vec![(1.0, 0.0), (1.0, n as f64)], BLACK.stroke_width(1))))?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()?;
+        root.present()?;
+        Ok(())
+    }
+}
