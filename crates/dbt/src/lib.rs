@@ -353,9 +353,11 @@ impl Default for Slot {
 
 impl Slot {
     /// The live translation, if it was made from `frame` (under `virtual` and `process`
-    /// the key does not name the frame).
-    fn live_from(&self, frame: Frame) -> Option<Live> {
-        self.live.filter(|l| l.frame == frame)
+    /// the key does not name the frame) and, if it straddles into the page after `eip`'s,
+    /// from the frame that page maps in `mem` too.
+    #[inline]
+    fn live_from(&self, frame: Frame, eip: u32, mem: &AddressSpace) -> Option<Live> {
+        self.live.filter(|l| l.frame == frame && (l.frame2 == NO_FRAME || next_frame(mem, eip) == Some(l.frame2)))
     }
 }
 
@@ -366,13 +368,23 @@ struct FrameEntry {
     key: Key,
     /// Offset of its body in the code buffer.
     body: u32,
+    /// Whether the translation's last instruction straddles into the next page: it is
+    /// valid only where that page maps its second frame, so it is never prefilled into
+    /// the jump cache (nor chained to) without the dispatcher's check.
+    straddles: bool,
 }
+
+/// `Live::frame2` of a translation that stays in its page.
+const NO_FRAME: u32 = u32::MAX;
 
 /// A live translation as the dispatcher sees it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Live {
     id: u32,
     frame: Frame,
+    /// The frame of the next page, for a translation whose last instruction straddles
+    /// into it (`NO_FRAME` otherwise): checked at every dispatch.
+    frame2: u32,
     /// Offset of the body in the code buffer (never 0: the runtime comes first).
     body: NonZeroU32,
     /// The process whose execution made it.
@@ -382,6 +394,8 @@ struct Live {
 struct Translation {
     key: Key,
     frame: Frame,
+    /// The next page's frame, if the last instruction straddles into it.
+    frame2: Option<Frame>,
     pa: u64,
     start: usize,
     body: usize,
@@ -416,6 +430,8 @@ pub struct Engine {
     exit_nosave_off: usize,
     /// Where empty jump-cache entries lead (`runtime::jc_miss`).
     jc_miss_off: usize,
+    /// The shared jump-cache lookup (`runtime::shared_lookup`).
+    lookup_off: usize,
     trans: Vec<Translation>,
     /// Per key: its live translation, with what a dispatch needs of it (so a hit does not
     /// touch `trans`, whose entries are cold by the time the guest comes back), its
@@ -430,8 +446,8 @@ pub struct Engine {
     /// The live translations made from each frame.
     by_frame: HashMap<Frame, Vec<FrameEntry>>,
     seen_pa: HashSet<u64>,
-    /// Blocks the translator cannot take (first instruction crosses a page): left to
-    /// the interpreter without retrying.
+    /// Blocks the translator cannot take (an instruction it cannot encode, or one that
+    /// straddles into an unreadable page): left to the interpreter without retrying.
     untranslatable: HashSet<Key>,
     state: Box<JitState>,
     fault_map: Box<FaultMap>,
@@ -465,6 +481,7 @@ impl Engine {
             exit_common_off: 0,
             exit_nosave_off: 0,
             jc_miss_off: 0,
+            lookup_off: 0,
             trans: Vec::new(),
             slots: Vec::new(),
             index: HashMap::default(),
@@ -506,6 +523,11 @@ impl Engine {
         let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
         miss[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
         self.jc_miss_off = fits(&mut self.code, miss);
+        let (mut lookup, rel) = runtime::shared_lookup();
+        let at = self.code.offset();
+        let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
+        lookup[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
+        self.lookup_off = fits(&mut self.code, lookup);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
         // The miss stub may have moved: reset every entry.
@@ -530,7 +552,7 @@ impl Engine {
             return;
         }
         let Some(list) = self.by_frame.get(&frame) else { return };
-        for e in list {
+        for e in list.iter().filter(|e| !e.straddles) {
             let va = page | e.key.page_offset();
             if Key::new(self.cfg.key, va, frame, ctx) == e.key {
                 self.jc.set(va, (self.code_base + e.body as usize) as u64);
@@ -596,8 +618,10 @@ impl Engine {
     fn retire(&mut self, t: u32) {
         let tr = &mut self.trans[t as usize];
         tr.alive = false;
-        if let Some(list) = self.by_frame.get_mut(&tr.frame) {
-            list.retain(|e| e.id != t);
+        for f in std::iter::once(tr.frame).chain(tr.frame2) {
+            if let Some(list) = self.by_frame.get_mut(&f) {
+                list.retain(|e| e.id != t);
+            }
         }
     }
 
@@ -684,7 +708,7 @@ impl Engine {
     /// The live translation of `key` made from `frame` (every translation in `keys` is
     /// alive: a dead one leaves it).
     fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
-        self.index.get(&key).and_then(|&i| self.slots[i as usize].live_from(frame))
+        self.index.get(&key).and_then(|&i| self.slots[i as usize].live).filter(|l| l.frame == frame)
     }
 
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
@@ -719,7 +743,7 @@ impl Engine {
                 self.stats.lookups += 1;
                 let i = self.dispatch_slot(key);
                 let slot = &mut self.slots[i as usize];
-                match slot.live_from(frame) {
+                match slot.live_from(frame, eip, mem) {
                     Some(l) => {
                         self.stats.hits += 1;
                         if l.owner != ctx {
@@ -779,20 +803,25 @@ impl Engine {
     fn translate(&mut self, key: Key, eip: u32, frame: Frame, mem: &mut AddressSpace, ctx: u32) -> Option<u32> {
         self.ticks.switch(Activity::Translate);
         let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
-        let len = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
+        let len = page_end.wrapping_sub(eip);
+        // The last instruction may straddle into the next page if that page can be read
+        // (and is not past the top of the address space).
+        let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
+        let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
         // Fetch a little and translate; fetch more only if the block may have run past
         // it (within an instruction's length of the end).
-        let mut want = len.min(FETCH_FIRST);
+        let mut want = max.min(FETCH_FIRST);
         let tr = loop {
             let mut bytes = vec![0u8; want as usize];
             mem.read_bytes(eip, &mut bytes).ok()?;
             let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
             match tr {
-                Some(t) if want < len && t.guest_len + MAX_INSN_LEN > want => want = len.min(want * 4),
+                Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
                 tr => break tr,
             }
         };
         let tr = tr?;
+        let frame2 = frame2.map(Frame).filter(|_| tr.guest_len > len);
         if self.code.offset() + tr.code.len() > self.code.capacity() {
             self.flush();
         }
@@ -827,6 +856,7 @@ impl Engine {
         self.trans.push(Translation {
             key,
             frame,
+            frame2,
             pa,
             start,
             body: start + tr.body,
@@ -835,7 +865,7 @@ impl Engine {
             alive: true,
             _helpers: tr.helper_instrs,
         });
-        let live = Live { id, frame, body, owner: ctx };
+        let live = Live { id, frame, frame2: frame2.map_or(NO_FRAME, |f| f.0), body, owner: ctx };
         let i = self.slot_of(key);
         let slot = &mut self.slots[i as usize];
         slot.block = None; // translated: its decoded block is not needed any more
@@ -844,8 +874,14 @@ impl Engine {
             // (the mapping changed since, which emptied them).
             self.retire(old.id);
         }
-        self.by_frame.entry(frame).or_default().push(FrameEntry { id, key, body: body.get() });
+        let entry = FrameEntry { id, key, body: body.get(), straddles: frame2.is_some() };
+        self.by_frame.entry(frame).or_default().push(entry);
         mem.mark_code(eip);
+        if let Some(f2) = frame2 {
+            // A write to either page drops it.
+            self.by_frame.entry(f2).or_default().push(entry);
+            mem.mark_code(page_end);
+        }
         if let Some(f) = &mut self.code_map {
             use std::io::Write;
             let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
@@ -980,6 +1016,14 @@ impl Engine {
         }
         let key = Key::new(self.cfg.key, target, pte.frame(), f.key.ctx());
         let Some(to) = self.lookup(key, pte.frame()) else { return };
+        if to.frame2 != NO_FRAME {
+            // The target straddles into the next page: a chain would skip the check of
+            // that page's mapping. The site's exit goes through the jump cache instead.
+            let field = f.start + s.exit_jmp;
+            let rel = (self.lookup_off as i64 - (field as i64 + 4)) as i32;
+            self.code.patch(field, &rel.to_le_bytes());
+            return;
+        }
         let field = f.start + s.rel;
         // Every cycle of chained blocks has an edge to a block that starts no later than
         // the edge's own block (addresses cannot rise all the way round): only those
@@ -991,6 +1035,14 @@ impl Engine {
             self.stats.chain_patches += 1;
         }
     }
+}
+
+/// The frame of the page after `eip`'s, if that page is mapped readable.
+#[inline]
+fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
+    let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+    let p = mem.pte(next);
+    (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
 }
 
 fn decode_at(mem: &AddressSpace, eip: u32) -> Option<Instruction> {

@@ -100,11 +100,15 @@ pub const JC_BITS: u32 = 16;
 /// Jump-cache entries.
 pub const JC_ENTRIES: usize = 1 << JC_BITS;
 
-/// The jump-cache entry of guest VA `va`: its low `JC_BITS` bits (translated code
-/// computes the same with `shlx`/`shrx`, which leave the flags alone).
+/// The jump-cache entry of guest VA `va`: the sum of its low and high 16 bits, modulo
+/// 2^16 (translated code computes the same with `rorx`, `lea` and `movzx`, which leave
+/// the flags alone, in as many instructions as taking the low bits alone). Hot targets
+/// at one offset of pages 64 KiB apart (a function at `…2f30` in the program and
+/// another in libc) no longer share an entry; only VAs whose halves sum alike do.
 #[inline]
 pub fn jc_index(va: u32) -> usize {
-    va as usize & (JC_ENTRIES - 1)
+    const _: () = assert!(JC_BITS == 16, "the index folds the VA's two halves");
+    ((va & 0xffff) + (va >> 16)) as usize & (JC_ENTRIES - 1)
 }
 
 impl Default for JitState {
@@ -368,7 +372,8 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
 /// end (to `exit_common`).
 ///
 /// The guest flags stay live in EFLAGS across it and nothing here touches them: the
-/// index is masked, and the page computed, with BMI2 `shlx`/`shrx`, the key compared
+/// index is folded with BMI2 `rorx`, `lea` and `movzx` and the page computed with
+/// `shrx`/`shlx`, the key compared
 /// with `not` + `lea` (`tag << 32 | target` minus the entry's key: zero iff equal) and
 /// `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit counter
 /// incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
@@ -386,12 +391,14 @@ pub fn indirect_lookup() -> &'static [u8] {
             a.mov(r13d, r13d)?; // the key below is 64-bit: no stale high half
             // The index (see `jc_index`): the target's low bits.
             if bmi2 {
-                a.mov(r9d, 32 - JC_BITS)?;
-                a.shlx(r8d, r13d, r9d)?;
-                a.shrx(r8d, r8d, r9d)?;
+                a.rorx(r8d, r13d, 16)?;
+                a.lea(r8d, dword_ptr(r8 + r13))?;
+                a.movzx(r8d, r8w)?;
             } else {
                 a.pushfq()?;
                 a.mov(r8d, r13d)?;
+                a.shr(r8d, 16)?;
+                a.add(r8d, r13d)?;
                 a.and(r8d, (JC_ENTRIES - 1) as u32)?;
                 a.popfq()?;
             }
@@ -438,6 +445,16 @@ pub fn indirect_lookup() -> &'static [u8] {
         v.extend_from_slice(&[0xe9, 0, 0, 0, 0]);
         v
     })
+}
+
+/// The jump-cache lookup of the target EIP in r13d as a shared routine, for exit stubs
+/// whose target cannot be chained to (a translation that straddles into the next page:
+/// a chain would skip the check of that page's mapping, while a jump-cache entry is
+/// per mapping). `rel` is the offset of the miss path's rel32 to `exit_common`.
+pub fn shared_lookup() -> (Vec<u8>, usize) {
+    let v = indirect_lookup().to_vec();
+    let rel = v.len() - 4;
+    (v, rel)
 }
 
 /// Where an empty jump-cache entry leads (its tag can equal any target, so its host

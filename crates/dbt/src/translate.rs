@@ -48,6 +48,9 @@ pub struct Site {
     pub rel: usize,
     /// Target EIP minus the block's first EIP.
     pub target_delta: i32,
+    /// Offset of the rel32 of the `jmp` that ends the site's exit stub (to `exit_common`;
+    /// re-pointed to the shared jump-cache lookup when the target cannot be chained to).
+    pub exit_jmp: usize,
 }
 
 /// Where a rel32 field must point once the translation is placed.
@@ -213,7 +216,7 @@ impl Emitter {
     /// for another page (never chained: its mapping may differ).
     fn branch_field(&mut self, rel: usize, delta: i32) {
         if self.in_page(delta) {
-            self.sites.push(Site { rel, target_delta: delta });
+            self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
         } else {
             self.far.push((rel, delta));
         }
@@ -264,10 +267,6 @@ fn needs_helper(ins: &Instruction) -> bool {
             | M::Pushf
             | M::Popf
             | M::Enter
-            | M::Loop
-            | M::Loope
-            | M::Loopne
-            | M::Jecxz
             | M::Jcxz
             | M::Int3
             | M::Into
@@ -289,6 +288,18 @@ fn needs_helper(ins: &Instruction) -> bool {
         && ins.op1_kind() == OpKind::Register)
         || ins.memory_base().size() == 2
         || ins.memory_index().size() == 2
+}
+
+/// The host opcode of a `jecxz`, `loop`, `loope` or `loopne` that tests ECX (a 32-bit
+/// address size; the CX forms are left to the helper: a 64-bit host cannot test CX).
+fn ecx_branch(ins: &Instruction) -> Option<u8> {
+    match ins.code() {
+        Code::Jecxz_rel8_32 => Some(0xe3),
+        Code::Loop_rel8_32_ECX => Some(0xe2),
+        Code::Loope_rel8_32_ECX => Some(0xe1),
+        Code::Loopne_rel8_32_ECX => Some(0xe0),
+        _ => None,
+    }
 }
 
 /// x87/MMX instructions that run natively with the guest FPU state live in the host FPU:
@@ -474,7 +485,12 @@ fn fix32(b: Vec<u8>) -> Vec<u8> {
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are
 /// `bytes`, as translation number `id`. `None` if its first instruction crosses the
 /// page (the interpreter runs it).
+///
+/// `bytes` may run up to `MAX_INSN_LEN - 1` bytes into the next page: an instruction that
+/// straddles the page end is translated and ends the block (the caller then makes the
+/// translation depend on both pages).
 pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Translated> {
+    let page_left = PAGE_SIZE - (eip & (PAGE_SIZE - 1));
     let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
     let mut instrs = Vec::with_capacity(16);
     while instrs.len() < MAX_INSTRUCTIONS && dec.can_decode() {
@@ -488,7 +504,9 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         // A branch back to the block's start ends it: the block is a loop (unrolled below).
         let side_exit =
             ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 && ins.near_branch32() != eip;
-        let end = (ins.flow_control() != FlowControl::Next && !side_exit) || ins.is_invalid();
+        let end = (ins.flow_control() != FlowControl::Next && !side_exit)
+            || ins.is_invalid()
+            || ins.next_ip32().wrapping_sub(eip) >= page_left;
         instrs.push(ins);
         if end {
             break;
@@ -576,6 +594,17 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                     e.count(done);
                     e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
                     ended = true;
+                    true
+                }
+                _ if ecx_branch(ins).is_some() => {
+                    // `jecxz`/`loop`/`loope`/`loopne` on ECX: the host's own with a 32-bit
+                    // address size (ECX, flags untouched), over a rel32 jump for the
+                    // taken edge; the block ends here and falls through below.
+                    e.count(done);
+                    e.bytes(&[0x67, ecx_branch(ins)?, 2, 0xeb, 5, 0xe9]);
+                    let rel = e.code.len();
+                    e.bytes(&[0; 4]);
+                    e.branch_field(rel, ins.near_branch32().wrapping_sub(eip) as i32);
                     true
                 }
                 M::Jmp if ins.op0_kind() != OpKind::NearBranch16 => {
@@ -718,14 +747,15 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         e.jump(delta);
     }
     // Exit stubs of the sites (unchained targets).
-    let sites = std::mem::take(&mut e.sites);
-    for (i, s) in sites.iter().enumerate() {
+    let mut sites = std::mem::take(&mut e.sites);
+    for (i, s) in sites.iter_mut().enumerate() {
         e.local.push((s.rel, e.code.len()));
         e.bytes(&runtime::lea_r13_r14(e.at(s.target_delta)));
         e.bytes(&runtime::store_r13(off::EIP));
         e.bytes(&runtime::store_imm(off::EXIT_SITE, (id << 8) | i as u32));
         e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
         e.jmp_shared(Fixup::ExitCommon);
+        s.exit_jmp = e.code.len() - 4;
     }
     // Out-of-line lookups of the jcc edges into other pages.
     for (rel, delta) in std::mem::take(&mut e.far) {

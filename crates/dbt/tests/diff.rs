@@ -47,12 +47,17 @@ fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
     f(&mut a).unwrap();
     a.int(0x80).unwrap();
     let code = a.assemble(u64::from(CODE)).unwrap();
-    let interp = run(&code, EngineConfig { translate: false, ..EngineConfig::default() });
+    check_code(name, &code);
+}
+
+/// `check` of machine code (ending in `int 0x80`) at `CODE`.
+fn check_code(name: &str, code: &[u8]) {
+    let interp = run(code, EngineConfig { translate: false, ..EngineConfig::default() });
     for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
         for chain in [true, false] {
             for threshold in [0, 2] {
                 let cfg = EngineConfig { translate: true, key, threshold, chain, code_map: None };
-                let dbt = run(&code, cfg.clone());
+                let dbt = run(code, cfg.clone());
                 assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
                 assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");
                 assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count under {cfg:?}");
@@ -165,7 +170,7 @@ fn physical_translations_run_at_other_addresses() {
     a.mov(ecx, 5).unwrap();
     a.set_label(&mut top).unwrap();
     a.inc(eax).unwrap();
-    a.loop_(top).unwrap(); // run by the interpreter helper
+    a.loop_(top).unwrap(); // the host's `loop` on ECX
     a.call(f).unwrap();
     a.int(0x80).unwrap();
     a.set_label(&mut f).unwrap();
@@ -313,4 +318,134 @@ fn a_block_longer_than_the_first_fetch() {
     assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000), Exit::Syscall);
     assert_eq!(e.interp().stats.blocks_decoded, 1, "decoded as one block");
     assert_eq!(cpu.icount, 72);
+}
+
+/// `jecxz`, `loop`, `loope` and `loopne` on ECX run as the host's own instructions
+/// (flags untouched, ECX counted); their CX forms (address-size prefix) through the
+/// helper.
+#[test]
+fn ecx_branches() {
+    check("jecxz and loops", |a| {
+        let mut top = a.create_label();
+        let mut zero = a.create_label();
+        let mut l2 = a.create_label();
+        let mut l3 = a.create_label();
+        let mut done = a.create_label();
+        a.mov(ecx, 37)?;
+        a.set_label(&mut top)?;
+        a.add(eax, ecx)?;
+        a.loop_(top)?;
+        a.jecxz(zero)?;
+        a.inc(edi)?;
+        a.set_label(&mut zero)?;
+        a.mov(ecx, 50)?;
+        a.set_label(&mut l2)?;
+        a.inc(edx)?;
+        a.cmp(edx, 20)?;
+        a.loope(l2)?; // ends when edx != 20 or ECX reaches 0
+        a.mov(ecx, 40)?;
+        a.set_label(&mut l3)?;
+        a.add(esi, 3)?;
+        a.cmp(esi, DATA + 0x160)?;
+        a.loopne(l3)?;
+        a.mov(ecx, 0)?;
+        a.jecxz(done)?;
+        a.inc(ebp)?;
+        a.set_label(&mut done)?;
+        a.mov(ecx, 0x1_0002)?;
+        a.db(&[0x43, 0x67, 0xe2, 0xfc]) // inc ebx; loop (CX) back to the inc
+    });
+}
+
+/// Machine code with an instruction at `at` (the rest `nop`s up to it, after a jump over
+/// them): `head`, then `body` from `at`, then `int 0x80`.
+fn placed(head: &[u8], at: usize, body: &[u8]) -> Vec<u8> {
+    let mut code = head.to_vec();
+    let jmp_end = code.len() + 5;
+    code.push(0xe9);
+    code.extend_from_slice(&((at - jmp_end) as i32).to_le_bytes());
+    code.resize(at, 0x90);
+    code.extend_from_slice(body);
+    code.extend_from_slice(&[0xcd, 0x80]);
+    code
+}
+
+/// A block whose last instruction straddles into the next page is translated (it used to
+/// be left to the interpreter) and depends on both pages: a guest write to the second
+/// page (here into the straddling instruction's own immediate) drops it, and the branch
+/// to it from the first page goes through the jump cache, never a chain.
+#[test]
+fn instructions_straddling_a_page() {
+    let imm_hi = CODE + 0x1001; // the immediate's second byte, in the second page
+    for smc in [false, true] {
+        // mov ecx, 20; xor ebx, ebx; jmp 0xff0
+        let head = [0xb9, 20, 0, 0, 0, 0x31, 0xdb];
+        let mut body = vec![0x90; 0xffd - 0xff0]; // 0xff0: nops up to the straddler
+        body.extend_from_slice(&[0xb8, 0x01, 0x02, 0x03, 0x04]); // 0xffd: mov eax, 0x04030201
+        body.extend_from_slice(&[0x01, 0xc3]); // add ebx, eax
+        if smc {
+            body.extend_from_slice(&[0xfe, 0x05]); // inc byte [imm_hi]
+            body.extend_from_slice(&imm_hi.to_le_bytes());
+        } else {
+            body.extend_from_slice(&[0x8d, 0x74, 0x26, 0x00, 0x90, 0x90]); // lea esi, [esi]; nops
+        }
+        body.push(0x49); // dec ecx
+        let back = 0xff0 - (0xff0 + body.len() as i64 + 2);
+        body.extend_from_slice(&[0x75, back as i8 as u8]); // jnz 0xff0
+        let code = placed(&head, 0xff0, &body);
+        check_code(&format!("straddling mov, code written: {smc}"), &code);
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(EngineConfig {
+            translate: true,
+            key: KeyPolicy::Physical,
+            threshold: 0,
+            chain: true,
+            code_map: None,
+        })
+        .unwrap();
+        assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
+        let s = e.stats();
+        if smc {
+            assert!(s.invalidations >= 20, "each write to the second page drops the straddler: {s:?}");
+        } else {
+            assert!(s.translations <= 4, "translated once: {s:?}");
+            assert!(s.exits[0] + s.exits[1] <= 3, "no dispatcher round trip per iteration: {s:?}");
+        }
+    }
+}
+
+/// Two hot call targets 64 KiB apart at the same page offset used to share a jump-cache
+/// entry (indexed by the VA's low 16 bits) and evict each other at every call.
+#[test]
+fn jump_cache_keeps_targets_64k_apart() {
+    // mov ecx, 500; top: mov eax, CODE+0x100; call eax; mov eax, CODE+0x10100; call eax;
+    // dec ecx; jnz top; int 0x80
+    let mut code = vec![0xb9, 0xf4, 0x01, 0, 0];
+    let top = code.len();
+    for f in [CODE + 0x100, CODE + 0x1_0100] {
+        code.push(0xb8);
+        code.extend_from_slice(&f.to_le_bytes());
+        code.extend_from_slice(&[0xff, 0xd0]);
+    }
+    code.push(0x49);
+    let back = top as i64 - (code.len() as i64 + 2);
+    code.extend_from_slice(&[0x75, back as i8 as u8, 0xcd, 0x80]);
+    code.resize(0x100, 0x90);
+    code.extend_from_slice(&[0x40, 0xc3]); // inc eax; ret
+    code.resize(0x1_0100, 0x90);
+    code.extend_from_slice(&[0x43, 0xc3]); // inc ebx; ret
+    check_code("two call targets 64 KiB apart", &code);
+    let (mut cpu, mut mem) = machine(&code);
+    let mut e = Engine::new(EngineConfig {
+        translate: true,
+        key: KeyPolicy::Physical,
+        threshold: 0,
+        chain: true,
+        code_map: None,
+    })
+    .unwrap();
+    assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
+    let s = e.stats();
+    assert!(s.exits[1] < 20, "indirect exits: {s:?}");
+    assert!(s.jump_cache_hits >= 1900, "{s:?}");
 }
