@@ -930,6 +930,7 @@ impl Engine {
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
             st.jc = self.jc.entries.as_mut_ptr();
             st.jc_tag = u64::from(self.jc.tag) << 32;
+            st.window = mem.host_base() as u64;
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u32::from(self.fpu_live);
         }

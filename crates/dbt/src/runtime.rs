@@ -68,6 +68,9 @@ pub struct JitState {
     /// The jump-cache tag of the running process, shifted to the high half (see
     /// [`JcEntry`]).
     pub jc_tag: u64,
+    /// Host address of the guest window (a multiple of 2^32: see `morph_mem::window`),
+    /// for string instructions, which address memory through RSI/RDI without a segment.
+    pub window: u64,
 }
 
 /// One jump-cache entry: a guest block start under a tag, and the host address of its
@@ -133,6 +136,7 @@ impl Default for JitState {
             fpu_live: 0,
             _pad2: 0,
             jc_tag: 0,
+            window: 0,
         }
     }
 }
@@ -169,6 +173,8 @@ pub mod off {
     pub const FPU_LIVE: i32 = 112;
     /// `jc_tag`.
     pub const JC_TAG: i32 = 120;
+    /// `window`.
+    pub const WINDOW: i32 = 128;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -655,6 +661,7 @@ mod tests {
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
         assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
+        assert_eq!(&s.window as *const _ as usize - base, off::WINDOW as usize);
     }
 
     #[test]

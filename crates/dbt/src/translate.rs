@@ -24,10 +24,14 @@
 //!   cache ([`runtime::indirect_lookup`]) with the target in r13d;
 //! - `int 0x80` leaves with a system-call exit.
 //!
-//! Instructions whose 64-bit re-encoding would differ (string operations, x87/MMX, stack
-//! forms not handled here, divisions that can fault, `cpuid`...) are run by the
-//! reference interpreter through a helper call, with the state spilled and reloaded
-//! around it: the interpreter stays the single definition of their semantics.
+//! String instructions run as the host's own with RSI/RDI made host addresses (see
+//! `string_seq`); `div`/`idiv` are re-encoded like other arithmetic: a divide error is a
+//! host SIGFPE that the fault handler turns into a guest fault at the instruction, which
+//! the interpreter then re-runs and raises precisely. Instructions whose 64-bit
+//! re-encoding would differ (CX-addressed or segment-overridden string forms, stack forms
+//! not handled here, `cpuid`...) are run by the reference interpreter through a helper
+//! call, with the state spilled and reloaded around it: the interpreter stays the single
+//! definition of their semantics.
 
 use iced_x86::code_asm::*;
 use iced_x86::{
@@ -130,6 +134,8 @@ enum Seq {
     Leave,
     /// Add the base of the segment whose base is at this offset of the state block.
     SegBase(i32),
+    /// A string instruction (see `string_op`).
+    Str(Code, u8),
 }
 
 /// The host code of `key`, assembled once by `make`: stack pushes and pops, returns,
@@ -273,8 +279,6 @@ fn needs_helper(ins: &Instruction) -> bool {
             | M::Bound
             | M::Cpuid
             | M::Rdtsc
-            | M::Div
-            | M::Idiv
             | M::Aam
             | M::Xlatb
             | M::Ud0
@@ -282,12 +286,98 @@ fn needs_helper(ins: &Instruction) -> bool {
             | M::Ud2
             | M::Hlt
             | M::Wait
-    ) || ins.is_string_instruction() // ES:EDI has no segment base in 64-bit mode
+    ) || (ins.is_string_instruction() && string_op(ins).is_none()) // see `string_op`
         || (matches!(ins.mnemonic(), M::Bt | M::Bts | M::Btr | M::Btc)
         && ins.op0_kind() == OpKind::Memory
         && ins.op1_kind() == OpKind::Register)
         || ins.memory_base().size() == 2
         || ins.memory_index().size() == 2
+}
+
+/// A string instruction the host runs itself, with its `rep`/`repe`/`repne` prefix byte
+/// (0 for none): `movs`, `stos`, `lods`, `scas`, `cmps` of any width, with a 32-bit
+/// address size and no segment override on the source (in 64-bit mode ES:EDI has no
+/// base, so the host instruction is given RSI/RDI as host addresses instead: see
+/// `string_seq`).
+fn string_op(ins: &Instruction) -> Option<(Code, u8)> {
+    use Code::*;
+    let uses_esi = match ins.code() {
+        Movsb_m8_m8 | Movsw_m16_m16 | Movsd_m32_m32 | Lodsb_AL_m8 | Lodsw_AX_m16 | Lodsd_EAX_m32 | Cmpsb_m8_m8
+        | Cmpsw_m16_m16 | Cmpsd_m32_m32 => true,
+        Stosb_m8_AL | Stosw_m16_AX | Stosd_m32_EAX | Scasb_AL_m8 | Scasw_AX_m16 | Scasd_EAX_m32 => false,
+        _ => return None,
+    };
+    let wide = (0..ins.op_count()).all(|i| !matches!(ins.op_kind(i), OpKind::MemorySegSI | OpKind::MemoryESDI));
+    let plain = !uses_esi || matches!(ins.segment_prefix(), Register::None | Register::DS);
+    let prefix = if ins.has_repne_prefix() {
+        0xf2
+    } else if ins.has_rep_prefix() {
+        0xf3
+    } else {
+        0
+    };
+    (wide && plain && !ins.has_lock_prefix()).then_some((ins.code(), prefix))
+}
+
+/// The host code of string instruction `ins` (see `string_op`): RSI and RDI become host
+/// addresses (the window base plus the guest's 32-bit value), the host instruction runs
+/// with RCX (the guest ECX) as the count and the guest's direction flag (live in EFLAGS),
+/// and RSI/RDI are cut back to 32 bits — the window base is a multiple of 2^32, so that
+/// gives the guest's values. Nothing touches the flags but the instruction itself. A host
+/// fault part way leaves RSI/RDI/RCX at the element that faulted: resolved in place it
+/// resumes; otherwise the exit saves their low halves, and the interpreter re-runs the
+/// instruction from there (precisely as a restarted `rep` would). A guest ESI/EDI that
+/// wraps past 4 GiB reaches the empty 4 GiB after the window and faults the same way.
+fn string_seq(ins: &Instruction, prefix: u8) -> Option<Vec<u8>> {
+    let uses_esi = matches!(ins.mnemonic(), M::Movsb | M::Movsw | M::Movsd | M::Lodsb | M::Lodsw | M::Lodsd)
+        || matches!(ins.mnemonic(), M::Cmpsb | M::Cmpsw | M::Cmpsd);
+    let uses_edi = !matches!(ins.mnemonic(), M::Lodsb | M::Lodsw | M::Lodsd);
+    let mut v = asm(|a| {
+        a.mov(r13, qword_ptr(r15 + runtime::off::WINDOW))?;
+        if uses_esi {
+            a.mov(esi, esi)?;
+            a.lea(rsi, qword_ptr(rsi + r13))?;
+        }
+        if uses_edi {
+            a.mov(edi, edi)?;
+            a.lea(rdi, qword_ptr(rdi + r13))?;
+        }
+        if prefix != 0 {
+            a.mov(ecx, ecx)?;
+        }
+        Ok(())
+    })?;
+    if prefix != 0 {
+        v.push(prefix);
+    }
+    if ins.memory_size().size() == 2 {
+        v.push(0x66);
+    }
+    // The opcode without prefixes: iced gives the 32-bit form's bytes.
+    let op = match ins.mnemonic() {
+        M::Movsb => 0xa4,
+        M::Movsw | M::Movsd => 0xa5,
+        M::Cmpsb => 0xa6,
+        M::Cmpsw | M::Cmpsd => 0xa7,
+        M::Stosb => 0xaa,
+        M::Stosw | M::Stosd => 0xab,
+        M::Lodsb => 0xac,
+        M::Lodsw | M::Lodsd => 0xad,
+        M::Scasb => 0xae,
+        M::Scasw | M::Scasd => 0xaf,
+        _ => return None,
+    };
+    v.push(op);
+    v.extend(asm(|a| {
+        if uses_esi {
+            a.mov(esi, esi)?;
+        }
+        if uses_edi {
+            a.mov(edi, edi)?;
+        }
+        Ok(())
+    })?);
+    Some(v)
 }
 
 /// The host opcode of a `jecxz`, `loop`, `loope` or `loopne` that tests ECX (a 32-bit
@@ -594,6 +684,12 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
                     e.count(done);
                     e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
                     ended = true;
+                    true
+                }
+                _ if string_op(ins).is_some() => {
+                    let (code, prefix) = string_op(ins)?;
+                    let b = cached(Seq::Str(code, prefix), || string_seq(ins, prefix))?;
+                    e.bytes(&b);
                     true
                 }
                 _ if ecx_branch(ins).is_some() => {

@@ -449,3 +449,163 @@ fn jump_cache_keeps_targets_64k_apart() {
     assert!(s.exits[1] < 20, "indirect exits: {s:?}");
     assert!(s.jump_cache_hits >= 1900, "{s:?}");
 }
+
+/// String instructions run as the host's own (RSI/RDI made host addresses in the
+/// window): every kind and width, with and without `rep`/`repe`/`repne`, forwards and
+/// backwards, a zero count; the 16-bit-address and segment-override forms through the
+/// helper.
+#[test]
+fn string_instructions() {
+    check("strings forwards", |a| {
+        a.cld()?;
+        a.mov(esi, DATA)?;
+        a.mov(edi, DATA + 0x400)?;
+        a.mov(ecx, 37)?;
+        a.rep().movsb()?;
+        a.mov(ecx, 9)?;
+        a.rep().movsw()?;
+        a.mov(ecx, 11)?;
+        a.rep().movsd()?;
+        a.movsd()?;
+        a.movsb()?;
+        a.mov(eax, 0x1234_5678)?;
+        a.mov(ecx, 5)?;
+        a.rep().stosd()?;
+        a.stosw()?;
+        a.stosb()?;
+        a.mov(ecx, 0)?;
+        a.rep().stosd()?; // a zero count
+        a.lodsd()?;
+        a.lodsw()?;
+        a.lodsb()?;
+        // strlen-like: find a byte, and compare two strings
+        a.mov(edi, DATA)?;
+        a.mov(al, byte_ptr(DATA + 0x13))?;
+        a.mov(ecx, 0x100)?;
+        a.repne().scasb()?;
+        a.mov(ebx, ecx)?;
+        a.mov(esi, DATA)?;
+        a.mov(edi, DATA + 0x400)?;
+        a.mov(ecx, 64)?;
+        a.repe().cmpsb()?;
+        a.mov(edx, ecx)?;
+        a.mov(esi, DATA)?;
+        a.mov(edi, DATA + 0x800)?;
+        a.mov(ecx, 8)?;
+        a.repe().cmpsd()?;
+        a.scasw()?;
+        a.cmpsw()
+    });
+    check("strings backwards", |a| {
+        a.std()?;
+        a.mov(esi, DATA + 0x3fc)?;
+        a.mov(edi, DATA + 0x7fc)?;
+        a.mov(ecx, 20)?;
+        a.rep().movsd()?;
+        a.mov(ecx, 7)?;
+        a.mov(eax, 0xabcd)?;
+        a.rep().stosw()?;
+        a.mov(ecx, 30)?;
+        a.mov(al, byte_ptr(DATA + 0x700))?;
+        a.repne().scasb()?;
+        a.cld()
+    });
+    check("strings through the helper", |a| {
+        a.cld()?;
+        a.mov(esi, DATA)?;
+        a.mov(edi, DATA + 0x400)?;
+        a.mov(ecx, 5)?;
+        a.db(&[0xf3, 0x64, 0xa5]) // rep movsd with an fs: source (fs base 0 here)
+    });
+}
+
+/// A `rep movsd` that runs into an unmapped page stops at the element that faults, with
+/// ESI, EDI and ECX where the interpreter leaves them and the fault at its EIP.
+#[test]
+fn string_instruction_faults_part_way() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    a.cld().unwrap();
+    a.mov(esi, DATA + 0x1000).unwrap();
+    a.mov(edi, DATA + 0x1800).unwrap(); // the data mapping ends at DATA + 0x2000
+    a.mov(ecx, 0x400).unwrap();
+    a.rep().movsd().unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    let mut results = Vec::new();
+    for translate in [false, true] {
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(EngineConfig {
+            translate,
+            key: KeyPolicy::Physical,
+            threshold: 0,
+            chain: true,
+            code_map: None,
+        })
+        .unwrap();
+        let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
+        let Exit::Fault(f) = exit else { panic!("translate {translate}: {exit:?}") };
+        results.push((format!("{f:?}"), cpu.gpr, cpu.eip));
+    }
+    assert_eq!(results[0], results[1], "interpreter vs translator");
+    assert_eq!(results[1].1[1], 0x200, "ECX counts the elements left");
+}
+
+/// `div`/`idiv` of every width run natively; a divide error (by zero, or a quotient too
+/// large) in translated code is the interpreter's #DE at the instruction, with the
+/// registers as they were.
+#[test]
+fn divisions_and_divide_errors() {
+    check("divisions", |a| {
+        a.mov(eax, 1_000_003)?;
+        a.xor(edx, edx)?;
+        a.mov(ecx, 97)?;
+        a.div(ecx)?;
+        a.mov(esi, eax)?;
+        a.mov(eax, -1_000_003i32 as u32)?;
+        a.cdq()?;
+        a.idiv(ecx)?;
+        a.mov(edi, edx)?;
+        a.mov(eax, 0x0234)?;
+        a.mov(bl, 7)?;
+        a.div(bl)?;
+        a.mov(ax, 0x8123)?;
+        a.mov(dx, 3)?;
+        a.mov(bx, 0x7001)?;
+        a.div(bx)?;
+        a.mov(eax, -50i32 as u32)?;
+        a.cdq()?;
+        a.idiv(dword_ptr(DATA + 0x10))?;
+        a.mov(al, 0x9c)?;
+        a.cbw()?;
+        a.mov(bl, 9)?;
+        a.idiv(bl)
+    });
+    for (name, divisor, high) in [("by zero", 0u32, 0u32), ("overflow", 2, 5)] {
+        let mut a = CodeAssembler::new(32).unwrap();
+        a.mov(eax, 77u32).unwrap();
+        a.mov(ecx, divisor).unwrap();
+        a.div(ecx).unwrap();
+        a.int(0x80).unwrap();
+        let code = a.assemble(u64::from(CODE)).unwrap();
+        let mut results = Vec::new();
+        for translate in [false, true] {
+            let (mut cpu, mut mem) = machine(&code);
+            cpu.gpr[2] = high;
+            let mut e = Engine::new(EngineConfig {
+                translate,
+                key: KeyPolicy::Physical,
+                threshold: 0,
+                chain: true,
+                code_map: None,
+            })
+            .unwrap();
+            let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
+            assert!(
+                matches!(&exit, Exit::Fault(f) if matches!(f.kind, morph_cpu::FaultKind::DivideError)),
+                "{name}, translate {translate}: {exit:?}"
+            );
+            results.push((format!("{exit:?}"), format!("{cpu:?}")));
+        }
+        assert_eq!(results[0], results[1], "{name}: interpreter vs translator");
+    }
+}
