@@ -816,7 +816,8 @@ fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult 
 
 fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = m.vfs.open(&p.cwd, &path, libc::O_WRONLY, 0)?;
+    // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
+    let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
     // SAFETY: ftruncate on a descriptor we own.
     let r = host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)?;
@@ -1392,6 +1393,9 @@ fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> R
         if flags & AT_EMPTY_PATH == 0 {
             return Err(ENOENT);
         }
+        if dirfd as i32 == AT_FDCWD {
+            return path_object(m, p, &p.cwd, b".", true); // the working directory itself
+        }
         return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
     }
     let dir = at_dir(m, p, dirfd, path)?;
@@ -1452,6 +1456,9 @@ fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
     let (d, name) = m.vfs.parent(dir, path)?;
     let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
+    if let Some(e) = crate::vfs::Vfs::rmdir_not_a_name(path).filter(|_| f != 0) {
+        return Err(e);
+    }
     let _ = p;
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).

@@ -1,0 +1,190 @@
+//! What a hostile guest must not reach or stall: the root's host parent through a bare
+//! `..`, a FIFO opened by exec or truncate, an inherited pipe nobody reads, host files
+//! behind inherited descriptors, and the host's abstract unix socket names. The guest
+//! is `guests/src/confine.c` (its default mode is also compared with native runs by
+//! `guests.rs`).
+
+mod common;
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use common::*;
+
+/// A scratch directory holding `root/` with the confine guest in it.
+fn rooted(name: &str) -> (PathBuf, PathBuf) {
+    let base = scratch(name);
+    let root = base.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::copy(guests().join("confine"), root.join("confine")).unwrap();
+    (base, root)
+}
+
+fn mkfifo(path: &Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o755) }, 0, "mkfifo {}", path.display());
+}
+
+/// Runs morph with `args`, giving up (and failing) after `limit`.
+fn morph_within(args: &[&str], cwd: &Path, limit: Duration) -> Run {
+    let t0 = Instant::now();
+    let mut child = Command::new(morph())
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("morph {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        status: out.status.code().unwrap_or(-1),
+    }
+}
+
+#[test]
+fn dotdot_never_reaches_the_roots_parent() {
+    let (base, root) = rooted("confine-dotdot");
+    let before = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    std::fs::File::open(&base).unwrap().set_modified(before).unwrap();
+    let r =
+        morph_within(&["run", "--timeout", "20", "--root", root.to_str().unwrap(), "/confine", "dotdot"], &base, LIMIT);
+    assert_eq!(r.status, 0, "{r:?}");
+    assert_eq!(
+        r.stdout,
+        "utimensat /.. nofollow: ok\n\
+         utimensat (root, ..) nofollow: ok\n\
+         utimensat (root, ..): ok\n\
+         utimensat /../.. nofollow: ok\n\
+         readlinkat (root, ..): EINVAL\n\
+         lstat (root, ..): ok, the root: yes\n\
+         mkdir /..: EEXIST\n\
+         rmdir /..: ENOTEMPTY\n\
+         rmdir /: EBUSY\n\
+         symlink /..: EEXIST\n",
+        "`..` at the root is the root, as in a chroot"
+    );
+    assert_eq!(std::fs::metadata(&base).unwrap().mtime(), 1_000_000_000, "the root's host parent was touched");
+    assert_eq!(std::fs::metadata(&root).unwrap().mtime(), 1, "the calls acted on the root itself");
+}
+
+/// How long a run that must end promptly may take (a frozen machine takes for ever).
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[test]
+fn a_fifo_never_freezes_exec_or_truncate() {
+    let (base, root) = rooted("confine-fifo");
+    mkfifo(&root.join("fifo"));
+    std::os::unix::fs::symlink("/fifo", root.join("fifo-link")).unwrap();
+    std::fs::write(root.join("script"), "#!/fifo\n").unwrap();
+    std::fs::set_permissions(root.join("script"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let rs = root.to_str().unwrap();
+    // The program itself, a link to it, a script's interpreter: morph's own error line.
+    for (prog, needle) in
+        [("/fifo", "/fifo: Permission denied"), ("/fifo-link", "/fifo-link: Permission denied"), ("/script", "/fifo")]
+    {
+        let t0 = Instant::now();
+        let r = morph_within(&["run", "--timeout", "5", "--root", rs, prog], &base, LIMIT);
+        assert_eq!(r.status, 125, "{prog}: {r:?}");
+        assert!(r.stderr.contains(needle) && r.stderr.contains("Permission denied"), "{prog}: {r:?}");
+        assert!(t0.elapsed() < Duration::from_secs(4), "{prog}: not at once ({:?})", t0.elapsed());
+    }
+    // PT_INTERP naming the FIFO.
+    std::fs::write(root.join("dynamic"), elf_with_interp(b"/fifo")).unwrap();
+    let r = morph_within(&["run", "--timeout", "5", "--root", rs, "/dynamic"], &base, LIMIT);
+    assert_eq!(r.status, 125, "{r:?}");
+    assert!(r.stderr.contains("/fifo: Permission denied"), "{r:?}");
+    // A guest's execve and truncate of a FIFO (and the rest of confine's default run,
+    // which guests.rs compares with native).
+    let r = morph_within(&["run", "--timeout", "10", "--root", rs, "/confine"], &base, LIMIT);
+    assert_eq!(r.status, 0, "{r:?}");
+    for line in [
+        "execve fifo: EACCES\n",
+        "execve link to fifo: EACCES\n",
+        "execve script run by a fifo: EACCES\n",
+        "truncate fifo: EINVAL\n",
+        "truncate link to fifo: EINVAL\n",
+    ] {
+        assert!(r.stdout.contains(line), "{line:?} not in {r:?}");
+    }
+}
+
+/// A minimal i386 ET_EXEC whose `PT_INTERP` names `interp`.
+pub fn elf_with_interp(interp: &[u8]) -> Vec<u8> {
+    let base = 0x0804_8000u32;
+    let name_off = 52 + 2 * 32;
+    let total = (name_off + interp.len() + 1) as u32;
+    let mut h = vec![0u8; 52];
+    h[..4].copy_from_slice(b"\x7fELF");
+    h[4] = 1; // ELFCLASS32
+    h[5] = 1; // little endian
+    h[6] = 1;
+    h[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+    h[18..20].copy_from_slice(&3u16.to_le_bytes()); // EM_386
+    h[20..24].copy_from_slice(&1u32.to_le_bytes());
+    h[24..28].copy_from_slice(&base.to_le_bytes());
+    h[28..32].copy_from_slice(&52u32.to_le_bytes());
+    h[40..42].copy_from_slice(&52u16.to_le_bytes());
+    h[42..44].copy_from_slice(&32u16.to_le_bytes());
+    h[44..46].copy_from_slice(&2u16.to_le_bytes());
+    let phdr = |kind: u32, off: u32, size: u32, flags: u32, align: u32| {
+        [kind, off, base + off, base + off, size, size, flags, align]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    h.extend(phdr(3, name_off as u32, interp.len() as u32 + 1, 4, 1)); // PT_INTERP
+    h.extend(phdr(1, 0, total, 5, 0x1000)); // PT_LOAD, r-x
+    h.extend_from_slice(interp);
+    h.push(0);
+    h
+}
+
+#[test]
+fn an_inherited_pipe_nobody_reads_does_not_stop_the_time_limit() {
+    let dir = scratch("confine-flood");
+    let prog = guests().join("confine");
+    let t0 = Instant::now();
+    // stdout is a pipe this test holds and never reads.
+    let mut child = Command::new(morph())
+        .args(["run", "--timeout", "2", "--", prog.to_str().unwrap(), "flood"])
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("morph still running after {LIMIT:?}: the guest's write froze the machine");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert_eq!(status.code(), Some(125), "{err}");
+    assert_eq!(err, "morph: time limit of 2s exceeded\n");
+    assert!(t0.elapsed() < Duration::from_secs(8), "took {:?}", t0.elapsed());
+}
