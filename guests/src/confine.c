@@ -11,7 +11,8 @@
  *   confine dotdot        utimensat and friends on "/.." and (root fd, "..")
  *   confine inherited     what the guest can do with descriptor 0 (a host file)
  *   confine flood         writes to stdout for ever
- *   confine abstract NAME connects to the abstract unix socket NAME
+ *   confine abstract NAME connects to the abstract unix socket NAME, then binds
+ *                         it and listens until stdin ends
  */
 #include "rt.h"
 
@@ -188,6 +189,12 @@ static void abstract_connect(const char *name)
 	printf("connect @%s: %s\n", name, res(sys_connect(c, &u, 2 + 1 + len)));
 	long d = sys_socket(AF_UNIX, SOCK_STREAM, 0);
 	printf("bind @%s: %s\n", name, res(sys_bind(d, &u, 2 + 1 + len)));
+	printf("listen: %s\n", res(sys_listen(d, 4)));
+	fflush_stdout();
+	/* Listening until stdin ends: the host may try to connect meanwhile. */
+	char ch;
+	while (sys_read(0, &ch, 1) > 0)
+		;
 }
 
 int main(int argc, char **argv)
