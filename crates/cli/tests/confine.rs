@@ -157,3 +157,41 @@ fn an_inherited_pipe_nobody_reads_does_not_stop_the_time_limit() {
     assert_eq!(err, "morph: time limit of 2s exceeded\n");
     assert!(t0.elapsed() < Duration::from_secs(8), "took {:?}", t0.elapsed());
 }
+
+#[test]
+fn inherited_descriptors_are_no_handle_on_host_files() {
+    let (base, root) = rooted("confine-inherited");
+    let secret = base.join("secret");
+    std::fs::write(&secret, "host secret\n").unwrap();
+    std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let before = std::fs::metadata(&secret).unwrap();
+    // Standard input is a read-only host file outside the root.
+    let out = Command::new(morph())
+        .args(["run", "--timeout", "20", "--root", root.to_str().unwrap(), "/confine", "inherited"])
+        .current_dir(&base)
+        .stdin(std::fs::File::open(&secret).unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        stdout,
+        "readlink /proc/self/fd/0: ok \"(unreachable)/secret\"\n\
+         open /proc/self/fd/0 for writing: EACCES\n\
+         open /proc/self/fd/0 for reading and writing: EACCES\n\
+         open /proc/self/fd/0 for appending: EACCES\n\
+         open /proc/self/fd/0 for reading: ok, read 5\n\
+         fchmod 0: EPERM\n\
+         chmod /proc/self/fd/0: EPERM\n\
+         futimens 0: EPERM\n\
+         linkat 0 AT_EMPTY_PATH: EPERM\n\
+         link /proc/self/fd/0: EPERM\n\
+         truncate /proc/self/fd/0: ENOENT\n",
+        "no more access than the descriptor has, no metadata change, no link into the root, no host path"
+    );
+    let after = std::fs::metadata(&secret).unwrap();
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "host secret\n");
+    assert_eq!((after.mode(), after.nlink(), after.mtime()), (before.mode(), before.nlink(), before.mtime()));
+    assert!(!root.join("stolen1").exists() && !root.join("stolen2").exists());
+    assert!(!stdout.contains(base.to_str().unwrap()), "a host path was shown");
+}

@@ -232,6 +232,14 @@ impl Vfs {
         }
     }
 
+    /// Whether the object behind a host descriptor is named inside the root (so the
+    /// guest could open it by a path): what `/proc/self/fd` shows of it is a path under
+    /// the root. Objects without a path (pipes, sockets) and files outside the root
+    /// (behind a descriptor the guest inherited) are not.
+    pub fn holds(&self, fd: &impl AsRawFd) -> bool {
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).is_ok_and(|p| p.starts_with(&self.root_path))
+    }
+
     /// The guest path of an open directory (for `getcwd` after `chdir`).
     pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<String, Errno> {
         let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;

@@ -1296,7 +1296,7 @@ fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
 fn path_object(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Object, Errno> {
     match special::resolve(m, p, dir, path, follow)? {
         Resolved::Path(abs) => open_path(m, "/", &abs, follow).map(Object::Host),
-        Resolved::Node(n) => special::object(n),
+        Resolved::Node(n) => special::object(&m.vfs, n),
     }
 }
 
@@ -1324,8 +1324,8 @@ fn changeable(o: Object) -> Result<OwnedFd, Errno> {
 }
 
 /// The host descriptor behind guest `fd` if its metadata may change (see [`changeable`]).
-fn changeable_fd(p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
-    changeable(special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
+fn changeable_fd(m: &Machine, p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
+    changeable(special::object_of_fd(&m.vfs, p.fds.get(fd).ok_or(EBADF)?)?)
 }
 
 fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
@@ -1336,7 +1336,7 @@ fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> 
 fn fd_stat(m: &mut Machine, p: &Process, fd: u32) -> Result<libc::stat, Errno> {
     let e = p.fds.get(fd).ok_or(EBADF)?;
     if !matches!(e.host.kind, FileKind::Host) {
-        return stat_of(&special::object_of_fd(e)?);
+        return stat_of(&special::object_of_fd(&m.vfs, e)?);
     }
     sync_before_read(m, p, fd); // stores through shared mappings update the mtime
     host_stat_fd(e.host.as_raw_fd())
@@ -1396,7 +1396,7 @@ fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> R
         if dirfd as i32 == AT_FDCWD {
             return path_object(m, p, &p.cwd, b".", true); // the working directory itself
         }
-        return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
+        return special::object_of_fd(&m.vfs, p.fds.get(dirfd).ok_or(EBADF)?);
     }
     let dir = at_dir(m, p, dirfd, path)?;
     path_object(m, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
@@ -1625,8 +1625,8 @@ fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     chmod_fd(&fd, a[2])
 }
 
-fn sys_fchmod(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = changeable_fd(p, a[0])?;
+fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = changeable_fd(m, p, a[0])?;
     // SAFETY: fchmod on a descriptor we hold.
     host(unsafe { libc::fchmod(fd.as_raw_fd(), a[1] & 0o7777) } as isize)
 }
@@ -1691,8 +1691,8 @@ fn sys_statfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_fstatfs(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
+fn sys_fstatfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let st = statfs_of(&special::object_of_fd(&m.vfs, p.fds.get(a[0]).ok_or(EBADF)?)?)?;
     p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
     Ok(0)
 }
@@ -1707,11 +1707,11 @@ fn sys_statfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_fstatfs64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_fstatfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] != 84 {
         return Err(EINVAL);
     }
-    let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
+    let st = statfs_of(&special::object_of_fd(&m.vfs, p.fds.get(a[0]).ok_or(EBADF)?)?)?;
     p.aspace.write_bytes(a[2], &statfs_bytes(&st, true)?).map_err(efault)?;
     Ok(0)
 }
@@ -1802,7 +1802,7 @@ fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, time
     let tp = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
     let Some(path) = path else {
         // utimensat(fd, NULL, ...): the descriptor itself.
-        let fd = changeable_fd(p, dirfd)?;
+        let fd = changeable_fd(m, p, dirfd)?;
         // SAFETY: utimensat on a descriptor we hold, with a NULL path and valid times.
         return host(unsafe { libc::syscall(libc::SYS_utimensat, fd.as_raw_fd(), 0usize, tp, 0) } as isize);
     };
@@ -1811,7 +1811,7 @@ fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, time
         let dir = at_dir(m, p, dirfd, path)?;
         let abs = match special::resolve(m, p, &dir, path, false)? {
             Resolved::Path(abs) => abs,
-            Resolved::Node(n) => return changeable(special::object(n)?).map(|_| 0),
+            Resolved::Node(n) => return changeable(special::object(&m.vfs, n)?).map(|_| 0),
         };
         let (d, name) = m.vfs.parent("/", &abs)?;
         // SAFETY: utimensat on a directory descriptor we hold, a C string and valid times.

@@ -17,8 +17,10 @@
 //! anything else fails as it would on a host without a route (`ENETUNREACH`;
 //! `EADDRNOTAVAIL` for `bind`). So do families other than `AF_UNIX`, `AF_INET` and
 //! `AF_INET6` (`EAFNOSUPPORT`), raw IP sockets (`EPERM`), protocols other than TCP, UDP
-//! and ICMP echo (`EPROTONOSUPPORT`), multicast membership (`ENODEV`) and binding to a
-//! device other than `lo` (`EPERM`). Each refusal is counted in `OsStats::refused_net`.
+//! and ICMP echo (`EPROTONOSUPPORT`), and socket options and control messages outside
+//! the allowlist of [`sockopt`] (source routes, device binding, marks: `EPERM`; unknown
+//! options: `ENOPROTOOPT`; multicast membership: `ENODEV`). Each refusal is made before
+//! any host call and counted in `OsStats::refused_net`.
 //!
 //! **`AF_UNIX` names** resolve inside the guest root like every other path. `connect`
 //! and `sendto` open the socket file inside the root (`O_PATH`, following links inside
@@ -26,7 +28,10 @@
 //! the root and creates the name as `/proc/self/fd/D/name` (the last component is never
 //! followed). The host records that name for the socket, so [`Net`] maps it back to the
 //! guest's spelling in `getsockname`, `getpeername`, `accept` and `recvfrom`; a host
-//! path inside the root loses the root. Abstract names pass through unchanged.
+//! path inside the root loses the root. Abstract names live in the machine's own
+//! namespace: a random prefix is added on the way to the host and stripped on the way
+//! back, so guests meet each other at a name but never a host process (see
+//! [`Net::abstract_host`]); morph autobinds unnamed sockets in that namespace itself.
 //!
 //! **ABI.** `sockaddr` layouts are the same on i386 and x86-64; `msghdr`, `iovec` and
 //! `cmsghdr` are not and are translated, as are the 32-bit `timeval`s of
