@@ -10,7 +10,7 @@
  * With arguments, for the sandbox tests run under --root (crates/cli/tests/confine.rs):
  *   confine dotdot        utimensat and friends on "/.." and (root fd, "..")
  *   confine inherited     what the guest can do with descriptor 0 (a host file)
- *   confine flood         writes to stdout for ever
+ *   confine flood         writes 256 KiB at a time to stdout for ever
  *   confine abstract NAME connects to the abstract unix socket NAME, then binds
  *                         it and listens until stdin ends
  */
@@ -169,13 +169,14 @@ static void inherited(void)
 	printf("truncate /proc/self/fd/0: %s\n", res(sc(NR_truncate64, (long)"/proc/self/fd/0", 0, 0, 0, 0)));
 }
 
+/* Writes larger than a pipe holds: the host may say "writable" and still not take
+ * all of one. */
 static void flood(void)
 {
-	static char line[4096];
-	memset(line, 'x', sizeof line);
-	line[sizeof line - 1] = '\n';
+	static char lines[256 << 10];
+	memset(lines, 'x', sizeof lines);
 	for (;;)
-		sys_write(1, line, sizeof line);
+		sys_write(1, lines, sizeof lines);
 }
 
 static void abstract_connect(const char *name)
