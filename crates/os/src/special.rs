@@ -534,7 +534,7 @@ fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
 }
 
 /// The metadata object of a node.
-pub fn object(vfs: &Vfs, node: Node) -> Result<Object, Errno> {
+pub fn object(node: Node) -> Result<Object, Errno> {
     Ok(match node {
         Node::HostDev(n) | Node::Random(n) => Object::Device(host_open(&format!("/dev/{n}"), libc::O_PATH, 0)?),
         Node::Dir(path) => Object::Synthetic(synthetic(&path, libc::S_IFDIR | 0o555, 0)),
@@ -543,15 +543,12 @@ pub fn object(vfs: &Vfs, node: Node) -> Result<Object, Errno> {
         }
         // Size 0, as Linux reports for /proc files.
         Node::Proc(_, _, path) => Object::Synthetic(synthetic(&path, libc::S_IFREG | 0o444, 0)),
-        Node::Fd(e) => object_of_fd(vfs, &e)?,
+        Node::Fd(e) => object_of_fd(&e)?,
     })
 }
 
-/// The metadata object of what a guest descriptor holds. A host object the root does
-/// not hold (a file outside it behind an inherited descriptor, a host pipe or
-/// terminal) is a [`Object::Device`]: its metadata can be read, never changed, and it
-/// is never linked into the root.
-pub fn object_of_fd(vfs: &Vfs, e: &FdEntry) -> Result<Object, Errno> {
+/// The metadata object of what a guest descriptor holds.
+pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
     let dup = || {
         // SAFETY: dup of a descriptor we hold.
         let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
@@ -562,8 +559,8 @@ pub fn object_of_fd(vfs: &Vfs, e: &FdEntry) -> Result<Object, Errno> {
         Ok(unsafe { OwnedFd::from_raw_fd(d) })
     };
     Ok(match &e.host.kind {
-        FileKind::Host if vfs.holds(e.host.as_ref()) => Object::Host(dup()?),
-        FileKind::Host | FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),
+        FileKind::Host => Object::Host(dup()?),
+        FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),
         FileKind::Snapshot(s) => Object::Synthetic(synthetic(&s.path, libc::S_IFREG | 0o444, 0)),
         FileKind::Dir(d) => Object::Synthetic(synthetic(&d.path, libc::S_IFDIR | 0o555, 0)),
     })

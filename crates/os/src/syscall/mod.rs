@@ -1296,7 +1296,7 @@ fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
 fn path_object(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Object, Errno> {
     match special::resolve(m, p, dir, path, follow)? {
         Resolved::Path(abs) => open_path(m, "/", &abs, follow).map(Object::Host),
-        Resolved::Node(n) => special::object(&m.vfs, n),
+        Resolved::Node(n) => special::object(n),
     }
 }
 
@@ -1307,14 +1307,16 @@ fn stat_of(o: &Object) -> Result<libc::stat, Errno> {
     }
 }
 
-/// A host object whose metadata the guest may change: not one of morph's own, and not
-/// a device (a guest running as root must not change the host's device nodes, such as
-/// the `/dev/null` it may have inherited as a standard descriptor).
-fn changeable(o: Object) -> Result<OwnedFd, Errno> {
+/// A host object whose metadata the guest may change: not one of morph's own, not a
+/// device (a guest running as root must not change the host's device nodes, such as
+/// the `/dev/null` it may have inherited as a standard descriptor), and held by the
+/// root (a host file outside it, behind an inherited descriptor, or a host pipe is
+/// the host's: its mode and times are not the guest's to change, nor is it linked in).
+fn changeable(vfs: &crate::vfs::Vfs, o: Object) -> Result<OwnedFd, Errno> {
     match o {
         Object::Host(fd) => {
             let t = host_stat_fd(fd.as_raw_fd())?.st_mode & libc::S_IFMT;
-            if t == libc::S_IFCHR || t == libc::S_IFBLK {
+            if t == libc::S_IFCHR || t == libc::S_IFBLK || !vfs.holds(&fd) {
                 return Err(EPERM);
             }
             Ok(fd)
@@ -1325,7 +1327,7 @@ fn changeable(o: Object) -> Result<OwnedFd, Errno> {
 
 /// The host descriptor behind guest `fd` if its metadata may change (see [`changeable`]).
 fn changeable_fd(m: &Machine, p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
-    changeable(special::object_of_fd(&m.vfs, p.fds.get(fd).ok_or(EBADF)?)?)
+    changeable(&m.vfs, special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
 }
 
 fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
@@ -1336,7 +1338,7 @@ fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> 
 fn fd_stat(m: &mut Machine, p: &Process, fd: u32) -> Result<libc::stat, Errno> {
     let e = p.fds.get(fd).ok_or(EBADF)?;
     if !matches!(e.host.kind, FileKind::Host) {
-        return stat_of(&special::object_of_fd(&m.vfs, e)?);
+        return stat_of(&special::object_of_fd(e)?);
     }
     sync_before_read(m, p, fd); // stores through shared mappings update the mtime
     host_stat_fd(e.host.as_raw_fd())
@@ -1396,7 +1398,7 @@ fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> R
         if dirfd as i32 == AT_FDCWD {
             return path_object(m, p, &p.cwd, b".", true); // the working directory itself
         }
-        return special::object_of_fd(&m.vfs, p.fds.get(dirfd).ok_or(EBADF)?);
+        return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
     }
     let dir = at_dir(m, p, dirfd, path)?;
     path_object(m, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
@@ -1541,7 +1543,7 @@ fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
     // The source is opened inside the root (following a final symlink only when asked).
     let src =
         at_target(m, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
-    let src = changeable(src)?;
+    let src = changeable(&m.vfs, src)?;
     // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
     // no privilege, and it names exactly the object opened inside the root.
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
@@ -1615,13 +1617,13 @@ fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
 
 fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = changeable(path_object(m, p, &p.cwd, &path, true)?)?;
+    let fd = changeable(&m.vfs, path_object(m, p, &p.cwd, &path, true)?)?;
     chmod_fd(&fd, a[1])
 }
 
 fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = changeable(at_target(m, p, a[0], &path, 0)?)?;
+    let fd = changeable(&m.vfs, at_target(m, p, a[0], &path, 0)?)?;
     chmod_fd(&fd, a[2])
 }
 
@@ -1691,8 +1693,8 @@ fn sys_statfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_fstatfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let st = statfs_of(&special::object_of_fd(&m.vfs, p.fds.get(a[0]).ok_or(EBADF)?)?)?;
+fn sys_fstatfs(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
     p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
     Ok(0)
 }
@@ -1707,11 +1709,11 @@ fn sys_statfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_fstatfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_fstatfs64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] != 84 {
         return Err(EINVAL);
     }
-    let st = statfs_of(&special::object_of_fd(&m.vfs, p.fds.get(a[0]).ok_or(EBADF)?)?)?;
+    let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
     p.aspace.write_bytes(a[2], &statfs_bytes(&st, true)?).map_err(efault)?;
     Ok(0)
 }
@@ -1811,13 +1813,13 @@ fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, time
         let dir = at_dir(m, p, dirfd, path)?;
         let abs = match special::resolve(m, p, &dir, path, false)? {
             Resolved::Path(abs) => abs,
-            Resolved::Node(n) => return changeable(special::object(&m.vfs, n)?).map(|_| 0),
+            Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),
         };
         let (d, name) = m.vfs.parent("/", &abs)?;
         // SAFETY: utimensat on a directory descriptor we hold, a C string and valid times.
         return host(unsafe { libc::utimensat(d.as_raw_fd(), name.as_ptr(), tp, libc::AT_SYMLINK_NOFOLLOW) } as isize);
     }
-    let fd = changeable(at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    let fd = changeable(&m.vfs, at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
