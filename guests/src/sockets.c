@@ -6,8 +6,9 @@
  * SO_RCVTIMEO, a refused connection, UDP (sendto/recvfrom with the sender's
  * address, connected datagrams, MSG_TRUNC, MSG_PEEK), AF_UNIX socket pairs
  * (stream and datagram boundaries), AF_UNIX path and abstract names as the
- * guest spelled them, SCM_RIGHTS descriptor passing with sendmsg/recvmsg
- * and SIGPIPE vs MSG_NOSIGNAL.  Everything runs twice: through the direct
+ * guest spelled them, two processes talking through an abstract name,
+ * SCM_RIGHTS descriptor passing with sendmsg/recvmsg, sendmsg's checks of
+ * its control buffer (NULL, too short) and SIGPIPE vs MSG_NOSIGNAL.  Everything runs twice: through the direct
  * socket system calls (Linux 4.3+) and through socketcall(2).
  *
  * Nothing printed depends on ports, pids or descriptor numbers.
@@ -465,6 +466,84 @@ static void test_unix(void)
 	sys_close(ab);
 }
 
+/* Two processes meet at an abstract name (unique natively: it holds the pid,
+ * in a fixed width so that the printed lengths do not vary). */
+static void test_abstract(void)
+{
+	struct sockaddr_un u, v;
+	char buf[64];
+	int len;
+
+	printf("-- abstract\n");
+	memset(&u, 0, sizeof u);
+	u.sun_family = AF_UNIX;
+	snprintf(u.sun_path + 1, sizeof u.sun_path - 1, "sockets-%08ld-%d", sys_getpid(), via_sc);
+	int ulen = 2 + 1 + (int)strlen(u.sun_path + 1);
+	long srv = s_socket(AF_UNIX, SOCK_STREAM, 0);
+	long r = s_bind(srv, &u, ulen);
+	printf("bind: %ld, listen %ld\n", r, s_listen(srv, 4));
+	long again = s_socket(AF_UNIX, SOCK_STREAM, 0);
+	printf("bind the same name again: %ld\n", s_bind(again, &u, ulen));
+	sys_close(again);
+	len = sizeof v;
+	memset(&v, 0, sizeof v);
+	r = s_getsockname(srv, &v, &len);
+	print_path("getsockname", r, &v, len);
+	printf("the name as bound: %s\n", len == ulen && !memcmp(&u, &v, ulen) ? "yes" : "no");
+	fflush_stdout();
+	long pid = sys_fork();
+	if (pid == 0) {
+		long c = s_socket(AF_UNIX, SOCK_STREAM, 0);
+		long cr = s_connect(c, &u, ulen);
+		struct sockaddr_un p;
+		int plen = sizeof p;
+		memset(&p, 0, sizeof p);
+		long pr = s_getpeername(c, &p, &plen);
+		long sr = s_send(c, "abstract", 8, 0);
+		printf("client: connect %ld, send %ld, peer is the name: %s\n", cr, sr,
+		       pr == 0 && plen == ulen && !memcmp(&p, &u, ulen) ? "yes" : "no");
+		exit(0);
+	}
+	len = sizeof v;
+	long conn = s_accept(srv, &v, &len);
+	int st = reap(pid);
+	printf("accept: %s, peer length %d\n", fdres(conn), len);
+	r = recv_all(conn, buf, 8);
+	buf[r > 0 ? r : 0] = 0;
+	printf("recv %ld \"%s\", client %s\n", r, buf, status_str(st));
+	sys_close(conn);
+	sys_close(srv);
+	long c = s_socket(AF_UNIX, SOCK_STREAM, 0);
+	printf("connect after close: %ld\n", s_connect(c, &u, ulen));
+	sys_close(c);
+}
+
+/* sendmsg's checks of the control buffer (as the 32-bit compat path makes them). */
+static void test_control(void)
+{
+	int sv[2];
+	char ctl[16];
+	struct iovec iov = { "x", 1 };
+	struct msghdr msg = { 0, 0, &iov, 1, 0, 0, 0 };
+
+	printf("-- control\n");
+	s_socketpair(AF_UNIX, SOCK_DGRAM, 0, sv);
+	msg.msg_controllen = 12;
+	printf("NULL control, length 12: %ld\n", s_sendmsg(sv[0], &msg, 0));
+	msg.msg_controllen = 4;
+	printf("NULL control, length 4: %ld\n", s_sendmsg(sv[0], &msg, 0));
+	msg.msg_control = ctl;
+	memset(ctl, 0, sizeof ctl);
+	printf("control, length 4: %ld\n", s_sendmsg(sv[0], &msg, 0));
+	msg.msg_controllen = 12;
+	printf("control, a zero header: %ld\n", s_sendmsg(sv[0], &msg, 0));
+	msg.msg_control = 0;
+	msg.msg_controllen = 0;
+	printf("no control: %ld\n", s_sendmsg(sv[0], &msg, 0));
+	sys_close(sv[0]);
+	sys_close(sv[1]);
+}
+
 static void test_rights(void)
 {
 	int sv[2], p1[2], p2[2];
@@ -584,6 +663,43 @@ static void refused(void)
 	int len = loopback_addr(&a, AF_INET);
 	a.v4.sin_port = htons(1);
 	printf("connect 127.0.0.1:1: %ld\n", s_connect(c, &a, len));
+
+	/* Options that route, mark or bind to a device are refused (EPERM), and so
+	 * are unknown ones (ENOPROTOOPT), before any host call. */
+	int one = 1;
+	unsigned char lsrr[8] = { 1, 0x83, 7, 4, 10, 1, 2, 3 };	/* NOP, loose source route via 10.1.2.3 */
+	unsigned char rthdr[24] = { 0, 2, 0, 1 };		/* type 0 routing header, one hop */
+	char buf[64];
+	int blen = sizeof buf;
+	printf("IP_OPTIONS source route: %ld\n", s_setsockopt(u, 0, 4, lsrr, sizeof lsrr));
+	printf("IPV6_RTHDR: %ld\n", s_setsockopt(c6, 41, 57, rthdr, sizeof rthdr));
+	printf("SO_BINDTODEVICE lo: %ld\n", s_setsockopt(u, SOL_SOCKET, 25, "lo", 3));
+	printf("SO_BINDTOIFINDEX: %ld\n", s_setsockopt(u, SOL_SOCKET, 62, &one, 4));
+	printf("SO_MARK: %ld\n", s_setsockopt(u, SOL_SOCKET, 36, &one, 4));
+	printf("IP_TRANSPARENT: %ld\n", s_setsockopt(u, 0, 19, &one, 4));
+	printf("an unknown option: %ld\n", s_setsockopt(u, SOL_SOCKET, 0x7777, &one, 4));
+	printf("reading IP_OPTIONS: %ld\n", s_getsockopt(u, 0, 4, buf, &blen));
+	/* Control messages other than SCM_RIGHTS and SCM_CREDENTIALS. */
+	union { struct cmsghdr h; char space[32]; } ctl;
+	struct iovec iov = { "x", 1 };
+	struct msghdr msg = { &a, len, &iov, 1, &ctl, 0, 0 };
+	a.v4.sin_port = htons(9);
+	memset(&ctl, 0, sizeof ctl);
+	ctl.h.cmsg_len = 12 + 8;
+	ctl.h.cmsg_level = 0;
+	ctl.h.cmsg_type = 7;	/* IP_RETOPTS */
+	memcpy(ctl.space + 12, lsrr, 8);
+	msg.msg_controllen = 20;
+	printf("sendmsg IP_RETOPTS: %ld\n", s_sendmsg(u, &msg, 0));
+	ctl.h.cmsg_len = 12 + 12;
+	ctl.h.cmsg_type = 8;	/* IP_PKTINFO: an interface and a source address */
+	msg.msg_controllen = 24;
+	printf("sendmsg IP_PKTINFO: %ld\n", s_sendmsg(u, &msg, 0));
+	/* What loopback programs use passes. */
+	printf("allowed: %ld %ld %ld %ld %ld %ld\n", s_setsockopt(c, SOL_SOCKET, 2, &one, 4),
+	       s_setsockopt(c, SOL_SOCKET, 9, &one, 4), s_setsockopt(c, 6, 1, &one, 4),
+	       s_setsockopt(c6, 41, 26, &one, 4), s_setsockopt(u, 0, 1, &one, 4),
+	       s_setsockopt(u, SOL_SOCKET, 8, &one, 4));
 }
 
 int main(int argc, char **argv)
@@ -608,6 +724,8 @@ int main(int argc, char **argv)
 		test_nonblocking();
 		test_udp();
 		test_unix();
+		test_abstract();
+		test_control();
 		test_rights();
 		test_sigpipe();
 	}

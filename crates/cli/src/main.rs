@@ -142,7 +142,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => match run(args) {
             Ok(code) => code,
             Err(e) => {
-                eprintln!("morph: {e:#}");
+                eprintln!("morph: {}", escaped(&format!("{e:#}")));
                 ExitCode::from(EXIT_MORPH)
             }
         },
@@ -154,7 +154,7 @@ fn main() -> ExitCode {
             match r {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("morph: {e:#}");
+                    eprintln!("morph: {}", escaped(&format!("{e:#}")));
                     ExitCode::from(EXIT_MORPH)
                 }
             }
@@ -162,11 +162,26 @@ fn main() -> ExitCode {
         Cmd::Sysroot { cache, packages } => match sysroot(cache, packages) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("morph: {e:#}");
+                eprintln!("morph: {}", escaped(&format!("{e:#}")));
                 ExitCode::from(EXIT_MORPH)
             }
         },
     }
+}
+
+/// An error line with every control character (newlines, terminal escapes, bidi
+/// overrides, ...) written as a Rust escape, so that names a guest chose (a crafted
+/// `PT_INTERP`, a path) cannot forge lines or drive the terminal.
+fn escaped(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\'' | '"') {
+            out.push(c);
+        } else {
+            out.extend(c.escape_debug());
+        }
+    }
+    out
 }
 
 /// Finds the guest path of the program: as given if it contains a '/', else in the

@@ -79,6 +79,16 @@ fn missing_file_and_directory() {
 }
 
 #[test]
+fn guest_chosen_names_are_escaped_in_error_lines() {
+    // A PT_INTERP with a terminal escape, a newline forging a second morph line, a
+    // carriage return and a bidi override.
+    let name = b"/\x1b[31mevil\nmorph: all is well\r\xe2\x80\xae";
+    let r = run_file("evil-interp", &elf_with_interp(name));
+    assert_morph_error(&r, "/\\u{1b}[31mevil\\nmorph: all is well\\r\\u{202e}: No such file or directory");
+    assert!(!r.stderr.contains(['\x1b', '\r', '\u{202e}']), "{r:?}");
+}
+
+#[test]
 fn bad_flag() {
     let r = morph_raw(&["run", "--engine", "warp", "/bin/true"], Path::new("/"));
     assert_eq!(r.status, 125, "{r:?}");

@@ -28,12 +28,24 @@ fn leaving_loopback_is_refused_and_counted() {
          socket AF_PACKET: -97\n\
          socket raw IPv4: -1\n\
          connect 2001:db8::1 through socketcall: -101\n\
-         connect 127.0.0.1:1: -111\n",
+         connect 127.0.0.1:1: -111\n\
+         IP_OPTIONS source route: -1\n\
+         IPV6_RTHDR: -1\n\
+         SO_BINDTODEVICE lo: -1\n\
+         SO_BINDTOIFINDEX: -1\n\
+         SO_MARK: -1\n\
+         IP_TRANSPARENT: -1\n\
+         an unknown option: -92\n\
+         reading IP_OPTIONS: -92\n\
+         sendmsg IP_RETOPTS: -1\n\
+         sendmsg IP_PKTINFO: -1\n\
+         allowed: 0 0 0 0 0 0\n",
         "ENETUNREACH for connect/sendto, EADDRNOTAVAIL for bind, EAFNOSUPPORT for other families, \
-         EPERM for raw sockets; loopback is reachable"
+         EPERM for raw sockets and for options and control messages that route, mark or bind to a \
+         device, ENOPROTOOPT for unknown options; loopback is reachable and its options work"
     );
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    assert_eq!(json["os"]["refused_net"], 8, "every refusal counted, loopback not: {}", json["os"]);
+    assert_eq!(json["os"]["refused_net"], 18, "every refusal counted, loopback not: {}", json["os"]);
 }
 
 #[test]
@@ -115,4 +127,49 @@ fn unix_socket_names_resolve_inside_the_root() {
     let host_path = outside_path.to_str().unwrap();
     assert_eq!(run(host_path), format!("connect {host_path}: -2\n"));
     assert!(outside.accept().is_err(), "nothing reached the socket outside the root");
+}
+
+#[test]
+fn abstract_names_are_the_machines_own() {
+    use std::io::Read;
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixStream};
+    use std::process::{Command, Stdio};
+    let dir = scratch("net-abstract");
+    let name = format!("morph-test-{}", std::process::id());
+    // A host process listens on an abstract name.
+    let host = UnixListener::bind_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
+    host.set_nonblocking(true).unwrap();
+    let stats = dir.join("stats.json");
+    let mut child = Command::new(morph())
+        .args(["run", "--timeout", "60", "--stats-json", stats.to_str().unwrap(), "--"])
+        .arg(guests().join("confine"))
+        .args(["abstract", &name])
+        .current_dir(&dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 256];
+    while !seen.contains("listen:") {
+        let n = out.read(&mut buf).unwrap();
+        assert!(n > 0, "guest ended early: {seen:?}");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    // The guest could neither reach the host's name nor take it: its bind made its own.
+    assert_eq!(seen, format!("connect @{name}: ECONNREFUSED\nbind @{name}: ok\nlisten: ok\n"));
+    assert!(host.accept().is_err(), "the guest's connect reached the host's socket");
+    // And the guest's listening name is not the host's: the host's socket still owns it
+    // (a host client reaches the host's listener, not the guest).
+    let c = UnixStream::connect_addr(&SocketAddr::from_abstract_name(name.as_bytes()).unwrap()).unwrap();
+    drop(c);
+    assert!(host.accept().is_ok());
+    drop(child.stdin.take());
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["os"]["refused_net"], 0, "{}", json["os"]);
 }

@@ -304,10 +304,10 @@ pub fn load(
     rng: &mut impl Rng,
 ) -> Result<Image, LoadError> {
     let open = |p: &str| -> Result<File, LoadError> {
-        (args.open)(p).map(File::from).map_err(|errno| LoadError::Io {
-            path: p.into(),
-            msg: std::io::Error::from_raw_os_error(errno).to_string(),
-            errno,
+        (args.open)(p).map(File::from).map_err(|errno| match errno {
+            // The opener refuses every file that is not regular without opening it.
+            EISDIR => LoadError::Io { path: p.into(), msg: "is a directory".into(), errno: EACCES },
+            _ => LoadError::Io { path: p.into(), msg: std::io::Error::from_raw_os_error(errno).to_string(), errno },
         })
     };
     let parse_named = |path: &str| -> Result<Elf, LoadError> {

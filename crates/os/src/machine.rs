@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
-use crate::process::{ExitStatus, FdEntry, FdTable, Pid, Process, SigAction, SigInfo, Wait, Zombie};
+use crate::process::{ExitStatus, FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo, Wait, Zombie};
 use crate::syscall;
 use crate::vfs::Vfs;
 
@@ -190,7 +190,7 @@ impl Machine {
         let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, &mut self.rng);
         let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
         let vfs = &self.vfs;
-        let open = |p: &str| vfs.open(cwd, p.as_bytes(), libc::O_RDONLY, 0);
+        let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
         let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
         let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
         let img = loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?;
@@ -205,7 +205,7 @@ impl Machine {
         // read is left for the loader to report).
         let (path, argv) = syscall::proc::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
             let mut head = [0u8; 256];
-            let n = match self.vfs.open(cwd, path, libc::O_RDONLY, 0) {
+            let n = match self.vfs.open_exec(cwd, path) {
                 // SAFETY: reading into a local buffer from a descriptor we own.
                 Ok(fd) => unsafe {
                     libc::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), head.as_mut_ptr().cast(), head.len(), 0)
@@ -228,7 +228,7 @@ impl Machine {
             if d >= 0 {
                 // SAFETY: a fresh descriptor we own.
                 let host = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(d) };
-                fds.set(fd as u32, FdEntry::new(host, false));
+                fds.set(fd as u32, FdEntry::of(OpenFile::inherited(host), false));
             }
         }
         let pid = self.next_pid;

@@ -129,6 +129,37 @@ impl OpenFile {
         }
     }
 
+    /// Wraps a descriptor morph inherited from the host (the guest's 0-2). A pipe,
+    /// FIFO or terminal is opened again through its `/proc/self/fd` link: a new open
+    /// file description of the same object, made non-blocking on the host like morph's
+    /// own pipes, so that a slow reader or writer on the host side blocks only the
+    /// guest process that waits for it, in the scheduler (and `--timeout` can fire);
+    /// the host's description, shared with whoever started morph, keeps its flags.
+    /// Anything else (a regular file, a socket, `/dev/null`), or an object that cannot
+    /// be opened again, is used as it is.
+    pub fn inherited(fd: OwnedFd) -> OpenFile {
+        let raw = fd.as_raw_fd();
+        // SAFETY: `stat` is plain data; all-zero is a valid value.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat and F_GETFL on a descriptor we own; isatty takes an integer.
+        let (ok, fl, tty) =
+            unsafe { (libc::fstat(raw, &mut st) == 0, libc::fcntl(raw, libc::F_GETFL), libc::isatty(raw) == 1) };
+        let kind = st.st_mode & libc::S_IFMT;
+        if !ok || fl < 0 || !(kind == libc::S_IFIFO || (kind == libc::S_IFCHR && tty)) {
+            return OpenFile::new(fd);
+        }
+        let via = format!("/proc/self/fd/{raw}\0");
+        let flags = (fl & (libc::O_ACCMODE | libc::O_APPEND)) | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+        // SAFETY: open with a NUL-terminated path; the result is checked.
+        let again = unsafe { libc::open(via.as_ptr().cast(), flags) };
+        if again < 0 {
+            return OpenFile::new(fd); // e.g. a pipe whose reader has gone (ENXIO)
+        }
+        // SAFETY: a fresh descriptor we own.
+        let again = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(again) };
+        OpenFile::nonblocking(again, fl & libc::O_NONBLOCK != 0)
+    }
+
     /// The guest's `O_NONBLOCK`.
     pub fn guest_nonblock(&self) -> bool {
         self.nonblock.get()

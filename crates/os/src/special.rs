@@ -15,7 +15,7 @@
 //! | `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, `/dev/fd` | links to `/proc/self/fd/0`, `1`, `2` and `/proc/self/fd` |
 //! | `/proc/self` | a link to `/proc/<pid>` of the caller |
 //! | `/proc/<pid>/exe`, `cwd`, `root` | links to the executable, working directory and `/` |
-//! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds; opening it opens that object again, as Linux does |
+//! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds (`(unreachable)/name` for a host file outside the root); opening it opens that object again, as Linux does, but a host object outside the root with no more access than the descriptor has |
 //! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
 //!
 //! `<pid>` is any live guest process. The directories can be listed (`getdents`), made
@@ -353,8 +353,10 @@ fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Err
 }
 
 /// What `readlink("/proc/<pid>/fd/N")` says: the guest path of a file in the root,
-/// morph's own path for its objects, the host's name for anything else (`pipe:[…]`,
-/// `socket:[…]`, a terminal).
+/// morph's own path for its objects, the host's name for objects that have no path
+/// (`pipe:[…]`, `socket:[…]`, `anon_inode:…`), and for a file outside the root (behind
+/// an inherited descriptor) `(unreachable)/` and its last component, in the spirit of
+/// Linux's `getcwd` for a directory outside a chroot: no host directory is shown.
 fn fd_link(m: &Machine, e: &FdEntry) -> Vec<u8> {
     match &e.host.kind {
         FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
@@ -364,7 +366,12 @@ fn fd_link(m: &Machine, e: &FdEntry) -> Vec<u8> {
             let host = std::fs::read_link(format!("/proc/self/fd/{}", e.host.as_raw_fd())).unwrap_or_default();
             match host.strip_prefix(m.vfs.root_path()) {
                 Ok(rel) => format!("/{}", rel.display()).into_bytes(),
-                Err(_) => host.into_os_string().into_encoded_bytes(),
+                Err(_) if !host.is_absolute() => host.into_os_string().into_encoded_bytes(),
+                Err(_) => {
+                    let mut v = b"(unreachable)/".to_vec();
+                    v.extend_from_slice(host.file_name().map_or(&b""[..], |n| n.as_encoded_bytes()));
+                    v
+                }
             }
         }
     }
@@ -443,14 +450,31 @@ pub fn open(m: &Machine, p: &Process, node: Node, flags: u32, mode: u32) -> Resu
             process(m, p, pid).ok_or(ENOENT)?;
             snapshot(pid, f, path)
         }
-        Node::Fd(e) => reopen(&e, flags, mode),
+        Node::Fd(e) => reopen(&m.vfs, &e, flags, mode),
     }
 }
 
 /// Opens again what a guest descriptor holds (a new open file description, as opening
-/// `/proc/self/fd/N` does on Linux).
-fn reopen(e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
+/// `/proc/self/fd/N` does on Linux). An object the root does not hold (a host file
+/// behind an inherited descriptor, a pipe) is opened with no more access than the
+/// descriptor has (`EACCES`): a read-only standard input must not become a way to write
+/// a host file the guest could not name.
+fn reopen(vfs: &Vfs, e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
     let mut host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    if matches!(e.host.kind, FileKind::Host) && !vfs.holds(e.host.as_ref()) {
+        // SAFETY: F_GETFL on a descriptor we hold.
+        let have = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } as u32 & O_ACCMODE;
+        const O_WRONLY: u32 = 1;
+        const O_RDWR: u32 = 2;
+        let want = flags & O_ACCMODE;
+        let reads = |a: u32| a == O_RDONLY || a == O_RDWR;
+        let writes = |a: u32| a == O_WRONLY || a == O_RDWR;
+        // O_TRUNC asks for writing (it truncates a regular file whatever the mode).
+        let write = writes(want) || flags & O_TRUNC != 0;
+        if (reads(want) && !reads(have)) || (write && !writes(have)) {
+            return Err(EACCES);
+        }
+    }
     let fifo = host_mode(e.host.as_raw_fd()) == Some(libc::S_IFIFO);
     if fifo {
         host_flags |= libc::O_NONBLOCK; // opening a pipe must not wait for a peer

@@ -147,9 +147,49 @@ impl Vfs {
         Ok(fd)
     }
 
+    /// Opens a guest path that must be a regular file, without ever opening anything
+    /// else: the path is opened `O_PATH` first (which never blocks and has no effect
+    /// on the object), its type checked, and only a regular file is opened again with
+    /// `flags`, through its descriptor. `refuse` gives the errno for any other file type
+    /// (its `S_IFMT` bits). Opening a FIFO for reading or writing would wait for its
+    /// other end and freeze the whole machine; opening a device could act on it.
+    pub fn open_regular(
+        &self,
+        cwd: &str,
+        path: &[u8],
+        flags: i32,
+        refuse: impl Fn(u32) -> Errno,
+    ) -> Result<OwnedFd, Errno> {
+        let obj = self.open(cwd, path, libc::O_PATH, 0)?;
+        // SAFETY: an all-zero stat is a valid value to be overwritten.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat on a descriptor we own, into a local struct.
+        if unsafe { libc::fstat(obj.as_raw_fd(), &mut st) } != 0 {
+            return Err(host_errno());
+        }
+        let kind = st.st_mode & libc::S_IFMT;
+        if kind != libc::S_IFREG {
+            return Err(refuse(kind));
+        }
+        reopen(&obj, flags)
+    }
+
+    /// Opens a file to execute it (the program, a `#!` interpreter, `PT_INTERP`):
+    /// read-only, never blocking; anything but a regular file is `EACCES` as in Linux's
+    /// `execve`, except a directory, which is `EISDIR` here so that morph's own error
+    /// line can say so (the guest gets `EACCES`).
+    pub fn open_exec(&self, cwd: &str, path: &[u8]) -> Result<OwnedFd, Errno> {
+        self.open_regular(cwd, path, libc::O_RDONLY, |k| if k == libc::S_IFDIR { linux::EISDIR } else { linux::EACCES })
+    }
+
     /// Opens the *parent directory* of a guest path (resolved inside the root) and
     /// returns it with the last component, for the `*at` calls that act on a name
     /// itself (unlink, mkdir, rename, symlink, readlink, lstat).
+    ///
+    /// The component handed to the host is never `..` (nor empty): a path ending in
+    /// `.`, `..` or naming `/` opens the directory it names, inside the root, and
+    /// returns it with `.`. A bare `..` passed to a host `*at` call beside the root's
+    /// descriptor would name the root's host parent.
     pub fn parent(&self, cwd: &str, path: &[u8]) -> Result<(OwnedFd, CString), Errno> {
         if path.is_empty() {
             return Err(linux::ENOENT);
@@ -167,9 +207,37 @@ impl Vfs {
         }
         let cut = trimmed.iter().rposition(|&b| b == b'/').unwrap_or(0);
         let (dir, name) = (&trimmed[..cut.max(1)], &trimmed[cut + 1..]);
-        let name: &[u8] = if name.is_empty() { b"." } else { name };
+        if matches!(name, b"" | b"." | b"..") {
+            // The directory the whole path names (resolved by openat2 inside the root).
+            let dirfd = self.open("/", trimmed, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            return Ok((dirfd, c".".to_owned()));
+        }
         let dirfd = self.open("/", dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
         Ok((dirfd, CString::new(name).map_err(|_| linux::EINVAL)?))
+    }
+
+    /// What Linux's `rmdir` answers for a path whose last component is not a name
+    /// (given `.` for the directory by [`Vfs::parent`], the host would say `EINVAL` to
+    /// each): `EINVAL` for `.`, `ENOTEMPTY` for `..`, `EBUSY` for `/`.
+    pub fn rmdir_not_a_name(path: &[u8]) -> Option<Errno> {
+        let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+        if end == 0 {
+            return (!path.is_empty()).then_some(libc::EBUSY); // the same number on i386
+        }
+        let last = &path[path[..end].iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)..end];
+        match last {
+            b"." => Some(linux::EINVAL),
+            b".." => Some(linux::ENOTEMPTY),
+            _ => None,
+        }
+    }
+
+    /// Whether the object behind a host descriptor is named inside the root (so the
+    /// guest could open it by a path): what `/proc/self/fd` shows of it is a path under
+    /// the root. Objects without a path (pipes, sockets) and files outside the root
+    /// (behind a descriptor the guest inherited) are not.
+    pub fn holds(&self, fd: &impl AsRawFd) -> bool {
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).is_ok_and(|p| p.starts_with(&self.root_path))
     }
 
     /// The guest path of an open directory (for `getcwd` after `chdir`).
@@ -178,6 +246,19 @@ impl Vfs {
         let rel = host.strip_prefix(&self.root_path).map_err(|_| linux::ENOENT)?;
         Ok(format!("/{}", rel.to_string_lossy()))
     }
+}
+
+/// Opens again the object an `O_PATH` descriptor names (a new open file description
+/// of the same inode, through its `/proc/self/fd` link), with `flags`.
+fn reopen(obj: &OwnedFd, flags: i32) -> Result<OwnedFd, Errno> {
+    let via = CString::new(format!("/proc/self/fd/{}", obj.as_raw_fd())).map_err(|_| linux::EINVAL)?;
+    // SAFETY: open with a valid C string; the result is checked.
+    let fd = unsafe { libc::open(via.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOCTTY) };
+    if fd < 0 {
+        return Err(host_errno());
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 #[cfg(test)]

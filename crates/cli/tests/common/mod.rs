@@ -253,3 +253,34 @@ pub fn diff(want: &str, got: &str) -> String {
     }
     out
 }
+
+/// A minimal i386 ET_EXEC whose `PT_INTERP` names `interp`.
+pub fn elf_with_interp(interp: &[u8]) -> Vec<u8> {
+    let base = 0x0804_8000u32;
+    let name_off = 52 + 2 * 32;
+    let total = (name_off + interp.len() + 1) as u32;
+    let mut h = vec![0u8; 52];
+    h[..4].copy_from_slice(b"\x7fELF");
+    h[4] = 1; // ELFCLASS32
+    h[5] = 1; // little endian
+    h[6] = 1;
+    h[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
+    h[18..20].copy_from_slice(&3u16.to_le_bytes()); // EM_386
+    h[20..24].copy_from_slice(&1u32.to_le_bytes());
+    h[24..28].copy_from_slice(&base.to_le_bytes());
+    h[28..32].copy_from_slice(&52u32.to_le_bytes());
+    h[40..42].copy_from_slice(&52u16.to_le_bytes());
+    h[42..44].copy_from_slice(&32u16.to_le_bytes());
+    h[44..46].copy_from_slice(&2u16.to_le_bytes());
+    let phdr = |kind: u32, off: u32, size: u32, flags: u32, align: u32| {
+        [kind, off, base + off, base + off, size, size, flags, align]
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    h.extend(phdr(3, name_off as u32, interp.len() as u32 + 1, 4, 1)); // PT_INTERP
+    h.extend(phdr(1, 0, total, 5, 0x1000)); // PT_LOAD, r-x
+    h.extend_from_slice(interp);
+    h.push(0);
+    h
+}

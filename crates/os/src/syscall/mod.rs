@@ -816,7 +816,8 @@ fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult 
 
 fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = m.vfs.open(&p.cwd, &path, libc::O_WRONLY, 0)?;
+    // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
+    let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
     // SAFETY: ftruncate on a descriptor we own.
     let r = host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)?;
@@ -1306,14 +1307,16 @@ fn stat_of(o: &Object) -> Result<libc::stat, Errno> {
     }
 }
 
-/// A host object whose metadata the guest may change: not one of morph's own, and not
-/// a device (a guest running as root must not change the host's device nodes, such as
-/// the `/dev/null` it may have inherited as a standard descriptor).
-fn changeable(o: Object) -> Result<OwnedFd, Errno> {
+/// A host object whose metadata the guest may change: not one of morph's own, not a
+/// device (a guest running as root must not change the host's device nodes, such as
+/// the `/dev/null` it may have inherited as a standard descriptor), and held by the
+/// root (a host file outside it, behind an inherited descriptor, or a host pipe is
+/// the host's: its mode and times are not the guest's to change, nor is it linked in).
+fn changeable(vfs: &crate::vfs::Vfs, o: Object) -> Result<OwnedFd, Errno> {
     match o {
         Object::Host(fd) => {
             let t = host_stat_fd(fd.as_raw_fd())?.st_mode & libc::S_IFMT;
-            if t == libc::S_IFCHR || t == libc::S_IFBLK {
+            if t == libc::S_IFCHR || t == libc::S_IFBLK || !vfs.holds(&fd) {
                 return Err(EPERM);
             }
             Ok(fd)
@@ -1323,8 +1326,8 @@ fn changeable(o: Object) -> Result<OwnedFd, Errno> {
 }
 
 /// The host descriptor behind guest `fd` if its metadata may change (see [`changeable`]).
-fn changeable_fd(p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
-    changeable(special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
+fn changeable_fd(m: &Machine, p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
+    changeable(&m.vfs, special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
 }
 
 fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
@@ -1392,6 +1395,9 @@ fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> R
         if flags & AT_EMPTY_PATH == 0 {
             return Err(ENOENT);
         }
+        if dirfd as i32 == AT_FDCWD {
+            return path_object(m, p, &p.cwd, b".", true); // the working directory itself
+        }
         return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
     }
     let dir = at_dir(m, p, dirfd, path)?;
@@ -1452,6 +1458,9 @@ fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
     let (d, name) = m.vfs.parent(dir, path)?;
     let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
+    if let Some(e) = crate::vfs::Vfs::rmdir_not_a_name(path).filter(|_| f != 0) {
+        return Err(e);
+    }
     let _ = p;
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).
@@ -1534,7 +1543,7 @@ fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
     // The source is opened inside the root (following a final symlink only when asked).
     let src =
         at_target(m, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
-    let src = changeable(src)?;
+    let src = changeable(&m.vfs, src)?;
     // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
     // no privilege, and it names exactly the object opened inside the root.
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
@@ -1608,18 +1617,18 @@ fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
 
 fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = changeable(path_object(m, p, &p.cwd, &path, true)?)?;
+    let fd = changeable(&m.vfs, path_object(m, p, &p.cwd, &path, true)?)?;
     chmod_fd(&fd, a[1])
 }
 
 fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = changeable(at_target(m, p, a[0], &path, 0)?)?;
+    let fd = changeable(&m.vfs, at_target(m, p, a[0], &path, 0)?)?;
     chmod_fd(&fd, a[2])
 }
 
-fn sys_fchmod(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = changeable_fd(p, a[0])?;
+fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = changeable_fd(m, p, a[0])?;
     // SAFETY: fchmod on a descriptor we hold.
     host(unsafe { libc::fchmod(fd.as_raw_fd(), a[1] & 0o7777) } as isize)
 }
@@ -1795,7 +1804,7 @@ fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, time
     let tp = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
     let Some(path) = path else {
         // utimensat(fd, NULL, ...): the descriptor itself.
-        let fd = changeable_fd(p, dirfd)?;
+        let fd = changeable_fd(m, p, dirfd)?;
         // SAFETY: utimensat on a descriptor we hold, with a NULL path and valid times.
         return host(unsafe { libc::syscall(libc::SYS_utimensat, fd.as_raw_fd(), 0usize, tp, 0) } as isize);
     };
@@ -1804,13 +1813,13 @@ fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, time
         let dir = at_dir(m, p, dirfd, path)?;
         let abs = match special::resolve(m, p, &dir, path, false)? {
             Resolved::Path(abs) => abs,
-            Resolved::Node(n) => return changeable(special::object(n)?).map(|_| 0),
+            Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),
         };
         let (d, name) = m.vfs.parent("/", &abs)?;
         // SAFETY: utimensat on a directory descriptor we hold, a C string and valid times.
         return host(unsafe { libc::utimensat(d.as_raw_fd(), name.as_ptr(), tp, libc::AT_SYMLINK_NOFOLLOW) } as isize);
     }
-    let fd = changeable(at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    let fd = changeable(&m.vfs, at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;

@@ -17,8 +17,10 @@
 //! anything else fails as it would on a host without a route (`ENETUNREACH`;
 //! `EADDRNOTAVAIL` for `bind`). So do families other than `AF_UNIX`, `AF_INET` and
 //! `AF_INET6` (`EAFNOSUPPORT`), raw IP sockets (`EPERM`), protocols other than TCP, UDP
-//! and ICMP echo (`EPROTONOSUPPORT`), multicast membership (`ENODEV`) and binding to a
-//! device other than `lo` (`EPERM`). Each refusal is counted in `OsStats::refused_net`.
+//! and ICMP echo (`EPROTONOSUPPORT`), and socket options and control messages outside
+//! the allowlist of [`sockopt`] (source routes, device binding, marks: `EPERM`; unknown
+//! options: `ENOPROTOOPT`; multicast membership: `ENODEV`). Each refusal is made before
+//! any host call and counted in `OsStats::refused_net`.
 //!
 //! **`AF_UNIX` names** resolve inside the guest root like every other path. `connect`
 //! and `sendto` open the socket file inside the root (`O_PATH`, following links inside
@@ -26,7 +28,10 @@
 //! the root and creates the name as `/proc/self/fd/D/name` (the last component is never
 //! followed). The host records that name for the socket, so [`Net`] maps it back to the
 //! guest's spelling in `getsockname`, `getpeername`, `accept` and `recvfrom`; a host
-//! path inside the root loses the root. Abstract names pass through unchanged.
+//! path inside the root loses the root. Abstract names live in the machine's own
+//! namespace: a random prefix is added on the way to the host and stripped on the way
+//! back, so guests meet each other at a name but never a host process (see
+//! [`Net::abstract_host`]); morph autobinds unnamed sockets in that namespace itself.
 //!
 //! **ABI.** `sockaddr` layouts are the same on i386 and x86-64; `msghdr`, `iovec` and
 //! `cmsghdr` are not and are translated, as are the 32-bit `timeval`s of
@@ -39,6 +44,8 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::rc::{Rc, Weak};
 use std::time::{Duration, Instant};
+
+mod sockopt;
 
 use super::io::block_on;
 use super::*;
@@ -75,6 +82,11 @@ table! {
 pub(crate) struct Net {
     /// Host names of the `AF_UNIX` sockets guests bound to paths → the guest's spelling.
     unix_names: HashMap<Vec<u8>, Vec<u8>>,
+    /// The machine's abstract namespace: every abstract `AF_UNIX` name a guest uses is
+    /// this prefix (random, made at the first use) plus the guest's name on the host.
+    abstract_prefix: Option<Vec<u8>>,
+    /// The next name an autobind tries (five hex digits, as Linux's).
+    autobind_next: u32,
     /// Open files sent with `SCM_RIGHTS` and not received yet, oldest first.
     in_flight: VecDeque<InFlight>,
 }
@@ -97,6 +109,12 @@ struct InFlight {
 /// How many sent open files morph remembers; beyond, the oldest is forgotten and its
 /// receiver gets a fresh wrapping of the host descriptor (the host's flags then show).
 const IN_FLIGHT_MAX: usize = 256;
+
+/// Length of the machine's abstract-name prefix: `morph-`, 16 hex digits, `/`.
+const ABSTRACT_PREFIX_LEN: usize = 23;
+
+/// `sizeof(struct sockaddr_un)`: the longest `AF_UNIX` address.
+const SOCKADDR_UN_MAX: usize = 110;
 
 /// Flags of every host socket morph makes.
 const HOST_SOCK_FLAGS: i32 = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
@@ -366,12 +384,15 @@ fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<Ho
     }
 }
 
-/// An `AF_UNIX` address for the host: a path resolves inside the guest root; unnamed and
-/// abstract addresses pass through.
-fn unix_addr(m: &Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
+/// An `AF_UNIX` address for the host: a path resolves inside the guest root; an abstract
+/// name is put in the machine's own abstract namespace; an unnamed address passes.
+fn unix_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
     let raw = &addr[2..];
-    if raw.first().is_none_or(|&b| b == 0) {
+    if raw.is_empty() {
         return Ok(HostAddr::plain(addr));
+    }
+    if raw[0] == 0 {
+        return m.net.abstract_host(&raw[1..]).map(HostAddr::plain);
     }
     let path = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
     let (fd, mut name) = if how == Use::Bind {
@@ -398,7 +419,18 @@ fn unix_addr(m: &Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAd
 /// guest bound is shown as the guest spelled it, a host path inside the root without
 /// the root.
 fn guest_addr(m: &Machine, mut addr: Vec<u8>) -> Vec<u8> {
-    if family_of(&addr) != Some(AF_UNIX) || addr.get(2).is_none_or(|&b| b == 0) {
+    if family_of(&addr) != Some(AF_UNIX) || addr.len() <= 2 {
+        return addr;
+    }
+    if addr[2] == 0 {
+        // An abstract name: the guest's own without the machine's prefix. Any other
+        // (a host process's) is shown unnamed: the guest could not reach it anyway.
+        let own = m.net.abstract_prefix.as_deref().and_then(|pre| addr[3..].strip_prefix(pre)).map(<[u8]>::to_vec);
+        addr.truncate(2);
+        if let Some(name) = own {
+            addr.push(0);
+            addr.extend_from_slice(&name);
+        }
         return addr;
     }
     let end = addr[2..].iter().position(|&b| b == 0).map_or(addr.len(), |i| i + 2);
@@ -517,6 +549,9 @@ fn sys_socketpair(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 fn sys_bind(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let addr = read_sockaddr(p, a[1], a[2])?;
+    if addr.len() == 2 && family_of(&addr) == Some(AF_UNIX) {
+        return autobind(m, f.as_raw_fd());
+    }
     let h = host_addr(m, p, addr, Use::Bind)?;
     // SAFETY: bind reads `h.len()` bytes of address from our buffer.
     host(unsafe { libc::bind(f.as_raw_fd(), h.ptr(), h.len()) } as isize)?;
@@ -544,6 +579,9 @@ fn sys_connect(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let addr = read_sockaddr(p, a[1], a[2])?;
     let unix = family_of(&addr) == Some(AF_UNIX);
     let h = host_addr(m, p, addr, Use::Connect)?;
+    if unix {
+        autobind_if_passcred(m, f.as_raw_fd())?;
+    }
     let blocking = f.host_nonblock && !f.guest_nonblock();
     // SAFETY: connect reads `h.len()` bytes of address from our buffer.
     match host(unsafe { libc::connect(f.as_raw_fd(), h.ptr(), h.len()) } as isize) {
@@ -653,8 +691,23 @@ fn timeval_in(b: &[u8]) -> Result<libc::timeval, Errno> {
     }
 }
 
+/// Is the host descriptor a socket? (Options on anything else are the host's
+/// `ENOTSOCK`, whatever the option.)
+fn is_socket(raw: i32) -> bool {
+    super::host_stat_fd(raw).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+}
+
+/// Checks a socket option against the allowlist ([`sockopt`]); a refusal is counted.
+fn option_allowed(m: &mut Machine, raw: i32, level: u32, name: u32, set: bool) -> Result<(), Errno> {
+    if !is_socket(raw) {
+        return Ok(());
+    }
+    sockopt::check(level, name, set).map_err(|e| refuse(m, e))
+}
+
 fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (raw, level, name) = (host_fd(p, a[0])?, a[1], a[2]);
+    option_allowed(m, raw, level, name, true)?;
     if (a[4] as i32) < 0 {
         return Err(EINVAL);
     }
@@ -681,25 +734,14 @@ fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
             let prog = libc::sock_fprog { len: n, filter: p.aspace.host_ptr(ptr).cast() };
             set((&prog as *const libc::sock_fprog).cast(), std::mem::size_of::<libc::sock_fprog>())
         }
-        (SOL_SOCKET, SO_BINDTODEVICE) => {
-            let dev = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
-            if !dev.is_empty() && dev != b"lo" {
-                return Err(refuse(m, EPERM));
-            }
-            set(b.as_ptr().cast(), b.len())
-        }
-        (IPPROTO_IP, IP_ADD_MEMBERSHIP | IP_ADD_SOURCE_MEMBERSHIP | MCAST_JOIN_GROUP | MCAST_JOIN_SOURCE_GROUP)
-        | (IPPROTO_IPV6, IPV6_ADD_MEMBERSHIP | MCAST_JOIN_GROUP | MCAST_JOIN_SOURCE_GROUP) => {
-            // Joining a group announces it on the network.
-            Err(refuse(m, ENODEV))
-        }
         _ => set(b.as_ptr().cast(), b.len()),
     }
 }
 
-fn sys_getsockopt(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_getsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let (raw, level, name, val, len_ptr) = (f.as_raw_fd(), a[1], a[2], a[3], a[4]);
+    option_allowed(m, raw, level, name, false)?;
     let room = p.aspace.read_u32(len_ptr).map_err(efault)?;
     if (room as i32) < 0 {
         return Err(EINVAL);
@@ -742,6 +784,7 @@ fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let raw = f.as_raw_fd();
     p.aspace.check_read(buf, len).map_err(efault)?;
     let to = if addr != 0 { Some(host_addr(m, p, read_sockaddr(p, addr, alen)?, Use::Send)?) } else { None };
+    autobind_if_passcred(m, raw)?;
     let (tp, tl) = to.as_ref().map_or((std::ptr::null(), 0), |h| (h.ptr(), h.len()));
     // SAFETY: the guest range was checked readable and is mapped in our window; the
     // address (if any) is our buffer of `tl` bytes.
@@ -804,12 +847,18 @@ fn align(n: usize, to: usize) -> usize {
 
 /// The guest's control messages (i386 `cmsghdr`s) as host ones. Guest descriptors in
 /// `SCM_RIGHTS` become host descriptors; their open files are returned, to be
-/// remembered as in flight once the message is sent.
-fn control_out(p: &Process, h: &MsgHdr32) -> Result<(Vec<u8>, Vec<Rc<OpenFile>>), Errno> {
+/// remembered as in flight once the message is sent. Only descriptors and credentials
+/// may be sent ([`sockopt::control_allowed`]). As Linux's 32-bit (compat) path does, a
+/// non-zero length with a NULL buffer or too short for one header is `EINVAL` (no
+/// header found), and an unreadable buffer `EFAULT`.
+fn control_out(m: &mut Machine, p: &Process, h: &MsgHdr32) -> Result<(Vec<u8>, Vec<Rc<OpenFile>>), Errno> {
     let mut out = Vec::new();
     let mut files = Vec::new();
-    if h.control == 0 || (h.controllen as usize) < CMSG_HDR32 {
+    if h.controllen == 0 {
         return Ok((out, files));
+    }
+    if h.control == 0 || (h.controllen as usize) < CMSG_HDR32 {
+        return Err(EINVAL);
     }
     if h.controllen > 1 << 16 {
         return Err(ENOBUFS);
@@ -822,6 +871,9 @@ fn control_out(p: &Process, h: &MsgHdr32) -> Result<(Vec<u8>, Vec<Rc<OpenFile>>)
         let (len, level, ty) = (w(&b, off) as usize, w(&b, off + 4), w(&b, off + 8));
         if len < CMSG_HDR32 || off + len > b.len() {
             return Err(EINVAL);
+        }
+        if !sockopt::control_allowed(level, ty) {
+            return Err(refuse(m, EPERM));
         }
         let mut data = b[off + CMSG_HDR32..off + len].to_vec();
         if level == SOL_SOCKET && ty == SCM_RIGHTS {
@@ -909,6 +961,40 @@ fn control_in(m: &mut Machine, p: &mut Process, host: &[u8], room: usize, cloexe
 }
 
 impl Net {
+    /// The machine's abstract-name prefix (made at the first use, from the host's
+    /// entropy: it must differ between machines, and drawing it from the machine's
+    /// seeded RNG would change what guests see).
+    fn abstract_prefix(&mut self) -> &[u8] {
+        self.abstract_prefix.get_or_insert_with(|| {
+            let mut r = [0u8; 8];
+            // SAFETY: getrandom writes at most 8 bytes into our array.
+            let n = unsafe { libc::getrandom(r.as_mut_ptr().cast(), r.len(), 0) };
+            if n != 8 {
+                // No entropy: the pid and the time still tell machines apart.
+                let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                // SAFETY: getpid has no preconditions.
+                let v = (u64::from(unsafe { libc::getpid() } as u32) << 32) ^ t.as_nanos() as u64;
+                r = v.to_le_bytes();
+            }
+            let p = format!("morph-{:016x}/", u64::from_le_bytes(r)).into_bytes();
+            debug_assert_eq!(p.len(), ABSTRACT_PREFIX_LEN);
+            p
+        })
+    }
+
+    /// The host address of the guest's abstract name `name` (without its leading NUL):
+    /// the name inside the machine's namespace (`EINVAL` if it no longer fits).
+    fn abstract_host(&mut self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        if 3 + ABSTRACT_PREFIX_LEN + name.len() > SOCKADDR_UN_MAX {
+            return Err(EINVAL);
+        }
+        let mut b = AF_UNIX.to_le_bytes().to_vec();
+        b.push(0);
+        b.extend_from_slice(self.abstract_prefix());
+        b.extend_from_slice(name);
+        Ok(b)
+    }
+
     /// Remembers an open file a guest just sent.
     fn sent(&mut self, f: &Rc<OpenFile>) {
         if self.in_flight.len() == IN_FLIGHT_MAX {
@@ -954,6 +1040,37 @@ impl Net {
     }
 }
 
+/// Binds an unnamed `AF_UNIX` socket to a fresh abstract name in the machine's
+/// namespace, as Linux's autobind does in the host's (five hex digits).
+fn autobind(m: &mut Machine, raw: i32) -> SysResult {
+    for _ in 0..0x10_0000 {
+        let n = m.net.autobind_next;
+        m.net.autobind_next = (n + 1) & 0xf_ffff;
+        let h = m.net.abstract_host(format!("{n:05x}").as_bytes())?;
+        // SAFETY: bind reads `h.len()` bytes of address from our buffer.
+        match host(unsafe { libc::bind(raw, h.as_ptr().cast(), h.len() as libc::socklen_t) } as isize) {
+            Err(EADDRINUSE) => continue,
+            r => return r,
+        }
+    }
+    Err(libc::ENOSPC) // the same number on i386
+}
+
+/// Before a connect or send: an unnamed `AF_UNIX` socket with `SO_PASSCRED` would be
+/// autobound by the host, in the host's namespace; morph binds it in the machine's.
+fn autobind_if_passcred(m: &mut Machine, raw: i32) -> Result<(), Errno> {
+    if int_opt(raw, libc::SOL_SOCKET, libc::SO_PASSCRED) != Some(1) {
+        return Ok(());
+    }
+    let mut b = AddrBuf::new();
+    // SAFETY: getsockname writes at most `b.len` bytes of address into our buffer.
+    let r = unsafe { libc::getsockname(raw, b.ptr(), &mut b.len) };
+    if r == 0 && b.len == 2 && family_of(b.get()) == Some(AF_UNIX) {
+        autobind(m, raw)?;
+    }
+    Ok(())
+}
+
 /// The (device, inode) of the object behind a host descriptor.
 fn object_id(raw: i32) -> Option<(u64, u64)> {
     super::host_stat_fd(raw).ok().map(|st| (st.st_dev, st.st_ino))
@@ -985,7 +1102,8 @@ fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags: u32) -> S
         None
     };
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
-    let (control, files) = control_out(p, &h)?;
+    let (control, files) = control_out(m, p, &h)?;
+    autobind_if_passcred(m, raw)?;
     // SAFETY: msghdr is plain data; all-zero is a valid value.
     let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
     if let Some(t) = &to {

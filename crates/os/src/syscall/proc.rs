@@ -203,11 +203,8 @@ fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
 
 /// Opens `path` for exec: it must be a regular file the caller may execute.
 fn open_exec(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
-    let fd = m.vfs.open(&p.cwd, path, libc::O_RDONLY, 0)?;
-    let st = host_stat_fd(fd.as_raw_fd())?;
-    if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-        return Err(EACCES);
-    }
+    // Never a blocking open: a FIFO (or any other non-regular file) is EACCES unopened.
+    let fd = m.vfs.open_exec(&p.cwd, path).map_err(|e| if e == EISDIR { EACCES } else { e })?;
     // SAFETY: faccessat on a descriptor we hold, with an empty path.
     let ok =
         unsafe { libc::faccessat(fd.as_raw_fd(), c"".as_ptr(), libc::X_OK, libc::AT_EMPTY_PATH | libc::AT_EACCESS) };
