@@ -1053,6 +1053,25 @@ impl AddressSpace {
         MemFault { addr, write, kind }
     }
 
+    /// How many bytes of `[va, va+len)` lie before the first page the guest may not
+    /// read (`write`: may not write), clipped to the 4 GiB space: what a system call can
+    /// transfer before it faults. Looks at the page table only.
+    pub fn valid_prefix(&self, va: u32, len: u32, write: bool) -> u32 {
+        let end = (u64::from(va) + u64::from(len)).min(1 << 32);
+        let mut page = va >> PAGE_SHIFT;
+        while u64::from(page) << PAGE_SHIFT < end {
+            let p = self.pt[page as usize].get();
+            if !(if write { p.writable() } else { p.readable() }) {
+                return ((u64::from(page) << PAGE_SHIFT).max(u64::from(va)) - u64::from(va)) as u32;
+            }
+            if page as usize + 1 == NUM_PAGES {
+                break;
+            }
+            page += 1;
+        }
+        (end - u64::from(va)) as u32
+    }
+
     /// Checks that `[va, va+len)` may be read; returns the first bad address otherwise.
     /// After this, host reads of the range are safe (its pages are hosted).
     pub fn check_read(&self, va: u32, len: u32) -> Result<(), MemFault> {
