@@ -98,6 +98,8 @@ table! {
     85 readlink "spu" sys_readlink;
     90 mmap "p" sys_old_mmap;
     91 munmap "xu" sys_munmap;
+    92 truncate "sd" sys_truncate;
+    93 ftruncate "fu" sys_ftruncate;
     94 fchmod "fo" sys_fchmod;
     99 statfs "sp" sys_statfs;
     100 fstatfs "fp" sys_fstatfs;
@@ -838,23 +840,48 @@ fn truncated(m: &mut Machine, key: Option<FileKey>, len: u64) {
     }
 }
 
-fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
-    let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
+fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(EINVAL); // before the descriptor is looked up, as Linux
+    }
+    let fd = host_fd(p, guest_fd)?;
     // SAFETY: ftruncate on a descriptor we hold.
     let r = host(unsafe { libc::ftruncate(fd, len) } as isize)?;
-    truncated(m, cached_file(m, p, a[0]), len as u64);
+    truncated(m, cached_file(m, p, guest_fd), len as u64);
     Ok(r)
 }
 
-fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let path = read_path(p, a[0])?;
+fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(EINVAL); // before the path is read, as Linux
+    }
+    let path = read_path(p, path)?;
     let fd = m.vfs.open(&p.cwd, &path, libc::O_WRONLY, 0)?;
-    let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
     // SAFETY: ftruncate on a descriptor we own.
     let r = host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)?;
     truncated(m, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
+}
+
+fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ftruncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
+}
+
+fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    truncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
+}
+
+/// `ftruncate` without large-file support: a signed 32-bit length (negative:
+/// `EINVAL`, before the descriptor is looked up), as Linux since 6.10 reads it (older
+/// kernels took it unsigned and then refused lengths past 2 GiB − 1 for a descriptor
+/// opened without `O_LARGEFILE`: the same answers except for a bad descriptor).
+fn sys_ftruncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ftruncate_common(m, p, a[0], i64::from(a[1] as i32))
+}
+
+/// `truncate` without large-file support: a signed 32-bit length (negative: `EINVAL`).
+fn sys_truncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    truncate_common(m, p, a[0], i64::from(a[1] as i32))
 }
 
 /// The host iovecs of the guest's `iovec` array at `ptr` (`n` entries), each buffer
