@@ -199,6 +199,24 @@ fn find_program(root: &std::path::Path, name: &str, cwd: &str) -> String {
     format!("{}/{name}", cwd.trim_end_matches('/'))
 }
 
+/// Refuses, as the guest's `execve` would (`EACCES`), a regular file the user may not
+/// execute. Other problems (a missing file, a directory) are left to the loader.
+fn check_executable(machine: &Machine, path: &str, cwd: &str) -> anyhow::Result<()> {
+    use std::os::fd::AsRawFd;
+    let Ok(fd) = machine.vfs().open(cwd, path.as_bytes(), libc::O_RDONLY, 0) else { return Ok(()) };
+    let Ok(meta) = std::fs::File::from(fd.try_clone()?).metadata() else { return Ok(()) };
+    if !meta.is_file() {
+        return Ok(());
+    }
+    // SAFETY: faccessat on a descriptor we hold, with an empty path.
+    let r =
+        unsafe { libc::faccessat(fd.as_raw_fd(), c"".as_ptr(), libc::X_OK, libc::AT_EMPTY_PATH | libc::AT_EACCESS) };
+    if r != 0 {
+        anyhow::bail!("{path}: {}", std::io::Error::from_raw_os_error(libc::EACCES));
+    }
+    Ok(())
+}
+
 fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let engine = morph_dbt::EngineConfig {
         translate: a.engine == Engine::Dbt,
@@ -260,6 +278,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         envp.retain(|e| !e.starts_with(format!("{name}=").as_bytes()));
         envp.push(kv.as_bytes().to_vec());
     }
+    check_executable(&machine, &path, &cwd)?;
     machine.spawn(&path, &argv, &envp, &cwd)?;
     let t0 = std::time::Instant::now();
     let status = machine.run()?;

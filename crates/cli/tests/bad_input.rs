@@ -34,6 +34,9 @@ fn run_file(name: &str, bytes: &[u8]) -> Run {
     let dir = scratch(name);
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
+    // Executable, as for execve: a file without the bit is refused before it is read.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     morph_raw(&["run", p.to_str().unwrap()], &dir)
 }
 

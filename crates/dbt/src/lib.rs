@@ -727,6 +727,10 @@ impl Engine {
 
     /// `run` with translation on.
     fn dispatch_loop(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
+        // Code made from a frame that this space also maps elsewhere, writable (shared
+        // memory, a file mapped twice, another process's translation): protect those
+        // aliases before translated stores can reach them.
+        mem.protect_code_aliases();
         let start = cpu.icount;
         loop {
             let used = cpu.icount - start;

@@ -226,6 +226,9 @@ pub struct AddressSpace {
     /// windows are reused after one is freed; this is not).
     id: u64,
     mmap_base: u32,
+    /// The `PhysMem::shared_code_epoch` up to which this space's aliases of code frames
+    /// are write-protected.
+    aliases_seen: Cell<u64>,
 }
 
 impl AddressSpace {
@@ -242,6 +245,7 @@ impl AddressSpace {
             mapping: fresh_number(),
             id: fresh_number(),
             mmap_base: 0x4000_0000,
+            aliases_seen: Cell::new(0),
         })
     }
 
@@ -356,6 +360,7 @@ impl AddressSpace {
     /// Whether page `j` can join a host mapping of consecutive frames that starts at
     /// page `i` with entry `p` (if `lazy`, only pages not hosted yet join).
     fn continues_run(&self, p: Pte, i: u32, j: u32, lazy: bool) -> bool {
+        self.guard_code_alias(j);
         let q = self.pt[j as usize].get();
         q.has_frame()
             && q.host_prot() == p.host_prot()
@@ -379,6 +384,7 @@ impl AddressSpace {
         let end = first + n;
         let mut i = first;
         while i < end {
+            self.guard_code_alias(i);
             let mut p = self.pt[i as usize].get();
             if !p.present() || p.hosted() || p.host_prot() == 0 {
                 i += 1;
@@ -1053,6 +1059,25 @@ impl AddressSpace {
         MemFault { addr, write, kind }
     }
 
+    /// How many bytes of `[va, va+len)` lie before the first page the guest may not
+    /// read (`write`: may not write), clipped to the 4 GiB space: what a system call can
+    /// transfer before it faults. Looks at the page table only.
+    pub fn valid_prefix(&self, va: u32, len: u32, write: bool) -> u32 {
+        let end = (u64::from(va) + u64::from(len)).min(1 << 32);
+        let mut page = va >> PAGE_SHIFT;
+        while u64::from(page) << PAGE_SHIFT < end {
+            let p = self.pt[page as usize].get();
+            if !(if write { p.writable() } else { p.readable() }) {
+                return ((u64::from(page) << PAGE_SHIFT).max(u64::from(va)) - u64::from(va)) as u32;
+            }
+            if page as usize + 1 == NUM_PAGES {
+                break;
+            }
+            page += 1;
+        }
+        (end - u64::from(va)) as u32
+    }
+
     /// Checks that `[va, va+len)` may be read; returns the first bad address otherwise.
     /// After this, host reads of the range are safe (its pages are hosted).
     pub fn check_read(&self, va: u32, len: u32) -> Result<(), MemFault> {
@@ -1098,11 +1123,13 @@ impl AddressSpace {
                 self.break_cow(a).map_err(|_| host_fault)?;
             }
             let p = self.pt[page as usize].get();
+            // The code write is noted first: hosting a shared page whose frame holds
+            // code would write-protect it again (`guard_code_alias`).
+            if p.has_frame() && self.phys.is_code(p.frame()) {
+                self.phys.note_code_write(p.frame());
+            }
             if !p.hosted() {
                 self.host_in(page, 1).map_err(|_| host_fault)?;
-            }
-            if self.phys.is_code(p.frame()) {
-                self.phys.note_code_write(p.frame());
             }
             if page == last >> PAGE_SHIFT {
                 return Ok(());
@@ -1117,8 +1144,56 @@ impl AddressSpace {
     pub fn mark_code(&mut self, va: u32) {
         let p = self.pte(va);
         if p.has_frame() {
+            let was_code = self.phys.is_code(p.frame());
             self.phys.set_code(p.frame());
             let _ = self.protect_code_page(va);
+            if p.shared() && !was_code {
+                // Other virtual aliases of the frame, here and in other spaces, may be
+                // writable on the host: protect them too (others do it before they
+                // run translated code again).
+                self.phys.note_shared_code();
+                self.protect_code_aliases();
+            }
+        }
+    }
+
+    /// Write-protects on the host every hosted page of a shared writable mapping of
+    /// this space whose frame holds code, if a frame of a shared mapping started holding
+    /// code since the last call: a translated store through such an alias (a file or
+    /// shared memory mapped twice, or by another process) then traps, and the
+    /// engine invalidates the code, as for the mapping the code was fetched through.
+    /// Private writable pages need nothing: a frame is writable on the host through a
+    /// private mapping only when no one else maps it. The engine calls this before it
+    /// runs translated code for this space.
+    pub fn protect_code_aliases(&mut self) {
+        let epoch = self.phys.shared_code_epoch();
+        if self.aliases_seen.get() == epoch {
+            return;
+        }
+        self.aliases_seen.set(epoch);
+        let ranges: Vec<(u32, u32)> = self
+            .vmas
+            .values()
+            .filter(|v| v.shared && v.prot.has(Prot::WRITE))
+            .map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT))
+            .collect();
+        for (first, end) in ranges {
+            for i in first..end {
+                let p = self.pt[i as usize].get();
+                if p.hosted() && p.host_prot() & libc::PROT_WRITE != 0 && self.phys.is_code(p.frame()) {
+                    self.pt[i as usize].set(Pte(p.0 | Pte::CODE_RO));
+                    let _ = self.sync_host_prot(i, 1);
+                }
+            }
+        }
+    }
+
+    /// Before page `i` is hosted: a page of a shared mapping whose frame holds code
+    /// (made from another alias) is hosted write-protected.
+    fn guard_code_alias(&self, i: u32) {
+        let p = self.pt[i as usize].get();
+        if p.shared() && p.has_frame() && p.0 & Pte::CODE_RO == 0 && p.writable() && self.phys.is_code(p.frame()) {
+            self.pt[i as usize].set(Pte(p.0 | Pte::CODE_RO));
         }
     }
 

@@ -62,6 +62,10 @@ pub struct PhysMem {
     inner: RefCell<Inner>,
     code: Box<[Cell<bool>]>,
     code_epoch: Cell<u64>,
+    /// Bumped when a frame mapped by a shared mapping starts holding code: every
+    /// address space then write-protects its own aliases of it (see
+    /// `AddressSpace::protect_code_aliases`).
+    shared_code_epoch: Cell<u64>,
     dirty_code: RefCell<Vec<Frame>>,
     /// Demand-zero pages in all address spaces: memory promised but not yet given a
     /// frame. They count against the limit, so that a mapping the machine could not
@@ -111,6 +115,7 @@ impl PhysMem {
             }),
             code: (0..max_frames.min(1 << 22)).map(|_| Cell::new(false)).collect(),
             code_epoch: Cell::new(0),
+            shared_code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
             committed: Cell::new(0),
         })
@@ -357,6 +362,17 @@ impl PhysMem {
         if let Some(c) = self.code.get(f.0 as usize) {
             c.set(true);
         }
+    }
+
+    /// Increases whenever a frame of a shared mapping starts holding code.
+    #[inline]
+    pub fn shared_code_epoch(&self) -> u64 {
+        self.shared_code_epoch.get()
+    }
+
+    /// Records that a frame of a shared mapping started holding code.
+    pub fn note_shared_code(&self) {
+        self.shared_code_epoch.set(self.shared_code_epoch.get() + 1);
     }
 
     /// Whether a frame holds code.

@@ -11,7 +11,10 @@ use std::io::Read;
 use std::os::fd::OwnedFd;
 
 use goblin::elf::header::{EM_386, ET_DYN, ET_EXEC};
-use goblin::elf::program_header::{PF_R, PF_W, PF_X, PT_INTERP, PT_LOAD, PT_PHDR};
+
+/// `EM_486`, which Linux runs as i386 (`elf_check_arch_ia32`).
+const EM_486: u16 = 6;
+use goblin::elf::program_header::{PF_R, PF_W, PF_X, PT_INTERP, PT_LOAD};
 use morph_mem::{AddressSpace, FileId, PAGE_SIZE, PageCache, Prot};
 use rand::Rng;
 
@@ -132,33 +135,30 @@ fn parse(path: &str, mut file: File) -> Result<Elf, LoadError> {
     if n < 6 {
         return Err(malformed("truncated ELF header"));
     }
-    let class = head[4];
-    if class == 2 {
-        let machine = if n >= 20 { rd16(&head, 18) } else { 0 };
-        let what = match machine {
-            62 => "x86-64 (ELF64)".to_string(),
-            183 => "AArch64 (ELF64)".to_string(),
-            m => format!("ELF64, machine {m}"),
+    // Linux looks at neither the class nor the data byte of `e_ident`: an i386 (or
+    // i486) machine number and 32-bit headers are what make a file runnable.
+    if n < 20 {
+        return Err(malformed("truncated ELF header"));
+    }
+    let machine = rd16(&head, 18);
+    if machine != EM_386 && machine != EM_486 {
+        let what = match (head[4], machine) {
+            (2, 62) => "x86-64 (ELF64)".to_string(),
+            (2, 183) => "AArch64 (ELF64)".to_string(),
+            (2, m) => format!("ELF64, machine {m}"),
+            (_, m) => format!("ELF32, machine {m}"),
         };
         return Err(LoadError::WrongArch { path: path.into(), what });
-    }
-    if class != 1 || head[5] != 1 {
-        return Err(malformed("not a little-endian 32-bit ELF"));
     }
     if n < 52 {
         return Err(malformed("truncated ELF header"));
     }
-    // The fields, parsed by goblin (alignment-independent, errors as values).
-    let eh = goblin::elf::Elf::parse_header(&head).map_err(|e| malformed(&e.to_string()))?;
-    let kind = eh.e_type;
-    let machine = eh.e_machine;
-    if machine != EM_386 {
-        return Err(LoadError::WrongArch { path: path.into(), what: format!("ELF32, machine {machine}") });
-    }
+    let kind = rd16(&head, 16);
     if kind != ET_EXEC && kind != ET_DYN {
         return Err(malformed("not an executable or shared object"));
     }
-    let (entry, phoff, phentsize, phnum) = (eh.e_entry as u32, eh.e_phoff as u32, eh.e_phentsize, eh.e_phnum);
+    let rd32 = |o: usize| u32::from_le_bytes([head[o], head[o + 1], head[o + 2], head[o + 3]]);
+    let (entry, phoff, phentsize, phnum) = (rd32(24), rd32(28), rd16(&head, 42), rd16(&head, 44));
     if phentsize != 32 {
         return Err(malformed("program header size is not 32"));
     }
@@ -187,9 +187,8 @@ fn parse(path: &str, mut file: File) -> Result<Elf, LoadError> {
             if p.filesz > p.memsz {
                 return Err(malformed("segment file size exceeds memory size"));
             }
-            if u64::from(p.offset) + u64::from(p.filesz) > size {
-                return Err(malformed("segment lies beyond the end of the file"));
-            }
+            // A segment past the end of the file is mapped as Linux maps it: what the
+            // file holds, and pages beyond its end (see `morph_mem::PageCache`).
             if (p.offset ^ p.vaddr) & (PAGE_SIZE - 1) != 0 {
                 return Err(malformed("segment offset and address are not congruent modulo the page size"));
             }
@@ -275,6 +274,24 @@ fn span(elf: &Elf) -> (u32, u32) {
     (lo, hi)
 }
 
+/// The lowest address a program's fixed segments may take: the host's
+/// `vm.mmap_min_addr` (64 KiB if unknown), or 0 for a process with `CAP_SYS_RAWIO`
+/// (such as root), which Linux lets map below it.
+fn low_limit() -> u32 {
+    static LIMIT: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        const CAP_SYS_RAWIO: u32 = 17;
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        let caps = status.lines().find_map(|l| l.strip_prefix("CapEff:")).map(str::trim);
+        let caps = caps.and_then(|c| u64::from_str_radix(c, 16).ok()).unwrap_or(0);
+        if caps & (1 << CAP_SYS_RAWIO) != 0 {
+            return 0;
+        }
+        let min = std::fs::read_to_string("/proc/sys/vm/mmap_min_addr").unwrap_or_default();
+        min.trim().parse().unwrap_or(MMAP_MIN_ADDR)
+    })
+}
+
 /// Opens a guest path for execution.
 pub type Opener<'a> = dyn Fn(&str) -> Result<OwnedFd, i32> + 'a;
 
@@ -324,6 +341,13 @@ pub fn load(
     if elf.kind == ET_DYN && u64::from(bias) + u64::from(hi) > u64::from(TASK_SIZE) {
         return Err(LoadError::Malformed { path: elf.path.clone(), why: "too large to load".into() });
     }
+    if elf.kind == ET_EXEC && lo < low_limit() {
+        // Linux fails to map the segment after the point of no return and kills the
+        // process with SIGSEGV: nothing is mapped, and the first fetch, at 0, faults.
+        let sp = build_stack(aspace, args, &layout, &[(AT_PAGESZ, PAGE_SIZE)], rng)
+            .map_err(|_| LoadError::NoMemory(elf.path.clone()))?;
+        return Ok(Image { entry: 0, prog_entry: 0, sp, brk: 0, interp: None, interp_base: 0, exe: elf.name });
+    }
     let end = map_segments(&elf, aspace, cache, bias)?;
 
     // The program interpreter (dynamic loader), at the mmap base.
@@ -343,28 +367,30 @@ pub fn load(
         })?;
         let name = String::from_utf8_lossy(name.split(|&b| b == 0).next().unwrap_or(&[])).into_owned();
         let ld = parse_named(&name)?;
-        if ld.kind != ET_DYN {
-            return Err(LoadError::Malformed { path: name, why: "interpreter is not ET_DYN".into() });
+        // An ET_EXEC interpreter is mapped at its own addresses, over whatever is
+        // there, and its load address (`AT_BASE`) is 0, as `load_elf_interp` does.
+        if ld.kind == ET_DYN {
+            let (llo, lhi) = span(&ld);
+            let size = lhi - llo;
+            let at = aspace
+                .find_free_top_down(size, MMAP_MIN_ADDR, layout.mmap_base)
+                .ok_or_else(|| LoadError::NoMemory(name.clone()))?;
+            interp_base = at.wrapping_sub(llo);
         }
-        let (llo, lhi) = span(&ld);
-        let size = lhi - llo;
-        let at = aspace
-            .find_free_top_down(size, MMAP_MIN_ADDR, layout.mmap_base)
-            .ok_or_else(|| LoadError::NoMemory(name.clone()))?;
-        interp_base = at.wrapping_sub(llo);
         map_segments(&ld, aspace, cache, interp_base)?;
         entry = interp_base.wrapping_add(ld.entry);
         interp = Some(name);
     }
 
     let brk = morph_mem::page_align_up(u64::from(end)) as u32 + layout.brk_offset;
-    let phdr = match elf.phdrs.iter().find(|p| p.kind == PT_PHDR) {
-        Some(p) => bias.wrapping_add(p.vaddr),
-        None => {
-            let first = elf.phdrs.iter().find(|p| p.kind == PT_LOAD && p.offset == 0);
-            first.map_or(0, |p| bias.wrapping_add(p.vaddr).wrapping_add(elf.phoff))
-        }
-    };
+    // AT_PHDR as Linux computes it (not from PT_PHDR): where the last PT_LOAD whose file
+    // bytes hold the program headers maps them, plus the bias (the bias alone if none).
+    let holder = elf
+        .phdrs
+        .iter()
+        .filter(|p| p.kind == PT_LOAD)
+        .rfind(|p| p.offset <= elf.phoff && u64::from(elf.phoff) < u64::from(p.offset) + u64::from(p.filesz));
+    let phdr = bias.wrapping_add(holder.map_or(0, |p| (elf.phoff - p.offset).wrapping_add(p.vaddr)));
     let auxv_base = [
         (AT_HWCAP, morph_cpu::cpuid::STD_FEATURES_EDX),
         (AT_PAGESZ, PAGE_SIZE),

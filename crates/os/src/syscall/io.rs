@@ -84,8 +84,15 @@ pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResul
 }
 
 /// Reads from a descriptor morph serves itself (`/dev/urandom`, a directory of its
-/// own): fills `bufs` and returns the result, or `None` for an ordinary descriptor.
-pub(crate) fn read_special(m: &mut Machine, p: &Process, fd: u32, bufs: &[libc::iovec]) -> Option<SysResult> {
+/// own): fills `bufs` (of which the first `valid` bytes may be written, the rest lies
+/// after a fault) and returns the result, or `None` for an ordinary descriptor.
+pub(crate) fn read_special(
+    m: &mut Machine,
+    p: &Process,
+    fd: u32,
+    bufs: &[libc::iovec],
+    valid: u32,
+) -> Option<SysResult> {
     let e = p.fds.get(fd)?;
     match &e.host.kind {
         FileKind::Host | FileKind::Device(_) => None,
@@ -99,14 +106,21 @@ pub(crate) fn read_special(m: &mut Machine, p: &Process, fd: u32, bufs: &[libc::
             if unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE == libc::O_WRONLY {
                 return Some(Err(EBADF));
             }
-            let mut n = 0usize;
-            for b in bufs {
-                // SAFETY: each iovec points into checked, writable guest memory.
-                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), b.iov_len) };
-                m.rng.fill_bytes(s);
-                n += b.iov_len;
+            // As Linux: the bytes before the first fault, EFAULT if there are none.
+            let total: usize = bufs.iter().map(|b| b.iov_len).sum();
+            if valid == 0 && total > 0 {
+                return Some(Err(EFAULT));
             }
-            Some(Ok(n as u32))
+            let mut left = valid as usize;
+            for b in bufs {
+                let len = b.iov_len.min(left);
+                // SAFETY: the first `valid` bytes of the iovecs are prepared, writable
+                // guest memory.
+                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), len) };
+                m.rng.fill_bytes(s);
+                left -= len;
+            }
+            Some(Ok(valid))
         }
     }
 }
@@ -294,9 +308,12 @@ fn sys_ppoll64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 /// The common part of the `select` family over `fd_set` bitmaps of `n` descriptors.
 fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>) -> SysResult {
-    if n > 1024 {
+    if (n as i32) < 0 {
         return Err(EINVAL);
     }
+    // Linux looks at no more descriptors than its table has room for: bits past it are
+    // neither checked nor written back.
+    let n = n.min(fd_table_size(p));
     let words = n.div_ceil(32) as usize;
     let mut bits = [vec![0u32; words], vec![0u32; words], vec![0u32; words]];
     for (k, &ptr) in sets.iter().enumerate() {
@@ -354,24 +371,35 @@ fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>)
     Ok(count)
 }
 
-/// Reads a `timeval` (`select`'s timeout).
+/// The size of Linux's descriptor table for `p`: 64 slots (one word of bits) until a
+/// descriptor beyond them is opened, then the smallest power of two above the highest
+/// (Linux's `alloc_fdtable`; its table never shrinks, this follows the highest open one).
+fn fd_table_size(p: &Process) -> u32 {
+    let highest = (0..crate::process::MAX_FDS as u32).rev().find(|&fd| p.fds.get(fd).is_some());
+    highest.map_or(64, |h| (h + 1).next_power_of_two().max(64))
+}
+
+/// Reads a `timeval` (`select`'s timeout), normalised as Linux does: whole seconds in
+/// `tv_usec` move to `tv_sec` (C division), and only a negative result is `EINVAL`.
 fn read_timeval(p: &Process, ptr: u32) -> Result<Option<Duration>, Errno> {
     if ptr == 0 {
         return Ok(None);
     }
-    let s = p.aspace.read_u32(ptr).map_err(efault)? as i32;
-    let us = p.aspace.read_u32(ptr + 4).map_err(efault)? as i32;
-    if s < 0 || !(0..1_000_000).contains(&us) {
+    let s = i64::from(p.aspace.read_u32(ptr).map_err(efault)? as i32);
+    let us = i64::from(p.aspace.read_u32(ptr + 4).map_err(efault)? as i32);
+    let (s, ns) = (s + us / 1_000_000, (us % 1_000_000) * 1000);
+    if s < 0 || ns < 0 {
         return Err(EINVAL);
     }
-    Ok(Some(Duration::new(s as u64, us as u32 * 1000)))
+    Ok(Some(Duration::new(s as u64, ns as u32)))
 }
 
 fn select(p: &mut Process, a: [u32; 5]) -> SysResult {
     let t = read_timeval(p, a[4])?;
     let r = do_select(p, a[0], [a[1], a[2], a[3]], t);
-    if r == Ok(0) && a[4] != 0 {
-        // Linux reports the time left: none, after a timeout.
+    if r == Ok(0) && t.is_some_and(|t| !t.is_zero()) {
+        // Linux reports the time left: none, after a timeout (a zero timeout is left
+        // as the guest wrote it).
         p.aspace.write_u64(a[4], 0).map_err(efault)?;
     }
     r

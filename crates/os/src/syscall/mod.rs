@@ -98,6 +98,8 @@ table! {
     85 readlink "spu" sys_readlink;
     90 mmap "p" sys_old_mmap;
     91 munmap "xu" sys_munmap;
+    92 truncate "sd" sys_truncate;
+    93 ftruncate "fu" sys_ftruncate;
     94 fchmod "fo" sys_fchmod;
     99 statfs "sp" sys_statfs;
     100 fstatfs "fp" sys_fstatfs;
@@ -747,26 +749,59 @@ fn wrote(m: &mut Machine, p: &Process, fd: u32, off: Option<u64>, n: u32) {
     let _ = m.cache.written(&m.phys, key, off, u64::from(n));
 }
 
+/// The most bytes one `read` or `write` transfers (Linux's `MAX_RW_COUNT`).
+const MAX_RW: u32 = 0x7fff_f000;
+
+// Buffers the host kernel reads or fills in place. Linux transfers what it can: a
+// buffer whose tail is unmapped gives a short count, `EFAULT` only when nothing could be
+// transferred, and bytes it never touches are never checked (`/dev/null` takes any
+// count). morph gets exactly that by giving the host the whole buffer after preparing
+// the part of it the guest may access, up to its first page the guest may not: the
+// window is inaccessible to the host in the same direction there (a hole, or a page
+// mapped without that right), so the host stops where Linux would, with Linux's own
+// rules for partial copies (a pipe drops a partly copied page and says `EFAULT`). The
+// host touches only this process's window slot (4 GiB plus a 4 GiB guard, and one
+// transfer is below 2 GiB).
+
+/// Prepares guest buffer `[va, va+len)` for the host to write into: its part before the
+/// first page the guest may not write (copy-on-write broken, code writes reported,
+/// hosted). Returns that part's length.
+fn guest_out(p: &mut Process, va: u32, len: u32) -> Result<u32, Errno> {
+    let n = p.aspace.valid_prefix(va, len, true);
+    p.aspace.prepare_write(va, n).map_err(efault)?;
+    Ok(n)
+}
+
+/// Prepares guest buffer `[va, va+len)` for the host to read: its part before the first
+/// page the guest may not read (hosted). Returns that part's length.
+fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
+    let n = p.aspace.valid_prefix(va, len, false);
+    p.aspace.check_read(va, n).map_err(efault)?;
+    Ok(n)
+}
+
 fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
-    let len = a[2].min(0x7fff_f000);
-    p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    let len = a[2].min(MAX_RW);
+    let valid = guest_out(p, a[1], len)?;
     let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = io::read_special(m, p, a[0], &one) {
+    if let Some(r) = io::read_special(m, p, a[0], &one, valid) {
         return r;
     }
     io::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
-    // SAFETY: the guest range was checked writable and is mapped in our window.
+    // SAFETY: a range of our window slot, prepared up to the first page the guest may
+    // not write (the host stops there).
     host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
 }
 
 fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
-    let len = a[2].min(0x7fff_f000);
-    p.aspace.check_read(a[1], len).map_err(efault)?;
+    let len = a[2].min(MAX_RW);
+    guest_in(p, a[1], len)?;
     io::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: the guest range was checked readable and is mapped in our window.
+    // SAFETY: a range of our window slot, hosted up to the first page the guest may not
+    // read (the host stops there).
     let n =
         io::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
     wrote(m, p, a[0], None, n);
@@ -775,24 +810,24 @@ fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
-    let len = a[2].min(0x7fff_f000);
+    let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
-    p.aspace.prepare_write(a[1], len).map_err(efault)?;
+    let valid = guest_out(p, a[1], len)?;
     let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = io::read_special(m, p, a[0], &one) {
+    if let Some(r) = io::read_special(m, p, a[0], &one, valid) {
         return r;
     }
     sync_before_read(m, p, a[0]);
-    // SAFETY: the guest range was checked writable and is mapped in our window.
+    // SAFETY: as in `sys_read`.
     host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
 }
 
 fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
-    let len = a[2].min(0x7fff_f000);
+    let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
-    p.aspace.check_read(a[1], len).map_err(efault)?;
-    // SAFETY: the guest range was checked readable and is mapped in our window.
+    guest_in(p, a[1], len)?;
+    // SAFETY: as in `sys_write`.
     let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
     wrote(m, p, a[0], Some(off as u64), n);
     Ok(n)
@@ -805,53 +840,93 @@ fn truncated(m: &mut Machine, key: Option<FileKey>, len: u64) {
     }
 }
 
-fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
-    let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
+fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(EINVAL); // before the descriptor is looked up, as Linux
+    }
+    let fd = host_fd(p, guest_fd)?;
     // SAFETY: ftruncate on a descriptor we hold.
     let r = host(unsafe { libc::ftruncate(fd, len) } as isize)?;
-    truncated(m, cached_file(m, p, a[0]), len as u64);
+    truncated(m, cached_file(m, p, guest_fd), len as u64);
     Ok(r)
 }
 
-fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let path = read_path(p, a[0])?;
+fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(EINVAL); // before the path is read, as Linux
+    }
+    let path = read_path(p, path)?;
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
-    let len = ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64;
     // SAFETY: ftruncate on a descriptor we own.
     let r = host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)?;
     truncated(m, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
 
+fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ftruncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
+}
+
+fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    truncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
+}
+
+/// `ftruncate` without large-file support: a signed 32-bit length (negative:
+/// `EINVAL`, before the descriptor is looked up), as Linux since 6.10 reads it (older
+/// kernels took it unsigned and then refused lengths past 2 GiB − 1 for a descriptor
+/// opened without `O_LARGEFILE`: the same answers except for a bad descriptor).
+fn sys_ftruncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ftruncate_common(m, p, a[0], i64::from(a[1] as i32))
+}
+
+/// `truncate` without large-file support: a signed 32-bit length (negative: `EINVAL`).
+fn sys_truncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    truncate_common(m, p, a[0], i64::from(a[1] as i32))
+}
+
+/// The host iovecs of the guest's `iovec` array at `ptr` (`n` entries), each buffer
+/// prepared as by `guest_out` (`write_to_guest`) or `guest_in` up to the first fault
+/// (the host stops there; see `guest_out`).
 fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {
+    iovecs_valid(p, ptr, n, write_to_guest).map(|(v, _)| v)
+}
+
+/// `iovecs`, and how many bytes of them lie before the first fault (at most `MAX_RW`).
+fn iovecs_valid(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<(Vec<libc::iovec>, u32), Errno> {
     if n > 1024 {
         return Err(EINVAL);
     }
     let mut v = Vec::with_capacity(n as usize);
+    let mut valid = 0u32;
+    let mut faulted = false;
     for i in 0..n {
         let base = p.aspace.read_u32(ptr + 8 * i).map_err(efault)?;
         let len = p.aspace.read_u32(ptr + 8 * i + 4).map_err(efault)?;
-        if write_to_guest {
-            p.aspace.prepare_write(base, len).map_err(efault)?;
-        } else {
-            p.aspace.check_read(base, len).map_err(efault)?;
+        // A compat `iov_len` is signed: a negative one is EINVAL (the total is clamped
+        // to `MAX_RW_COUNT` by the host, as by Linux).
+        if len > i32::MAX as u32 {
+            return Err(EINVAL);
+        }
+        if !faulted {
+            let ok = if write_to_guest { guest_out(p, base, len)? } else { guest_in(p, base, len)? };
+            valid = valid.saturating_add(ok).min(MAX_RW);
+            faulted = ok < len;
         }
         v.push(libc::iovec { iov_base: p.aspace.host_ptr(base).cast(), iov_len: len as usize });
     }
-    Ok(v)
+    Ok((v, valid))
 }
 
 fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
-    let v = iovecs(p, a[1], a[2], true)?;
-    if let Some(r) = io::read_special(m, p, a[0], &v) {
+    let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
+    if let Some(r) = io::read_special(m, p, a[0], &v, valid) {
         return r;
     }
     io::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
-    // SAFETY: every iovec points into checked, writable guest memory.
+    // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
     host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
 }
 
@@ -859,7 +934,7 @@ fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     io::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: every iovec points into checked, readable guest memory.
+    // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
     let n = io::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
     wrote(m, p, a[0], None, n);
     Ok(n)
