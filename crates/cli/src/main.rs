@@ -203,7 +203,8 @@ fn find_program(root: &std::path::Path, name: &str, cwd: &str) -> String {
 /// execute. Other problems (a missing file, a directory) are left to the loader.
 fn check_executable(machine: &Machine, path: &str, cwd: &str) -> anyhow::Result<()> {
     use std::os::fd::AsRawFd;
-    let Ok(fd) = machine.vfs().open(cwd, path.as_bytes(), libc::O_RDONLY, 0) else { return Ok(()) };
+    // O_PATH: opening a FIFO for reading would block until a writer came.
+    let Ok(fd) = machine.vfs().open(cwd, path.as_bytes(), libc::O_PATH, 0) else { return Ok(()) };
     let Ok(meta) = std::fs::File::from(fd.try_clone()?).metadata() else { return Ok(()) };
     if !meta.is_file() {
         return Ok(());

@@ -108,6 +108,7 @@ fn a_fifo_never_freezes_exec_or_truncate() {
     }
     // PT_INTERP naming the FIFO.
     std::fs::write(root.join("dynamic"), elf_with_interp(b"/fifo")).unwrap();
+    std::fs::set_permissions(root.join("dynamic"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let r = morph_within(&["run", "--timeout", "5", "--root", rs, "/dynamic"], &base, LIMIT);
     assert_eq!(r.status, 125, "{r:?}");
     assert!(r.stderr.contains("/fifo: Permission denied"), "{r:?}");
