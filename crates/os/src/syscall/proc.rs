@@ -3,8 +3,9 @@
 //! `fork` copies the address space copy-on-write (file-backed pages stay shared with
 //! the page cache) and shares open file descriptions. `vfork` is a `fork` whose parent
 //! waits until the child execs or exits, which is all POSIX promises; `clone` with
-//! fork-like flags is `fork`, and `clone` of a thread (`CLONE_VM` without
-//! `CLONE_VFORK`) is not supported yet: `-ENOSYS`, counted.
+//! fork-like flags is `fork`, `clone` with `CLONE_THREAD` adds a thread to the caller's
+//! group (see [`Process`]), and `CLONE_VM` without either is not supported: `-ENOSYS`,
+//! counted.
 
 use morph_cpu::Cpu;
 
@@ -34,13 +35,29 @@ table! {
         132 getpgid "d" sys_getpgid;
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
-        224 gettid "" sys_getpid;
-        252 exit_group "d" sys_exit;
-        258 set_tid_address "p" sys_getpid;
+        252 exit_group "d" sys_exit_group;
     }
 }
 
-fn sys_exit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+/// `exit`: ends the calling thread; the group ends with its last thread (with the
+/// leader's status).
+fn sys_exit(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let status = ExitStatus::Code((a[0] & 0xff) as i32);
+    super::futex::thread_exit(m, p);
+    if p.threads.is_empty() {
+        p.exit = Some(p.leader_exit.unwrap_or(status));
+    } else {
+        if p.tid == p.pid {
+            p.leader_exit = Some(status);
+        }
+        p.thread_exited = true;
+    }
+    Err(EJUSTRETURN)
+}
+
+/// `exit_group`: ends every thread of the group.
+fn sys_exit_group(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    super::futex::thread_exit(m, p);
     p.exit = Some(ExitStatus::Code((a[0] & 0xff) as i32));
     Err(EJUSTRETURN)
 }
@@ -65,12 +82,18 @@ fn sys_clone(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 /// Creates a child: `rest` = newsp, parent_tid, tls, child_tid (clone's arguments).
 fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
     let [newsp, ptid, tls, ctid] = rest;
-    if flags & CLONE_THREAD != 0 || (flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0) {
+    if flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 || flags & CLONE_THREAD != 0 && flags & CLONE_SIGHAND == 0 {
+        return Err(EINVAL);
+    }
+    if m.tids.len() >= m.cfg.max_procs {
+        return Err(EAGAIN);
+    }
+    if flags & CLONE_THREAD != 0 {
+        return clone_thread(m, p, flags, rest);
+    }
+    if flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0 {
         m.stats.unsupported_clones += 1;
         return Err(ENOSYS);
-    }
-    if m.procs.len() + 1 >= m.cfg.max_procs {
-        return Err(EAGAIN);
     }
     let aspace = p.aspace.fork().map_err(|_| ENOMEM)?;
     let pid = m.next_pid;
@@ -82,6 +105,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     }
     let mut child = Process {
         pid,
+        tid: pid,
         ppid: if flags & CLONE_PARENT != 0 { p.ppid } else { p.pid },
         cpu,
         aspace,
@@ -104,6 +128,12 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         saved_mask: None,
         blocked: None,
         resumed: None,
+        clear_child_tid: if flags & CLONE_CHILD_CLEARTID != 0 { ctid } else { 0 },
+        robust_list: (0, 0),
+        threads: Vec::new(),
+        thread_exited: false,
+        leader_exit: None,
+        dead_threads_icount: 0,
         vfork_parent: (flags & CLONE_VFORK != 0).then_some(p.pid),
         alarm: None,
         timers: Vec::new(),
@@ -123,6 +153,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         child.aspace.write_u32(ptid, pid).map_err(efault)?;
     }
     m.procs.insert(pid, child);
+    m.tids.insert(pid, pid);
     m.stats.processes += 1;
     // Linux 2.6.12's scheduler ran a new child before its parent (`wake_up_new_task`
     // rescheduled the parent: the child is likely to exec); modern kernels run the
@@ -135,6 +166,40 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false });
     }
     Ok(pid)
+}
+
+/// `clone` with `CLONE_THREAD`: a new thread of the caller's group, sharing everything
+/// but its CPU state, signal mask and pending signals, TLS entries, alternate stack and
+/// robust list (`CLONE_FS`, `CLONE_FILES`, `CLONE_SIGHAND` and `CLONE_SYSVSEM` are
+/// implied: a group has one of each).
+fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
+    let [newsp, ptid, tls, ctid] = rest;
+    let tid = m.next_pid;
+    let mut cpu: Cpu = p.cpu.clone();
+    cpu.gpr[reg::EAX] = 0;
+    cpu.icount = 0;
+    if newsp != 0 {
+        cpu.gpr[reg::ESP] = newsp;
+    }
+    if flags & CLONE_SETTLS != 0 {
+        super::install_tls(&mut cpu, &mut p.aspace, tls)?;
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        p.aspace.write_u32(ptid, tid).map_err(efault)?;
+    }
+    if flags & CLONE_CHILD_SETTID != 0 {
+        p.aspace.write_u32(ctid, tid).map_err(efault)?;
+    }
+    let mut t = p.new_thread(tid, cpu);
+    if flags & CLONE_CHILD_CLEARTID != 0 {
+        t.clear_child_tid = ctid;
+    }
+    m.next_pid += 1;
+    p.threads.push(t);
+    p.threads.sort_by_key(|t| t.tid);
+    m.tids.insert(tid, p.pid);
+    m.stats.threads += 1;
+    Ok(tid)
 }
 
 /// Reads a NULL-terminated array of guest string pointers.
@@ -241,7 +306,21 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let spath = String::from_utf8_lossy(&path).into_owned();
     let cwd = p.cwd.clone();
     let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;
-    // The point of no return: the old image goes.
+    // The point of no return: the old image goes, with the group's other threads; the
+    // calling thread becomes the leader.
+    for t in std::mem::take(&mut p.threads) {
+        m.tids.remove(&t.tid);
+        m.futexes.cancel(t.tid);
+        p.dead_threads_icount += t.cpu.icount;
+    }
+    if p.tid != p.pid {
+        m.tids.remove(&p.tid);
+        m.tids.insert(p.pid, p.pid);
+        p.tid = p.pid;
+    }
+    p.clear_child_tid = 0;
+    p.robust_list = (0, 0);
+    p.leader_exit = None;
     p.aspace = aspace;
     let mut cpu = Cpu::new();
     cpu.eip = img.entry;
@@ -315,7 +394,7 @@ fn ticks(n: u64) -> u32 {
 fn sys_times(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] != 0 {
         let mut b = Vec::with_capacity(16);
-        for v in [ticks(p.cpu.icount - p.start_icount), 0, ticks(p.child_icount), 0] {
+        for v in [ticks(p.group_icount()), 0, ticks(p.child_icount), 0] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         p.aspace.write_bytes(a[0], &b).map_err(efault)?;
@@ -337,7 +416,8 @@ fn sys_getrusage(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const RUSAGE_CHILDREN: i32 = -1;
     const RUSAGE_THREAD: i32 = 1;
     let n = match a[0] as i32 {
-        RUSAGE_SELF | RUSAGE_THREAD => p.cpu.icount - p.start_icount,
+        RUSAGE_SELF => p.group_icount(),
+        RUSAGE_THREAD => p.cpu.icount.saturating_sub(if p.tid == p.pid { p.start_icount } else { 0 }),
         RUSAGE_CHILDREN => p.child_icount,
         _ => return Err(EINVAL),
     };

@@ -107,6 +107,9 @@ impl Machine {
         // A call waiting for something ends now: with EINTR, or re-run later.
         if let Some(b) = p.blocked.take() {
             p.resumed = None;
+            if matches!(b.wait, Wait::Futex) {
+                self.futexes.cancel(p.tid);
+            }
             if !(b.restartable && act.flags & SA_RESTART != 0) {
                 p.cpu.eip = p.cpu.eip.wrapping_add(2);
                 p.cpu.gpr[reg::EAX] = (-EINTR) as u32;
@@ -472,17 +475,31 @@ fn sys_tkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] as i32 <= 0 {
         return Err(EINVAL);
     }
-    sys_kill(m, p, &[a[0], a[1], 0, 0, 0, 0])
+    thread_kill(m, p, None, a[0], a[1] as i32)
 }
 
 fn sys_tgkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
         return Err(EINVAL);
     }
-    if a[0] != a[1] {
-        return Err(ESRCH); // one thread per process: tgid == tid
+    thread_kill(m, p, Some(a[0]), a[1], a[2] as i32)
+}
+
+/// Sends `sig` to thread `tid` (of group `tgid`, if given).
+fn thread_kill(m: &mut Machine, p: &mut Process, tgid: Option<u32>, tid: u32, sig: i32) -> SysResult {
+    if !(0..=64).contains(&sig) {
+        return Err(EINVAL);
     }
-    sys_kill(m, p, &[a[1], a[2], 0, 0, 0, 0])
+    let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
+    if tgid.is_some_and(|g| g != pid) {
+        return Err(ESRCH);
+    }
+    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::machine::ids()[0], status: 0 };
+    let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).ok_or(ESRCH)? };
+    if sig != 0 && !q.raise_thread(tid, sig, info) {
+        return Err(ESRCH);
+    }
+    Ok(0)
 }
 
 fn sys_alarm(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -521,7 +538,7 @@ fn sys_timer_create(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult
             SIGEV_NONE => (0, w(0)),
             SIGEV_SIGNAL => (w(4) as i32, w(0)),
             // One thread per process: the only thread is the process.
-            SIGEV_THREAD_ID if w(12) == p.pid => (w(4) as i32, w(0)),
+            SIGEV_THREAD_ID if p.tids().any(|t| t == w(12)) => (w(4) as i32, w(0)),
             _ => return Err(EINVAL),
         }
     };
