@@ -117,3 +117,64 @@ fn threaded_runs_are_deterministic() {
         assert_eq!(runs[0], runs[1], "{cfg:?}: counts differ between two runs with one seed");
     }
 }
+
+/// The shared Debian sysroot with `extra` packages merged in (mksysroot.py adds missing
+/// packages to the cached sysroot in place, under its lock; the default set is kept).
+fn sysroot_with(extra: &[&str]) -> PathBuf {
+    let mut pkgs = vec!["busybox-static", "libc6", "bash", "coreutils"];
+    pkgs.extend_from_slice(extra);
+    let out = Command::new("python3")
+        .arg(workspace().join("guests/sysroot/mksysroot.py"))
+        .args(["--quiet", "--packages", &pkgs.join(",")])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .expect("run mksysroot.py");
+    assert!(out.status.success(), "mksysroot.py failed");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// Runs a Debian program natively in the sysroot and under every configuration; one
+/// run also checks (with `--stats-json`) that it made threads.
+fn check_in_root(root: &Path, dir: &GuestDir, argv: &[&str]) {
+    let want = native_in_root(root, argv, &dir.guest, b"");
+    assert_eq!(want.status, 0, "{argv:?} natively: {}", want.stderr);
+    for cfg in configs() {
+        let got = emulated_in_root(&cfg, root, argv, &dir.guest, b"");
+        assert!(got == want, "{argv:?} under {cfg:?}: status {} vs {}\n{}", got.status, want.status, got.stderr);
+    }
+    let json = dir.host.join("stats.json");
+    let mut flags = vec!["--engine", "dbt", "--stats-json", json.to_str().unwrap()];
+    flags.extend(["--seed", "1"]);
+    let got = emulated_in_root(&flags, root, argv, &dir.guest, b"");
+    assert_eq!(got, want);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["os"]["threads"].as_u64() >= Some(1), "{argv:?} made no thread under morph");
+}
+
+/// Input lines for the Debian programs: deterministic pseudo-random text.
+fn lines(n: usize) -> String {
+    let mut x: u32 = 12345;
+    let mut s = String::with_capacity(n * 12);
+    for i in 0..n {
+        x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        s.push_str(&format!("{:08x} {}\n", x, i % 977));
+    }
+    s
+}
+
+#[test]
+fn debian_sort_parallel() {
+    let root = sysroot();
+    let dir = GuestDir::new(root, "sort-parallel");
+    // sort splits the work among threads from 128 Ki lines on.
+    std::fs::write(dir.host.join("in.txt"), lines(140_000)).unwrap();
+    check_in_root(root, &dir, &["/usr/bin/sort", "--parallel=2", "-S", "8M", "in.txt"]);
+}
+
+#[test]
+fn debian_xz_threads() {
+    let root = sysroot_with(&["xz-utils"]);
+    let dir = GuestDir::new(&root, "xz-threads");
+    std::fs::write(dir.host.join("in.txt"), lines(80_000)).unwrap();
+    check_in_root(&root, &dir, &["/usr/bin/xz", "-T2", "-1", "--block-size=256KiB", "-c", "in.txt"]);
+}

@@ -654,7 +654,7 @@ impl Process {
             && now >= t
         {
             self.alarm = None;
-            self.raise(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+            self.raise_group(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
         }
         for id in 0..self.timers.len() {
             let Some(t) = self.timers[id] else { continue };
@@ -683,7 +683,7 @@ impl Process {
                     // siginfo `_timer`: si_tid, si_overrun, si_value at the places of
                     // si_pid, si_uid, si_status.
                     let info = SigInfo { code: SI_TIMER, pid_or_addr: id as u32, uid: missed, status: t.value as i32 };
-                    self.raise(sig, info);
+                    self.raise_group(sig, info);
                 }
             }
         }

@@ -206,13 +206,13 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             Err(e) => format!("-1 {} ({})", errno_name(e), std::io::Error::from_raw_os_error(e)),
         };
         if matches!(res, Err(ERESTARTSYS)) {
-            eprintln!("[{}] {shown}({fmt}) <blocked>", p.pid);
+            eprintln!("[{}] {shown}({fmt}) <blocked>", p.tid);
         } else if matches!(res, Err(EJUSTRETURN)) {
-            eprintln!("[{}] {shown}({fmt}) = {}", p.pid, p.cpu.gpr[reg::EAX] as i32);
+            eprintln!("[{}] {shown}({fmt}) = {}", p.tid, p.cpu.gpr[reg::EAX] as i32);
         } else if p.exit.is_none() {
-            eprintln!("[{}] {shown}({fmt}) = {ret}", p.pid);
+            eprintln!("[{}] {shown}({fmt}) = {ret}", p.tid);
         } else {
-            eprintln!("[{}] {shown}({fmt}) = ?", p.pid);
+            eprintln!("[{}] {shown}({fmt}) = ?", p.tid);
         }
     }
     p.resumed = None;
