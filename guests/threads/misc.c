@@ -2,7 +2,11 @@
    ids, signals to the group and to one thread, and a thread that forks. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdlib.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
@@ -72,6 +76,43 @@ static void *forker(void *arg) {
     return (void *)(long)WEXITSTATUS(st);
 }
 
+/* A thread made with the clone system call itself (not clone3), as older glibc does. */
+static int raw_child(void *arg) {
+    *(int *)arg = 77;
+    return 0;
+}
+
+static int raw_clone(void) {
+    static int val;
+    static volatile pid_t ctid = 1;
+    static pid_t ptid;
+    char *stack = malloc(65536);
+    int flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM |
+                CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+    int tid = clone(raw_child, stack + 65536, flags, &val, &ptid, 0, &ctid);
+    if (tid <= 0) return -1;
+    pid_t v;
+    while ((v = ctid) != 0) syscall(SYS_futex, &ctid, FUTEX_WAIT, v, 0, 0, 0);
+    free(stack);
+    return val + (ptid == tid ? 1000 : 0);
+}
+
+/* SIGSEGV from a fault goes to the faulting thread. */
+static sigjmp_buf segv_jump;
+static volatile int segv_in_main = -1;
+
+static void on_segv(int sig) {
+    (void)sig;
+    segv_in_main = pthread_equal(pthread_self(), main_thread);
+    siglongjmp(segv_jump, 1);
+}
+
+static void *faulter(void *arg) {
+    (void)arg;
+    if (sigsetjmp(segv_jump, 1) == 0) *(volatile int *)16 = 1;
+    return (void *)(long)segv_in_main;
+}
+
 int main(void) {
     main_thread = pthread_self();
     pthread_t t[4];
@@ -131,5 +172,12 @@ int main(void) {
     pthread_create(&t[0], 0, forker, 0);
     pthread_join(t[0], &tr);
     printf("child of a thread exited %ld\n", (long)tr);
+
+    printf("raw clone: %d\n", raw_clone());
+
+    signal(SIGSEGV, on_segv);
+    pthread_create(&t[0], 0, faulter, 0);
+    pthread_join(t[0], &tr);
+    printf("SIGSEGV handled in main thread: %ld\n", (long)tr);
     return 0;
 }

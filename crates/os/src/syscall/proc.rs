@@ -36,6 +36,7 @@ table! {
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
         252 exit_group "d" sys_exit_group;
+        435 clone3 "pu" sys_clone3;
     }
 }
 
@@ -77,6 +78,39 @@ fn sys_vfork(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
 fn sys_clone(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // i386 order: flags, newsp, parent_tidptr, tls, child_tidptr.
     do_fork(m, p, a[0], [a[1], a[2], a[3], a[4]])
+}
+
+/// `clone3(args, size)`: `struct clone_args` (64 bytes in its first version; later
+/// versions' fields must be zero) gives `clone`'s arguments, the exit signal apart and
+/// the stack as base and size.
+fn sys_clone3(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const VER0: u32 = 64;
+    let size = a[1];
+    if size < VER0 {
+        return Err(EINVAL);
+    }
+    if size > PAGE_SIZE {
+        return Err(E2BIG);
+    }
+    let mut b = vec![0u8; size as usize];
+    p.aspace.read_bytes(a[0], &mut b).map_err(efault)?;
+    if b[VER0 as usize..].iter().any(|&x| x != 0) {
+        return Err(E2BIG); // set_tid, cgroup: not supported
+    }
+    let f = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let (flags, _pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) =
+        (f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7));
+    const CLONE_PIDFD: u64 = 0x1000;
+    let narrow = |v: u64| u32::try_from(v).map_err(|_| EINVAL);
+    if flags >> 32 != 0 || flags & u64::from(CSIGNAL) != 0 || flags & CLONE_PIDFD != 0 {
+        return Err(EINVAL);
+    }
+    if exit_signal > 64 || stack == 0 && stack_size != 0 {
+        return Err(EINVAL);
+    }
+    let sp = narrow(stack)?.wrapping_add(narrow(stack_size)?);
+    let flags = flags as u32 | exit_signal as u32;
+    do_fork(m, p, flags, [sp, narrow(parent_tid)?, narrow(tls)?, narrow(child_tid)?])
 }
 
 /// Creates a child: `rest` = newsp, parent_tid, tls, child_tid (clone's arguments).
