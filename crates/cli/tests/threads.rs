@@ -70,6 +70,11 @@ fn exit_of_one_thread_and_of_the_group() {
     }
 }
 
+#[test]
+fn posix_spawn_and_vfork_share_the_parents_memory() {
+    check("spawn", &[]);
+}
+
 /// Cancellation unwinds with glibc's unwinder, whose CET code runs `rdsspd` (a hint
 /// NOP on the modeled CPU): it needs the interpreter to treat hint NOPs as NOPs.
 #[test]

@@ -288,6 +288,7 @@ impl Machine {
             leader_exit: None,
             dead_threads_icount: 0,
             vfork_parent: None,
+            vfork_lent: false,
             alarm: None,
             timers: Vec::new(),
             exit_signal: SIGCHLD,
@@ -494,6 +495,7 @@ impl Machine {
     /// release a parent waiting in `vfork`.
     pub(crate) fn reap(&mut self, mut p: Process) {
         let status = p.exit.expect("an exited process");
+        self.give_back_aspace(&mut p);
         if p.pid == FIRST_PID {
             self.first_status = Some(status);
         }
@@ -529,6 +531,17 @@ impl Machine {
         if keep {
             let icount = p.group_icount() + p.child_icount;
             self.zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status, icount });
+        }
+    }
+
+    /// A `vfork` child running in its parent's address space is done with it (exit or
+    /// exec): the parent gets it back (`p` keeps the parent's empty one).
+    pub(crate) fn give_back_aspace(&mut self, p: &mut Process) {
+        if !std::mem::take(&mut p.vfork_lent) {
+            return;
+        }
+        if let Some(parent) = p.vfork_parent.and_then(|pp| self.procs.get_mut(&pp)) {
+            std::mem::swap(&mut parent.aspace, &mut p.aspace);
         }
     }
 

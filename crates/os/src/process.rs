@@ -305,6 +305,9 @@ pub struct Process {
     pub dead_threads_icount: u64,
     /// A parent suspended in `vfork` until this process execs or exits.
     pub vfork_parent: Option<Pid>,
+    /// This `vfork` child runs in its parent's address space (`CLONE_VM`), lent to it
+    /// until it execs or exits (the parent waits meanwhile, holding an empty one).
+    pub vfork_lent: bool,
     /// When `alarm` fires.
     pub alarm: Option<Instant>,
     /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,

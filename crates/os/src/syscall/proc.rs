@@ -8,6 +8,7 @@
 //! counted.
 
 use morph_cpu::Cpu;
+use morph_mem::AddressSpace;
 
 use super::*;
 use crate::layout::Kernel;
@@ -129,7 +130,17 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         m.stats.unsupported_clones += 1;
         return Err(ENOSYS);
     }
-    let aspace = p.aspace.fork().map_err(|_| ENOMEM)?;
+    // A vfork-style child (`CLONE_VM|CLONE_VFORK`: vfork, posix_spawn) runs in the
+    // parent's memory, as on Linux (posix_spawn's child reports a failed exec there);
+    // the parent, suspended until the child execs or exits, holds an empty space
+    // meanwhile. A parent with other threads (which need its memory) lends a copy.
+    let lend = flags & CLONE_VM != 0 && flags & CLONE_VFORK != 0 && p.threads.is_empty();
+    let aspace = if lend {
+        let empty = AddressSpace::new(m.phys.clone()).map_err(|_| ENOMEM)?;
+        std::mem::replace(&mut p.aspace, empty)
+    } else {
+        p.aspace.fork().map_err(|_| ENOMEM)?
+    };
     let pid = m.next_pid;
     m.next_pid += 1;
     let mut cpu: Cpu = p.cpu.clone();
@@ -169,6 +180,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         leader_exit: None,
         dead_threads_icount: 0,
         vfork_parent: (flags & CLONE_VFORK != 0).then_some(p.pid),
+        vfork_lent: lend,
         alarm: None,
         timers: Vec::new(),
         exit_signal: (flags & CSIGNAL) as i32,
@@ -176,15 +188,26 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         child_icount: 0,
         cmdline: p.cmdline.clone(),
     };
-    if flags & CLONE_SETTLS != 0 {
-        set_thread_area(&mut child, tls)?;
-    }
-    if flags & CLONE_CHILD_SETTID != 0 {
-        child.aspace.write_u32(ctid, pid).map_err(efault)?;
-    }
-    if flags & CLONE_PARENT_SETTID != 0 {
-        p.aspace.write_u32(ptid, pid).map_err(efault)?;
-        child.aspace.write_u32(ptid, pid).map_err(efault)?;
+    let setup = |p: &mut Process, child: &mut Process| -> Result<(), Errno> {
+        if flags & CLONE_SETTLS != 0 {
+            set_thread_area(child, tls)?;
+        }
+        if flags & CLONE_CHILD_SETTID != 0 {
+            child.aspace.write_u32(ctid, pid).map_err(efault)?;
+        }
+        if flags & CLONE_PARENT_SETTID != 0 {
+            if !lend {
+                p.aspace.write_u32(ptid, pid).map_err(efault)?;
+            }
+            child.aspace.write_u32(ptid, pid).map_err(efault)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = setup(p, &mut child) {
+        if lend {
+            std::mem::swap(&mut p.aspace, &mut child.aspace);
+        }
+        return Err(e);
     }
     m.procs.insert(pid, child);
     m.tids.insert(pid, pid);
@@ -355,7 +378,13 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
     p.leader_exit = None;
-    p.aspace = aspace;
+    let old = std::mem::replace(&mut p.aspace, aspace);
+    // A vfork child gives its parent's memory back (its empty space goes).
+    if std::mem::take(&mut p.vfork_lent)
+        && let Some(parent) = p.vfork_parent.and_then(|pp| m.procs.get_mut(&pp))
+    {
+        parent.aspace = old;
+    }
     let mut cpu = Cpu::new();
     cpu.eip = img.entry;
     cpu.gpr[reg::ESP] = img.sp;
