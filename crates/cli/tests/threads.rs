@@ -71,6 +71,11 @@ fn exit_of_one_thread_and_of_the_group() {
 }
 
 #[test]
+fn futexes_in_memory_shared_by_processes() {
+    check("pshared", &[]);
+}
+
+#[test]
 fn posix_spawn_and_vfork_share_the_parents_memory() {
     check("spawn", &[]);
 }

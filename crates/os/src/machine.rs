@@ -495,6 +495,12 @@ impl Machine {
     /// release a parent waiting in `vfork`.
     pub(crate) fn reap(&mut self, mut p: Process) {
         let status = p.exit.expect("an exited process");
+        // Every thread ends: robust futexes it held are marked, `clear_child_tid` words
+        // zeroed and woken (what a thread's own `exit` did already is not done twice).
+        for tid in p.tids().collect::<Vec<_>>() {
+            p.switch_to(tid);
+            syscall::futex::thread_exit(self, &mut p);
+        }
         self.give_back_aspace(&mut p);
         if p.pid == FIRST_PID {
             self.first_status = Some(status);
