@@ -76,6 +76,11 @@ fn futexes_in_memory_shared_by_processes() {
 }
 
 #[test]
+fn code_written_by_one_thread_runs_new_in_another() {
+    check("smc", &[]);
+}
+
+#[test]
 fn posix_spawn_and_vfork_share_the_parents_memory() {
     check("spawn", &[]);
 }
