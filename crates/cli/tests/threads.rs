@@ -81,6 +81,11 @@ fn code_written_by_one_thread_runs_new_in_another() {
 }
 
 #[test]
+fn sigwait_thread_takes_the_process_signals() {
+    check("sigwait", &[]);
+}
+
+#[test]
 fn posix_spawn_and_vfork_share_the_parents_memory() {
     check("spawn", &[]);
 }

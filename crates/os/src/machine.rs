@@ -400,6 +400,7 @@ impl Machine {
             Wait::Vfork(child) => !self.procs.contains_key(child) || self.procs[child].vfork_parent.is_none(),
             Wait::Signal => false,
             Wait::Futex => self.futexes.take_woken(p.tid),
+            Wait::SigWait(set) => p.pending & set != 0,
         };
         let timed_out = b.deadline.is_some_and(|d| now >= d);
         if timed_out && !ready && matches!(b.wait, Wait::Futex) {

@@ -435,6 +435,32 @@ impl Process {
         (self.cpu.icount + live + self.dead_threads_icount).saturating_sub(self.start_icount)
     }
 
+    /// Takes a pending signal of `set` for the running thread (`sigtimedwait`): its own
+    /// first, else one sent to the process that another thread holds blocked (Linux
+    /// keeps those in the group's shared queue). Returns the signal and its `siginfo`.
+    pub fn take_signal(&mut self, set: u64) -> Option<(i32, SigInfo)> {
+        let own = self.pending & set;
+        if own != 0 {
+            let sig = own.trailing_zeros() as i32 + 1;
+            self.pending &= !(1u64 << (sig - 1));
+            return Some((sig, self.siginfo[(sig - 1) as usize]));
+        }
+        for t in &mut self.threads {
+            let mut cand = t.pending & set & t.sigmask;
+            while cand != 0 {
+                let sig = cand.trailing_zeros() as i32 + 1;
+                let bit = 1u64 << (sig - 1);
+                cand &= !bit;
+                let info = t.siginfo[(sig - 1) as usize];
+                if info.code != crate::linux::SI_TKILL {
+                    t.pending &= !bit;
+                    return Some((sig, info));
+                }
+            }
+        }
+        None
+    }
+
     /// Makes `sig` pending for thread `tid` of the group (`tgkill`); false if there is
     /// no such thread.
     pub fn raise_thread(&mut self, tid: Pid, sig: i32, info: SigInfo) -> bool {
@@ -460,6 +486,17 @@ impl Process {
             return;
         }
         let bit = 1u64 << (sig - 1);
+        // A thread in `sigwait` for the signal takes it, whatever its mask.
+        let waiting =
+            |b: &Option<Blocked>| matches!(b, Some(Blocked { wait: Wait::SigWait(set), .. }) if set & bit != 0);
+        if waiting(&self.blocked) {
+            self.raise(sig, info);
+            return;
+        }
+        if let Some(t) = self.threads.iter_mut().find(|t| waiting(&t.blocked)) {
+            raise_into(&mut t.pending, &mut t.siginfo, sig, info);
+            return;
+        }
         let wants = |mask: u64| mask & bit == 0 || bit & crate::linux::UNBLOCKABLE != 0;
         let mut cands: Vec<(Pid, u64)> = self.threads.iter().map(|t| (t.tid, t.sigmask)).collect();
         cands.push((self.tid, self.sigmask));
@@ -514,6 +551,8 @@ pub enum Wait {
     Signal,
     /// A `futex` wake (the waiter is queued in the machine's futex table).
     Futex,
+    /// One of these signals becoming pending (`sigtimedwait`, `sigwait`).
+    SigWait(u64),
 }
 
 /// A process waiting inside a system call. The call is re-run from the start when the

@@ -39,6 +39,7 @@ table! {
         174 rt_sigaction "dppu" sys_rt_sigaction;
         175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
         176 rt_sigpending "pu" sys_rt_sigpending;
+        177 rt_sigtimedwait "pppu" sys_rt_sigtimedwait;
         179 rt_sigsuspend "pu" sys_rt_sigsuspend;
         186 sigaltstack "pp" sys_sigaltstack;
         238 tkill "dd" sys_tkill;
@@ -50,6 +51,7 @@ table! {
         270 tgkill "ddd" sys_tgkill;
         408 timer_gettime64 "dp" sys_timer_gettime64;
         409 timer_settime64 "dxpp" sys_timer_settime64;
+        421 rt_sigtimedwait_time64 "pppu" sys_rt_sigtimedwait_time64;
     }
 }
 
@@ -425,6 +427,43 @@ fn sys_rt_sigsuspend(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResul
     }
     p.sigmask = mask & !UNBLOCKABLE;
     wait_for_signal(p)
+}
+
+fn sys_rt_sigtimedwait(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sigtimedwait(m, p, a, false)
+}
+
+fn sys_rt_sigtimedwait_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sigtimedwait(m, p, a, true)
+}
+
+/// `rt_sigtimedwait(set, info, timeout, sigsetsize)`: takes a pending signal of `set`
+/// (which the caller normally blocks), else waits for one; `EAGAIN` at the timeout.
+fn sigtimedwait(_: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    if a[3] != 8 {
+        return Err(EINVAL);
+    }
+    let set = p.aspace.read_u64(a[0]).map_err(efault)? & !UNBLOCKABLE;
+    if let Some((sig, info)) = p.take_signal(set) {
+        if a[1] != 0 {
+            put_siginfo(p, a[1], sig, &info).map_err(efault)?;
+        }
+        return Ok(sig as u32);
+    }
+    if p.resumed == Some(true) {
+        return Err(EAGAIN);
+    }
+    let deadline = if a[2] == 0 {
+        None
+    } else {
+        let t = io::read_timespec(p, a[2], wide)?;
+        if t.is_zero() {
+            return Err(EAGAIN);
+        }
+        Some(Instant::now() + t)
+    };
+    p.blocked = Some(Blocked { wait: Wait::SigWait(set), deadline, restartable: false });
+    Err(ERESTARTSYS)
 }
 
 fn sys_sigaltstack(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
