@@ -365,6 +365,9 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "processes": os.processes,
             "execs": os.execs,
             "unsupported_clones": os.unsupported_clones,
+            "threads": os.threads,
+            "futex_waits": os.futex_waits,
+            "futex_wakes": os.futex_wakes,
             "refused_net": os.refused_net,
         },
         "memory": {

@@ -315,6 +315,21 @@ pub const CLONE_PARENT_SETTID: u32 = 0x100000;
 pub const CLONE_CHILD_CLEARTID: u32 = 0x200000;
 pub const CLONE_CHILD_SETTID: u32 = 0x1000000;
 
+// futex(2) operations and flags.
+pub const FUTEX_WAIT: u32 = 0;
+pub const FUTEX_WAKE: u32 = 1;
+pub const FUTEX_REQUEUE: u32 = 3;
+pub const FUTEX_CMP_REQUEUE: u32 = 4;
+pub const FUTEX_WAKE_OP: u32 = 5;
+pub const FUTEX_WAIT_BITSET: u32 = 9;
+pub const FUTEX_WAKE_BITSET: u32 = 10;
+pub const FUTEX_PRIVATE_FLAG: u32 = 128;
+pub const FUTEX_CLOCK_REALTIME: u32 = 256;
+/// Robust futex word: the owner's tid, and the two flag bits.
+pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
+pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
+pub const FUTEX_WAITERS: u32 = 0x8000_0000;
+
 // wait options.
 pub const WNOHANG: u32 = 1;
 pub const WUNTRACED: u32 = 2;

@@ -86,8 +86,14 @@ pub struct OsStats {
     pub processes: u64,
     /// `exec`s done.
     pub execs: u64,
-    /// `clone` calls refused because they asked for threads (`CLONE_VM`).
+    /// `clone` calls refused: `CLONE_VM` without `CLONE_THREAD` or `CLONE_VFORK`.
     pub unsupported_clones: u64,
+    /// Threads created (`clone` with `CLONE_THREAD`).
+    pub threads: u64,
+    /// `futex` waits that blocked, and wakes that woke a waiter.
+    pub futex_waits: u64,
+    /// Waiters woken by `futex` (wake, requeue, wake-op, thread exit).
+    pub futex_wakes: u64,
     /// Socket calls refused because they would leave the loopback network (an address
     /// other than loopback, a family other than `AF_UNIX`/`AF_INET`/`AF_INET6`, raw
     /// sockets, multicast membership, binding to a device).
@@ -114,6 +120,10 @@ pub struct Machine {
     pub(crate) vfs: Vfs,
     pub(crate) rng: ChaCha8Rng,
     pub(crate) procs: BTreeMap<Pid, Process>,
+    /// Every live thread: tid → its group's pid (a single-threaded process has tid = pid).
+    pub(crate) tids: BTreeMap<Pid, Pid>,
+    /// Threads waiting in `futex`, and those woken.
+    pub(crate) futexes: syscall::futex::FutexTable,
     pub(crate) zombies: BTreeMap<Pid, Zombie>,
     pub(crate) next_pid: Pid,
     first_status: Option<ExitStatus>,
@@ -143,6 +153,8 @@ impl Machine {
             engine,
             vfs,
             procs: BTreeMap::new(),
+            tids: BTreeMap::new(),
+            futexes: Default::default(),
             zombies: BTreeMap::new(),
             next_pid: FIRST_PID,
             first_status: None,
@@ -246,6 +258,7 @@ impl Machine {
         cpu.gpr[morph_cpu::state::reg::ESP] = img.sp;
         let p = Process {
             pid,
+            tid: pid,
             ppid: 1,
             cpu,
             aspace,
@@ -268,7 +281,14 @@ impl Machine {
             saved_mask: None,
             blocked: None,
             resumed: None,
+            clear_child_tid: 0,
+            robust_list: (0, 0),
+            threads: Vec::new(),
+            thread_exited: false,
+            leader_exit: None,
+            dead_threads_icount: 0,
             vfork_parent: None,
+            vfork_lent: false,
             alarm: None,
             timers: Vec::new(),
             exit_signal: SIGCHLD,
@@ -278,13 +298,15 @@ impl Machine {
         };
         self.stats.processes += 1;
         self.procs.insert(pid, p);
+        self.tids.insert(pid, pid);
         Ok(pid)
     }
 
     /// Runs until every process has exited; returns the status of the first process.
     ///
-    /// The scheduler is round-robin in pid order: a process runs until it blocks, exits
-    /// or has retired `slice` guest instructions. Blocked processes are polled (host
+    /// The scheduler is round-robin in thread-id order (a process's threads are
+    /// scheduled like processes): a thread runs until it blocks, exits or has retired
+    /// `slice` guest instructions. Blocked processes are polled (host
     /// descriptors, children, deadlines, signals) whenever the scheduler looks for the
     /// next process; when none can run, the host thread sleeps in `poll` until one can.
     pub fn run(&mut self) -> Result<ExitStatus, RunError> {
@@ -297,13 +319,23 @@ impl Machine {
             {
                 return Err(RunError::Timeout(t));
             }
-            let Some(pid) = self.pick(cursor) else {
+            let Some(tid) = self.pick(cursor) else {
                 self.sleep_until_ready(deadline.map(|d| d.1))?;
                 continue;
             };
-            cursor = pid;
+            cursor = tid;
+            let pid = self.tids[&tid];
             let mut p = self.procs.remove(&pid).expect("process");
+            p.switch_to(tid);
             self.run_slice(&mut p);
+            if p.exit.is_none() && p.thread_exited {
+                // One thread ended, others live on.
+                let tid = p.tid;
+                if p.retire_thread().is_some() {
+                    self.tids.remove(&tid);
+                    self.futexes.cancel(tid);
+                }
+            }
             if p.exit.is_some() {
                 self.reap(p);
             } else {
@@ -314,30 +346,48 @@ impl Machine {
         Ok(status.unwrap_or(ExitStatus::Code(0)))
     }
 
-    /// The next process after `cursor` (in pid order, wrapping) that can run now.
+    /// The next thread after `cursor` (in tid order, wrapping) that can run now.
     fn pick(&mut self, cursor: Pid) -> Option<Pid> {
         let now = Instant::now();
-        let order: Vec<Pid> = self
-            .procs
-            .range(cursor + 1..)
-            .map(|(&k, _)| k)
-            .chain(self.procs.range(..=cursor).map(|(&k, _)| k))
-            .collect();
-        for pid in order {
+        let order: Vec<(Pid, Pid)> =
+            self.tids.range(cursor + 1..).chain(self.tids.range(..=cursor)).map(|(&t, &p)| (t, p)).collect();
+        for (tid, pid) in order {
+            let p = self.procs.get(&pid)?;
+            if p.tid != tid {
+                // A parked thread still waiting for something no signal interrupts is
+                // left parked (swapping it in would change nothing).
+                let t = p.threads.iter().find(|t| t.tid == tid)?;
+                if let Some(b) = &t.blocked
+                    && t.deliverable() == 0
+                    && !self.wait_may_end(tid, b, now)
+                {
+                    continue;
+                }
+            }
             let p = self.procs.get_mut(&pid)?;
+            p.switch_to(tid);
             if p.blocked.is_none() {
                 p.fire_timers(now);
-                return Some(pid);
+                return Some(tid);
             }
-            // A blocked process: its wait may depend on the others (children, vfork).
+            // A blocked thread: its wait may depend on the others (children, vfork).
             let mut p = self.procs.remove(&pid)?;
             let ready = self.wake_if_ready(&mut p, now);
             self.procs.insert(pid, p);
             if ready {
-                return Some(pid);
+                return Some(tid);
             }
         }
         None
+    }
+
+    /// Cheap test for a parked thread: false only if its wait cannot be over yet (a
+    /// futex wait not woken, before its deadline).
+    fn wait_may_end(&self, tid: Pid, b: &crate::process::Blocked, now: Instant) -> bool {
+        match b.wait {
+            Wait::Futex => self.futexes.is_woken(tid) || b.deadline.is_some_and(|d| now >= d),
+            _ => true,
+        }
     }
 
     /// Fires due alarms, ends a wait that is over; true if the process can run.
@@ -349,8 +399,13 @@ impl Machine {
             Wait::Child => self.child_event(p.pid),
             Wait::Vfork(child) => !self.procs.contains_key(child) || self.procs[child].vfork_parent.is_none(),
             Wait::Signal => false,
+            Wait::Futex => self.futexes.take_woken(p.tid),
+            Wait::SigWait(set) => p.pending & set != 0,
         };
         let timed_out = b.deadline.is_some_and(|d| now >= d);
+        if timed_out && !ready && matches!(b.wait, Wait::Futex) {
+            self.futexes.cancel(p.tid);
+        }
         if ready || timed_out {
             // The call completes (a signal that came meanwhile is delivered after it,
             // as Linux does when the wait is over before the signal is noticed).
@@ -379,7 +434,7 @@ impl Machine {
             if let Some(t) = p.next_timer() {
                 earliest(t);
             }
-            if let Some(b) = &p.blocked {
+            for b in p.waits() {
                 if let Some(d) = b.deadline {
                     earliest(d);
                 }
@@ -407,6 +462,9 @@ impl Machine {
     fn run_slice(&mut self, p: &mut Process) {
         let start = p.cpu.icount;
         loop {
+            if p.thread_exited {
+                return;
+            }
             let t0 = Instant::now();
             self.deliver_signals(p);
             self.stats.os_ns += t0.elapsed().as_nanos() as u64;
@@ -438,10 +496,21 @@ impl Machine {
     /// release a parent waiting in `vfork`.
     pub(crate) fn reap(&mut self, mut p: Process) {
         let status = p.exit.expect("an exited process");
+        // Every thread ends: robust futexes it held are marked, `clear_child_tid` words
+        // zeroed and woken (what a thread's own `exit` did already is not done twice).
+        for tid in p.tids().collect::<Vec<_>>() {
+            p.switch_to(tid);
+            syscall::futex::thread_exit(self, &mut p);
+        }
+        self.give_back_aspace(&mut p);
         if p.pid == FIRST_PID {
             self.first_status = Some(status);
         }
         self.engine.drop_context(p.pid);
+        for tid in p.tids().collect::<Vec<_>>() {
+            self.tids.remove(&tid);
+            self.futexes.cancel(tid);
+        }
         p.fds = FdTable::default();
         for c in self.procs.values_mut() {
             if c.ppid == p.pid {
@@ -461,14 +530,25 @@ impl Machine {
                 keep = false;
             }
             if p.exit_signal != 0 {
-                parent.raise(p.exit_signal, info);
+                parent.raise_group(p.exit_signal, info);
             }
         } else {
             keep = false;
         }
         if keep {
-            let icount = p.cpu.icount - p.start_icount + p.child_icount;
+            let icount = p.group_icount() + p.child_icount;
             self.zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status, icount });
+        }
+    }
+
+    /// A `vfork` child running in its parent's address space is done with it (exit or
+    /// exec): the parent gets it back (`p` keeps the parent's empty one).
+    pub(crate) fn give_back_aspace(&mut self, p: &mut Process) {
+        if !std::mem::take(&mut p.vfork_lent) {
+            return;
+        }
+        if let Some(parent) = p.vfork_parent.and_then(|pp| self.procs.get_mut(&pp)) {
+            std::mem::swap(&mut parent.aspace, &mut p.aspace);
         }
     }
 
@@ -477,26 +557,31 @@ impl Machine {
     /// while it runs). Returns how many processes were signalled.
     pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
         let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], status: 0 };
+        let mut n = 0;
+        // A thread id names its group.
+        let target = match self.tids.get(&(target as Pid)) {
+            Some(&pid) if target > 0 => pid as i32,
+            _ => target,
+        };
         let hit = |q: &Process| match target {
             t if t > 0 => q.pid == t as Pid,
             0 => q.pgid == p.pgid,
             -1 => q.pid != 1,
             t => q.pgid == t.unsigned_abs(),
         };
-        let mut n = 0;
         let self_hit = hit(p);
         for q in self.procs.values_mut() {
             if hit(q) {
                 n += 1;
                 if sig != 0 {
-                    q.raise(sig, info);
+                    q.raise_group(sig, info);
                 }
             }
         }
         if self_hit && (target != -1) {
             n += 1;
             if sig != 0 {
-                p.raise(sig, info);
+                p.raise_group(sig, info);
             }
         }
         n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
@@ -578,14 +663,7 @@ impl Process {
     /// Makes `sig` pending with `info` (a second instance of a pending standard signal
     /// merges with the first, as Linux does).
     pub fn raise(&mut self, sig: i32, info: SigInfo) {
-        if !(1..=64).contains(&sig) {
-            return;
-        }
-        let bit = 1u64 << (sig - 1);
-        if self.pending & bit == 0 {
-            self.siginfo[(sig - 1) as usize] = info;
-        }
-        self.pending |= bit;
+        crate::process::raise_into(&mut self.pending, &mut self.siginfo, sig, info);
     }
 
     /// Raises the signals of the `alarm` and interval timers that are due at `now`, and
@@ -596,7 +674,7 @@ impl Process {
             && now >= t
         {
             self.alarm = None;
-            self.raise(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+            self.raise_group(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
         }
         for id in 0..self.timers.len() {
             let Some(t) = self.timers[id] else { continue };
@@ -625,7 +703,7 @@ impl Process {
                     // siginfo `_timer`: si_tid, si_overrun, si_value at the places of
                     // si_pid, si_uid, si_status.
                     let info = SigInfo { code: SI_TIMER, pid_or_addr: id as u32, uid: missed, status: t.value as i32 };
-                    self.raise(sig, info);
+                    self.raise_group(sig, info);
                 }
             }
         }

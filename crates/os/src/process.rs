@@ -264,13 +264,19 @@ pub struct SigAction {
     pub mask: u64,
 }
 
-/// A guest process.
+/// A guest process: a thread group. The fields marked *per thread* belong to the thread
+/// that runs (or ran last); the group's other threads are parked in [`Process::threads`]
+/// and swapped in by [`Process::switch_to`] when the scheduler picks them. Everything
+/// else (address space, descriptors, directory, handlers, ...) is the group's, shared by
+/// all its threads simply by being here once.
 pub struct Process {
-    /// Process id.
+    /// Process id: the thread group id (`getpid`).
     pub pid: Pid,
+    /// *Per thread*: thread id (`gettid`); the leader's is the pid.
+    pub tid: Pid,
     /// Parent's pid.
     pub ppid: Pid,
-    /// CPU state.
+    /// *Per thread*: CPU state.
     pub cpu: Cpu,
     /// Address space.
     pub aspace: AddressSpace,
@@ -286,7 +292,7 @@ pub struct Process {
     pub brk: u32,
     /// Signal dispositions, by signal number - 1.
     pub sigactions: [SigAction; 64],
-    /// Blocked signals.
+    /// *Per thread*: Blocked signals.
     pub sigmask: u64,
     /// File mode creation mask.
     pub umask: u32,
@@ -300,21 +306,39 @@ pub struct Process {
     pub pgid: Pid,
     /// Session.
     pub sid: Pid,
-    /// Pending signals (bit `sig - 1`), with what each was sent with.
+    /// *Per thread*: Pending signals (bit `sig - 1`), with what each was sent with.
     pub pending: u64,
-    /// The `siginfo` of each pending signal.
+    /// *Per thread*: The `siginfo` of each pending signal.
     pub siginfo: [SigInfo; 64],
-    /// `sigaltstack`: (base, size, flags).
+    /// *Per thread*: `sigaltstack`: (base, size, flags).
     pub altstack: (u32, u32, u32),
-    /// The mask to restore after `sigsuspend` once the handler has been set up.
+    /// *Per thread*: The mask to restore after `sigsuspend` once the handler has been set up.
     pub saved_mask: Option<u64>,
-    /// Why the process is waiting, if it is.
+    /// *Per thread*: Why the process is waiting, if it is.
     pub blocked: Option<Blocked>,
-    /// Set when a blocked call is re-run: `Some(true)` if its deadline passed. Cleared
-    /// after that call.
+    /// *Per thread*: set when a blocked call is re-run: `Some(true)` if its deadline
+    /// passed. Cleared after that call.
     pub resumed: Option<bool>,
+    /// *Per thread*: `set_tid_address` / `CLONE_CHILD_CLEARTID`: zeroed and futex-woken
+    /// when the thread exits.
+    pub clear_child_tid: u32,
+    /// *Per thread*: `set_robust_list` (head, length).
+    pub robust_list: (u32, u32),
+    /// The group's other live threads, parked.
+    pub threads: Vec<Thread>,
+    /// Set when the running thread has ended with `exit` while others live on: the
+    /// scheduler drops it and swaps in another.
+    pub thread_exited: bool,
+    /// How the leader thread ended, if it did before the group (its status is the
+    /// group's unless the group is killed or calls `exit_group`).
+    pub leader_exit: Option<ExitStatus>,
+    /// Guest instructions of the group's threads that have ended.
+    pub dead_threads_icount: u64,
     /// A parent suspended in `vfork` until this process execs or exits.
     pub vfork_parent: Option<Pid>,
+    /// This `vfork` child runs in its parent's address space (`CLONE_VM`), lent to it
+    /// until it execs or exits (the parent waits meanwhile, holding an empty one).
+    pub vfork_lent: bool,
     /// When `alarm` fires.
     pub alarm: Option<Instant>,
     /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,
@@ -328,6 +352,202 @@ pub struct Process {
     pub child_icount: u64,
     /// The arguments of the last exec, each NUL-terminated (`/proc/<pid>/cmdline`).
     pub cmdline: Vec<u8>,
+}
+
+/// The per-thread state of a parked thread (see [`Process`]: the same fields, for the
+/// thread that is not the one swapped in).
+pub struct Thread {
+    /// Thread id.
+    pub tid: Pid,
+    /// CPU state (registers, FPU, TLS descriptors).
+    pub cpu: Cpu,
+    /// Blocked signals.
+    pub sigmask: u64,
+    /// Pending signals.
+    pub pending: u64,
+    /// Their `siginfo`.
+    pub siginfo: [SigInfo; 64],
+    /// `sigaltstack`.
+    pub altstack: (u32, u32, u32),
+    /// Mask to restore after `sigsuspend`.
+    pub saved_mask: Option<u64>,
+    /// What the thread waits for.
+    pub blocked: Option<Blocked>,
+    /// See [`Process::resumed`].
+    pub resumed: Option<bool>,
+    /// See [`Process::clear_child_tid`].
+    pub clear_child_tid: u32,
+    /// See [`Process::robust_list`].
+    pub robust_list: (u32, u32),
+}
+
+impl Thread {
+    /// Pending signals that are not blocked.
+    pub fn deliverable(&self) -> u64 {
+        self.pending & !(self.sigmask & !crate::linux::UNBLOCKABLE)
+    }
+}
+
+impl Process {
+    /// Swaps the running thread's state with the parked `t`'s.
+    fn swap_thread(&mut self, t: &mut Thread) {
+        use std::mem::swap;
+        swap(&mut self.tid, &mut t.tid);
+        swap(&mut self.cpu, &mut t.cpu);
+        swap(&mut self.sigmask, &mut t.sigmask);
+        swap(&mut self.pending, &mut t.pending);
+        swap(&mut self.siginfo, &mut t.siginfo);
+        swap(&mut self.altstack, &mut t.altstack);
+        swap(&mut self.saved_mask, &mut t.saved_mask);
+        swap(&mut self.blocked, &mut t.blocked);
+        swap(&mut self.resumed, &mut t.resumed);
+        swap(&mut self.clear_child_tid, &mut t.clear_child_tid);
+        swap(&mut self.robust_list, &mut t.robust_list);
+    }
+
+    /// Makes thread `tid` the running one (its state into the process's fields); false
+    /// if the group has no such thread.
+    pub fn switch_to(&mut self, tid: Pid) -> bool {
+        if self.tid == tid {
+            return true;
+        }
+        let Some(i) = self.threads.iter().position(|t| t.tid == tid) else { return false };
+        let mut t = self.threads.swap_remove(i);
+        self.swap_thread(&mut t);
+        self.threads.push(t);
+        self.threads.sort_by_key(|t| t.tid);
+        true
+    }
+
+    /// Drops the running thread (it has exited) and swaps in the parked thread with the
+    /// lowest tid; returns the dropped thread's tid and instruction count. The group
+    /// must have another thread.
+    pub fn retire_thread(&mut self) -> Option<(Pid, u64)> {
+        if self.threads.is_empty() {
+            return None;
+        }
+        let mut t = self.threads.remove(0);
+        self.swap_thread(&mut t);
+        self.thread_exited = false;
+        self.dead_threads_icount += t.cpu.icount;
+        Some((t.tid, t.cpu.icount))
+    }
+
+    /// A new thread's state: `tid` runs `cpu` with the caller's mask; nothing pending.
+    pub fn new_thread(&self, tid: Pid, cpu: Cpu) -> Thread {
+        Thread {
+            tid,
+            cpu,
+            sigmask: self.sigmask,
+            pending: 0,
+            siginfo: [SigInfo::default(); 64],
+            altstack: (0, 0, crate::linux::SS_DISABLE),
+            saved_mask: None,
+            blocked: None,
+            resumed: None,
+            clear_child_tid: 0,
+            robust_list: (0, 0),
+        }
+    }
+
+    /// Every thread id of the group, the running one first.
+    pub fn tids(&self) -> impl Iterator<Item = Pid> + '_ {
+        std::iter::once(self.tid).chain(self.threads.iter().map(|t| t.tid))
+    }
+
+    /// The waits of every thread of the group.
+    pub fn waits(&self) -> impl Iterator<Item = &Blocked> + '_ {
+        self.blocked.iter().chain(self.threads.iter().filter_map(|t| t.blocked.as_ref()))
+    }
+
+    /// Guest instructions the whole group has run (for `times`, `wait4`'s `rusage`).
+    pub fn group_icount(&self) -> u64 {
+        let live: u64 = self.threads.iter().map(|t| t.cpu.icount).sum();
+        (self.cpu.icount + live + self.dead_threads_icount).saturating_sub(self.start_icount)
+    }
+
+    /// Takes a pending signal of `set` for the running thread (`sigtimedwait`): its own
+    /// first, else one sent to the process that another thread holds blocked (Linux
+    /// keeps those in the group's shared queue). Returns the signal and its `siginfo`.
+    pub fn take_signal(&mut self, set: u64) -> Option<(i32, SigInfo)> {
+        let own = self.pending & set;
+        if own != 0 {
+            let sig = own.trailing_zeros() as i32 + 1;
+            self.pending &= !(1u64 << (sig - 1));
+            return Some((sig, self.siginfo[(sig - 1) as usize]));
+        }
+        for t in &mut self.threads {
+            let mut cand = t.pending & set & t.sigmask;
+            while cand != 0 {
+                let sig = cand.trailing_zeros() as i32 + 1;
+                let bit = 1u64 << (sig - 1);
+                cand &= !bit;
+                let info = t.siginfo[(sig - 1) as usize];
+                if info.code != crate::linux::SI_TKILL {
+                    t.pending &= !bit;
+                    return Some((sig, info));
+                }
+            }
+        }
+        None
+    }
+
+    /// Makes `sig` pending for thread `tid` of the group (`tgkill`); false if there is
+    /// no such thread.
+    pub fn raise_thread(&mut self, tid: Pid, sig: i32, info: SigInfo) -> bool {
+        if tid == self.tid {
+            self.raise(sig, info);
+            return true;
+        }
+        match self.threads.iter_mut().find(|t| t.tid == tid) {
+            Some(t) => {
+                raise_into(&mut t.pending, &mut t.siginfo, sig, info);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Makes `sig` pending for the group (`kill`): for the leader if it lives and does
+    /// not block the signal, else for the first thread (in tid order) that does not,
+    /// else for the running thread, as Linux picks a thread that wants the signal.
+    pub fn raise_group(&mut self, sig: i32, info: SigInfo) {
+        if self.threads.is_empty() || !(1..=64).contains(&sig) {
+            self.raise(sig, info);
+            return;
+        }
+        let bit = 1u64 << (sig - 1);
+        // A thread in `sigwait` for the signal takes it, whatever its mask.
+        let waiting =
+            |b: &Option<Blocked>| matches!(b, Some(Blocked { wait: Wait::SigWait(set), .. }) if set & bit != 0);
+        if waiting(&self.blocked) {
+            self.raise(sig, info);
+            return;
+        }
+        if let Some(t) = self.threads.iter_mut().find(|t| waiting(&t.blocked)) {
+            raise_into(&mut t.pending, &mut t.siginfo, sig, info);
+            return;
+        }
+        let wants = |mask: u64| mask & bit == 0 || bit & crate::linux::UNBLOCKABLE != 0;
+        let mut cands: Vec<(Pid, u64)> = self.threads.iter().map(|t| (t.tid, t.sigmask)).collect();
+        cands.push((self.tid, self.sigmask));
+        cands.sort_by_key(|&(tid, _)| (tid != self.pid, tid));
+        let tid = cands.iter().find(|&&(_, m)| wants(m)).map_or(self.tid, |&(t, _)| t);
+        self.raise_thread(tid, sig, info);
+    }
+}
+
+/// Makes `sig` pending in `pending` with `info` (a second instance of a pending standard
+/// signal merges with the first, as Linux does).
+pub fn raise_into(pending: &mut u64, siginfo: &mut [SigInfo; 64], sig: i32, info: SigInfo) {
+    if !(1..=64).contains(&sig) {
+        return;
+    }
+    let bit = 1u64 << (sig - 1);
+    if *pending & bit == 0 {
+        siginfo[(sig - 1) as usize] = info;
+    }
+    *pending |= bit;
 }
 
 /// A POSIX interval timer. Every supported clock (`CLOCK_REALTIME`, `CLOCK_MONOTONIC`,
@@ -360,6 +580,10 @@ pub enum Wait {
     Vfork(Pid),
     /// A signal (`pause`, `sigsuspend`).
     Signal,
+    /// A `futex` wake (the waiter is queued in the machine's futex table).
+    Futex,
+    /// One of these signals becoming pending (`sigtimedwait`, `sigwait`).
+    SigWait(u64),
 }
 
 /// A process waiting inside a system call. The call is re-run from the start when the

@@ -792,7 +792,7 @@ fn status(q: &Process) -> String {
     let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
     let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
     let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
-    let _ = writeln!(s, "Threads:\t1");
+    let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
     let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", q.pending, 0);
     let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", q.sigmask, ign, cgt);
     s
@@ -803,11 +803,12 @@ fn stat(q: &Process) -> String {
     let (ign, cgt) = dispositions(q);
     let tick = |n: u64| n / crate::syscall::INSNS_PER_TICK;
     let lo = |v: u64| v & 0xffff_ffff;
-    let utime = tick(q.cpu.icount - q.start_icount);
+    let utime = tick(q.group_icount());
     let cutime = tick(q.child_icount);
+    let threads = 1 + q.threads.len();
     let g = &q.cpu.gpr;
     format!(
-        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 1 0 0 {size} {rss} 4294967295 \
+        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 {threads} 0 0 {size} {rss} 4294967295 \
          0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
         q.pid,
         comm(q),

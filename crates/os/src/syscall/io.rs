@@ -20,7 +20,10 @@ table! {
         42 pipe "p" sys_pipe;
         82 select "p" sys_old_select;
         142 _newselect "dpppp" sys_newselect;
-        158 sched_yield "" |_, _, _| Ok(0);
+        158 sched_yield "" |m, _, _| {
+            m.yield_slice = true; // the next runnable thread or process goes on
+            Ok(0)
+        };
         162 nanosleep "pp" sys_nanosleep;
         168 poll "pdd" sys_poll;
         267 clock_nanosleep "dxpp" sys_clock_nanosleep;

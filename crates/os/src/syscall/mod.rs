@@ -56,13 +56,14 @@ macro_rules! table {
     };
 }
 
+pub(crate) mod futex;
 mod io;
 pub(crate) mod net;
 pub(crate) mod proc;
 mod signal;
 
 /// Every subsystem's table; together they are the system call table.
-pub static TABLES: &[&[Syscall]] = &[FILES_AND_MEMORY, proc::TABLE, signal::TABLE, io::TABLE, net::TABLE];
+pub static TABLES: &[&[Syscall]] = &[FILES_AND_MEMORY, proc::TABLE, futex::TABLE, signal::TABLE, io::TABLE, net::TABLE];
 
 table! {
     /// Files, memory, time and identity.
@@ -155,7 +156,6 @@ table! {
     305 readlinkat "fspu" sys_readlinkat;
     306 fchmodat "fso" sys_fchmodat;
     307 faccessat "fso" sys_faccessat;
-    311 set_robust_list "pu" |_, _, _| Ok(0);
     320 utimensat "fspx" sys_utimensat;
     330 dup3 "ffx" sys_dup3;
     340 prlimit64 "ddpp" sys_prlimit64;
@@ -208,13 +208,13 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             Err(e) => format!("-1 {} ({})", errno_name(e), std::io::Error::from_raw_os_error(e)),
         };
         if matches!(res, Err(ERESTARTSYS)) {
-            eprintln!("[{}] {shown}({fmt}) <blocked>", p.pid);
+            eprintln!("[{}] {shown}({fmt}) <blocked>", p.tid);
         } else if matches!(res, Err(EJUSTRETURN)) {
-            eprintln!("[{}] {shown}({fmt}) = {}", p.pid, p.cpu.gpr[reg::EAX] as i32);
+            eprintln!("[{}] {shown}({fmt}) = {}", p.tid, p.cpu.gpr[reg::EAX] as i32);
         } else if p.exit.is_none() {
-            eprintln!("[{}] {shown}({fmt}) = {ret}", p.pid);
+            eprintln!("[{}] {shown}({fmt}) = {ret}", p.tid);
         } else {
-            eprintln!("[{}] {shown}({fmt}) = ?", p.pid);
+            eprintln!("[{}] {shown}({fmt}) = ?", p.tid);
         }
     }
     p.resumed = None;
@@ -346,16 +346,22 @@ fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
 
 /// Installs the TLS descriptor (`struct user_desc`) at guest address `ptr`.
 pub(crate) fn set_thread_area(p: &mut Process, ptr: u32) -> SysResult {
+    install_tls(&mut p.cpu, &mut p.aspace, ptr)
+}
+
+/// Installs the TLS descriptor at `ptr` into `cpu`'s per-thread TLS entries (also for
+/// a new thread: `clone`'s `CLONE_SETTLS`).
+pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::AddressSpace, ptr: u32) -> SysResult {
     use morph_cpu::state::{TLS_ENTRIES, TLS_ENTRY_MIN, seg};
     let a = [ptr];
     let mut d = [0u8; 16];
-    p.aspace.read_bytes(a[0], &mut d).map_err(efault)?;
+    aspace.read_bytes(a[0], &mut d).map_err(efault)?;
     let w = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
     let (entry, base, limit, flags) = (w(0), w(4), w(8), w(12));
     let idx = if entry == u32::MAX {
-        let free = p.cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
+        let free = cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
         let n = (TLS_ENTRY_MIN + free) as u32;
-        p.aspace.write_u32(a[0], n).map_err(efault)?;
+        aspace.write_u32(a[0], n).map_err(efault)?;
         free
     } else {
         let i = (entry as usize).wrapping_sub(TLS_ENTRY_MIN);
@@ -366,12 +372,12 @@ pub(crate) fn set_thread_area(p: &mut Process, ptr: u32) -> SysResult {
     };
     let empty = base == 0 && limit == 0 && flags & (1 << 3) != 0; // read_exec_only "empty" desc
     let present = flags & (1 << 5) == 0 && !empty; // seg_not_present
-    p.cpu.tls[idx] = morph_cpu::TlsDescriptor { base, limit, limit_in_pages: flags & (1 << 4) != 0, present };
+    cpu.tls[idx] = morph_cpu::TlsDescriptor { base, limit, limit_in_pages: flags & (1 << 4) != 0, present };
     // Reload segment registers that use this entry.
     for s in [seg::FS, seg::GS] {
-        let sel = p.cpu.sel[s];
+        let sel = cpu.sel[s];
         if usize::from(sel >> 3) == TLS_ENTRY_MIN + idx {
-            p.cpu.seg_base[s] = if present { base } else { 0 };
+            cpu.seg_base[s] = if present { base } else { 0 };
         }
     }
     Ok(0)

@@ -3,10 +3,12 @@
 //! `fork` copies the address space copy-on-write (file-backed pages stay shared with
 //! the page cache) and shares open file descriptions. `vfork` is a `fork` whose parent
 //! waits until the child execs or exits, which is all POSIX promises; `clone` with
-//! fork-like flags is `fork`, and `clone` of a thread (`CLONE_VM` without
-//! `CLONE_VFORK`) is not supported yet: `-ENOSYS`, counted.
+//! fork-like flags is `fork`, `clone` with `CLONE_THREAD` adds a thread to the caller's
+//! group (see [`Process`]), and `CLONE_VM` without either is not supported: `-ENOSYS`,
+//! counted.
 
 use morph_cpu::Cpu;
+use morph_mem::AddressSpace;
 
 use super::*;
 use crate::layout::Kernel;
@@ -34,13 +36,30 @@ table! {
         132 getpgid "d" sys_getpgid;
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
-        224 gettid "" sys_getpid;
-        252 exit_group "d" sys_exit;
-        258 set_tid_address "p" sys_getpid;
+        252 exit_group "d" sys_exit_group;
+        435 clone3 "pu" sys_clone3;
     }
 }
 
-fn sys_exit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+/// `exit`: ends the calling thread; the group ends with its last thread (with the
+/// leader's status).
+fn sys_exit(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let status = ExitStatus::Code((a[0] & 0xff) as i32);
+    super::futex::thread_exit(m, p);
+    if p.threads.is_empty() {
+        p.exit = Some(p.leader_exit.unwrap_or(status));
+    } else {
+        if p.tid == p.pid {
+            p.leader_exit = Some(status);
+        }
+        p.thread_exited = true;
+    }
+    Err(EJUSTRETURN)
+}
+
+/// `exit_group`: ends every thread of the group.
+fn sys_exit_group(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    super::futex::thread_exit(m, p);
     p.exit = Some(ExitStatus::Code((a[0] & 0xff) as i32));
     Err(EJUSTRETURN)
 }
@@ -62,17 +81,66 @@ fn sys_clone(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     do_fork(m, p, a[0], [a[1], a[2], a[3], a[4]])
 }
 
+/// `clone3(args, size)`: `struct clone_args` (64 bytes in its first version; later
+/// versions' fields must be zero) gives `clone`'s arguments, the exit signal apart and
+/// the stack as base and size.
+fn sys_clone3(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const VER0: u32 = 64;
+    let size = a[1];
+    if size < VER0 {
+        return Err(EINVAL);
+    }
+    if size > PAGE_SIZE {
+        return Err(E2BIG);
+    }
+    let mut b = vec![0u8; size as usize];
+    p.aspace.read_bytes(a[0], &mut b).map_err(efault)?;
+    if b[VER0 as usize..].iter().any(|&x| x != 0) {
+        return Err(E2BIG); // set_tid, cgroup: not supported
+    }
+    let f = |i: usize| u64::from_le_bytes(b[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    let (flags, _pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls) =
+        (f(0), f(1), f(2), f(3), f(4), f(5), f(6), f(7));
+    const CLONE_PIDFD: u64 = 0x1000;
+    let narrow = |v: u64| u32::try_from(v).map_err(|_| EINVAL);
+    if flags >> 32 != 0 || flags & u64::from(CSIGNAL) != 0 || flags & CLONE_PIDFD != 0 {
+        return Err(EINVAL);
+    }
+    if exit_signal > 64 || stack == 0 && stack_size != 0 {
+        return Err(EINVAL);
+    }
+    let sp = narrow(stack)?.wrapping_add(narrow(stack_size)?);
+    let flags = flags as u32 | exit_signal as u32;
+    do_fork(m, p, flags, [sp, narrow(parent_tid)?, narrow(tls)?, narrow(child_tid)?])
+}
+
 /// Creates a child: `rest` = newsp, parent_tid, tls, child_tid (clone's arguments).
 fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
     let [newsp, ptid, tls, ctid] = rest;
-    if flags & CLONE_THREAD != 0 || (flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0) {
+    if flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 || flags & CLONE_THREAD != 0 && flags & CLONE_SIGHAND == 0 {
+        return Err(EINVAL);
+    }
+    if m.tids.len() >= m.cfg.max_procs {
+        return Err(EAGAIN);
+    }
+    if flags & CLONE_THREAD != 0 {
+        return clone_thread(m, p, flags, rest);
+    }
+    if flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0 {
         m.stats.unsupported_clones += 1;
         return Err(ENOSYS);
     }
-    if m.procs.len() + 1 >= m.cfg.max_procs {
-        return Err(EAGAIN);
-    }
-    let aspace = p.aspace.fork().map_err(|_| ENOMEM)?;
+    // A vfork-style child (`CLONE_VM|CLONE_VFORK`: vfork, posix_spawn) runs in the
+    // parent's memory, as on Linux (posix_spawn's child reports a failed exec there);
+    // the parent, suspended until the child execs or exits, holds an empty space
+    // meanwhile. A parent with other threads (which need its memory) lends a copy.
+    let lend = flags & CLONE_VM != 0 && flags & CLONE_VFORK != 0 && p.threads.is_empty();
+    let aspace = if lend {
+        let empty = AddressSpace::new(m.phys.clone()).map_err(|_| ENOMEM)?;
+        std::mem::replace(&mut p.aspace, empty)
+    } else {
+        p.aspace.fork().map_err(|_| ENOMEM)?
+    };
     let pid = m.next_pid;
     m.next_pid += 1;
     let mut cpu: Cpu = p.cpu.clone();
@@ -82,6 +150,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     }
     let mut child = Process {
         pid,
+        tid: pid,
         ppid: if flags & CLONE_PARENT != 0 { p.ppid } else { p.pid },
         cpu,
         aspace,
@@ -104,7 +173,14 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         saved_mask: None,
         blocked: None,
         resumed: None,
+        clear_child_tid: if flags & CLONE_CHILD_CLEARTID != 0 { ctid } else { 0 },
+        robust_list: (0, 0),
+        threads: Vec::new(),
+        thread_exited: false,
+        leader_exit: None,
+        dead_threads_icount: 0,
         vfork_parent: (flags & CLONE_VFORK != 0).then_some(p.pid),
+        vfork_lent: lend,
         alarm: None,
         timers: Vec::new(),
         exit_signal: (flags & CSIGNAL) as i32,
@@ -112,17 +188,29 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         child_icount: 0,
         cmdline: p.cmdline.clone(),
     };
-    if flags & CLONE_SETTLS != 0 {
-        set_thread_area(&mut child, tls)?;
-    }
-    if flags & CLONE_CHILD_SETTID != 0 {
-        child.aspace.write_u32(ctid, pid).map_err(efault)?;
-    }
-    if flags & CLONE_PARENT_SETTID != 0 {
-        p.aspace.write_u32(ptid, pid).map_err(efault)?;
-        child.aspace.write_u32(ptid, pid).map_err(efault)?;
+    let setup = |p: &mut Process, child: &mut Process| -> Result<(), Errno> {
+        if flags & CLONE_SETTLS != 0 {
+            set_thread_area(child, tls)?;
+        }
+        if flags & CLONE_CHILD_SETTID != 0 {
+            child.aspace.write_u32(ctid, pid).map_err(efault)?;
+        }
+        if flags & CLONE_PARENT_SETTID != 0 {
+            if !lend {
+                p.aspace.write_u32(ptid, pid).map_err(efault)?;
+            }
+            child.aspace.write_u32(ptid, pid).map_err(efault)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = setup(p, &mut child) {
+        if lend {
+            std::mem::swap(&mut p.aspace, &mut child.aspace);
+        }
+        return Err(e);
     }
     m.procs.insert(pid, child);
+    m.tids.insert(pid, pid);
     m.stats.processes += 1;
     // Linux 2.6.12's scheduler ran a new child before its parent (`wake_up_new_task`
     // rescheduled the parent: the child is likely to exec); modern kernels run the
@@ -135,6 +223,40 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false });
     }
     Ok(pid)
+}
+
+/// `clone` with `CLONE_THREAD`: a new thread of the caller's group, sharing everything
+/// but its CPU state, signal mask and pending signals, TLS entries, alternate stack and
+/// robust list (`CLONE_FS`, `CLONE_FILES`, `CLONE_SIGHAND` and `CLONE_SYSVSEM` are
+/// implied: a group has one of each).
+fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
+    let [newsp, ptid, tls, ctid] = rest;
+    let tid = m.next_pid;
+    let mut cpu: Cpu = p.cpu.clone();
+    cpu.gpr[reg::EAX] = 0;
+    cpu.icount = 0;
+    if newsp != 0 {
+        cpu.gpr[reg::ESP] = newsp;
+    }
+    if flags & CLONE_SETTLS != 0 {
+        super::install_tls(&mut cpu, &mut p.aspace, tls)?;
+    }
+    if flags & CLONE_PARENT_SETTID != 0 {
+        p.aspace.write_u32(ptid, tid).map_err(efault)?;
+    }
+    if flags & CLONE_CHILD_SETTID != 0 {
+        p.aspace.write_u32(ctid, tid).map_err(efault)?;
+    }
+    let mut t = p.new_thread(tid, cpu);
+    if flags & CLONE_CHILD_CLEARTID != 0 {
+        t.clear_child_tid = ctid;
+    }
+    m.next_pid += 1;
+    p.threads.push(t);
+    p.threads.sort_by_key(|t| t.tid);
+    m.tids.insert(tid, p.pid);
+    m.stats.threads += 1;
+    Ok(tid)
 }
 
 /// Reads a NULL-terminated array of guest string pointers.
@@ -238,8 +360,28 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let spath = String::from_utf8_lossy(&path).into_owned();
     let cwd = p.cwd.clone();
     let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;
-    // The point of no return: the old image goes.
-    p.aspace = aspace;
+    // The point of no return: the old image goes, with the group's other threads; the
+    // calling thread becomes the leader.
+    for t in std::mem::take(&mut p.threads) {
+        m.tids.remove(&t.tid);
+        m.futexes.cancel(t.tid);
+        p.dead_threads_icount += t.cpu.icount;
+    }
+    if p.tid != p.pid {
+        m.tids.remove(&p.tid);
+        m.tids.insert(p.pid, p.pid);
+        p.tid = p.pid;
+    }
+    p.clear_child_tid = 0;
+    p.robust_list = (0, 0);
+    p.leader_exit = None;
+    let old = std::mem::replace(&mut p.aspace, aspace);
+    // A vfork child gives its parent's memory back (its empty space goes).
+    if std::mem::take(&mut p.vfork_lent)
+        && let Some(parent) = p.vfork_parent.and_then(|pp| m.procs.get_mut(&pp))
+    {
+        parent.aspace = old;
+    }
     let mut cpu = Cpu::new();
     cpu.eip = img.entry;
     cpu.gpr[reg::ESP] = img.sp;
@@ -312,7 +454,7 @@ fn ticks(n: u64) -> u32 {
 fn sys_times(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] != 0 {
         let mut b = Vec::with_capacity(16);
-        for v in [ticks(p.cpu.icount - p.start_icount), 0, ticks(p.child_icount), 0] {
+        for v in [ticks(p.group_icount()), 0, ticks(p.child_icount), 0] {
             b.extend_from_slice(&v.to_le_bytes());
         }
         p.aspace.write_bytes(a[0], &b).map_err(efault)?;
@@ -334,7 +476,8 @@ fn sys_getrusage(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const RUSAGE_CHILDREN: i32 = -1;
     const RUSAGE_THREAD: i32 = 1;
     let n = match a[0] as i32 {
-        RUSAGE_SELF | RUSAGE_THREAD => p.cpu.icount - p.start_icount,
+        RUSAGE_SELF => p.group_icount(),
+        RUSAGE_THREAD => p.cpu.icount.saturating_sub(if p.tid == p.pid { p.start_icount } else { 0 }),
         RUSAGE_CHILDREN => p.child_icount,
         _ => return Err(EINVAL),
     };

@@ -39,6 +39,7 @@ table! {
         174 rt_sigaction "dppu" sys_rt_sigaction;
         175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
         176 rt_sigpending "pu" sys_rt_sigpending;
+        177 rt_sigtimedwait "pppu" sys_rt_sigtimedwait;
         179 rt_sigsuspend "pu" sys_rt_sigsuspend;
         186 sigaltstack "pp" sys_sigaltstack;
         238 tkill "dd" sys_tkill;
@@ -50,6 +51,7 @@ table! {
         270 tgkill "ddd" sys_tgkill;
         408 timer_gettime64 "dp" sys_timer_gettime64;
         409 timer_settime64 "dxpp" sys_timer_settime64;
+        421 rt_sigtimedwait_time64 "pppu" sys_rt_sigtimedwait_time64;
     }
 }
 
@@ -107,6 +109,9 @@ impl Machine {
         // A call waiting for something ends now: with EINTR, or re-run later.
         if let Some(b) = p.blocked.take() {
             p.resumed = None;
+            if matches!(b.wait, Wait::Futex) {
+                self.futexes.cancel(p.tid);
+            }
             if !(b.restartable && act.flags & SA_RESTART != 0) {
                 p.cpu.eip = p.cpu.eip.wrapping_add(2);
                 p.cpu.gpr[reg::EAX] = (-EINTR) as u32;
@@ -424,6 +429,43 @@ fn sys_rt_sigsuspend(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResul
     wait_for_signal(p)
 }
 
+fn sys_rt_sigtimedwait(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sigtimedwait(m, p, a, false)
+}
+
+fn sys_rt_sigtimedwait_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sigtimedwait(m, p, a, true)
+}
+
+/// `rt_sigtimedwait(set, info, timeout, sigsetsize)`: takes a pending signal of `set`
+/// (which the caller normally blocks), else waits for one; `EAGAIN` at the timeout.
+fn sigtimedwait(_: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    if a[3] != 8 {
+        return Err(EINVAL);
+    }
+    let set = p.aspace.read_u64(a[0]).map_err(efault)? & !UNBLOCKABLE;
+    if let Some((sig, info)) = p.take_signal(set) {
+        if a[1] != 0 {
+            put_siginfo(p, a[1], sig, &info).map_err(efault)?;
+        }
+        return Ok(sig as u32);
+    }
+    if p.resumed == Some(true) {
+        return Err(EAGAIN);
+    }
+    let deadline = if a[2] == 0 {
+        None
+    } else {
+        let t = io::read_timespec(p, a[2], wide)?;
+        if t.is_zero() {
+            return Err(EAGAIN);
+        }
+        Some(Instant::now() + t)
+    };
+    p.blocked = Some(Blocked { wait: Wait::SigWait(set), deadline, restartable: false });
+    Err(ERESTARTSYS)
+}
+
 fn sys_sigaltstack(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (sp, size, fl) = p.altstack;
     let on = fl & SS_DISABLE == 0 && p.cpu.gpr[reg::ESP].wrapping_sub(sp) < size;
@@ -472,17 +514,31 @@ fn sys_tkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] as i32 <= 0 {
         return Err(EINVAL);
     }
-    sys_kill(m, p, &[a[0], a[1], 0, 0, 0, 0])
+    thread_kill(m, p, None, a[0], a[1] as i32)
 }
 
 fn sys_tgkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
         return Err(EINVAL);
     }
-    if a[0] != a[1] {
-        return Err(ESRCH); // one thread per process: tgid == tid
+    thread_kill(m, p, Some(a[0]), a[1], a[2] as i32)
+}
+
+/// Sends `sig` to thread `tid` (of group `tgid`, if given).
+fn thread_kill(m: &mut Machine, p: &mut Process, tgid: Option<u32>, tid: u32, sig: i32) -> SysResult {
+    if !(0..=64).contains(&sig) {
+        return Err(EINVAL);
     }
-    sys_kill(m, p, &[a[1], a[2], 0, 0, 0, 0])
+    let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
+    if tgid.is_some_and(|g| g != pid) {
+        return Err(ESRCH);
+    }
+    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::machine::ids()[0], status: 0 };
+    let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).ok_or(ESRCH)? };
+    if sig != 0 && !q.raise_thread(tid, sig, info) {
+        return Err(ESRCH);
+    }
+    Ok(0)
 }
 
 fn sys_alarm(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -521,7 +577,7 @@ fn sys_timer_create(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult
             SIGEV_NONE => (0, w(0)),
             SIGEV_SIGNAL => (w(4) as i32, w(0)),
             // One thread per process: the only thread is the process.
-            SIGEV_THREAD_ID if w(12) == p.pid => (w(4) as i32, w(0)),
+            SIGEV_THREAD_ID if p.tids().any(|t| t == w(12)) => (w(4) as i32, w(0)),
             _ => return Err(EINVAL),
         }
     };

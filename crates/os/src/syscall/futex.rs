@@ -1,0 +1,388 @@
+//! Futexes, thread ids and robust lists: what glibc's threads wait and wake with.
+//!
+//! A waiter is a thread blocked in `FUTEX_WAIT` (`Wait::Futex`): it is queued in the
+//! machine's [`FutexTable`] under the futex's key, in arrival order, and the scheduler
+//! leaves it alone until a wake moves its tid to the *woken* set (or its deadline
+//! passes, or a handled signal interrupts it). The call is then re-run, as every
+//! blocked call is, and returns 0 (woken) or `ETIMEDOUT` from [`Process::resumed`]
+//! without looking at the futex word again.
+//!
+//! Keys are Linux's: a futex in a `MAP_SHARED` mapping (unless the call says
+//! `FUTEX_PRIVATE_FLAG`) is keyed by its physical address, so processes sharing the
+//! memory meet on it; any other futex by (thread group, virtual address), which the
+//! threads of a group share because they share the address space.
+//!
+//! Wakes are FIFO per key and every operation is deterministic: the same seed gives
+//! the same wake order.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::process::{Blocked, Pid, Wait};
+
+table! {
+    /// Futexes and thread ids.
+    pub(super) TABLE {
+        224 gettid "" |_, p, _| Ok(p.tid);
+        240 futex "pxuxpx" sys_futex;
+        258 set_tid_address "p" sys_set_tid_address;
+        311 set_robust_list "pu" sys_set_robust_list;
+        312 get_robust_list "dpp" sys_get_robust_list;
+        422 futex_time64 "pxuxpx" sys_futex_time64;
+    }
+}
+
+/// What a futex is known by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FutexKey {
+    /// A futex private to a thread group: (pid, virtual address).
+    Private(Pid, u32),
+    /// A futex in shared memory: its physical address.
+    Shared(u64),
+}
+
+#[derive(Debug)]
+struct Waiter {
+    key: FutexKey,
+    tid: Pid,
+    bitset: u32,
+}
+
+/// The threads waiting on futexes (in the order they started waiting) and those woken
+/// whose call has not been re-run yet.
+#[derive(Debug, Default)]
+pub(crate) struct FutexTable {
+    waiters: Vec<Waiter>,
+    woken: BTreeSet<Pid>,
+}
+
+impl FutexTable {
+    /// Forgets thread `tid` (its wait was interrupted or timed out, or it died).
+    pub(crate) fn cancel(&mut self, tid: Pid) {
+        self.waiters.retain(|w| w.tid != tid);
+        self.woken.remove(&tid);
+    }
+
+    /// Whether `tid` has been woken.
+    pub(crate) fn is_woken(&self, tid: Pid) -> bool {
+        self.woken.contains(&tid)
+    }
+
+    /// Whether `tid` has been woken; it is no longer, after.
+    pub(crate) fn take_woken(&mut self, tid: Pid) -> bool {
+        self.woken.remove(&tid)
+    }
+
+    fn wait(&mut self, key: FutexKey, tid: Pid, bitset: u32) {
+        self.cancel(tid);
+        self.waiters.push(Waiter { key, tid, bitset });
+    }
+
+    /// Wakes up to `n` waiters on `key` whose bitset meets `bitset`; returns how many.
+    fn wake(&mut self, key: FutexKey, n: u32, bitset: u32) -> u32 {
+        let mut woken = 0;
+        let mut i = 0;
+        while i < self.waiters.len() && woken < n {
+            let w = &self.waiters[i];
+            if w.key == key && w.bitset & bitset != 0 {
+                let w = self.waiters.remove(i);
+                self.woken.insert(w.tid);
+                woken += 1;
+            } else {
+                i += 1;
+            }
+        }
+        woken
+    }
+
+    /// Wakes up to `nwake` waiters on `from` and moves up to `nmove` more to `to`;
+    /// returns how many were woken plus how many were moved.
+    fn requeue(&mut self, from: FutexKey, to: FutexKey, nwake: u32, nmove: u32) -> u32 {
+        let woken = self.wake(from, nwake, u32::MAX);
+        let mut moved = 0;
+        for w in self.waiters.iter_mut() {
+            if moved >= nmove {
+                break;
+            }
+            if w.key == from {
+                w.key = to;
+                moved += 1;
+            }
+        }
+        woken + moved
+    }
+}
+
+/// The key of the futex at `uaddr` for the calling process.
+fn key_of(p: &Process, uaddr: u32, private: bool) -> Result<FutexKey, Errno> {
+    if uaddr & 3 != 0 {
+        return Err(EINVAL);
+    }
+    let pte = p.aspace.pte(uaddr);
+    if !private
+        && pte.shared()
+        && let Some(pa) = p.aspace.translate(uaddr)
+    {
+        return Ok(FutexKey::Shared(pa.0));
+    }
+    Ok(FutexKey::Private(p.pid, uaddr))
+}
+
+/// Wakes up to `n` waiters of the futex at `uaddr`, counted.
+pub(crate) fn wake(m: &mut Machine, p: &Process, uaddr: u32, private: bool, n: u32, bitset: u32) -> SysResult {
+    let key = key_of(p, uaddr, private)?;
+    let woken = m.futexes.wake(key, n, bitset);
+    m.stats.futex_wakes += u64::from(woken);
+    Ok(woken)
+}
+
+fn sys_futex(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    futex(m, p, a, false)
+}
+
+fn sys_futex_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    futex(m, p, a, true)
+}
+
+/// `futex(uaddr, op, val, timeout | val2, uaddr2, val3)`; `wide`: 64-bit `timespec`.
+fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2], a[3], a[4], a[5]);
+    let private = op & FUTEX_PRIVATE_FLAG != 0;
+    let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+    if op & FUTEX_CLOCK_REALTIME != 0 && !matches!(cmd, FUTEX_WAIT | FUTEX_WAIT_BITSET) {
+        return Err(ENOSYS);
+    }
+    match cmd {
+        FUTEX_WAIT | FUTEX_WAIT_BITSET => {
+            // A re-run after the wait: woken, or timed out.
+            match p.resumed {
+                Some(false) => return Ok(0),
+                Some(true) => return Err(ETIMEDOUT),
+                None => {}
+            }
+            let bitset = if cmd == FUTEX_WAIT { u32::MAX } else { val3 };
+            if bitset == 0 {
+                return Err(EINVAL);
+            }
+            let key = key_of(p, uaddr, private)?;
+            let deadline = if timeout == 0 {
+                None
+            } else {
+                let t = io::read_timespec(p, timeout, wide)?;
+                Some(if cmd == FUTEX_WAIT { Instant::now() + t } else { absolute(op & FUTEX_CLOCK_REALTIME != 0, t) })
+            };
+            if p.aspace.read_u32(uaddr).map_err(efault)? != val {
+                return Err(EAGAIN);
+            }
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                return Err(ETIMEDOUT);
+            }
+            m.futexes.wait(key, p.tid, bitset);
+            m.stats.futex_waits += 1;
+            p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true });
+            Err(ERESTARTSYS)
+        }
+        FUTEX_WAKE => wake(m, p, uaddr, private, val, u32::MAX),
+        FUTEX_WAKE_BITSET => {
+            if val3 == 0 {
+                return Err(EINVAL);
+            }
+            wake(m, p, uaddr, private, val, val3)
+        }
+        FUTEX_REQUEUE | FUTEX_CMP_REQUEUE => {
+            if (val as i32) < 0 || (timeout as i32) < 0 {
+                return Err(EINVAL);
+            }
+            let from = key_of(p, uaddr, private)?;
+            let to = key_of(p, uaddr2, private)?;
+            if cmd == FUTEX_CMP_REQUEUE && p.aspace.read_u32(uaddr).map_err(efault)? != val3 {
+                return Err(EAGAIN);
+            }
+            let before = m.futexes.woken.len();
+            let n = m.futexes.requeue(from, to, val, timeout);
+            m.stats.futex_wakes += (m.futexes.woken.len() - before) as u64;
+            Ok(n)
+        }
+        FUTEX_WAKE_OP => {
+            let k1 = key_of(p, uaddr, private)?;
+            let k2 = key_of(p, uaddr2, private)?;
+            let old = p.aspace.read_u32(uaddr2).map_err(efault)?;
+            let (new, cond) = wake_op(val3, old).ok_or(ENOSYS)?;
+            p.aspace.write_u32(uaddr2, new).map_err(efault)?;
+            let mut n = m.futexes.wake(k1, val, u32::MAX);
+            if cond {
+                n += m.futexes.wake(k2, timeout, u32::MAX);
+            }
+            m.stats.futex_wakes += u64::from(n);
+            Ok(n)
+        }
+        _ => Err(ENOSYS),
+    }
+}
+
+/// `FUTEX_WAKE_OP`'s encoded operation on the old value of the second word: the value
+/// to store and whether the comparison holds (`None`: an unknown operation).
+fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
+    let sext12 = |v: u32| ((v << 20) as i32) >> 20;
+    let op = (encoded >> 28) & 7;
+    let shift = encoded & (8 << 28) != 0;
+    let cmp = (encoded >> 24) & 15;
+    let mut oparg = sext12((encoded >> 12) & 0xfff);
+    let cmparg = sext12(encoded & 0xfff);
+    if shift {
+        oparg = 1i32.wrapping_shl((oparg & 31) as u32);
+    }
+    let oparg = oparg as u32;
+    let new = match op {
+        0 => oparg,
+        1 => old.wrapping_add(oparg),
+        2 => old | oparg,
+        3 => old & !oparg,
+        4 => old ^ oparg,
+        _ => return None,
+    };
+    let o = old as i32;
+    let cond = match cmp {
+        0 => o == cmparg,
+        1 => o != cmparg,
+        2 => o < cmparg,
+        3 => o <= cmparg,
+        4 => o > cmparg,
+        5 => o >= cmparg,
+        _ => return None,
+    };
+    Some((new, cond))
+}
+
+/// The host instant of an absolute time `t` on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
+fn absolute(realtime: bool, t: Duration) -> Instant {
+    let clock = if realtime { libc::CLOCK_REALTIME } else { libc::CLOCK_MONOTONIC };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime of a valid clock into a local struct.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    let now = Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32);
+    Instant::now() + t.saturating_sub(now)
+}
+
+fn sys_set_tid_address(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.clear_child_tid = a[0];
+    Ok(p.tid)
+}
+
+/// `sizeof(struct robust_list_head)` on i386.
+const ROBUST_HEAD_SIZE: u32 = 12;
+
+fn sys_set_robust_list(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[1] != ROBUST_HEAD_SIZE {
+        return Err(EINVAL);
+    }
+    p.robust_list = (a[0], a[1]);
+    Ok(0)
+}
+
+fn sys_get_robust_list(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let tid = if a[0] == 0 { p.tid } else { a[0] };
+    let head = if tid == p.tid {
+        p.robust_list.0
+    } else if let Some(t) = p.threads.iter().find(|t| t.tid == tid) {
+        t.robust_list.0
+    } else {
+        let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
+        let q = m.procs.get(&pid).ok_or(ESRCH)?;
+        if q.tid == tid { q.robust_list.0 } else { q.threads.iter().find(|t| t.tid == tid).ok_or(ESRCH)?.robust_list.0 }
+    };
+    p.aspace.write_u32(a[1], head).map_err(efault)?;
+    p.aspace.write_u32(a[2], ROBUST_HEAD_SIZE).map_err(efault)?;
+    Ok(0)
+}
+
+/// The running thread is ending: its robust futexes are marked `FUTEX_OWNER_DIED` (one
+/// waiter of each woken), and its `clear_child_tid` word is zeroed and woken, which is
+/// what `pthread_join` waits for. Faults are ignored, as Linux ignores them.
+pub(crate) fn thread_exit(m: &mut Machine, p: &mut Process) {
+    exit_robust_list(m, p);
+    let ctid = std::mem::take(&mut p.clear_child_tid);
+    if ctid != 0 && p.aspace.write_u32(ctid, 0).is_ok() {
+        let _ = wake(m, p, ctid, false, 1, u32::MAX);
+    }
+}
+
+/// Walks the robust list as Linux's `exit_robust_list` does (at most 2,048 entries).
+fn exit_robust_list(m: &mut Machine, p: &mut Process) {
+    let (head, _) = std::mem::take(&mut p.robust_list);
+    if head == 0 {
+        return;
+    }
+    let rd = |p: &Process, a: u32| p.aspace.read_u32(a).ok();
+    let (Some(mut entry), Some(offset), Some(pending)) = (rd(p, head), rd(p, head + 4), rd(p, head + 8)) else {
+        return;
+    };
+    let pending = pending & !1;
+    for _ in 0..2048 {
+        entry &= !1;
+        if entry == head {
+            break;
+        }
+        let Some(next) = rd(p, entry) else { break };
+        if entry != pending {
+            futex_death(m, p, entry.wrapping_add(offset));
+        }
+        entry = next;
+    }
+    if pending != 0 {
+        futex_death(m, p, pending.wrapping_add(offset));
+    }
+}
+
+/// A robust futex held by the dying thread: `FUTEX_OWNER_DIED`, and one waiter woken.
+fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32) {
+    if uaddr & 3 != 0 {
+        return;
+    }
+    let Ok(val) = p.aspace.read_u32(uaddr) else { return };
+    if val & FUTEX_TID_MASK != p.tid {
+        return;
+    }
+    if p.aspace.write_u32(uaddr, (val & FUTEX_WAITERS) | FUTEX_OWNER_DIED).is_ok() && val & FUTEX_WAITERS != 0 {
+        let _ = wake(m, p, uaddr, false, 1, u32::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wake_op_decoding() {
+        // FUTEX_OP(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1): glibc's condvar/lll form.
+        let enc = (4 << 24) | 1;
+        assert_eq!(wake_op(enc, 2), Some((0, true)));
+        assert_eq!(wake_op(enc, 1), Some((0, false)));
+        // ADD 1 with shift: 1 << 3.
+        let enc = ((1 | 8) << 28) | (3 << 12);
+        assert_eq!(wake_op(enc, 1), Some((9, false)));
+        assert_eq!(wake_op(enc, 0), Some((8, true)));
+        // Negative cmparg, LT.
+        let enc = (2 << 24) | 0xfff;
+        assert_eq!(wake_op(enc, (-2i32) as u32), Some((0, true)));
+    }
+
+    #[test]
+    fn fifo_wake_and_requeue() {
+        let mut t = FutexTable::default();
+        let (a, b) = (FutexKey::Private(1, 8), FutexKey::Private(1, 12));
+        t.wait(a, 10, u32::MAX);
+        t.wait(a, 11, 1);
+        t.wait(a, 12, 2);
+        // FIFO among the waiters whose bitset matches.
+        assert_eq!(t.wake(a, 1, 2), 1);
+        assert!(t.is_woken(10) && !t.is_woken(12));
+        assert_eq!(t.requeue(a, b, 1, 5), 2);
+        assert!(t.is_woken(11));
+        assert!(t.take_woken(10) && !t.is_woken(10));
+        assert_eq!(t.wake(a, 9, u32::MAX), 0);
+        assert_eq!(t.wake(b, 9, u32::MAX), 1);
+        assert!(t.is_woken(12));
+    }
+}
