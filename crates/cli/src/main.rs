@@ -336,6 +336,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "frames_in_use": ph.frames_in_use,
             "frames_peak": ph.frames_peak,
             "frames_allocated": ph.frames_allocated,
+            "frames_touched": ph.frames_touched,
             "code_writes": ph.code_writes,
             "page_cache_lookups": pc.lookups,
             "page_cache_hits": pc.hits,
