@@ -246,8 +246,19 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         envp.push(kv.as_bytes().to_vec());
     }
     machine.spawn(&path, &argv, &envp, &cwd)?;
+    // SIGTERM, SIGINT and SIGHUP end the run like --timeout does (shared file mappings
+    // are written back when the machine is dropped), then kill morph as they would have.
+    morph_os::stop::catch()?;
     let t0 = std::time::Instant::now();
-    let status = machine.run()?;
+    let status = match machine.run() {
+        Ok(s) => s,
+        Err(morph_os::RunError::Stopped(sig)) => {
+            let _ = std::io::stdout().flush();
+            drop(machine);
+            morph_os::stop::die_of(sig)
+        }
+        Err(e) => return Err(e.into()),
+    };
     let wall = t0.elapsed();
     let _ = std::io::stdout().flush();
     if a.stats || a.stats_json.is_some() {

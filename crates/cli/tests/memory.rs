@@ -60,3 +60,81 @@ fn host_memory_stays_flat_over_thousands_of_execs() {
     assert_eq!((run.stdout.as_str(), run.status), ("done\\n", 0), "{run:?}");
     assert!(peak < 64 << 10, "peak RSS {} MiB after 2,000 execs", peak >> 10);
 }
+
+#[test]
+fn a_guest_mxcsr_never_reaches_morphs_own_floating_point() {
+    // guests/src/mxcsr.c forges MXCSR = round toward zero with every exception
+    // unmasked in a signal frame; morph loaded it into the host register with the
+    // guest's x87 state and kept it, and --stats then died of SIGFPE (status 136).
+    let prog = guests().join("mxcsr");
+    for flags in [&["--engine", "interp"][..], &["--engine", "dbt", "--threshold", "0"], &["--engine", "dbt"]] {
+        let mut args = vec!["run", "--stats"];
+        args.extend_from_slice(flags);
+        args.push(prog.to_str().unwrap());
+        let r = morph_raw(&args, &scratch("mxcsr"));
+        assert_eq!(r.status, 3, "{flags:?}: {r:?}");
+        assert!(r.stdout.contains("mxcsr after forging: 6000"), "{flags:?}: {r:?}");
+        assert!(r.stderr.contains("morph stats:") && r.stderr.contains("memory.frames_peak"), "{flags:?}: {r:?}");
+    }
+}
+
+/// Builds a 32-bit static C program (against the host's i386 glibc, gcc-multilib).
+fn build_c(name: &str, src: &str) -> std::path::PathBuf {
+    let dir = scratch(&format!("cprog-{name}"));
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let st = Command::new("gcc").args(["-m32", "-static", "-O1", "-o"]).arg(&exe).arg(&c).status().unwrap();
+    assert!(st.success(), "gcc -m32 -static {name}.c");
+    exe
+}
+
+const SHARED_THEN_SLEEP: &str = r#"
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int fd = open(argv[1], O_RDWR);
+    char *p = mmap(0, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (fd < 0 || p == MAP_FAILED) return 1;
+    strcpy(p, "first page");
+    strcpy(p + 5000, "second page");
+    printf("ready\n");
+    fflush(stdout);
+    sleep(100);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_stop_signal_to_morph_writes_shared_mappings_back() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    let prog = build_c("shared_sleep", SHARED_THEN_SLEEP);
+    let dir = scratch("stop-signal");
+    for (sig, engine) in
+        [(libc::SIGTERM, "interp"), (libc::SIGTERM, "dbt"), (libc::SIGINT, "dbt"), (libc::SIGHUP, "interp")]
+    {
+        let file = dir.join(format!("data-{sig}-{engine}"));
+        std::fs::write(&file, vec![0u8; 8192]).unwrap();
+        let mut child = Command::new(morph())
+            .args(["run", "--timeout", "60", "--engine", engine, "--threshold", "0"])
+            .arg(&prog)
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        assert_eq!(line, "ready\n");
+        // SAFETY: a signal to the child we spawned.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let st = child.wait().unwrap();
+        assert_eq!(st.signal(), Some(sig), "{engine}: morph dies of the signal it got: {st:?}");
+        let data = std::fs::read(&file).unwrap();
+        assert_eq!(&data[..10], b"first page", "signal {sig} {engine}");
+        assert_eq!(&data[5000..5011], b"second page", "signal {sig} {engine}");
+    }
+}

@@ -103,6 +103,9 @@ pub enum RunError {
     /// Every process waits for something no process or host event can bring.
     #[error("deadlock: every guest process is blocked for good (pids {0})")]
     Deadlock(String),
+    /// morph was asked to stop by this host signal (see [`crate::stop`]).
+    #[error("stopped by host signal {0}")]
+    Stopped(i32),
 }
 
 /// The guest machine.
@@ -297,6 +300,9 @@ impl Machine {
             {
                 return Err(RunError::Timeout(t));
             }
+            if let Some(sig) = crate::stop::requested() {
+                return Err(RunError::Stopped(sig));
+            }
             let Some(pid) = self.pick(cursor) else {
                 self.sleep_until_ready(deadline.map(|d| d.1))?;
                 continue;
@@ -391,6 +397,9 @@ impl Machine {
         if fds.is_empty() && wake == limit && limit.is_none() {
             let pids: Vec<String> = self.procs.keys().map(|p| p.to_string()).collect();
             return Err(RunError::Deadlock(pids.join(", ")));
+        }
+        if let Some(fd) = crate::stop::wake_fd() {
+            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
         }
         let ms = wake.map_or(-1, |w| {
             let d = w.saturating_duration_since(Instant::now());
