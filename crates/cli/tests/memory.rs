@@ -138,3 +138,45 @@ fn a_stop_signal_to_morph_writes_shared_mappings_back() {
         assert_eq!(&data[5000..5011], b"second page", "signal {sig} {engine}");
     }
 }
+
+const MANY_MAPS: &str = r#"
+#include <errno.h>
+#include <stdio.h>
+#include <sys/mman.h>
+int main(void) {
+    int n = 0;
+    for (;;) {
+        /* every other page of a region, alternating protections: no two VMAs merge */
+        char *want = (char *)0x10000000 + (unsigned long)n * 2 * 4096;
+        int prot = n % 2 ? PROT_READ : PROT_READ | PROT_WRITE;
+        char *p = mmap(want, 4096, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == MAP_FAILED) {
+            printf("mmap failed after %d maps: %s\n", n, errno == ENOMEM ? "ENOMEM" : "other");
+            break;
+        }
+        if (prot & PROT_WRITE) p[7] = 1; else if (p[7]) return 2;
+        n++;
+    }
+    /* the memory still works, and unmapping gives it back */
+    char *q = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("after unmapping: %s\n", munmap((char *)0x10000000, (unsigned long)n * 2 * 4096) == 0 &&
+           (q = mmap(0, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) != MAP_FAILED ? "ok" : "failed");
+    q[5] = 1;
+    return n > 10000 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn host_mapping_limits_are_guest_enomem() {
+    // One guest page per VMA (every other page, alternating protections), each touched
+    // so that it is mapped on the host too, until mmap fails. The host allows
+    // vm.max_map_count mappings for all of morph: the guest used to get SIGSEGV when
+    // hosting a page failed there (and morph could abort reaping it); now its mmap
+    // fails with ENOMEM first, as Linux's does, and the machine goes on.
+    let prog = build_c("many_maps", MANY_MAPS);
+    for engine in ["interp", "dbt"] {
+        let r = morph_raw(&["run", "--timeout", "120", "--engine", engine, prog.to_str().unwrap()], &scratch("maps"));
+        assert_eq!(r.status, 0, "{engine}: {r:?}");
+        assert!(r.stdout.contains(": ENOMEM\nafter unmapping: ok\n"), "{engine}: {r:?}");
+    }
+}

@@ -72,6 +72,11 @@ pub struct PhysMem {
     /// frame. They count against the limit, so that a mapping the machine could not
     /// back fails when it is made (`ENOMEM`), as eagerly allocated memory did.
     committed: Cell<u64>,
+    /// Guest VMAs (plus one page table each) of all address spaces: each may cost a host
+    /// mapping, and the host allows `vm.max_map_count` for the whole machine.
+    vmas: Cell<u64>,
+    /// The most guest VMAs the machine may have (see [`PhysMem::vma_room`]).
+    vma_limit: u64,
 }
 
 const GROW_FRAMES: u32 = 4096; // grow the memfd 16 MiB at a time
@@ -118,7 +123,28 @@ impl PhysMem {
             code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
             committed: Cell::new(0),
+            vmas: Cell::new(0),
+            vma_limit: host_vma_budget(),
         })
+    }
+
+    /// Whether the machine's guests may have `more` VMAs than now: fails with `ENOMEM`,
+    /// as Linux's `mmap`, `mprotect` and `mremap` do at `vm.max_map_count`, before the
+    /// host runs out of mappings (every guest process lives in this one host process,
+    /// and morph itself must still be able to map and allocate).
+    pub fn vma_room(&self, more: u64) -> Result<(), MemError> {
+        if self.vmas.get() + more > self.vma_limit {
+            return Err(MemError::Host {
+                op: "map (too many mappings)",
+                err: std::io::Error::from_raw_os_error(libc::ENOMEM),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records that the guests' VMAs went from `before` to `after` (see `vma_room`).
+    pub fn count_vmas(&self, before: u64, after: u64) {
+        self.vmas.set((self.vmas.get() + after).saturating_sub(before));
     }
 
     /// The memfd, for mapping frames into guest windows.
@@ -428,6 +454,19 @@ impl Drop for PhysMem {
             libc::munmap(self.physmap.cast(), self.max_frames as usize * PAGE_SIZE as usize);
         }
     }
+}
+
+/// The guest VMAs a machine may have: the host's `vm.max_map_count` less room for
+/// morph's own mappings (its code, heap, thread stacks, translation buffers) and for
+/// guest pages whose frames are not consecutive and so take a host mapping each.
+fn host_vma_budget() -> u64 {
+    const MORPH_RESERVE: u64 = 4096;
+    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(65530);
+    let own = std::fs::read_to_string("/proc/self/maps").map_or(0, |s| s.lines().count() as u64);
+    max.saturating_sub(own + MORPH_RESERVE).max(64)
 }
 
 /// The free frames below the high-water mark, as a bitmap (one bit per frame, set when
