@@ -354,6 +354,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "page_cache_fills": pc.fills,
             "page_cache_files": pc.files,
             "page_cache_pages": pc.pages,
+            "page_cache_reclaimed": pc.reclaimed,
         }
     })
 }
