@@ -196,7 +196,15 @@ impl Machine {
         let open = |p: &str| vfs.open(cwd, p.as_bytes(), libc::O_RDONLY, 0);
         let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
         let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
-        let img = loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?;
+        let img = match loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng) {
+            // Out of guest memory: the page cache gives back every page no process maps
+            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
+            Err(LoadError::NoMemory(_)) if self.cache.reclaim(&self.phys, u32::MAX, None) > 0 => {
+                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+                loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?
+            }
+            r => r?,
+        };
         aspace.set_mmap_base(layout.mmap_base);
         Ok((aspace, img))
     }

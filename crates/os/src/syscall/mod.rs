@@ -591,18 +591,19 @@ fn do_mmap(
     Ok(start)
 }
 
-/// Runs `f`, and once more after the page cache gave back up to `pages` idle pages if
-/// it failed for want of memory under the machine's limit.
+/// Runs `f`, and again each time the page cache gave back idle pages (about `pages`
+/// at a time, whole files) while it fails for want of memory under the machine's limit.
 fn reclaiming(
     m: &mut Machine,
     p: &mut Process,
     pages: u32,
     mut f: impl FnMut(&mut Process) -> Result<(), MemError>,
 ) -> Result<(), MemError> {
-    match f(p) {
-        Err(MemError::OutOfMemory { .. }) if m.cache.reclaim(&m.phys, pages, None) > 0 => f(p),
-        r => r,
+    let mut r = f(p);
+    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(&m.phys, pages, None) > 0 {
+        r = f(p);
     }
+    r
 }
 
 /// The guest path of an open host descriptor (for the names in `/proc/self/maps`).
