@@ -4,8 +4,13 @@
 What it does, in order:
   1. If <cache>/sysroot-<suite>-i386/.morph-sysroot lists every requested
      package, print the sysroot's path and stop (the fast path: no network).
-  2. Fetch dists/<suite>/Release and, unless the cached copy still matches it,
-     dists/<suite>/main/binary-i386/Packages.xz (checked by SHA256 from Release).
+  2. Fetch dists/<suite>/InRelease (or Release and Release.gpg), verify its
+     OpenPGP signature with gpgv against Debian's archive keyring (package
+     debian-archive-keyring; --keyring to choose another) and use only the
+     signed text; then, unless the cached copy still matches it,
+     dists/<suite>/main/binary-i386/Packages.xz (checked by SHA256 from the
+     verified Release). A Release that fails verification is an error, never
+     a warning.
   3. Resolve the closure of Depends + Pre-Depends of the requested packages
      (first alternative that exists; a virtual name is satisfied by a package
      already chosen, else by its first provider). Version constraints are not
@@ -22,7 +27,9 @@ What it does, in order:
      minimal /etc/passwd, group, hostname, nsswitch.conf if absent;
      /etc/profile and root's dot files from base-files' templates; /bin/sh,
      awk and which symlinks that dash and update-alternatives would make.
-  7. Write the stamp last, atomically, and print the absolute sysroot path.
+  7. Write the stamp last, atomically (suite, the verified Release's date and
+     signing key, and every installed package with its version), and print the
+     absolute sysroot path.
 
 A fresh sysroot is built in <sysroot>.partial and renamed into place at the end;
 adding packages to an existing one re-runs the (idempotent) merge in place and
@@ -53,6 +60,7 @@ ARCH = "i386"
 DEFAULT_PACKAGES = ["busybox-static", "libc6", "bash", "coreutils"]
 DEFAULT_SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 STAMP = ".morph-sysroot"
 # Top-level directories that live under /usr in the merged-/usr layout.
 MERGED_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -110,12 +118,14 @@ def read_stamp(sysroot):
     return installed, requested
 
 
-def write_stamp(sysroot, suite, mirror, requested, installed):
+def write_stamp(sysroot, suite, mirror, requested, installed, release):
     lines = [
         "# morph i386 sysroot, written by guests/sysroot/mksysroot.py; do not edit",
         f"suite {suite}",
         f"arch {ARCH}",
         f"mirror {mirror}",
+        f"release-date {release.get('date', 'unknown')}",
+        f"release-signed-by {release.get('key', 'unknown')}",
         f"requested {','.join(sorted(requested))}",
         f"created {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
     ]
@@ -206,8 +216,57 @@ def release_entry(release_text, name):
     return None
 
 
+def gpgv_verify(keyring, args, log):
+    """Run gpgv with `args` against `keyring`; return the fingerprint of the key
+    that made a good signature, or raise Failure."""
+    if not os.path.isfile(keyring):
+        raise Failure(f"no archive keyring at {keyring} (install the debian-archive-keyring "
+                      "package, or give --keyring)")
+    gpgv = shutil.which("gpgv")
+    if gpgv is None:
+        raise Failure("gpgv not found (install the gpgv package): cannot verify the Release file")
+    r = subprocess.run([gpgv, "--status-fd", "1", "--keyring", keyring, *args],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    status = [line.split() for line in r.stdout.splitlines() if line.startswith("[GNUPG:] ")]
+    good = [w for w in status if len(w) > 2 and w[1] == "VALIDSIG"]
+    if r.returncode != 0 or not good:
+        detail = r.stderr.strip().splitlines()[-1:] or ["no valid signature"]
+        raise Failure(f"the Release file's signature does not verify against {keyring}: {detail[0]}")
+    return good[0][2]
+
+
+def fetch_verified_release(base, index_dir, suite, keyring, log):
+    """Fetch the suite's InRelease (or Release + Release.gpg), verify its signature
+    and write the signed text to <index>/<suite>-Release; return
+    {"date": ..., "key": fingerprint}."""
+    release_path = os.path.join(index_dir, f"{suite}-Release")
+    inrelease = os.path.join(index_dir, f"{suite}-InRelease")
+    detached = os.path.join(index_dir, f"{suite}-Release.gpg")
+    unverified = release_path + ".unverified"
+    log.step(f"fetching {base}/InRelease")
+    try:
+        fetch(f"{base}/InRelease", inrelease, log)
+        signed = inrelease + ".signed"
+        _unlink(signed)
+        key = gpgv_verify(keyring, ["--output", signed, inrelease], log)
+        os.replace(signed, release_path)
+    except Failure as e:
+        if "signature" in str(e) or "keyring" in str(e) or "gpgv" in str(e):
+            raise
+        log.warn(f"{e}; trying Release and Release.gpg")
+        fetch(f"{base}/Release", unverified, log)
+        fetch(f"{base}/Release.gpg", detached, log)
+        key = gpgv_verify(keyring, [detached, unverified], log)
+        os.replace(unverified, release_path)
+    with open(release_path, encoding="utf-8", errors="replace") as f:
+        date = next((line.split(":", 1)[1].strip() for line in f if line.startswith("Date:")), "unknown")
+    log.step(f"Release of {date} signed by {key}")
+    return {"date": date, "key": key}
+
+
 def load_index(args, cache, log):
-    """Return the parsed Packages index for <suite>/main/binary-i386."""
+    """Return (the parsed Packages index for <suite>/main/binary-i386, what the
+    verified Release says of itself)."""
     index_dir = os.path.join(cache, "index")
     os.makedirs(index_dir, exist_ok=True)
     base = f"{args.mirror}/dists/{args.suite}"
@@ -215,14 +274,14 @@ def load_index(args, cache, log):
     cached = os.path.join(index_dir, f"{args.suite}-main-{ARCH}-Packages.xz")
     release_path = os.path.join(index_dir, f"{args.suite}-Release")
 
-    log.step(f"fetching {base}/Release")
     try:
-        fetch(f"{base}/Release", release_path, log)
+        release = fetch_verified_release(base, index_dir, args.suite, args.keyring, log)
     except Failure as e:
-        if not os.path.exists(cached):
+        # Offline: the cached index was checked against a verified Release before.
+        if "signature" in str(e) or "keyring" in str(e) or "gpgv" in str(e) or not os.path.exists(cached):
             raise
         log.warn(f"{e}; using the cached index")
-        return parse_index(cached)
+        return parse_index(cached), {"date": "unknown (offline, cached index)", "key": "unknown"}
 
     with open(release_path, encoding="utf-8", errors="replace") as f:
         entry = release_entry(f.read(), member)
@@ -232,7 +291,7 @@ def load_index(args, cache, log):
     if not (os.path.exists(cached) and sha256_file(cached) == sha):
         log.step(f"fetching {base}/{member} ({size / 1e6:.1f} MB)")
         fetch(f"{base}/{member}", cached, log, sha256=sha, size=size)
-    return parse_index(cached)
+    return parse_index(cached), release
 
 
 def parse_index(path):
@@ -560,6 +619,8 @@ def parse_args(argv):
     ap.add_argument("--mirror", default=DEFAULT_MIRROR, help="Debian mirror (default: %(default)s)")
     ap.add_argument("--packages", help="comma-separated package names "
                     f"(default: {','.join(DEFAULT_PACKAGES)})")
+    ap.add_argument("--keyring", default=DEFAULT_KEYRING,
+                    help="OpenPGP keyring the Release file must be signed with (default: %(default)s)")
     ap.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = ap.parse_args(argv)
     args.mirror = args.mirror.rstrip("/")
@@ -597,7 +658,7 @@ def build(args, cache, sysroot, log):
         log.warn(f"{sysroot} has no stamp; rebuilding it")
         rmtree(sysroot)
 
-    index = load_index(args, cache, log)
+    index, release = load_index(args, cache, log)
     wanted = list(args.wanted)
     if previous:
         # Keep what is there: the set only grows.
@@ -648,7 +709,7 @@ def build(args, cache, sysroot, log):
 
     installed = {p: index[p]["Version"] for p in chosen}
     requested = set(args.wanted) | set(previous_requested)
-    write_stamp(target, args.suite, args.mirror, requested, installed)
+    write_stamp(target, args.suite, args.mirror, requested, installed, release)
     if target != sysroot:
         os.rename(target, sysroot)
     log.step(f"done in {time.monotonic() - started:.1f} s")

@@ -281,8 +281,19 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     check_executable(&machine, &path, &cwd)?;
     machine.spawn(&path, &argv, &envp, &cwd)?;
+    // SIGTERM, SIGINT and SIGHUP end the run like --timeout does (shared file mappings
+    // are written back when the machine is dropped), then kill morph as they would have.
+    morph_os::stop::catch()?;
     let t0 = std::time::Instant::now();
-    let status = machine.run()?;
+    let status = match machine.run() {
+        Ok(s) => s,
+        Err(morph_os::RunError::Stopped(sig)) => {
+            let _ = std::io::stdout().flush();
+            drop(machine);
+            morph_os::stop::die_of(sig)
+        }
+        Err(e) => return Err(e.into()),
+    };
     let wall = t0.elapsed();
     let _ = std::io::stdout().flush();
     if a.stats || a.stats_json.is_some() {
@@ -374,12 +385,14 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "frames_in_use": ph.frames_in_use,
             "frames_peak": ph.frames_peak,
             "frames_allocated": ph.frames_allocated,
+            "frames_touched": ph.frames_touched,
             "code_writes": ph.code_writes,
             "page_cache_lookups": pc.lookups,
             "page_cache_hits": pc.hits,
             "page_cache_fills": pc.fills,
             "page_cache_files": pc.files,
             "page_cache_pages": pc.pages,
+            "page_cache_reclaimed": pc.reclaimed,
         }
     })
 }

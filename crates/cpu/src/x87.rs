@@ -5,15 +5,22 @@
 //! guest's own instruction on it with the guest's x87 state loaded around it:
 //!
 //! ```text
-//! stub(rdi = host address of the memory operand, rsi = guest FXSAVE image, rdx = &eflags):
+//! stub(rdi = host address of the memory operand, rsi = guest FXSAVE image, rdx = &eflags,
+//!      rcx = morph's own control words, see `HostControl`):
 //!     load guest arithmetic flags (FCMOVcc reads them)   mov eax,[rdx]; and eax,0x8d5; push rax; popfq
 //!     fxrstor [rsi]
 //!     <the guest instruction, memory operand rewritten to [rdi]>
 //!     fxsave  [rsi]
 //!     store host flags (FCOMI writes ZF/PF/CF)         pushfq; pop rax; mov [rdx],eax
-//!     fninit                                           (leave the ABI's FPU state behind)
+//!     fninit; fldcw [rcx]; ldmxcsr [rcx+4]             (morph's own FPU and SSE control back)
 //!     ret
 //! ```
+//!
+//! The guest's FXSAVE image carries an MXCSR too (a signal handler may rewrite it in its
+//! frame, and sigreturn hands it back): `fxrstor` loads it into the host register, and
+//! `fninit` does not reset it, so the stub restores morph's own before morph's code,
+//! whose floating point would otherwise round as the guest chose or trap on exceptions
+//! the guest unmasked.
 //!
 //! Stubs are encoded with iced-x86 in 64-bit mode, cached by their bytes, and live in a
 //! small W^X code buffer. The caller has already checked the memory operand against
@@ -40,10 +47,65 @@ const EPILOGUE: &[u8] = &[
     0x58, // pop rax
     0x89, 0x02, // mov [rdx], eax
     0xdb, 0xe3, // fninit
+    0xd9, 0x29, // fldcw [rcx]
+    0x0f, 0xae, 0x51, 0x04, // ldmxcsr [rcx+4]
     0xc3, // ret
 ];
 
-type StubFn = unsafe extern "C" fn(*mut u8, *mut FpuState, *mut u32);
+type StubFn = unsafe extern "C" fn(*mut u8, *mut FpuState, *mut u32, *const HostControl);
+
+/// Morph's own floating-point control state: the x87 control word and MXCSR it runs
+/// with (the host ABI's defaults; read once from the host), put back whenever guest
+/// state leaves the host FPU.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostControl {
+    /// The x87 control word (`fldcw` operand; the high half is padding).
+    pub fcw: u32,
+    /// MXCSR.
+    pub mxcsr: u32,
+}
+
+impl HostControl {
+    /// The control state of the calling thread now.
+    pub fn current() -> HostControl {
+        let mut c = HostControl { fcw: 0, mxcsr: 0 };
+        // SAFETY: fnstcw and stmxcsr only store to the two fields of a local struct.
+        unsafe {
+            std::arch::asm!(
+                "fnstcw [{p}]",
+                "stmxcsr [{p} + 4]",
+                p = in(reg) &mut c as *mut HostControl,
+                options(nostack, preserves_flags),
+            );
+        }
+        c
+    }
+
+    /// Morph's own, as it was when first asked for (before any guest state was loaded).
+    pub fn morph() -> &'static HostControl {
+        static C: std::sync::OnceLock<HostControl> = std::sync::OnceLock::new();
+        C.get_or_init(HostControl::current)
+    }
+}
+
+/// The MXCSR bits this host implements (Linux's `mxcsr_feature_mask`: the mask an
+/// `FXSAVE` reports, or 0xFFBF if it reports none): a guest MXCSR from a signal frame is
+/// cut to these bits, as Linux does before it loads one.
+pub fn mxcsr_feature_mask() -> u32 {
+    static M: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *M.get_or_init(|| {
+        #[repr(C, align(16))]
+        struct Image([u8; 512]);
+        let mut img = Image([0; 512]);
+        // SAFETY: fxsave stores 512 bytes to a 16-byte aligned buffer of that size.
+        unsafe { std::arch::asm!("fxsave [{}]", in(reg) img.0.as_mut_ptr(), options(nostack, preserves_flags)) };
+        match u32::from_le_bytes([img.0[28], img.0[29], img.0[30], img.0[31]]) {
+            0 => 0xffbf,
+            m => m,
+        }
+    })
+}
 
 /// Errors building a stub (an instruction iced cannot re-encode).
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +125,7 @@ pub struct HostFpu {
 impl HostFpu {
     /// An empty stub cache.
     pub fn new() -> Self {
+        HostControl::morph(); // read before any guest state reaches the host FPU
         // SAFETY: a fresh private anonymous mapping; the result is checked below.
         let p = unsafe {
             libc::mmap(std::ptr::null_mut(), BUF_SIZE, libc::PROT_READ, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
@@ -119,7 +182,7 @@ impl HostFpu {
         // state) and touches only `mem` (checked by the caller), `fpu` and `eflags`.
         unsafe {
             let f: StubFn = std::mem::transmute(self.buf.add(off));
-            f(mem, fpu, eflags);
+            f(mem, fpu, eflags, HostControl::morph());
         }
         Ok(())
     }

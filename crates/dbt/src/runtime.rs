@@ -68,6 +68,9 @@ pub struct JitState {
     /// The jump-cache tag of the running process, shifted to the high half (see
     /// [`JcEntry`]).
     pub jc_tag: u64,
+    /// Morph's own x87 control word and MXCSR, put back when the guest FPU state leaves
+    /// the host FPU (see [`fpu_save`]).
+    pub host: morph_cpu::x87::HostControl,
     /// Host address of the guest window (a multiple of 2^32: see `morph_mem::window`),
     /// for string instructions, which address memory through RSI/RDI without a segment.
     pub window: u64,
@@ -136,6 +139,7 @@ impl Default for JitState {
             fpu_live: 0,
             _pad2: 0,
             jc_tag: 0,
+            host: *morph_cpu::x87::HostControl::morph(),
             window: 0,
         }
     }
@@ -173,8 +177,12 @@ pub mod off {
     pub const FPU_LIVE: i32 = 112;
     /// `jc_tag`.
     pub const JC_TAG: i32 = 120;
+    /// `host.fcw`.
+    pub const HOST_FCW: i32 = 128;
+    /// `host.mxcsr`.
+    pub const HOST_MXCSR: i32 = 132;
     /// `window`.
-    pub const WINDOW: i32 = 128;
+    pub const WINDOW: i32 = 136;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -227,15 +235,26 @@ fn fpu_load(a: &mut CodeAssembler) -> Result<(), IcedError> {
     a.nop()
 }
 
-/// If the guest FPU state is live, save it from the host FPU and leave the host FPU in
-/// its ABI state. Clobbers r13 and the flags.
+/// If the guest FPU state is live, save it from the host FPU and leave morph's own
+/// control state behind: `fninit` and morph's control word, and morph's MXCSR, which
+/// `fninit` leaves alone and the guest's image (loaded by `fxrstor`) may have changed
+/// (a signal frame rewritten by its handler): reloaded only if it differs, since a
+/// guest rarely has another. Clobbers r13 and the flags.
 fn fpu_save(a: &mut CodeAssembler) -> Result<(), IcedError> {
     let mut skip = a.create_label();
+    let mut same = a.create_label();
     a.cmp(dword_ptr(r15 + off::FPU_LIVE), 0)?;
     a.je(skip)?;
     a.mov(r13, qword_ptr(r15 + off::FPU))?;
     a.fxsave(ptr(r13))?;
     a.fninit()?;
+    a.fldcw(word_ptr(r15 + off::HOST_FCW))?;
+    a.mov(r13d, dword_ptr(r13 + 24))?; // the guest's MXCSR in the image
+    a.cmp(r13d, dword_ptr(r15 + off::HOST_MXCSR))?;
+    a.je(same)?;
+    a.ldmxcsr(dword_ptr(r15 + off::HOST_MXCSR))?;
+    a.set_label(&mut same)?;
+    a.nop()?;
     a.set_label(&mut skip)?;
     a.nop()
 }
@@ -661,6 +680,8 @@ mod tests {
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
         assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
+        assert_eq!(&s.host.fcw as *const _ as usize - base, off::HOST_FCW as usize);
+        assert_eq!(&s.host.mxcsr as *const _ as usize - base, off::HOST_MXCSR as usize);
         assert_eq!(&s.window as *const _ as usize - base, off::WINDOW as usize);
     }
 

@@ -229,6 +229,9 @@ pub struct AddressSpace {
     /// The `PhysMem::shared_code_epoch` up to which this space's aliases of code frames
     /// are write-protected.
     aliases_seen: Cell<u64>,
+    /// Its VMAs plus its page table as last counted in the machine's total (see
+    /// `PhysMem::vma_room`).
+    counted: u64,
 }
 
 impl AddressSpace {
@@ -246,8 +249,24 @@ impl AddressSpace {
             id: fresh_number(),
             mmap_base: 0x4000_0000,
             aliases_seen: Cell::new(0),
+            counted: 0,
+        })
+        .map(|mut a: AddressSpace| {
+            a.account();
+            a
         })
     }
+
+    /// Brings the machine's count of guest VMAs up to date with this space's.
+    fn account(&mut self) {
+        let now = self.vmas.len() as u64 + 1;
+        self.phys.count_vmas(self.counted, now);
+        self.counted = now;
+    }
+
+    /// The most VMAs one change of mappings adds: the new one, and the two pieces of a
+    /// VMA it splits in the middle.
+    const VMAS_PER_CHANGE: u64 = 2;
 
     /// This address space's unique number.
     pub fn id(&self) -> u64 {
@@ -699,6 +718,7 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
+        self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
         // Private memory is demand-zero: its pages get frames when first touched (a
         // process touches a few pages of its 8 MiB stack), but count against the limit
         // from now on (`PhysMem::commit`). Shared memory gets its frames now (a child
@@ -726,6 +746,7 @@ impl AddressSpace {
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
+        self.account();
         Ok(())
     }
 
@@ -751,6 +772,7 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
+        self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
         let file_page = u32::try_from(offset >> PAGE_SHIFT).ok().filter(|p| p.checked_add(n - 1).is_some()).ok_or(
             MemError::Host { op: "mmap(file offset)", err: std::io::Error::from_raw_os_error(libc::EOVERFLOW) },
         )?;
@@ -797,6 +819,7 @@ impl AddressSpace {
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
+        self.account();
         Ok(())
     }
 
@@ -832,6 +855,7 @@ impl AddressSpace {
         }
         self.unhost(first, n)?;
         self.remove_range(first, n);
+        self.account();
         Ok(())
     }
 
@@ -845,6 +869,7 @@ impl AddressSpace {
     pub fn move_pages(&mut self, from: u32, to: u32, len: u32) -> Result<(), MemError> {
         let (first, n) = pages(from, len);
         let (dfirst, _) = pages(to, len);
+        self.phys.vma_room(2 * Self::VMAS_PER_CHANGE)?;
         self.unhost(first, n)?;
         self.unhost(dfirst, n)?;
         let moved = self.carve(from, from + (n << PAGE_SHIFT));
@@ -862,6 +887,7 @@ impl AddressSpace {
         self.merge_around(to);
         self.merge_around(to + (n << PAGE_SHIFT));
         self.remapped();
+        self.account();
         Ok(())
     }
 
@@ -880,6 +906,8 @@ impl AddressSpace {
         {
             return Err(MemFaultKind::Protection);
         }
+        // Splitting past the machine's mapping budget fails as Linux's does (ENOMEM).
+        self.phys.vma_room(Self::VMAS_PER_CHANGE).map_err(|_| MemFaultKind::Unmapped)?;
         self.split_at(start);
         self.split_at(end);
         for v in self.vmas.range_mut(start..end).map(|(_, v)| v) {
@@ -902,6 +930,7 @@ impl AddressSpace {
         if lost_read {
             self.remapped();
         }
+        self.account();
         self.sync_host_prot(first, n).map_err(|_| MemFaultKind::Unmapped)
     }
 
@@ -1013,8 +1042,10 @@ impl AddressSpace {
     /// A copy of this address space for `fork`: private pages become copy-on-write in
     /// both, shared pages stay shared.
     pub fn fork(&mut self) -> Result<AddressSpace, MemError> {
+        self.phys.vma_room(self.counted)?;
         let mut child = AddressSpace::new(self.phys.clone())?;
         child.vmas = self.vmas.clone();
+        child.account();
         child.mmap_base = self.mmap_base;
         child.mapping = self.mapping; // the same pages map the same frames
         // Every present page lies in a VMA: walk those, not the whole 4 GiB table.
@@ -1324,6 +1355,7 @@ impl AddressSpace {
 
 impl Drop for AddressSpace {
     fn drop(&mut self) {
+        self.phys.count_vmas(self.counted, 0);
         for v in self.vmas.values() {
             let _ = self.write_back_vma(v, v.start, v.end);
         }

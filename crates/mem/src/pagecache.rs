@@ -107,6 +107,8 @@ pub struct PageCacheStats {
     pub write_backs: u64,
     /// Files dropped: evicted, unlinked, or changed outside the machine.
     pub files_dropped: u64,
+    /// Pages dropped to free memory under the machine's limit (see [`PageCache::reclaim`]).
+    pub reclaimed: u64,
 }
 
 /// Files cached at once before files no process maps are evicted (each holds a host
@@ -205,6 +207,7 @@ impl PageCache {
         let mut out = Vec::with_capacity(n as usize);
         let mut i = 0;
         while i < n {
+            let Some(e) = self.files.get_mut(&key) else { return Err(gone()) };
             if let Some(&f) = e.pages.get(&(index + i)) {
                 self.stats.hits += 1;
                 out.push(f);
@@ -216,19 +219,23 @@ impl PageCache {
                 j += 1;
             }
             let run = j - i;
-            let frames = phys.alloc_many(run)?;
+            let frames = match phys.alloc_many(run) {
+                Err(MemError::OutOfMemory { .. }) if self.reclaim(phys, run, Some(key)) > 0 => phys.alloc_many(run),
+                r => r,
+            }?;
+            let Some(e) = self.files.get_mut(&key) else { return Err(gone()) };
             let contiguous = frames.windows(2).all(|w| w[1].0 == w[0].0 + 1);
             let read = if contiguous {
                 // SAFETY: the frames are freshly allocated, consecutive pages of the
                 // physmap, not yet mapped anywhere else.
                 let buf =
                     unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(frames[0]), (run * PAGE_SIZE) as usize) };
-                read_fully(file, buf, page_offset(index + i))
+                read_fully(&e.file, buf, page_offset(index + i))
             } else {
                 frames.iter().zip(index + i..).try_for_each(|(&f, page)| {
                     // SAFETY: as above, one page at a time.
                     let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(f), PAGE_SIZE as usize) };
-                    read_fully(file, buf, page_offset(page))
+                    read_fully(&e.file, buf, page_offset(page))
                 })
             };
             if let Err(err) = read {
@@ -379,6 +386,43 @@ impl PageCache {
         false
     }
 
+    /// Frees up to `want` frames under memory pressure by dropping cached pages that no
+    /// process maps, least recently used files first (as Linux reclaims clean page-cache
+    /// pages): never a mapped page, nor a page of a file that may still have stores of
+    /// shared mappings to write back, nor one of `keep` (the file being filled). Returns
+    /// how many pages it dropped.
+    pub fn reclaim(&mut self, phys: &PhysMem, want: u32, keep: Option<FileKey>) -> u32 {
+        let mut order: Vec<(u64, FileKey)> = self
+            .files
+            .iter()
+            .filter(|(k, e)| Some(**k) != keep && e.writer.is_none())
+            .map(|(k, e)| (e.last_use, *k))
+            .collect();
+        order.sort_unstable();
+        let mut freed = 0;
+        for (_, key) in order {
+            if freed >= want {
+                break;
+            }
+            let Some(e) = self.files.get_mut(&key) else { continue };
+            let idle: Vec<u32> = e.pages.iter().filter(|(_, f)| phys.refcount(**f) == 1).map(|(&i, _)| i).collect();
+            for index in idle {
+                if let Some(f) = e.pages.remove(&index) {
+                    phys.release(f);
+                    freed += 1;
+                }
+            }
+            if e.pages.is_empty() {
+                self.files.remove(&key);
+                self.stats.files -= 1;
+                self.stats.files_dropped += 1;
+            }
+        }
+        self.stats.pages -= u64::from(freed);
+        self.stats.reclaimed += u64::from(freed);
+        freed
+    }
+
     /// Keeps the number of cached files below [`MAX_FILES`] by evicting the least
     /// recently used file that no process maps.
     fn make_room(&mut self, phys: &PhysMem) {
@@ -411,6 +455,12 @@ impl PageCache {
     pub fn stats(&self) -> PageCacheStats {
         self.stats
     }
+}
+
+/// The error for a cached file that vanished during a fill (never expected: only
+/// `reclaim`, which spares the file being filled, runs meanwhile).
+fn gone() -> MemError {
+    MemError::Host { op: "page cache fill", err: std::io::Error::other("cached file dropped during fill") }
 }
 
 /// Byte offset of file page `index`.
@@ -563,6 +613,34 @@ mod tests {
 
     fn map(a: &mut AddressSpace, c: &mut PageCache, s: &Scratch, va: u32, pages: u32, prot: Prot, shared: bool) {
         a.map_file(c, va, pages * PAGE_SIZE, prot, shared, &s.file, s.id(), 0, "f").unwrap();
+    }
+
+    #[test]
+    fn idle_cached_pages_are_reclaimed_under_the_memory_limit() {
+        // 1024 frames; seven 200-page files mapped and unmapped in turn would cache
+        // 1400 pages: the idle pages of earlier files make room, mapped ones stay.
+        let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
+        let mut c = PageCache::new();
+        let mut a = AddressSpace::new(phys.clone()).unwrap();
+        let files: Vec<Scratch> = (0..7).map(|i| Scratch::new(&format!("reclaim{i}"), &pattern(200 << 12))).collect();
+        map(&mut a, &mut c, &files[0], 0x1000_0000, 200, Prot::READ, false); // stays mapped
+        for (i, s) in files.iter().enumerate().skip(1) {
+            map(&mut a, &mut c, s, 0x2000_0000, 200, Prot::READ, false);
+            let mut got = [0u8; 8];
+            a.read_bytes(0x2000_0000 + 199 * 4096, &mut got).unwrap();
+            assert_eq!(got[..], pattern(200 << 12)[199 * 4096..][..8], "file {i}");
+            a.unmap(0x2000_0000, 200 << 12).unwrap();
+        }
+        assert!(c.stats().reclaimed > 0 && phys.stats().frames_touched <= 1024);
+        let mut got = [0u8; 8];
+        a.read_bytes(0x1000_0000 + 4096 * 5, &mut got).unwrap();
+        assert_eq!(got[..], pattern(6 << 12)[5 * 4096..][..8], "a mapped file keeps its pages");
+        // Anonymous memory gets the rest once the cache gives its idle pages back.
+        let idle = c.stats().pages - 200;
+        assert!(idle > 0);
+        assert!(a.map_anon(0x3000_0000, 900 << 12, Prot::RW, false, "").is_err());
+        assert_eq!(c.reclaim(&phys, 900, None), idle as u32);
+        a.map_anon(0x3000_0000, 800 << 12, Prot::RW, false, "").unwrap();
     }
 
     #[test]

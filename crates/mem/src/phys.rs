@@ -2,10 +2,12 @@
 //!
 //! The whole memfd is also mapped once into morph's own address space (the
 //! *physmap*), so the emulator can fill, copy and zero frames without going through
-//! a guest window. Frames are handed out from a free list or, for runs of pages, by
-//! bumping the high-water mark: consecutive guest pages then get consecutive frames
-//! and their host mappings merge into one VMA (the host allows only ~65k VMAs for the
-//! whole machine).
+//! a guest window. Frames freed earlier are handed out first, lowest first, as a run of
+//! consecutive frames when the caller wants several (see `FreeFrames`); only when no
+//! freed frame will do does the high-water mark move. Consecutive guest pages then get
+//! consecutive frames, so their host mappings merge into one VMA (the host allows only
+//! ~65k VMAs for the whole machine), and the memfd, whose pages the host keeps in memory
+//! once touched, grows only with the most memory the guests ever used at once.
 //!
 //! Each frame also carries a *code* bit (Transmeta's T-bit): the engine sets it on
 //! frames it has decoded or translated code from, and a guest write to such a frame
@@ -42,11 +44,14 @@ pub struct PhysStats {
     pub frames_allocated: u64,
     /// Guest writes that hit a frame holding code.
     pub code_writes: u64,
+    /// Frames ever handed out (the memfd's used length: host memory that stays
+    /// resident, as frames are zeroed on reuse rather than returned to the host).
+    pub frames_touched: u64,
 }
 
 struct Inner {
     refcount: Vec<u32>,
-    free: Vec<u32>,
+    free: FreeFrames,
     /// Frames ever handed out by bumping (the memfd's used length in frames).
     top: u32,
     /// Current memfd size in frames.
@@ -71,6 +76,11 @@ pub struct PhysMem {
     /// frame. They count against the limit, so that a mapping the machine could not
     /// back fails when it is made (`ENOMEM`), as eagerly allocated memory did.
     committed: Cell<u64>,
+    /// Guest VMAs (plus one page table each) of all address spaces: each may cost a host
+    /// mapping, and the host allows `vm.max_map_count` for the whole machine.
+    vmas: Cell<u64>,
+    /// The most guest VMAs the machine may have (see [`PhysMem::vma_room`]).
+    vma_limit: u64,
 }
 
 const GROW_FRAMES: u32 = 4096; // grow the memfd 16 MiB at a time
@@ -108,7 +118,7 @@ impl PhysMem {
             max_frames,
             inner: RefCell::new(Inner {
                 refcount: Vec::new(),
-                free: Vec::new(),
+                free: FreeFrames::default(),
                 top: 0,
                 size: 0,
                 stats: PhysStats::default(),
@@ -118,7 +128,28 @@ impl PhysMem {
             shared_code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
             committed: Cell::new(0),
+            vmas: Cell::new(0),
+            vma_limit: host_vma_budget(),
         })
+    }
+
+    /// Whether the machine's guests may have `more` VMAs than now: fails with `ENOMEM`,
+    /// as Linux's `mmap`, `mprotect` and `mremap` do at `vm.max_map_count`, before the
+    /// host runs out of mappings (every guest process lives in this one host process,
+    /// and morph itself must still be able to map and allocate).
+    pub fn vma_room(&self, more: u64) -> Result<(), MemError> {
+        if self.vmas.get() + more > self.vma_limit {
+            return Err(MemError::Host {
+                op: "map (too many mappings)",
+                err: std::io::Error::from_raw_os_error(libc::ENOMEM),
+            });
+        }
+        Ok(())
+    }
+
+    /// Records that the guests' VMAs went from `before` to `after` (see `vma_room`).
+    pub fn count_vmas(&self, before: u64, after: u64) {
+        self.vmas.set((self.vmas.get() + after).saturating_sub(before));
     }
 
     /// The memfd, for mapping frames into guest windows.
@@ -157,6 +188,7 @@ impl PhysMem {
         }
         inner.size = new_size;
         inner.refcount.resize(new_size as usize, 0);
+        inner.free.grow(new_size);
         Ok(())
     }
 
@@ -173,17 +205,17 @@ impl PhysMem {
 
     fn alloc_one(&self, copy_of: Option<Frame>) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
-        let (f, zero) = match inner.free.pop() {
+        let (f, zero) = match inner.free.take_one() {
             Some(f) => (f, copy_of.is_none()),
             None => {
                 let f = inner.top;
                 self.grow(&mut inner, f + 1)?;
                 inner.top += 1;
+                inner.stats.frames_touched = u64::from(inner.top);
                 (f, false) // never used: the memfd's zeros
             }
         };
-        inner.refcount[f as usize] = 1;
-        Self::count_alloc(&mut inner, 1);
+        self.claim(&mut inner, f, 1);
         drop(inner); // frame_ptr borrows it
         if zero {
             // SAFETY: a free frame is mapped in the physmap and referenced by no one.
@@ -219,54 +251,73 @@ impl PhysMem {
     }
 
     /// Allocates `n` zeroed frames for pages touched for the first time, with
-    /// consecutive numbers if it can (so their host mappings merge): the frames most
-    /// recently freed if they are consecutive (freed runs are pushed in ascending order;
-    /// they are resident, so the host maps them without allocating), else a fresh run,
-    /// else single frames.
+    /// consecutive numbers if it can (so their host mappings merge): see `alloc_many`.
     pub fn alloc_zeroed(&self, n: u32) -> Result<Vec<Frame>, MemError> {
-        if let Some(run) = self.take_recycled_run(n) {
-            for &f in &run {
-                // SAFETY: a frame just taken from the free list: mapped in the physmap
-                // and referenced by no one else yet.
-                unsafe { std::ptr::write_bytes(self.frame_ptr(f), 0, PAGE_SIZE as usize) };
-            }
-            return Ok(run);
-        }
         self.alloc_many(n)
     }
 
     /// Allocates `n` frames with consecutive numbers whose contents the caller
-    /// overwrites at once (copies): the most recently freed frames if they are
-    /// consecutive (already in host memory), else a fresh run.
+    /// overwrites at once (copies): the lowest run of freed frames (already in host
+    /// memory), else a fresh run.
     pub fn alloc_run_to_overwrite(&self, n: u32) -> Result<Frame, MemError> {
-        match self.take_recycled_run(n) {
-            Some(run) => Ok(run[0]),
+        let run = {
+            let mut inner = self.inner.borrow_mut();
+            let run = inner.free.take_run(n);
+            if let Some(f) = run {
+                self.claim(&mut inner, f, n);
+            }
+            run
+        };
+        match run {
+            Some(f) => Ok(Frame(f)),
             None => self.alloc_run(n),
         }
     }
 
-    /// The `n` most recently freed frames with reference count 1, if they are
-    /// consecutive (their contents are whatever their last owner left).
-    fn take_recycled_run(&self, n: u32) -> Option<Vec<Frame>> {
-        let mut inner = self.inner.borrow_mut();
-        let len = inner.free.len();
-        let top = inner.free.get(len.wrapping_sub(n as usize)..).unwrap_or(&[]);
-        let consecutive = n > 0 && top.len() == n as usize && top.windows(2).all(|w| w[1] == w[0] + 1);
-        if !consecutive {
-            return None;
+    /// Sets the reference count of the `n` frames from `f` to 1 and counts them. A
+    /// frame still marked as holding code (freed when its code could not be queued) is
+    /// queued now, before it takes other contents.
+    fn claim(&self, inner: &mut Inner, f: u32, n: u32) {
+        for i in f..f + n {
+            inner.refcount[i as usize] = 1;
+            if self.code.get(i as usize).is_some_and(|c| c.replace(false)) {
+                self.dirty_code.borrow_mut().push(Frame(i));
+                self.code_epoch.set(self.code_epoch.get() + 1);
+            }
         }
-        let run: Vec<Frame> = top.iter().map(|&f| Frame(f)).collect();
-        inner.free.truncate(len - n as usize);
-        for f in &run {
-            inner.refcount[f.0 as usize] = 1;
-        }
-        Self::count_alloc(&mut inner, n);
-        Some(run)
+        Self::count_alloc(inner, n);
     }
 
-    /// Allocates `n` zeroed frames: a fresh run of consecutive frames if there is room
-    /// under the limit, else frames freed earlier, one by one.
+    fn zero(&self, f: Frame) {
+        // SAFETY: a frame just taken from the free list: mapped in the physmap and
+        // referenced by no one else yet.
+        unsafe { std::ptr::write_bytes(self.frame_ptr(f), 0, PAGE_SIZE as usize) };
+    }
+
+    /// Allocates `n` zeroed frames, freed ones first: the lowest run of `n` consecutive
+    /// freed frames; else, if enough frames are free, the lowest ones (mostly runs too,
+    /// as memory comes back a process at a time); else a fresh run of consecutive frames;
+    /// else whatever is left under the limit, frame by frame.
     pub fn alloc_many(&self, n: u32) -> Result<Vec<Frame>, MemError> {
+        let reused: Option<Vec<Frame>> = {
+            let mut inner = self.inner.borrow_mut();
+            if let Some(f) = inner.free.take_run(n) {
+                self.claim(&mut inner, f, n);
+                Some((f..f + n).map(Frame).collect())
+            } else if n > 0 && inner.free.count >= n {
+                let v: Vec<Frame> = (0..n).filter_map(|_| inner.free.take_one()).map(Frame).collect();
+                for f in &v {
+                    self.claim(&mut inner, f.0, 1);
+                }
+                Some(v)
+            } else {
+                None
+            }
+        };
+        if let Some(v) = reused {
+            v.iter().for_each(|&f| self.zero(f));
+            return Ok(v);
+        }
         if let Ok(f) = self.alloc_run(n) {
             return Ok((0..n).map(|i| Frame(f.0 + i)).collect());
         }
@@ -283,19 +334,15 @@ impl PhysMem {
         Ok(v)
     }
 
-    /// Allocates `n` zeroed frames with consecutive numbers (so their host mappings merge).
+    /// Allocates `n` fresh frames with consecutive numbers (so their host mappings
+    /// merge), above every frame handed out so far (the memfd's zeros).
     fn alloc_run(&self, n: u32) -> Result<Frame, MemError> {
-        if n == 1 {
-            return self.alloc();
-        }
         let mut inner = self.inner.borrow_mut();
         let f = inner.top;
         self.grow(&mut inner, f + n)?;
         inner.top += n;
-        for i in 0..n {
-            inner.refcount[(f + i) as usize] = 1;
-        }
-        Self::count_alloc(&mut inner, n);
+        inner.stats.frames_touched = u64::from(inner.top);
+        self.claim(&mut inner, f, n);
         Ok(Frame(f))
     }
 
@@ -311,7 +358,8 @@ impl PhysMem {
         self.inner.borrow_mut().refcount[f.0 as usize] += 1;
     }
 
-    /// Drops a reference; the last one frees and zeroes the frame.
+    /// Drops a reference; the last one frees the frame. Never allocates (it runs while
+    /// a process is reaped, possibly when the host has no memory or mappings to spare).
     pub fn release(&self, f: Frame) {
         let mut inner = self.inner.borrow_mut();
         let rc = &mut inner.refcount[f.0 as usize];
@@ -320,13 +368,18 @@ impl PhysMem {
         if *rc == 0 {
             // The frame is zeroed when it is handed out again (one system call per freed
             // frame to punch a hole would dominate the cost of exit and exec).
-            if self.code[f.0 as usize].replace(false) {
+            if self.code[f.0 as usize].get() {
                 // Code decoded or translated from this frame must not be found again
-                // when the frame is reused for other contents.
-                self.dirty_code.borrow_mut().push(f);
-                self.code_epoch.set(self.code_epoch.get() + 1);
+                // when the frame is reused for other contents. If the queue cannot grow
+                // now, the bit stays set and the frame is queued when it is reused.
+                let mut dirty = self.dirty_code.borrow_mut();
+                if dirty.try_reserve(1).is_ok() {
+                    dirty.push(f);
+                    self.code[f.0 as usize].set(false);
+                    self.code_epoch.set(self.code_epoch.get() + 1);
+                }
             }
-            inner.free.push(f.0);
+            inner.free.insert(f.0);
             inner.stats.frames_in_use -= 1;
         }
     }
@@ -416,5 +469,182 @@ impl Drop for PhysMem {
         unsafe {
             libc::munmap(self.physmap.cast(), self.max_frames as usize * PAGE_SIZE as usize);
         }
+    }
+}
+
+/// The guest VMAs a machine may have: the host's `vm.max_map_count` less room for
+/// morph's own mappings (its code, heap, thread stacks, translation buffers) and for
+/// guest pages whose frames are not consecutive and so take a host mapping each.
+fn host_vma_budget() -> u64 {
+    const MORPH_RESERVE: u64 = 4096;
+    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(65530);
+    let own = std::fs::read_to_string("/proc/self/maps").map_or(0, |s| s.lines().count() as u64);
+    max.saturating_sub(own + MORPH_RESERVE).max(64)
+}
+
+/// The free frames below the high-water mark, as a bitmap (one bit per frame, set when
+/// free), so that freeing never allocates (the bitmap grows with the memfd, in the
+/// allocation path, which may fail) and runs of consecutive free frames are found by
+/// scanning words. Allocation is first fit from the lowest address: memory stays packed
+/// at the bottom of the memfd, whose pages the host keeps resident once touched.
+#[derive(Default)]
+struct FreeFrames {
+    bits: Vec<u64>,
+    /// Free frames.
+    count: u32,
+    /// No word below this one has a free frame.
+    low: usize,
+}
+
+impl FreeFrames {
+    /// Makes room for frames below `frames` (allocates; never called while freeing).
+    fn grow(&mut self, frames: u32) {
+        self.bits.resize((frames as usize).div_ceil(64), 0);
+    }
+
+    fn insert(&mut self, f: u32) {
+        let (w, b) = (f as usize / 64, f % 64);
+        debug_assert!(self.bits[w] & (1 << b) == 0, "frame {f} freed twice");
+        self.bits[w] |= 1 << b;
+        self.count += 1;
+        self.low = self.low.min(w);
+    }
+
+    fn remove_range(&mut self, f: u32, n: u32) {
+        for g in f..f + n {
+            self.bits[g as usize / 64] &= !(1 << (g % 64));
+        }
+        self.count -= n;
+    }
+
+    /// Takes the lowest free frame.
+    fn take_one(&mut self) -> Option<u32> {
+        if self.count == 0 {
+            return None;
+        }
+        while self.bits[self.low] == 0 {
+            self.low += 1;
+        }
+        let f = (self.low * 64) as u32 + self.bits[self.low].trailing_zeros();
+        self.remove_range(f, 1);
+        Some(f)
+    }
+
+    /// Takes the lowest run of `n` consecutive free frames, if there is one.
+    fn take_run(&mut self, n: u32) -> Option<u32> {
+        if n == 0 || self.count < n {
+            return None;
+        }
+        if n == 1 {
+            return self.take_one();
+        }
+        let (mut start, mut len) = (0u32, 0u32);
+        for w in self.low..self.bits.len() {
+            let mut word = self.bits[w];
+            let base = (w * 64) as u32;
+            if word == 0 {
+                len = 0;
+                continue;
+            }
+            if word == u64::MAX {
+                if len == 0 {
+                    start = base;
+                }
+                len += 64;
+                if len >= n {
+                    self.remove_range(start, n);
+                    return Some(start);
+                }
+                continue;
+            }
+            let mut pos = 0;
+            while pos < 64 {
+                if word & 1 == 0 {
+                    let z = word.trailing_zeros().min(64 - pos);
+                    len = 0;
+                    pos += z;
+                    word = word.checked_shr(z).unwrap_or(0);
+                    continue;
+                }
+                let ones = word.trailing_ones();
+                if len == 0 {
+                    start = base + pos;
+                }
+                len += ones;
+                if len >= n {
+                    self.remove_range(start, n);
+                    return Some(start);
+                }
+                pos += ones;
+                word = word.checked_shr(ones).unwrap_or(0);
+                if pos < 64 {
+                    len = 0; // a used frame follows within the word
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_frames_give_the_lowest_run_that_fits() {
+        let mut f = FreeFrames::default();
+        f.grow(256);
+        for i in [3, 5, 6, 7, 60, 61, 62, 63, 64, 65, 66, 200] {
+            f.insert(i);
+        }
+        assert_eq!(f.take_run(3), Some(5));
+        assert_eq!(f.take_run(5), Some(60), "a run across a word boundary");
+        assert_eq!(f.take_run(3), None, "65 and 66 are left");
+        assert_eq!(f.take_one(), Some(3));
+        assert_eq!(f.take_one(), Some(65));
+        assert_eq!((f.take_one(), f.take_one(), f.take_one(), f.count), (Some(66), Some(200), None, 0));
+        for i in 0..256 {
+            f.insert(i);
+        }
+        assert_eq!(f.take_run(200), Some(0));
+        assert_eq!(f.take_run(56), Some(200));
+        assert_eq!(f.count, 0);
+    }
+
+    #[test]
+    fn freed_frames_are_reused_before_the_memfd_grows() {
+        // Processes that come and go, each freeing its frames in a scattered order: the
+        // memory they leave behind serves the next ones (the memfd's host memory stays
+        // at the most used at once).
+        let phys = PhysMem::new(1 << 30).unwrap();
+        let mut rng = 12345u64;
+        for round in 0..200 {
+            let mut held: Vec<Frame> = Vec::new();
+            for n in [1, 3, 8, 17, 2, 40, 1, 1, 5] {
+                held.extend(phys.alloc_many(n).unwrap());
+                held.push(phys.alloc().unwrap());
+                let src = held[0];
+                held.push(phys.alloc_copy(src).unwrap());
+                let r = phys.alloc_run_to_overwrite(4).unwrap();
+                held.extend((0..4).map(|i| Frame(r.0 + i)));
+            }
+            for i in (1..held.len()).rev() {
+                rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                held.swap(i, (rng >> 33) as usize % (i + 1));
+            }
+            let zeroed = phys.alloc_zeroed(40).unwrap();
+            assert!(zeroed.iter().all(|&f| phys.frame_bytes(f).iter().all(|&b| b == 0)), "round {round}");
+            for f in held.into_iter().chain(zeroed) {
+                // SAFETY: a frame of ours, referenced by no one else.
+                unsafe { *phys.frame_ptr(f) = 0xAA };
+                phys.release(f);
+            }
+        }
+        let s = phys.stats();
+        assert_eq!(s.frames_in_use, 0);
+        assert!(s.frames_touched <= 2 * s.frames_peak, "{s:?}");
     }
 }

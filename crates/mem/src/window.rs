@@ -58,6 +58,9 @@ impl WindowSlot {
                     Some(i) => (i, false),
                     None if g.1 < SLOTS => {
                         g.1 += 1;
+                        // Room to give every slot back without allocating (see Drop).
+                        let want = g.1.saturating_sub(g.0.len());
+                        g.0.reserve(want);
                         (g.1 - 1, true)
                     }
                     None => {
@@ -110,6 +113,7 @@ impl WindowSlot {
 }
 
 impl Drop for WindowSlot {
+    /// Never allocates: the free list has room for every slot ever handed out.
     fn drop(&mut self) {
         // SAFETY: the slot is ours; whatever is mapped in it was mapped by its address
         // space, which is being dropped (no reference into it survives).
@@ -141,6 +145,9 @@ impl PageTable {
 
     /// An all-zero table: a recycled one, or a fresh mapping.
     pub(crate) fn new() -> Result<PageTable, MemError> {
+        // Room for a full pool, so that keeping a freed table never allocates (tables
+        // are freed while processes are reaped, perhaps with the host out of memory).
+        POOL.with(|p| p.borrow_mut().reserve(POOL_MAX));
         if let Some(t) = POOL.with(|p| p.borrow_mut().pop()) {
             t.clean.set(false);
             return Ok(t);

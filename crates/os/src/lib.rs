@@ -12,6 +12,7 @@ pub mod loader;
 mod machine;
 pub mod process;
 pub mod special;
+pub mod stop;
 pub mod syscall;
 pub mod vfs;
 

@@ -109,6 +109,9 @@ pub enum RunError {
     /// Every process waits for something no process or host event can bring.
     #[error("deadlock: every guest process is blocked for good (pids {0})")]
     Deadlock(String),
+    /// morph was asked to stop by this host signal (see [`crate::stop`]).
+    #[error("stopped by host signal {0}")]
+    Stopped(i32),
 }
 
 /// The guest machine.
@@ -205,7 +208,15 @@ impl Machine {
         let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
         let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
         let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
-        let img = loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?;
+        let img = match loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng) {
+            // Out of guest memory: the page cache gives back every page no process maps
+            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
+            Err(LoadError::NoMemory(_)) if self.cache.reclaim(&self.phys, u32::MAX, None) > 0 => {
+                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+                loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?
+            }
+            r => r?,
+        };
         aspace.set_mmap_base(layout.mmap_base);
         Ok((aspace, img))
     }
@@ -318,6 +329,9 @@ impl Machine {
                 && Instant::now() > d
             {
                 return Err(RunError::Timeout(t));
+            }
+            if let Some(sig) = crate::stop::requested() {
+                return Err(RunError::Stopped(sig));
             }
             let Some(tid) = self.pick(cursor) else {
                 self.sleep_until_ready(deadline.map(|d| d.1))?;
@@ -446,6 +460,9 @@ impl Machine {
         if fds.is_empty() && wake == limit && limit.is_none() {
             let pids: Vec<String> = self.procs.keys().map(|p| p.to_string()).collect();
             return Err(RunError::Deadlock(pids.join(", ")));
+        }
+        if let Some(fd) = crate::stop::wake_fd() {
+            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
         }
         let ms = wake.map_or(-1, |w| {
             let d = w.saturating_duration_since(Instant::now());

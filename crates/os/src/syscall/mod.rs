@@ -489,7 +489,7 @@ fn sys_clock_gettime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
 
 // ----- memory ------------------------------------------------------------------------
 
-fn sys_brk(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_brk(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let want = a[0];
     if want < p.brk_start {
         return Ok(p.brk);
@@ -504,7 +504,8 @@ fn sys_brk(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         if !p.aspace.is_free(old_end, new_end - old_end) {
             return Ok(p.brk);
         }
-        if p.aspace.map_anon(old_end, new_end - old_end, Prot::RW, false, "[heap]").is_err() {
+        let grow = |p: &mut Process| p.aspace.map_anon(old_end, new_end - old_end, Prot::RW, false, "[heap]");
+        if reclaiming(m, p, (new_end - old_end) / PAGE_SIZE, grow).is_err() {
             return Ok(p.brk);
         }
     } else if new_end < old_end && p.aspace.unmap(new_end, old_end - new_end).is_err() {
@@ -566,7 +567,7 @@ fn do_mmap(
     let shared = typ == MAP_SHARED;
     let prot = Prot(prot & 7);
     if flags & MAP_ANONYMOUS != 0 {
-        p.aspace.map_anon(start, alen, prot, shared, "").map_err(|_| ENOMEM)?;
+        reclaiming(m, p, alen / PAGE_SIZE, |p| p.aspace.map_anon(start, alen, prot, shared, "")).map_err(|_| ENOMEM)?;
         return Ok(start);
     }
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
@@ -596,6 +597,21 @@ fn do_mmap(
         _ => ENOMEM,
     })?;
     Ok(start)
+}
+
+/// Runs `f`, and again each time the page cache gave back idle pages (about `pages`
+/// at a time, whole files) while it fails for want of memory under the machine's limit.
+fn reclaiming(
+    m: &mut Machine,
+    p: &mut Process,
+    pages: u32,
+    mut f: impl FnMut(&mut Process) -> Result<(), MemError>,
+) -> Result<(), MemError> {
+    let mut r = f(p);
+    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(&m.phys, pages, None) > 0 {
+        r = f(p);
+    }
+    r
 }
 
 /// The guest path of an open host descriptor (for the names in `/proc/self/maps`).

@@ -298,8 +298,8 @@ fn restore_sigcontext(p: &mut Process, sc: u32) -> Result<(), MemFault> {
     if fpstate != 0 {
         let mut img = [0u8; 512];
         p.aspace.read_bytes(fpstate + 112, &mut img)?;
-        // MXCSR reserved bits would fault a real FXRSTOR; keep them clear.
-        let mxcsr = u32::from_le_bytes([img[24], img[25], img[26], img[27]]) & 0xffff;
+        // Reserved MXCSR bits would fault FXRSTOR: Linux clears them (mxcsr_feature_mask).
+        let mxcsr = u32::from_le_bytes([img[24], img[25], img[26], img[27]]) & morph_cpu::x87::mxcsr_feature_mask();
         img[24..28].copy_from_slice(&mxcsr.to_le_bytes());
         p.cpu.fpu.0 = img;
     }
