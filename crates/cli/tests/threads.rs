@@ -93,7 +93,6 @@ fn posix_spawn_and_vfork_share_the_parents_memory() {
 /// Cancellation unwinds with glibc's unwinder, whose CET code runs `rdsspd` (a hint
 /// NOP on the modeled CPU): it needs the interpreter to treat hint NOPs as NOPs.
 #[test]
-#[ignore = "needs hint NOPs in the interpreter (issue 13, instructions part)"]
 fn cancellation_runs_cleanup_handlers() {
     check("cancel", &[]);
 }

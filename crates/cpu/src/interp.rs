@@ -14,13 +14,15 @@
 use std::rc::Rc;
 
 use iced_x86::{
-    ConditionCode, CpuidFeature, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction,
-    InstructionInfoFactory, Mnemonic as M, OpAccess, OpKind, Register,
+    Code, ConditionCode, Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory,
+    Mnemonic as M, OpAccess, OpKind, Register,
 };
 use morph_mem::{AddressSpace, Frame, MemFault, PAGE_SIZE};
 
 use crate::alu::{self, Shift, mask};
-use crate::state::flags::{AF, ARITH, CF, DF, FIXED, IF, OF, PF, SF, USER_WRITABLE, ZF};
+use crate::host;
+use crate::isa::{Support, support};
+use crate::state::flags::{AF, ARITH, CF, DF, FIXED, IF, OF, PF, SF, TF, USER_WRITABLE, ZF};
 use crate::state::{Cpu, reg, seg};
 use crate::x87::HostFpu;
 
@@ -54,8 +56,10 @@ pub enum FaultKind {
     DivideError,
     /// `#UD`: an invalid or unsupported instruction; the bytes at EIP.
     InvalidOpcode(Vec<u8>),
-    /// `#GP`: a privileged instruction, a bad selector, `int n` other than 0x80.
-    GeneralProtection,
+    /// `#GP` with its error code: 0 for a privileged instruction or a bad selector,
+    /// `(n << 3) | 2` for `int n` through a gate user mode may not use (all but 3, 4 and
+    /// 0x80 under Linux).
+    GeneralProtection(u16),
     /// `#BP`: `int3` (a trap: EIP is past the instruction).
     Breakpoint,
     /// `#OF`: `into` with OF set (a trap).
@@ -64,6 +68,31 @@ pub enum FaultKind {
     Bound,
     /// `#MF`: an unmasked x87 exception is pending.
     Fpu,
+    /// `#DB` from EFLAGS.TF: a trap after an instruction that began with TF set (EIP is
+    /// the next instruction's).
+    SingleStep,
+}
+
+impl FaultKind {
+    /// The exception vector.
+    pub fn vector(&self) -> u32 {
+        match self {
+            FaultKind::DivideError => 0,
+            FaultKind::SingleStep => 1,
+            FaultKind::Breakpoint => 3,
+            FaultKind::Overflow => 4,
+            FaultKind::Bound => 5,
+            FaultKind::InvalidOpcode(_) => 6,
+            FaultKind::GeneralProtection(_) => 13,
+            FaultKind::Page(_) => 14,
+            FaultKind::Fpu => 16,
+        }
+    }
+
+    /// Whether it is a trap, reported after its instruction retired (EIP past it).
+    pub fn is_trap(&self) -> bool {
+        matches!(self, FaultKind::Breakpoint | FaultKind::Overflow | FaultKind::SingleStep)
+    }
 }
 
 /// Interpreter counters.
@@ -84,20 +113,12 @@ pub struct InterpStats {
     pub fpu_instructions: u64,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Int,
-    Fpu,
-    Mmx,
-    Invalid,
-}
-
 /// A decoded instruction. The fields a run reads first lead (`repr(C)` keeps the
 /// order): the class, the pre-decoded form and the start of the `Instruction` (its next
 /// IP) share the first cache line.
 #[repr(C)]
 struct Decoded {
-    class: Class,
+    class: Support,
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
@@ -197,63 +218,6 @@ fn page_fault(eip: u32) -> impl Fn(MemFault) -> Exit {
 
 fn fault(kind: FaultKind, eip: u32) -> Exit {
     Exit::Fault(Fault { kind, eip })
-}
-
-/// Whether an instruction belongs to the ISA the TM5600 reports.
-fn supported(ins: &Instruction) -> bool {
-    ins.cpuid_features().iter().all(|f| {
-        matches!(
-            f,
-            CpuidFeature::INTEL8086
-                | CpuidFeature::INTEL8086_ONLY
-                | CpuidFeature::INTEL186
-                | CpuidFeature::INTEL286
-                | CpuidFeature::INTEL386
-                | CpuidFeature::INTEL486
-                | CpuidFeature::FPU
-                | CpuidFeature::FPU287
-                | CpuidFeature::FPU387
-                | CpuidFeature::CMOV
-                | CpuidFeature::MMX
-                | CpuidFeature::TSC
-                | CpuidFeature::CX8
-                | CpuidFeature::CPUID
-                | CpuidFeature::SEP
-                | CpuidFeature::MULTIBYTENOP
-                | CpuidFeature::PAUSE
-        )
-    })
-}
-
-/// Whether `ins` is an x87 or MMX instruction of the TM5600's ISA.
-pub fn is_fpu_instruction(ins: &Instruction) -> bool {
-    matches!(classify(ins), Class::Fpu | Class::Mmx)
-}
-
-/// Whether `ins` is an integer instruction of the TM5600's ISA (not x87/MMX, not
-/// invalid): the ones a translator may re-encode; the rest go to the interpreter.
-pub fn is_integer_instruction(ins: &Instruction) -> bool {
-    classify(ins) == Class::Int
-}
-
-fn classify(ins: &Instruction) -> Class {
-    // ENDBR32/ENDBR64 live in the P6 reserved-NOP space (0F 1E): a NOP on the TM5600.
-    // TZCNT/LZCNT (F3 0F BC/BD) execute as BSF/BSR on CPUs without BMI1/LZCNT, and
-    // compilers emit TZCNT for BSF relying on exactly that.
-    if matches!(ins.mnemonic(), M::Endbr32 | M::Endbr64 | M::Tzcnt | M::Lzcnt) {
-        return Class::Int;
-    }
-    if ins.is_invalid() || !supported(ins) {
-        return Class::Invalid;
-    }
-    let f = ins.cpuid_features();
-    if f.contains(&CpuidFeature::MMX) {
-        Class::Mmx
-    } else if f.iter().any(|f| matches!(f, CpuidFeature::FPU | CpuidFeature::FPU287 | CpuidFeature::FPU387)) {
-        Class::Fpu
-    } else {
-        Class::Int
-    }
 }
 
 // ----- registers -------------------------------------------------------------------
@@ -628,14 +592,14 @@ impl Interp {
                 }
                 break;
             }
-            let class = classify(&ins);
+            let class = support(&ins);
             last = ins.next_ip32().wrapping_sub(1);
-            let end = class == Class::Invalid || ins.flow_control() != FlowControl::Next;
-            let writes = class == Class::Invalid
+            let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
+            let writes = class == Support::Invalid
                 || self.info.info(&ins).used_memory().iter().any(|m| {
                     !matches!(m.access(), OpAccess::Read | OpAccess::CondRead | OpAccess::NoMemAccess | OpAccess::None)
                 });
-            let fast = if class == Class::Int { fast::form(&ins) } else { None };
+            let fast = if class == Support::Int { fast::form(&ins) } else { None };
             instrs.push(Decoded { ins, class, fast, writes });
             if end {
                 break;
@@ -670,6 +634,9 @@ impl Interp {
     ) -> Result<(), Exit> {
         if mem.phys().code_epoch() != self.epoch {
             self.sync_code(mem);
+        }
+        if cpu.eflags & TF != 0 {
+            return self.run_traced(cpu, mem, cache);
         }
         let start = cpu.icount;
         let block = self.block_cached(cpu.eip, mem, cache)?;
@@ -711,23 +678,57 @@ impl Interp {
         result
     }
 
+    /// With EFLAGS.TF set: runs the first instruction of the block at EIP, then traps
+    /// (`#DB`, EIP at the next instruction). Blocks are entered here only while TF is
+    /// set (`popf` and `iret` that set it end their block), so tracing costs the untraced
+    /// path one test per block. As under Linux, an instruction that ends in a system
+    /// call, a fault or another trap reports only that: `int` clears TF on its way
+    /// through the gate, and TF comes back with the return to user mode.
+    fn run_traced(
+        &mut self,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        cache: &mut Option<CachedBlock>,
+    ) -> Result<(), Exit> {
+        let block = self.block_cached(cpu.eip, mem, cache)?;
+        let delta = cpu.eip.wrapping_sub(block.start);
+        let d = &block.instrs[0];
+        let r = self.exec(cpu, mem, d, delta);
+        let retired = match &r {
+            Ok(_) => true,
+            Err(Exit::Fault(f)) => f.kind.is_trap(),
+            Err(e) => *e == Exit::Syscall,
+        };
+        if retired {
+            cpu.icount += 1;
+            self.stats.instructions += 1;
+        }
+        match r? {
+            Flow::Next => cpu.eip = d.ins.next_ip32().wrapping_add(delta),
+            Flow::Jump(t) => cpu.eip = t,
+        }
+        Err(fault(FaultKind::SingleStep, cpu.eip))
+    }
+
     /// Executes one instruction (also used by the translator for instructions it
     /// leaves to the interpreter). On `Ok`, the caller sets EIP.
     fn exec(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, d: &Decoded, delta: u32) -> Res<Flow> {
         match d.class {
-            Class::Int => match d.fast {
+            Support::Int => match d.fast {
                 Some(f) => fast::exec(cpu, mem, f, &d.ins, delta),
                 None => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
             },
-            Class::Fpu | Class::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
-            Class::Invalid => Err(invalid(mem, &d.ins, delta)),
+            Support::Fpu | Support::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
+            Support::Nop => Ok(Flow::Next),
+            Support::System => Err(fault(FaultKind::GeneralProtection(0), d.ins.ip32().wrapping_add(delta))),
+            Support::Invalid => Err(invalid(mem, &d.ins, delta)),
         }
     }
 
     /// Executes a single decoded instruction at `cpu.eip` (used by tests and the
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
-        let d = Decoded { ins: *ins, class: classify(ins), fast: None, writes: true };
+        let d = Decoded { ins: *ins, class: support(ins), fast: None, writes: true };
         let r = self.exec(cpu, mem, &d, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;
@@ -742,7 +743,7 @@ impl Interp {
         Ok(())
     }
 
-    fn exec_fpu(&mut self, c: &mut Ctx<'_>, _class: Class) -> Res<Flow> {
+    fn exec_fpu(&mut self, c: &mut Ctx<'_>, _class: Support) -> Res<Flow> {
         let ins = c.ins;
         self.stats.fpu_instructions += 1;
         // The non-waiting control instructions do not check for pending exceptions.
@@ -857,7 +858,9 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         return Ok(Flow::Next);
     }
     match m {
-        M::Nop | M::Pause | M::Wait | M::Endbr32 | M::Endbr64 => {}
+        // `fwait` raises a pending unmasked x87 exception (#MF).
+        M::Wait if c.cpu.fpu.pending_exception() => return Err(c.fault(FaultKind::Fpu)),
+        M::Wait => {}
         M::Mov => {
             let bits = op_bits(ins, 0);
             let k0 = ins.op_kind(0);
@@ -865,7 +868,7 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
                 let v = c.read(1, 16)?;
                 let s = reg_index(ins.op0_register(), Register::ES);
                 if s == seg::CS || !c.cpu.load_segment(s, v as u16) {
-                    return Err(c.fault(FaultKind::GeneralProtection));
+                    return Err(c.fault(FaultKind::GeneralProtection(0)));
                 }
             } else if ins.op_kind(1) == OpKind::Register && ins.op1_register().is_segment_register() {
                 let v = get_reg(c.cpu, ins.op1_register());
@@ -950,13 +953,9 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             let sx = |v: u32| -> i64 { if bits == 16 { i64::from(v as u16 as i16) } else { i64::from(v as i32) } };
             let full = sx(a) * sx(b);
             let r = full as u32 & mask(bits);
-            let over = sx(r) != full;
             c.write(0, bits, r)?;
-            let mut f = alu::szp(r, bits);
-            if over {
-                f |= CF | OF;
-            }
-            set_arith(c.cpu, f);
+            // CF = OF = the product does not fit; SF, ZF, AF, PF undefined: the host's.
+            set_arith(c.cpu, host::imul_flags(a, b, bits, c.cpu.eflags));
         }
         M::Div | M::Idiv => div(c, m == M::Idiv)?,
         M::Shl | M::Sal | M::Shr | M::Sar | M::Rol | M::Ror | M::Rcl | M::Rcr => {
@@ -972,8 +971,20 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
                 M::Rcl => Shift::Rcl,
                 _ => Shift::Rcr,
             };
-            if let Some((r, f)) = alu::shift(op, a, count, bits, c.cpu.eflags) {
-                c.write(0, bits, r)?;
+            // A zero count (masked to 5 bits) changes nothing; any other runs on the
+            // host, whose undefined flags the translated instruction gives too.
+            if count & 0x1f != 0 {
+                // SHR and SAR: the host's undefined flags (AF = 0, OF as for a count of
+                // 1) are what `alu::shift` computes (checked by dbt's undefined.rs), and
+                // the Rust path spares the host's slow `popfq`.
+                let (r, f) = if matches!(op, Shift::Shr | Shift::Sar) {
+                    alu::shift(op, a, count, bits, c.cpu.eflags).unwrap_or((a, c.cpu.eflags))
+                } else if ins.op_count() == 2 && ins.op_kind(1) != OpKind::Register {
+                    host::shift_imm(op, a, count as u8, bits, c.cpu.eflags)
+                } else {
+                    host::shift(op, a, count as u8, bits, c.cpu.eflags)
+                };
+                c.write(0, bits, r & mask(bits))?;
                 set_arith(c.cpu, f);
             }
         }
@@ -982,8 +993,9 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             let a = c.read(0, bits)?;
             let b = c.read(1, bits)?;
             let count = c.read(2, 8)?;
-            if let Some((r, f)) = alu::double_shift(m == M::Shld, a, b, count, bits, c.cpu.eflags) {
-                c.write(0, bits, r)?;
+            if count & 0x1f != 0 {
+                let (r, f) = host::double_shift(m == M::Shld, a, b, count as u8, bits, c.cpu.eflags);
+                c.write(0, bits, r & mask(bits))?;
                 set_arith(c.cpu, f);
             }
         }
@@ -991,13 +1003,11 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         M::Bsf | M::Bsr | M::Tzcnt | M::Lzcnt => {
             let bits = op_bits(ins, 0);
             let v = c.read(1, bits)?;
-            if v == 0 {
-                set_arith(c.cpu, (c.cpu.eflags & ARITH & !ZF) | ZF);
-            } else {
-                let r = if matches!(m, M::Bsf | M::Tzcnt) { v.trailing_zeros() } else { 31 - v.leading_zeros() };
-                c.write(0, bits, r)?;
-                set_arith(c.cpu, c.cpu.eflags & ARITH & !ZF);
-            }
+            let old = c.read(0, bits)?;
+            // The flags but ZF, and the destination for a zero source, are the host's.
+            let (r, f) = host::bit_scan(matches!(m, M::Bsf | M::Tzcnt), old, v, bits, c.cpu.eflags);
+            c.write(0, bits, r & mask(bits))?;
+            set_arith(c.cpu, f);
         }
         M::Bswap => {
             let v = get_reg(c.cpu, ins.op0_register());
@@ -1071,11 +1081,11 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         M::Pop => {
             let k = ins.op_kind(0);
             if k == OpKind::Register && ins.op0_register().is_segment_register() {
-                let bits = if ins.stack_pointer_increment() == -2 { 16 } else { 32 };
+                let bits = if ins.stack_pointer_increment() == 2 { 16 } else { 32 };
                 let v = c.peek(bits, 0)?;
                 let s = reg_index(ins.op0_register(), Register::ES);
                 if !c.cpu.load_segment(s, v as u16) {
-                    return Err(c.fault(FaultKind::GeneralProtection));
+                    return Err(c.fault(FaultKind::GeneralProtection(0)));
                 }
                 c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(bits / 8);
             } else {
@@ -1127,7 +1137,13 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             let bits = if m == M::Popfd { 32 } else { 16 };
             let v = c.pop(bits)?;
             let writable = USER_WRITABLE & mask(bits);
-            c.cpu.eflags = (c.cpu.eflags & !writable) | (v & writable) | FIXED | IF;
+            let old = c.cpu.eflags;
+            c.cpu.eflags = (old & !writable) | (v & writable) | FIXED | IF;
+            if c.cpu.eflags & !old & TF != 0 {
+                // Single-stepping starts after the next instruction: end the block here
+                // so that the next one starts traced (see `run_block_cached`).
+                return Ok(Flow::Jump(c.next_ip()));
+            }
         }
         M::Cbw => {
             let v = c.cpu.gpr[reg::EAX] as u8 as i8 as i16 as u16 as u32;
@@ -1245,8 +1261,24 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             return Ok(if v == 0 { Flow::Jump(c.target()) } else { Flow::Next });
         }
         M::Loop | M::Loope | M::Loopne => {
-            let ecx = c.cpu.gpr[reg::ECX].wrapping_sub(1);
-            c.cpu.gpr[reg::ECX] = ecx;
+            // The address size picks the counter: CX with the 0x67 prefix, else ECX.
+            let ecx = if matches!(
+                ins.code(),
+                Code::Loop_rel8_16_CX
+                    | Code::Loop_rel8_32_CX
+                    | Code::Loope_rel8_16_CX
+                    | Code::Loope_rel8_32_CX
+                    | Code::Loopne_rel8_16_CX
+                    | Code::Loopne_rel8_32_CX
+            ) {
+                let cx = (c.cpu.gpr[reg::ECX] & 0xffff).wrapping_sub(1) & 0xffff;
+                set_reg(c.cpu, Register::CX, cx);
+                cx
+            } else {
+                let ecx = c.cpu.gpr[reg::ECX].wrapping_sub(1);
+                c.cpu.gpr[reg::ECX] = ecx;
+                ecx
+            };
             let zf = c.cpu.eflags & ZF != 0;
             let take = ecx != 0
                 && match m {
@@ -1264,13 +1296,19 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
             c.cpu.gpr[reg::EBP] = v;
         }
         M::Int => {
-            return if ins.immediate8() == 0x80 {
-                c.cpu.eip = c.next_ip();
-                Err(Exit::Syscall)
-            } else {
-                Err(c.fault(FaultKind::GeneralProtection))
+            // Linux's IDT lets user mode through the gates of 3 (int3), 4 (into) and 0x80
+            // only; any other `int n` is #GP with the gate's IDT index as error code.
+            let n = ins.immediate8();
+            let trap = match n {
+                0x80 => Exit::Syscall,
+                3 => fault(FaultKind::Breakpoint, c.next_ip()),
+                4 => fault(FaultKind::Overflow, c.next_ip()),
+                _ => return Err(c.fault(FaultKind::GeneralProtection((u16::from(n) << 3) | 2))),
             };
+            c.cpu.eip = c.next_ip();
+            return Err(trap);
         }
+        M::Retf | M::Iret | M::Iretd => return far_return(c),
         M::Int3 => {
             c.cpu.eip = c.next_ip();
             return Err(fault(FaultKind::Breakpoint, c.next_ip()));
@@ -1327,52 +1365,36 @@ fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
         | M::Scasw
         | M::Scasd => string(c)?,
         M::Ud0 | M::Ud1 | M::Ud2 => return Err(invalid(c.mem, ins, c.delta)),
-        M::Hlt
-        | M::Cli
-        | M::Sti
-        | M::In
-        | M::Out
-        | M::Insb
-        | M::Insw
-        | M::Insd
-        | M::Outsb
-        | M::Outsw
-        | M::Outsd
-        | M::Rdmsr
-        | M::Wrmsr
-        | M::Rdpmc
-        | M::Lgdt
-        | M::Lidt
-        | M::Lldt
-        | M::Ltr
-        | M::Clts
-        | M::Invd
-        | M::Wbinvd
-        | M::Invlpg
-        | M::Lmsw
-        | M::Iretd
-        | M::Iret
-        | M::Sysexit
-        | M::Retf
-        | M::Lds
-        | M::Les
-        | M::Lfs
-        | M::Lgs
-        | M::Lss
-        | M::Arpl
-        | M::Lar
-        | M::Lsl
-        | M::Verr
-        | M::Verw
-        | M::Sgdt
-        | M::Sidt
-        | M::Sldt
-        | M::Str
-        | M::Smsw
-        | M::Sysenter => return Err(c.fault(FaultKind::GeneralProtection)),
         _ => return Err(invalid(c.mem, ins, c.delta)),
     }
     Ok(Flow::Next)
+}
+
+/// `retf` and `iret` at CPL 3. Only a return to the current code segment is modeled (the
+/// guest has one, Linux's user CS): any other selector raises `#GP(selector)`, as a
+/// null one does on hardware. `iret` loads the flags `popf` may change.
+fn far_return(c: &mut Ctx<'_>) -> Res<Flow> {
+    let ins = c.ins;
+    let bits = match ins.code() {
+        Code::Retfw | Code::Retfw_imm16 | Code::Iretw => 16,
+        _ => 32,
+    };
+    let n = bits / 8;
+    let iret = ins.mnemonic() != M::Retf;
+    let eip = c.peek(bits, 0)?;
+    let cs = c.peek(bits, n)? as u16;
+    let fl = if iret { c.peek(bits, 2 * n)? } else { 0 };
+    if cs != c.cpu.sel[seg::CS] {
+        return Err(c.fault(FaultKind::GeneralProtection(cs & !3)));
+    }
+    let extra = if ins.op_count() == 1 { u32::from(ins.immediate16()) } else { 0 };
+    let popped = if iret { 3 * n } else { 2 * n };
+    c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(popped + extra);
+    if iret {
+        let writable = USER_WRITABLE & mask(bits);
+        c.cpu.eflags = (c.cpu.eflags & !writable) | (fl & writable) | FIXED | IF;
+    }
+    Ok(Flow::Jump(eip))
 }
 
 /// The GPR `base + i` (for `popa`, which walks the registers in encoding order).
@@ -1440,12 +1462,9 @@ fn mul1(c: &mut Ctx<'_>, signed: bool) -> Res<()> {
             (r as u32, (r >> 32) as u32, r != i64::from(r as i32))
         }
     };
-    let _ = hi;
-    // CF = OF = overflow into the high half; SF/ZF/PF undefined (taken from the low half).
-    let mut f = alu::szp(lo, bits);
-    if over {
-        f |= CF | OF;
-    }
+    let _ = (lo, hi, over);
+    // CF = OF = overflow into the high half; SF/ZF/AF/PF are undefined: the host's.
+    let f = host::mul_flags(signed, eax & mask(bits), src, bits, c.cpu.eflags);
     set_arith(c.cpu, f);
     Ok(())
 }

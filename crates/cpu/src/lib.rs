@@ -18,11 +18,12 @@
 
 pub mod alu;
 pub mod cpuid;
+mod host;
 mod interp;
+pub mod isa;
 pub mod state;
 pub mod x87;
 
-pub use interp::{
-    CachedBlock, Exit, Fault, FaultKind, Interp, InterpStats, MAX_INSN_LEN, is_fpu_instruction, is_integer_instruction,
-};
-pub use state::{Cpu, FpuState, TlsDescriptor};
+pub use interp::{CachedBlock, Exit, Fault, FaultKind, Interp, InterpStats, MAX_INSN_LEN};
+pub use isa::{Support, support};
+pub use state::{Cpu, FpuState, TlsDescriptor, Trap};

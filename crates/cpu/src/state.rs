@@ -152,6 +152,22 @@ pub struct Cpu {
     pub fpu: Box<FpuState>,
     /// Guest instructions retired (drives the virtual time stamp counter).
     pub icount: u64,
+    /// The last exception taken: what Linux keeps per thread (`trap_nr`, `error_code`,
+    /// `cr2`) and writes into every signal frame's `sigcontext`.
+    pub trap: Trap,
+}
+
+/// An exception's vector, error code and (for `#PF`) faulting address, as the OS layer
+/// records them when it turns the exception into a signal.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trap {
+    /// The vector (`#DE` 0, `#DB` 1, `#BP` 3, `#OF` 4, `#BR` 5, `#UD` 6, `#GP` 13, `#PF`
+    /// 14, `#MF` 16).
+    pub vector: u32,
+    /// The error code pushed by the CPU (0 for vectors without one).
+    pub error_code: u32,
+    /// CR2: the linear address of the last page fault.
+    pub cr2: u32,
 }
 
 impl Cpu {
@@ -166,6 +182,7 @@ impl Cpu {
             tls: [TlsDescriptor::default(); TLS_ENTRIES],
             fpu: Box::new(FpuState::new()),
             icount: 0,
+            trap: Trap::default(),
         }
     }
 

@@ -31,7 +31,7 @@ use clock::{Activity, Clock};
 
 use code::CodeBuffer;
 use iced_x86::{Decoder, DecoderOptions, Instruction};
-use morph_cpu::state::seg;
+use morph_cpu::state::{flags, seg};
 use morph_cpu::{CachedBlock, Cpu, Exit, Interp, MAX_INSN_LEN};
 use morph_mem::{AddressSpace, Frame, PAGE_SHIFT, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -741,7 +741,9 @@ impl Engine {
                 self.sync_code(mem);
             }
             let eip = cpu.eip;
-            let r = if let Some(pa) = mem.translate(eip).filter(|_| mem.pte(eip).readable()) {
+            // With the trap flag set no translation runs: the interpreter single-steps.
+            let traced = cpu.eflags & flags::TF != 0;
+            let r = if let Some(pa) = mem.translate(eip).filter(|_| !traced && mem.pte(eip).readable()) {
                 let frame = pa.frame();
                 let key = Key::new(self.cfg.key, eip, frame, ctx);
                 self.stats.lookups += 1;
@@ -1111,9 +1113,10 @@ extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u32 {
         st.fs_base = cpu.seg_base[seg::FS];
         st.gs_base = cpu.seg_base[seg::GS];
         match r {
-            Ok(()) if mem.phys().code_epoch() == h.epoch => 0,
+            Ok(()) if mem.phys().code_epoch() == h.epoch && cpu.eflags & flags::TF == 0 => 0,
             Ok(()) => {
-                // The instruction wrote code: leave so the engine drops stale code.
+                // The instruction wrote code: leave so the engine drops stale code. Or
+                // it set the trap flag (`popf`): leave, the interpreter single-steps.
                 st.icount += u64::from(st.helper_k) + retired;
                 st.exit = EXIT_INDIRECT;
                 1

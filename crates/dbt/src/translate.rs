@@ -39,6 +39,7 @@ use iced_x86::{
 };
 
 use crate::runtime::{self, EXIT_BRANCH, EXIT_INDIRECT, EXIT_SYSCALL, off};
+use morph_cpu::Support;
 use morph_mem::PAGE_SIZE;
 
 /// The most guest instructions in one translation.
@@ -284,7 +285,6 @@ fn needs_helper(ins: &Instruction) -> bool {
             | M::Ud0
             | M::Ud1
             | M::Ud2
-            | M::Hlt
             | M::Wait
     ) || (ins.is_string_instruction() && string_op(ins).is_none()) // see `string_op`
         || (matches!(ins.mnemonic(), M::Bt | M::Bts | M::Btr | M::Btc)
@@ -649,16 +649,21 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Trans
         let pending = k - e.counted;
         points.push((e.code.len() as u32, e.at(goff as i32) as u32, pending));
         let done = k + 1;
-        let class_native = morph_cpu::is_integer_instruction(ins);
+        // What the modeled CPU does with it is decided in one place (`morph_cpu::isa`):
+        // NOPs (the hint space included) emit nothing, system and invalid instructions
+        // go to the interpreter, which raises their fault.
+        let support = morph_cpu::support(ins);
         let m = ins.mnemonic();
-        if !class_native && morph_cpu::is_fpu_instruction(ins) && native_fpu(ins) && reencode(&mut e, ins).is_some() {
+        if support == Support::Nop {
+            continue;
+        }
+        if matches!(support, Support::Fpu | Support::Mmx) && native_fpu(ins) && reencode(&mut e, ins).is_some() {
             uses_fpu = true;
             continue;
         }
-        let mut handled = class_native && !needs_helper(ins);
+        let mut handled = support == Support::Int && !needs_helper(ins);
         if handled {
             handled = match m {
-                M::Nop | M::Pause | M::Endbr32 | M::Endbr64 => true,
                 _ if ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 => {
                     let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
                     let target = ins.near_branch32().wrapping_sub(eip) as i32;

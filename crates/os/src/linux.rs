@@ -276,7 +276,12 @@ pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
 pub const ILL_ILLOPN: i32 = 2;
 pub const FPE_INTDIV: i32 = 1;
+pub const FPE_FLTDIV: i32 = 3;
+pub const FPE_FLTOVF: i32 = 4;
+pub const FPE_FLTUND: i32 = 5;
+pub const FPE_FLTRES: i32 = 6;
 pub const FPE_FLTINV: i32 = 7;
+pub const TRAP_TRACE: i32 = 2;
 
 /// What a signal does when its disposition is `SIG_DFL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

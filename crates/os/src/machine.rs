@@ -605,8 +605,11 @@ impl Machine {
     }
 
     /// A guest exception: a signal with the faulting instruction's state, delivered to
-    /// a handler if there is one, else the default action (morph says where).
+    /// a handler if there is one, else the default action (morph says where). The
+    /// vector, error code and fault address are recorded as Linux records them for the
+    /// signal frame's `sigcontext` (`trapno`, `err`, `cr2`).
     fn fault(&mut self, p: &mut Process, f: &morph_cpu::Fault) {
+        let mut err = 0;
         let (sig, code, addr, what) = match &f.kind {
             FaultKind::Page(m) => {
                 let how = match m.kind {
@@ -615,6 +618,14 @@ impl Machine {
                 };
                 let code = if m.kind == MemFaultKind::Unmapped { SEGV_MAPERR } else { SEGV_ACCERR };
                 let rw = if m.write { "write to" } else { "read of" };
+                // The page-fault error code: user mode (4), a write (2), a present page
+                // (1: a protection fault; Linux keeps PROT_NONE pages not present), an
+                // instruction fetch (0x10, with NX). A fetch is a read at the instruction
+                // or in the rest of its 15 bytes.
+                let present = m.kind == MemFaultKind::Protection && p.aspace.pte(m.addr).readable();
+                let fetch = !m.write && m.addr.wrapping_sub(f.eip) < morph_cpu::MAX_INSN_LEN;
+                err = 4 | u32::from(m.write) << 1 | u32::from(present) | u32::from(fetch) << 4;
+                p.cpu.trap.cr2 = m.addr;
                 (SIGSEGV, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
             }
             FaultKind::DivideError => (SIGFPE, FPE_INTDIV, f.eip, "divide error".to_string()),
@@ -622,12 +633,18 @@ impl Machine {
                 let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
                 (SIGILL, ILL_ILLOPN, f.eip, format!("invalid or unsupported instruction (bytes {})", hex.join(" ")))
             }
-            FaultKind::GeneralProtection => (SIGSEGV, SI_KERNEL, 0, "general protection fault".to_string()),
+            FaultKind::GeneralProtection(e) => {
+                err = u32::from(*e);
+                (SIGSEGV, SI_KERNEL, 0, "general protection fault".to_string())
+            }
             FaultKind::Breakpoint => (SIGTRAP, SI_KERNEL, 0, "breakpoint".to_string()),
+            FaultKind::SingleStep => (SIGTRAP, TRAP_TRACE, f.eip, "single-step trap".to_string()),
             FaultKind::Overflow => (SIGSEGV, SI_KERNEL, 0, "overflow trap (into)".to_string()),
             FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
-            FaultKind::Fpu => (SIGFPE, FPE_FLTINV, f.eip, "x87 floating-point exception".to_string()),
+            FaultKind::Fpu => (SIGFPE, fpu_code(&p.cpu.fpu), f.eip, "x87 floating-point exception".to_string()),
         };
+        p.cpu.trap.vector = f.kind.vector();
+        p.cpu.trap.error_code = err;
         if let FaultKind::Page(m) = &f.kind
             && m.write
             && m.kind == MemFaultKind::Protection
@@ -652,6 +669,26 @@ impl Machine {
         }
         eprintln!("morph: pid {} killed by {} at eip {:#010x}: {what}", p.pid, signal_name(sig), f.eip);
         p.exit = Some(ExitStatus::Signal(sig));
+    }
+}
+
+/// The `si_code` of an x87 exception, from the unmasked exceptions pending (Linux's
+/// `fpu__exception_code`: invalid operation first, then zero divide, overflow,
+/// underflow or denormal, precision).
+fn fpu_code(fpu: &morph_cpu::FpuState) -> i32 {
+    let e = fpu.fsw() & !fpu.fcw();
+    if e & 0x01 != 0 {
+        FPE_FLTINV
+    } else if e & 0x04 != 0 {
+        FPE_FLTDIV
+    } else if e & 0x08 != 0 {
+        FPE_FLTOVF
+    } else if e & 0x12 != 0 {
+        FPE_FLTUND
+    } else if e & 0x20 != 0 {
+        FPE_FLTRES
+    } else {
+        0
     }
 }
 

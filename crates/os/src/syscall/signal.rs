@@ -170,8 +170,8 @@ fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32) -> Resul
         g[reg::EDX],
         g[reg::ECX],
         g[reg::EAX],
-        0, // trapno
-        0, // err
+        c.trap.vector,
+        c.trap.error_code,
         c.eip,
         u32::from(c.sel[seg::CS]),
         c.eflags,
@@ -179,7 +179,7 @@ fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32) -> Resul
         u32::from(c.sel[seg::SS]),
         fpstate,
         oldmask,
-        0, // cr2
+        c.trap.cr2,
     ];
     let mut b = Vec::with_capacity(SIGCONTEXT_SIZE as usize);
     for w in words {
@@ -261,6 +261,9 @@ fn build_frame(
     p.cpu.gpr[reg::EAX] = sig as u32;
     p.cpu.eip = act.handler;
     p.cpu.eflags &= !(flags::DF | flags::TF);
+    // The handler starts with a fresh x87 state (as after `fninit`); the interrupted
+    // one is in the frame's `_fpstate`, which sigreturn restores.
+    *p.cpu.fpu = morph_cpu::FpuState::new();
     Ok(())
 }
 

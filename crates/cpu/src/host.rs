@@ -1,0 +1,165 @@
+//! The host CPU's answer where the guest ISA leaves a result or flags undefined.
+//!
+//! The translator re-encodes shifts, rotates, double shifts, multiplies and bit scans,
+//! so translated code gets whatever the host's instruction gives for the cases the
+//! Intel SDM calls undefined (OF after a multi-bit shift or rotate, 16-bit `shld`/`shrd`
+//! by more than 16, SF/ZF/AF/PF after `mul`, the flags after `bsf`/`bsr`, ...). The
+//! interpreter asks the host the same question here, so that a block's results never
+//! change when it becomes hot. (`crates/dbt/tests/undefined.rs` checks that the two
+//! agree on every count and on random operands.) The guest's arithmetic flags go in,
+//! because some of these leave flags unchanged; DF, TF and AC stay clear on the host.
+
+use core::arch::asm;
+
+use crate::alu::Shift;
+use crate::state::flags::{ARITH, FIXED};
+
+fn flags_in(f: u32) -> u64 {
+    u64::from((f & ARITH) | FIXED)
+}
+
+/// `old` with its arithmetic flags replaced by the host's `f`.
+fn merge(old: u32, f: u64) -> u32 {
+    (old & !ARITH) | (f as u32 & ARITH)
+}
+
+/// Runs the instruction `$t` on the given operands between loading the guest's
+/// flags into the host's and reading them back.
+macro_rules! with_flags {
+    ($f:ident, $t:literal, $($ops:tt)*) => {
+        // SAFETY: a register-only ALU instruction between a push/popfq of flags that
+        // keep DF, TF and AC clear and a pushfq/pop: the stack is balanced and no memory
+        // is touched.
+        unsafe {
+            asm!("push {f}", "popfq", $t, "pushfq", "pop {f}", f = inout(reg) $f, $($ops)*)
+        }
+    };
+}
+
+/// A shift or rotate of `v` (`bits` wide) by `count` (the raw count: the host masks it
+/// as the guest does): the result (upper bits of a narrow operand as given) and flags.
+pub fn shift(op: Shift, v: u32, count: u8, bits: u32, flags: u32) -> (u32, u32) {
+    let (mut v, mut f) = (u64::from(v), flags_in(flags));
+    match (op, bits) {
+        (Shift::Shl, 8) => with_flags!(f, "shl {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Shr, 8) => with_flags!(f, "shr {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Sar, 8) => with_flags!(f, "sar {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rol, 8) => with_flags!(f, "rol {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Ror, 8) => with_flags!(f, "ror {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rcl, 8) => with_flags!(f, "rcl {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rcr, 8) => with_flags!(f, "rcr {v:l}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Shl, 16) => with_flags!(f, "shl {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Shr, 16) => with_flags!(f, "shr {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Sar, 16) => with_flags!(f, "sar {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rol, 16) => with_flags!(f, "rol {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Ror, 16) => with_flags!(f, "ror {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rcl, 16) => with_flags!(f, "rcl {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rcr, 16) => with_flags!(f, "rcr {v:x}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Shl, _) => with_flags!(f, "shl {v:e}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Shr, _) => with_flags!(f, "shr {v:e}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Sar, _) => with_flags!(f, "sar {v:e}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rol, _) => with_flags!(f, "rol {v:e}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Ror, _) => with_flags!(f, "ror {v:e}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rcl, _) => with_flags!(f, "rcl {v:e}, cl", v = inout(reg) v, in("cl") count),
+        (Shift::Rcr, _) => with_flags!(f, "rcr {v:e}, cl", v = inout(reg) v, in("cl") count),
+    }
+    (v as u32, merge(flags, f))
+}
+
+/// `shld` (`left`) or `shrd` of `v` by `count`, filling from `src`.
+pub fn double_shift(left: bool, v: u32, src: u32, count: u8, bits: u32, flags: u32) -> (u32, u32) {
+    let (mut v, s, mut f) = (u64::from(v), u64::from(src), flags_in(flags));
+    match (left, bits) {
+        (true, 16) => with_flags!(f, "shld {v:x}, {s:x}, cl", v = inout(reg) v, s = in(reg) s, in("cl") count),
+        (false, 16) => with_flags!(f, "shrd {v:x}, {s:x}, cl", v = inout(reg) v, s = in(reg) s, in("cl") count),
+        (true, _) => with_flags!(f, "shld {v:e}, {s:e}, cl", v = inout(reg) v, s = in(reg) s, in("cl") count),
+        (false, _) => with_flags!(f, "shrd {v:e}, {s:e}, cl", v = inout(reg) v, s = in(reg) s, in("cl") count),
+    }
+    (v as u32, merge(flags, f))
+}
+
+/// `bsf` (`forward`) or `bsr` of `src` into a destination holding `old`: the
+/// destination afterwards (unchanged for a zero source on the host) and the flags.
+pub fn bit_scan(forward: bool, old: u32, src: u32, bits: u32, flags: u32) -> (u32, u32) {
+    let (mut v, s, mut f) = (u64::from(old), u64::from(src), flags_in(flags));
+    match (forward, bits) {
+        (true, 16) => with_flags!(f, "bsf {v:x}, {s:x}", v = inout(reg) v, s = in(reg) s),
+        (false, 16) => with_flags!(f, "bsr {v:x}, {s:x}", v = inout(reg) v, s = in(reg) s),
+        (true, _) => with_flags!(f, "bsf {v:e}, {s:e}", v = inout(reg) v, s = in(reg) s),
+        (false, _) => with_flags!(f, "bsr {v:e}, {s:e}", v = inout(reg) v, s = in(reg) s),
+    }
+    (v as u32, merge(flags, f))
+}
+
+/// The flags after one-operand `mul` (`imul` if `signed`) of the accumulator `acc` by
+/// `src` (the products themselves are defined and computed by the caller).
+pub fn mul_flags(signed: bool, acc: u32, src: u32, bits: u32, flags: u32) -> u32 {
+    let (v, s, mut f) = (u64::from(acc), u64::from(src), flags_in(flags));
+    // The accumulator is `{v}`: the one-operand forms use AL/AX/EAX (and DX/EDX), so it
+    // is moved there; EDX is clobbered.
+    macro_rules! mul {
+        ($t:literal) => {
+            // SAFETY: as `with_flags`; RAX and RDX are declared clobbered.
+            unsafe {
+                asm!("push {f}", "popfq", "mov rax, {v}", $t, "pushfq", "pop {f}", f = inout(reg) f, v = in(reg) v,
+                     s = in(reg) s, out("rax") _, out("rdx") _)
+            }
+        };
+    }
+    match (signed, bits) {
+        (false, 8) => mul!("mul {s:l}"),
+        (true, 8) => mul!("imul {s:l}"),
+        (false, 16) => mul!("mul {s:x}"),
+        (true, 16) => mul!("imul {s:x}"),
+        (false, _) => mul!("mul {s:e}"),
+        (true, _) => mul!("imul {s:e}"),
+    }
+    merge(flags, f)
+}
+
+/// The flags after two- or three-operand `imul` of `a` by `b` (16 or 32 bits).
+pub fn imul_flags(a: u32, b: u32, bits: u32, flags: u32) -> u32 {
+    let (mut v, s, mut f) = (u64::from(a), u64::from(b), flags_in(flags));
+    if bits == 16 {
+        with_flags!(f, "imul {v:x}, {s:x}", v = inout(reg) v, s = in(reg) s);
+    } else {
+        with_flags!(f, "imul {v:e}, {s:e}", v = inout(reg) v, s = in(reg) s);
+    }
+    let _ = v;
+    merge(flags, f)
+}
+
+/// `rol`/`ror` by an immediate count (masked to 2..=31): the host computes OF differently
+/// for the immediate and the CL forms of a multi-bit rotate, so the immediate form runs
+/// as such.
+fn rotate_imm<const N: u8>(left: bool, v: u32, bits: u32, flags: u32) -> (u32, u32) {
+    let (mut v, mut f) = (u64::from(v), flags_in(flags));
+    match (left, bits) {
+        (true, 8) => with_flags!(f, "rol {v:l}, {n}", v = inout(reg) v, n = const N),
+        (false, 8) => with_flags!(f, "ror {v:l}, {n}", v = inout(reg) v, n = const N),
+        (true, 16) => with_flags!(f, "rol {v:x}, {n}", v = inout(reg) v, n = const N),
+        (false, 16) => with_flags!(f, "ror {v:x}, {n}", v = inout(reg) v, n = const N),
+        (true, _) => with_flags!(f, "rol {v:e}, {n}", v = inout(reg) v, n = const N),
+        (false, _) => with_flags!(f, "ror {v:e}, {n}", v = inout(reg) v, n = const N),
+    }
+    (v as u32, merge(flags, f))
+}
+
+/// A shift or rotate by an immediate `count`: as [`shift`], but with the host's
+/// immediate form where it differs from the CL form (`rol`/`ror` by more than 1).
+pub fn shift_imm(op: Shift, v: u32, count: u8, bits: u32, flags: u32) -> (u32, u32) {
+    let left = op == Shift::Rol;
+    macro_rules! by {
+        ($($n:literal)*) => {
+            match count & 0x1f {
+                $($n => rotate_imm::<$n>(left, v, bits, flags),)*
+                _ => shift(op, v, count, bits, flags),
+            }
+        };
+    }
+    if matches!(op, Shift::Rol | Shift::Ror) {
+        by!(2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+    } else {
+        shift(op, v, count, bits, flags)
+    }
+}

@@ -1,0 +1,354 @@
+/*
+ * traps.c - what a signal handler sees of a CPU exception, as Linux i386
+ * reports it: signo, si_code, si_addr, and the trapno/err/cr2/eip fields of
+ * the ucontext, for page faults (each error code), #DE, #UD, int3 in both
+ * encodings, into and int $4 (traps: EIP after), int $n of a kernel-only
+ * vector (#GP with the IDT error code), bound, x87 #MF, the privileged
+ * instructions (#GP), a far return to a null selector; then the trap flag
+ * (single-stepping with TRAP_TRACE) and the x87 state a handler starts with
+ * (fresh, and not leaking out through a jump out of the handler).
+ * Every site runs 60 times so that it is also translated.
+ */
+#include "rt.h"
+
+#define SYS_rt_sigaction_ 174
+#define SIGILL_	4
+#define SIGTRAP_ 5
+#define SIGBUS_	7
+#define SIGFPE_	8
+#define SIGSEGV_ 11
+#define SA_SIGINFO_	4
+#define SA_NODEFER_	0x40000000
+#define SA_RESTORER_	0x04000000
+
+struct ksigaction {
+	void *handler;
+	uint32_t flags;
+	void *restorer;
+	uint32_t mask[2];
+};
+
+void restore_rt(void);
+__asm__(".text\nrestore_rt:\n\tmovl $173, %eax\n\tint $0x80\n");
+
+static long sigaction_(int sig, void *handler, uint32_t flags)
+{
+	struct ksigaction a = { handler, flags | SA_RESTORER_ | SA_SIGINFO_, (void *)restore_rt, { 0, 0 } };
+	return rt_syscall(SYS_rt_sigaction_, sig, &a, 0, 8);
+}
+
+#define SI_SIGNO(si)	(((int32_t *)(si))[0])
+#define SI_CODE(si)	(((int32_t *)(si))[2])
+#define SI_ADDR(si)	(((uint32_t *)(si))[3])
+#define UC_W(uc, i)	(((uint32_t *)(uc))[5 + (i)])
+#define UC_TRAPNO(uc)	UC_W(uc, 12)
+#define UC_ERR(uc)	UC_W(uc, 13)
+#define UC_EIP(uc)	UC_W(uc, 14)
+#define UC_EFLAGS(uc)	UC_W(uc, 16)
+#define UC_FPSTATE(uc)	UC_W(uc, 19)
+#define UC_CR2(uc)	UC_W(uc, 21)
+
+/*
+ * The sites: each `NAME_at` is the instruction under test and `NAME_after`
+ * the next one; every site is a function (ending with ret at or after
+ * `NAME_after`), and the handler resumes at `NAME_after`.
+ */
+#define SITE(name, pre, insn)                                                  \
+	"\t.globl s_" #name "\ns_" #name ":\n" pre "\ns_" #name "_at:\n\t" insn "\n" \
+	"s_" #name "_after:\n\tret\n"
+
+__asm__(".text\n"
+	SITE(pf_read, "", "movl 0x10, %eax")
+	SITE(pf_write, "", "movl %eax, 0x10")
+	SITE(pf_read_none, "\tmovl 4(%esp), %ecx", "movl (%ecx), %eax")
+	SITE(pf_write_ro, "\tmovl 4(%esp), %ecx", "movl %eax, 8(%ecx)")
+	SITE(pf_fetch, "\tmovl $0x10, %ecx", "jmp *%ecx")
+	SITE(de, "\tmovl $7, %eax\n\txorl %edx, %edx\n\txorl %ecx, %ecx", "divl %ecx")
+	SITE(ud, "", "ud2")
+	SITE(int3_cc, "", ".byte 0xcc")
+	SITE(int3_cd, "", ".byte 0xcd, 0x03")
+	SITE(into_of, "\tmovl $0x7fffffff, %eax\n\taddl $1, %eax", "into")
+	SITE(int4, "", "int $4")
+	SITE(int1, "", "int $1")
+	SITE(int5, "", "int $5")
+	SITE(int81, "", "int $0x81")
+	SITE(int_ff, "", "int $0xff")
+	SITE(bound_out, "\tmovl 4(%esp), %ecx\n\tmovl $9, %eax", "boundl %eax, (%ecx)")
+	SITE(hlt, "", "hlt")
+	SITE(cli, "", "cli")
+	SITE(sti, "", "sti")
+	SITE(rdmsr, "\txorl %ecx, %ecx", "rdmsr")
+	SITE(wrmsr, "\txorl %ecx, %ecx", "wrmsr")
+	SITE(in_imm, "", "inb $0x80, %al")
+	SITE(out_dx, "\tmovl $0x80, %edx", "outb %al, %dx")
+	SITE(insb, "\tmovl $0x80, %edx\n\tmovl 4(%esp), %edi", "insb")
+	SITE(lgdt, "\tmovl 4(%esp), %ecx", "lgdt (%ecx)")
+	SITE(lidt, "\tmovl 4(%esp), %ecx", "lidt (%ecx)")
+	SITE(lldt, "\txorl %eax, %eax", "lldt %ax")
+	SITE(ltr, "\txorl %eax, %eax", "ltr %ax")
+	SITE(mov_from_cr0, "", "movl %cr0, %eax")
+	SITE(mov_to_cr0, "", "movl %eax, %cr0")
+	SITE(mov_from_dr7, "", "movl %db7, %eax")
+	SITE(clts, "", "clts")
+	SITE(invd, "", "invd")
+	SITE(wbinvd, "", "wbinvd")
+	SITE(invlpg, "\tmovl 4(%esp), %ecx", "invlpg (%ecx)")
+	SITE(lmsw, "\txorl %eax, %eax", "lmsw %ax")
+	SITE(lret_null, "\tpushl $0\n\tpushl $0", "lret")
+	SITE(fpu_mf, "\tfninit\n\tmovl 4(%esp), %ecx\n\tfldcw (%ecx)\n\tfldz\n\tfld1\n\tfdivp\n\tnop", "fwait")
+	);
+
+#define DECL(n) extern char s_##n[], s_##n##_at[], s_##n##_after[];
+DECL(pf_read) DECL(pf_write) DECL(pf_read_none) DECL(pf_write_ro) DECL(pf_fetch)
+DECL(de) DECL(ud) DECL(int3_cc) DECL(int3_cd) DECL(into_of) DECL(int4) DECL(int1)
+DECL(int5) DECL(int81) DECL(int_ff) DECL(bound_out) DECL(hlt) DECL(cli) DECL(sti)
+DECL(rdmsr) DECL(wrmsr) DECL(in_imm) DECL(out_dx) DECL(insb) DECL(lgdt) DECL(lidt)
+DECL(lldt) DECL(ltr) DECL(mov_from_cr0) DECL(mov_to_cr0) DECL(mov_from_dr7) DECL(clts)
+DECL(invd) DECL(wbinvd) DECL(invlpg) DECL(lmsw) DECL(lret_null) DECL(fpu_mf)
+
+uint32_t none_page, ro_page;
+int32_t bounds[4] = { 0, 4, 0, 0 };
+uint16_t fpu_cw_zm = 0x037b; /* zero-divide unmasked */
+
+struct site {
+	const char *name;
+	void (*fn)(uint32_t);
+	const char *at, *after;
+};
+
+#define S(n) { #n, (void (*)(uint32_t))s_##n, s_##n##_at, s_##n##_after }
+static const struct site sites[] = {
+	S(pf_read), S(pf_write), S(pf_read_none), S(pf_write_ro), S(pf_fetch), S(de), S(ud),
+	S(int3_cc), S(int3_cd), S(into_of), S(int4), S(int1), S(int5), S(int81), S(int_ff),
+	S(bound_out), S(hlt), S(cli), S(sti), S(rdmsr), S(wrmsr), S(in_imm), S(out_dx), S(insb),
+	S(lgdt), S(lidt), S(lldt), S(ltr), S(mov_from_cr0), S(mov_to_cr0), S(mov_from_dr7),
+	S(clts), S(invd), S(wbinvd), S(invlpg), S(lmsw), S(lret_null), S(fpu_mf),
+};
+
+/* Calls a site, keeping the registers C expects kept (a site may clobber any). */
+void call_site(void (*fn)(uint32_t), uint32_t arg);
+__asm__(".text\ncall_site:\n\tpushl %ebp\n\tpushl %ebx\n\tpushl %esi\n\tpushl %edi\n"
+	"\tpushl 24(%esp)\n\tcall *24(%esp)\n\taddl $4, %esp\n"
+	"\tpopl %edi\n\tpopl %esi\n\tpopl %ebx\n\tpopl %ebp\n\tret\n");
+
+static const struct site *cur;
+static volatile int got_sig, got_code, got_trapno, got_err;
+static volatile uint32_t got_addr, got_eip, got_cr2;
+
+/* An address as a name: a site's own labels, a page of the test, or the number. */
+static void where(char *buf, uint32_t a)
+{
+	if (a == (uint32_t)cur->at)
+		strcpy(buf, "at");
+	else if (a == (uint32_t)cur->after)
+		strcpy(buf, "after");
+	else if (none_page && a - none_page < 4096)
+		snprintf(buf, 32, "none+%u", a - none_page);
+	else if (ro_page && a - ro_page < 4096)
+		snprintf(buf, 32, "ro+%u", a - ro_page);
+	else
+		snprintf(buf, 32, "%#x", a);
+}
+
+static void fault_handler(int sig, void *si, void *uc)
+{
+	got_sig = sig;
+	got_code = SI_CODE(si);
+	got_addr = SI_ADDR(si);
+	got_trapno = UC_TRAPNO(uc);
+	got_err = UC_ERR(uc);
+	got_eip = UC_EIP(uc);
+	got_cr2 = UC_CR2(uc);
+	if (sig == SIGFPE_ && got_trapno == 16) {
+		/* clear the pending x87 exception in the saved state, as it is restored */
+		uint8_t *fp = (uint8_t *)UC_FPSTATE(uc);
+		*(uint16_t *)(fp + 4) &= ~0x80ff;
+		*(uint16_t *)(fp + 112 + 2) &= ~0x80ff;
+		*(uint16_t *)(fp + 112) = 0x037f;
+		*(uint16_t *)(fp + 0) = 0x037f;
+	}
+	UC_EIP(uc) = (uint32_t)cur->after;
+	if (cur->fn == (void (*)(uint32_t))s_lret_null)
+		UC_W(uc, 7) += 8; /* the far return faulted before popping */
+}
+
+static void faults(void)
+{
+	for (int round = 0; round < 60; round++) {
+		for (unsigned i = 0; i < sizeof sites / sizeof sites[0]; i++) {
+			cur = &sites[i];
+			got_sig = 0;
+			uint32_t arg = (uint32_t)bounds;
+			if (cur->fn == (void (*)(uint32_t))s_pf_read_none)
+				arg = none_page;
+			else if (cur->fn == (void (*)(uint32_t))s_pf_write_ro)
+				arg = ro_page;
+			else if (cur->fn == (void (*)(uint32_t))s_fpu_mf)
+				arg = (uint32_t)&fpu_cw_zm;
+			call_site(cur->fn, arg);
+			if (round != 0 && round != 59)
+				continue;
+			char a[32], e[32], c[32];
+			where(a, got_addr);
+			where(e, got_eip);
+			where(c, got_cr2);
+			printf("%-13s sig %2d code %#5x addr %-8s trapno %2d err %#6x eip %-6s", cur->name, got_sig,
+			       got_code, a, got_trapno, got_err, e);
+			if (got_trapno == 14)
+				printf(" cr2 %s", c);
+			printf("\n");
+			fflush_stdout();
+		}
+	}
+}
+
+/* ----- the trap flag ----- */
+
+static volatile int steps;
+static volatile uint32_t step_eips[64];
+static volatile int step_codes[64], step_trapno[64];
+
+static void trap_handler(int sig, void *si, void *uc)
+{
+	if (steps < 64) {
+		step_eips[steps] = UC_EIP(uc);
+		step_codes[steps] = SI_CODE(si);
+		step_trapno[steps] = UC_TRAPNO(uc) | (SI_ADDR(si) == UC_EIP(uc) ? 0x100 : 0);
+	}
+	steps++;
+	(void)sig;
+}
+
+extern char tf_start[], tf_end[];
+void tf_run(void);
+__asm__(".text\n"
+	"tf_run:\n\tpushl %ebx\n"
+	"tf_start:\n\tpushfl\n\torl $0x100, (%esp)\n\tpopfl\n"
+	"\tnop\n\tmovl $3, %ecx\n"
+	"1:\tdecl %ecx\n\tjnz 1b\n"
+	"\tmovl $20, %eax\n\tint $0x80\n" /* getpid, single-stepped */
+	"\tleal 4(%esp), %ebx\n\tmovl $1, %ebx\n"
+	"\tpushfl\n\tandl $~0x100, (%esp)\n\tpopfl\n"
+	"\tnop\n"
+	"tf_end:\n\tpopl %ebx\n\tret\n");
+
+/* TF set by a handler through uc_mcontext, cleared by the handler at the third step. */
+static volatile int uc_steps;
+static void uc_trap_handler(int sig, void *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	if (uc_steps < 64)
+		step_eips[uc_steps] = UC_EIP(uc);
+	uc_steps++;
+	if (uc_steps >= 3)
+		UC_EFLAGS(uc) &= ~0x100u;
+}
+static void usr_handler(int sig, void *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	UC_EFLAGS(uc) |= 0x100;
+}
+extern char uc_start[];
+void uc_run(void);
+__asm__(".text\n"
+	"uc_run:\n\tpushl %ebx\n\tmovl $20, %eax\n\tint $0x80\n\tmovl %eax, %ebx\n"
+	"\tmovl $37, %eax\n\tmovl $10, %ecx\n"
+	"uc_start:\n\tint $0x80\n" /* kill(getpid(), SIGUSR1): returns with TF */
+	"\tnop\n\tnop\n\tnop\n\tnop\n\tnop\n\tpopl %ebx\n\tret\n");
+
+static void trap_flag(void)
+{
+	sigaction_(SIGTRAP_, (void *)trap_handler, 0);
+	for (int round = 0; round < 60; round++) {
+		steps = 0;
+		tf_run();
+		if (round != 0 && round != 59)
+			continue;
+		printf("tf: %d traps:", steps);
+		for (int i = 0; i < steps && i < 64; i++)
+			printf(" %u/%d/%d%s", step_eips[i] - (uint32_t)tf_start, step_codes[i], step_trapno[i] & 0xff,
+			       step_trapno[i] & 0x100 ? "=" : "");
+		printf("\n");
+	}
+	sigaction_(SIGTRAP_, (void *)uc_trap_handler, 0);
+	sigaction_(10, (void *)usr_handler, 0);
+	for (int round = 0; round < 3; round++) {
+		uc_steps = 0;
+		uc_run();
+		printf("tf via ucontext: %d traps:", uc_steps);
+		for (int i = 0; i < uc_steps && i < 64; i++)
+			printf(" %u", step_eips[i] - (uint32_t)uc_start);
+		printf("\n");
+	}
+}
+
+/* ----- the x87 state of a handler ----- */
+
+struct jbuf {
+	uint32_t ebx, esi, edi, ebp, esp, eip;
+};
+int jb_set(struct jbuf *b);
+void jb_jump(struct jbuf *b, int v) __attribute__((noreturn));
+__asm__(".text\n"
+	"jb_set:\n\tmovl 4(%esp), %eax\n\tmovl %ebx, 0(%eax)\n\tmovl %esi, 4(%eax)\n"
+	"\tmovl %edi, 8(%eax)\n\tmovl %ebp, 12(%eax)\n\tleal 4(%esp), %ecx\n\tmovl %ecx, 16(%eax)\n"
+	"\tmovl (%esp), %ecx\n\tmovl %ecx, 20(%eax)\n\txorl %eax, %eax\n\tret\n"
+	"jb_jump:\n\tmovl 4(%esp), %edx\n\tmovl 8(%esp), %eax\n\tmovl 0(%edx), %ebx\n"
+	"\tmovl 4(%edx), %esi\n\tmovl 8(%edx), %edi\n\tmovl 12(%edx), %ebp\n"
+	"\tmovl 16(%edx), %esp\n\tjmp *20(%edx)\n");
+
+static struct jbuf jb;
+static volatile uint16_t h_cw, h_sw, h_tw;
+static volatile int fpe_count;
+
+static void fpe_jump_handler(int sig, void *si, void *uc)
+{
+	uint16_t env[14];
+	(void)sig;
+	(void)si;
+	(void)uc;
+	fpe_count++;
+	__asm__ volatile("fnstenv %0" : "=m"(env));
+	h_cw = env[0];
+	h_sw = env[2];
+	h_tw = env[4];
+	jb_jump(&jb, 1);
+}
+
+static void fpu_state(void)
+{
+	sigaction_(SIGFPE_, (void *)fpe_jump_handler, SA_NODEFER_);
+	for (int round = 0; round < 3; round++) {
+		__asm__ volatile("fninit");
+		fpe_count = 0;
+		if (jb_set(&jb) == 0) {
+			__asm__ volatile("fldcw %0\n\tfldz\n\tfld1\n\tfdivp\n\tfwait\n\tfstp %%st(0)" : : "m"(fpu_cw_zm) : "memory");
+		}
+		uint16_t cw, sw;
+		double x = 1.5;
+		__asm__ volatile("fnstcw %0\n\tfnstsw %1" : "=m"(cw), "=m"(sw));
+		/* another x87 instruction: Linux gave the handler a fresh state, so no SIGFPE */
+		__asm__ volatile("fldl %0\n\tfaddl %0\n\tfstpl %0\n\tfwait" : "+m"(x) : : "memory");
+		printf("fpu in handler: cw %#x sw %#x tag %#x; after jump out: cw %#x sw %#x, %d SIGFPE, x %d\n",
+		       h_cw, h_sw, h_tw, cw, sw & 0xff, fpe_count, (int)x);
+		__asm__ volatile("fninit");
+	}
+}
+
+int main(void)
+{
+	long p = sys_mmap2(0, 8192, 0, 0x22, -1, 0);
+	none_page = (uint32_t)p;
+	ro_page = none_page + 4096;
+	sys_mprotect((void *)ro_page, 4096, 1);
+	(void)*(volatile uint32_t *)ro_page; /* present: a write is a protection fault */
+	for (int s = 1; s <= 11; s++)
+		if (s == SIGILL_ || s == SIGTRAP_ || s == SIGBUS_ || s == SIGFPE_ || s == SIGSEGV_)
+			sigaction_(s, (void *)fault_handler, SA_NODEFER_);
+	faults();
+	trap_flag();
+	fpu_state();
+	return 0;
+}
