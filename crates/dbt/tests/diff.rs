@@ -29,6 +29,12 @@ fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
     (cpu, mem)
 }
 
+/// An engine translating at the first dispatch (`translate`) or interpreting only, with
+/// chaining, under `key`.
+fn engine(translate: bool, key: KeyPolicy) -> Engine {
+    Engine::new(EngineConfig { translate, key, threshold: 0, chain: true, code_map: None }).unwrap()
+}
+
 /// Runs `code` to its `int 0x80` with `cfg`; returns the CPU and the data page.
 fn run(code: &[u8], cfg: EngineConfig) -> (Cpu, Vec<u8>, Vec<u8>) {
     let (mut cpu, mut mem) = machine(code);
@@ -183,14 +189,7 @@ fn physical_translations_run_at_other_addresses() {
     let id = morph_mem::FileId::of(&file).unwrap();
     let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
     let mut cache = morph_mem::PageCache::new();
-    let mut e = Engine::new(EngineConfig {
-        translate: true,
-        key: KeyPolicy::Physical,
-        threshold: 0,
-        chain: true,
-        code_map: None,
-    })
-    .unwrap();
+    let mut e = engine(true, KeyPolicy::Physical);
     for (i, va) in [0x1000_0000u32, 0x2345_6000].into_iter().enumerate() {
         let mut mem = AddressSpace::new(phys.clone()).unwrap();
         mem.map_file(&mut cache, va, 0x1000, Prot::RX, false, &file, id, 0, "code").unwrap();
@@ -221,8 +220,7 @@ fn indirect_jump_to_empty_slot_faults_in_the_guest() {
     let code = a.assemble(u64::from(CODE)).unwrap();
     for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
         let (mut cpu, mut mem) = machine(&code);
-        let mut e =
-            Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, code_map: None }).unwrap();
+        let mut e = engine(true, key);
         match e.run(&mut cpu, &mut mem, 1, 1_000_000) {
             Exit::Fault(f) => assert_eq!(f.eip, 0, "{key:?}"),
             other => panic!("{key:?}: {other:?}"),
@@ -252,8 +250,7 @@ fn translated_code_fills_a_forked_window_and_breaks_copy_on_write_in_place() {
         let (mut cpu, mut parent) = machine(&code);
         cpu.gpr[3] = DATA; // ebx
         let mut child = parent.fork().unwrap();
-        let mut e =
-            Engine::new(EngineConfig { translate: true, key, threshold: 0, chain: true, code_map: None }).unwrap();
+        let mut e = engine(true, key);
         assert!(matches!(e.run(&mut cpu, &mut child, 2, 1_000_000), Exit::Syscall), "{key:?}");
         assert_eq!(e.stats().exits[3], 0, "{key:?}: no host fault left translated code");
         for i in 1..0x800u32 {
@@ -395,14 +392,7 @@ fn instructions_straddling_a_page() {
         let code = placed(&head, 0xff0, &body);
         check_code(&format!("straddling mov, code written: {smc}"), &code);
         let (mut cpu, mut mem) = machine(&code);
-        let mut e = Engine::new(EngineConfig {
-            translate: true,
-            key: KeyPolicy::Physical,
-            threshold: 0,
-            chain: true,
-            code_map: None,
-        })
-        .unwrap();
+        let mut e = engine(true, KeyPolicy::Physical);
         assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
         let s = e.stats();
         if smc {
@@ -436,14 +426,7 @@ fn jump_cache_keeps_targets_64k_apart() {
     code.extend_from_slice(&[0x43, 0xc3]); // inc ebx; ret
     check_code("two call targets 64 KiB apart", &code);
     let (mut cpu, mut mem) = machine(&code);
-    let mut e = Engine::new(EngineConfig {
-        translate: true,
-        key: KeyPolicy::Physical,
-        threshold: 0,
-        chain: true,
-        code_map: None,
-    })
-    .unwrap();
+    let mut e = engine(true, KeyPolicy::Physical);
     assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
     let s = e.stats();
     assert!(s.exits[1] < 20, "indirect exits: {s:?}");
@@ -534,14 +517,7 @@ fn string_instruction_faults_part_way() {
     let mut results = Vec::new();
     for translate in [false, true] {
         let (mut cpu, mut mem) = machine(&code);
-        let mut e = Engine::new(EngineConfig {
-            translate,
-            key: KeyPolicy::Physical,
-            threshold: 0,
-            chain: true,
-            code_map: None,
-        })
-        .unwrap();
+        let mut e = engine(translate, KeyPolicy::Physical);
         let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
         let Exit::Fault(f) = exit else { panic!("translate {translate}: {exit:?}") };
         results.push((format!("{f:?}"), cpu.gpr, cpu.eip));
@@ -591,14 +567,7 @@ fn divisions_and_divide_errors() {
         for translate in [false, true] {
             let (mut cpu, mut mem) = machine(&code);
             cpu.gpr[2] = high;
-            let mut e = Engine::new(EngineConfig {
-                translate,
-                key: KeyPolicy::Physical,
-                threshold: 0,
-                chain: true,
-                code_map: None,
-            })
-            .unwrap();
+            let mut e = engine(translate, KeyPolicy::Physical);
             let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
             assert!(
                 matches!(&exit, Exit::Fault(f) if matches!(f.kind, morph_cpu::FaultKind::DivideError)),
