@@ -178,11 +178,37 @@ static void hint_nops(void)
 	}
 }
 
+/* ----- string instructions with the address-size prefix (SI, DI, CX) ----- */
+
+/* Every rep form with CX = 0 and the upper half of ECX set: nothing is accessed (no
+ * memory is mapped below 64 KiB), ECX, ESI and EDI stay as they are. Returns ECX + ESI
+ * + EDI after the five forms. */
+uint32_t str16_run(void);
+__asm__(".text\n"
+	"str16_run:\n\tpushl %esi\n\tpushl %edi\n\tmovl $0x12340000, %ecx\n\tmovl $0x56780010, %esi\n"
+	"\tmovl $0x9abc0020, %edi\n\tcld\n"
+	"\t.byte 0x67, 0xf3, 0xa4\n"   /* rep movsb (SI, DI, CX) */
+	"\t.byte 0x67, 0xf3, 0xab\n"   /* rep stosd */
+	"\t.byte 0x67, 0xf3, 0xac\n"   /* rep lodsb */
+	"\t.byte 0x67, 0xf3, 0xa6\n"   /* repe cmpsb */
+	"\t.byte 0x67, 0xf2, 0xae\n"   /* repne scasb */
+	"\tmovl %ecx, %eax\n\taddl %esi, %eax\n\taddl %edi, %eax\n\tpopl %edi\n\tpopl %esi\n\tret\n");
+
+static void strings16(void)
+{
+	for (int round = 0; round < 60; round++) {
+		uint32_t v = str16_run();
+		if (round == 0 || round == 59)
+			printf("addr16 rep strings with CX = 0: %#010x\n", v);
+	}
+}
+
 int main(void)
 {
 	far_returns();
 	loops();
 	segs();
 	hint_nops();
+	strings16();
 	return 0;
 }

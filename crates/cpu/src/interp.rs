@@ -1661,29 +1661,32 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
     let rep = ins.has_rep_prefix() || ins.has_repe_prefix() || ins.has_repne_prefix();
     let compare = matches!(m, M::Cmpsb | M::Cmpsw | M::Cmpsd | M::Scasb | M::Scasw | M::Scasd);
     let src_base = seg_base(c.cpu, ins.memory_segment());
-    if ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI)) {
-        return Err(invalid(c.mem, ins, c.delta)); // 16-bit addressing of strings is not supported
-    }
-    if rep && c.cpu.eflags & DF == 0 && bulk(c, m, bits, src_base) {
+    // The address-size prefix: SI, DI and CX instead of ESI, EDI and ECX (their upper
+    // halves kept; the low halves wrap at 64 KiB).
+    let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
+    let width = if a16 { 0xffff } else { u32::MAX };
+    let get = |cpu: &Cpu, r: usize| cpu.gpr[r] & width;
+    let set = |cpu: &mut Cpu, r: usize, v: u32| cpu.gpr[r] = (cpu.gpr[r] & !width) | (v & width);
+    if !a16 && rep && c.cpu.eflags & DF == 0 && bulk(c, m, bits, src_base) {
         return Ok(());
     }
     loop {
-        if rep && c.cpu.gpr[reg::ECX] == 0 {
+        if rep && get(c.cpu, reg::ECX) == 0 {
             break;
         }
-        let esi = c.cpu.gpr[reg::ESI];
-        let edi = c.cpu.gpr[reg::EDI];
+        let esi = get(c.cpu, reg::ESI);
+        let edi = get(c.cpu, reg::EDI);
         let pf = c.pf();
         match m {
             M::Movsb | M::Movsw | M::Movsd => {
                 let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
                 write_sized(c.mem, edi, bits, v).map_err(&pf)?;
-                c.cpu.gpr[reg::ESI] = esi.wrapping_add(step);
-                c.cpu.gpr[reg::EDI] = edi.wrapping_add(step);
+                set(c.cpu, reg::ESI, esi.wrapping_add(step));
+                set(c.cpu, reg::EDI, edi.wrapping_add(step));
             }
             M::Stosb | M::Stosw | M::Stosd => {
                 write_sized(c.mem, edi, bits, c.cpu.gpr[reg::EAX] & mask(bits)).map_err(&pf)?;
-                c.cpu.gpr[reg::EDI] = edi.wrapping_add(step);
+                set(c.cpu, reg::EDI, edi.wrapping_add(step));
             }
             M::Lodsb | M::Lodsw | M::Lodsd => {
                 let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
@@ -1693,25 +1696,26 @@ fn string(c: &mut Ctx<'_>) -> Res<()> {
                     _ => Register::EAX,
                 };
                 set_reg(c.cpu, r, v);
-                c.cpu.gpr[reg::ESI] = esi.wrapping_add(step);
+                set(c.cpu, reg::ESI, esi.wrapping_add(step));
             }
             M::Cmpsb | M::Cmpsw | M::Cmpsd => {
                 let a = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
                 let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
                 set_arith(c.cpu, alu::sub(a, b, false, bits).1);
-                c.cpu.gpr[reg::ESI] = esi.wrapping_add(step);
-                c.cpu.gpr[reg::EDI] = edi.wrapping_add(step);
+                set(c.cpu, reg::ESI, esi.wrapping_add(step));
+                set(c.cpu, reg::EDI, edi.wrapping_add(step));
             }
             _ => {
                 let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
                 set_arith(c.cpu, alu::sub(c.cpu.gpr[reg::EAX] & mask(bits), b, false, bits).1);
-                c.cpu.gpr[reg::EDI] = edi.wrapping_add(step);
+                set(c.cpu, reg::EDI, edi.wrapping_add(step));
             }
         }
         if !rep {
             break;
         }
-        c.cpu.gpr[reg::ECX] = c.cpu.gpr[reg::ECX].wrapping_sub(1);
+        let ecx = get(c.cpu, reg::ECX);
+        set(c.cpu, reg::ECX, ecx.wrapping_sub(1));
         if compare {
             let zf = c.cpu.eflags & ZF != 0;
             if (ins.has_repe_prefix() && !zf) || (ins.has_repne_prefix() && zf) {

@@ -498,7 +498,9 @@ fn string_instructions() {
         a.mov(esi, DATA)?;
         a.mov(edi, DATA + 0x400)?;
         a.mov(ecx, 5)?;
-        a.db(&[0xf3, 0x64, 0xa5]) // rep movsd with an fs: source (fs base 0 here)
+        a.db(&[0xf3, 0x64, 0xa5])?; // rep movsd with an fs: source (fs base 0 here)
+        a.mov(ecx, 0x5_0000)?;
+        a.db(&[0x67, 0xf3, 0xaa]) // rep stosb with 16-bit addresses: CX = 0, nothing stored
     });
 }
 
