@@ -401,6 +401,19 @@ void free(void *p);
 void *calloc(size_t n, size_t size);
 void *realloc(void *p, size_t n);
 
+/* ---- signals ---------------------------------------------------------------------- */
+/* The kernel's i386 struct sigaction (rt_sigaction's argument), and the restorers glibc
+ * installs: restore_rt (rt_sigreturn, for SA_SIGINFO handlers) and restore_legacy
+ * (sigreturn, after popping the signal number). */
+struct ksigaction {
+	void *handler;
+	uint32_t flags;
+	void *restorer;
+	uint32_t mask[2];
+};
+void restore_rt(void);
+void restore_legacy(void);
+
 /* ---- test helpers ---------------------------------------------------------------- */
 /* "cPaZsO"-style rendering of the arithmetic flags in fl: upper case = set,
  * lower case = clear, '-' = not defined (bit absent from mask).  Returns one

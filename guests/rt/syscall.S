@@ -33,3 +33,20 @@ rt_syscall:
 	.size	rt_syscall, . - rt_syscall
 
 	.section .note.GNU-stack, "", @progbits
+
+/* The signal restorers declared in rt.h: rt_sigreturn (173), and sigreturn (119)
+ * after popping the signal number the legacy frame leaves on the stack. */
+	.text
+	.globl restore_rt
+	.type restore_rt, @function
+restore_rt:
+	movl $173, %eax
+	int $0x80
+	.size restore_rt, .-restore_rt
+	.globl restore_legacy
+	.type restore_legacy, @function
+restore_legacy:
+	popl %eax
+	movl $119, %eax
+	int $0x80
+	.size restore_legacy, .-restore_legacy

@@ -12,15 +12,7 @@
 #define SA_SIGINFO_ 4
 #define SA_RESTORER_ 0x04000000
 
-struct ksigaction {
-	void *handler;
-	uint32_t flags;
-	void *restorer;
-	uint32_t mask[2];
-};
 
-void restore_rt(void);
-__asm__(".text\nrestore_rt:\n\tmovl $173, %eax\n\tint $0x80\n");
 
 /* ucontext: 5 words, then sigcontext; its word 19 points at the FPU state, whose
    FXSAVE image starts at byte 112 (MXCSR at byte 24 of the image) */

@@ -34,19 +34,8 @@
 #define SA_RESTART_	0x10000000
 #define SA_RESETHAND_	0x80000000u
 
-struct ksigaction {
-	void *handler;
-	uint32_t flags;
-	void *restorer;
-	uint32_t mask[2];
-};
 
-/* the restorers glibc would install */
-void restore_rt(void);
-void restore_legacy(void);
-__asm__(".text\n"
-	"restore_rt:\n\tmovl $173, %eax\n\tint $0x80\n"
-	"restore_legacy:\n\tpopl %eax\n\tmovl $119, %eax\n\tint $0x80\n");
+/* the restorers glibc would install: restore_rt and restore_legacy (rt.h) */
 
 /* fault sites, with labels for the faulting instruction and the next one */
 void segv_site(void);

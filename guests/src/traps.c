@@ -21,15 +21,7 @@
 #define SA_NODEFER_	0x40000000
 #define SA_RESTORER_	0x04000000
 
-struct ksigaction {
-	void *handler;
-	uint32_t flags;
-	void *restorer;
-	uint32_t mask[2];
-};
 
-void restore_rt(void);
-__asm__(".text\nrestore_rt:\n\tmovl $173, %eax\n\tint $0x80\n");
 
 static long sigaction_(int sig, void *handler, uint32_t flags)
 {
