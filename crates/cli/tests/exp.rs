@@ -6,17 +6,6 @@ mod common;
 
 use common::*;
 
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
-    match v {
-        serde_json::Value::Object(o) => {
-            for (k, x) in o {
-                flatten(&format!("{prefix}{k}."), x, out);
-            }
-        }
-        x => out.push((prefix.trim_end_matches('.').to_string(), x.clone())),
-    }
-}
-
 /// Every counter of a `--stats-json` document except host times.
 fn counts(v: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
     let mut all = Vec::new();

@@ -97,17 +97,6 @@ fn cancellation_runs_cleanup_handlers() {
     check("cancel", &[]);
 }
 
-fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
-    match v {
-        serde_json::Value::Object(o) => {
-            for (k, x) in o {
-                flatten(&format!("{prefix}{k}."), x, out);
-            }
-        }
-        x => out.push((prefix.trim_end_matches('.').to_string(), x.clone())),
-    }
-}
-
 /// The same seed gives the same interleaving: identical counts (host times aside) for
 /// two runs of a threaded program, under the interpreter and the translator.
 #[test]

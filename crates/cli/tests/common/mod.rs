@@ -284,3 +284,15 @@ pub fn elf_with_interp(interp: &[u8]) -> Vec<u8> {
     h.push(0);
     h
 }
+
+/// The leaves of a JSON value (`--stats-json` output) as dotted paths and values.
+pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde_json::Value)>) {
+    match v {
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                flatten(&format!("{prefix}{k}."), x, out);
+            }
+        }
+        x => out.push((prefix.trim_end_matches('.').to_string(), x.clone())),
+    }
+}
