@@ -1,0 +1,426 @@
+//! `morph exp`: the experiments of the 2005 `randomize_va_space` report, reproduced.
+//!
+//! `morph exp seed` runs the seed workload (`guests/seed/`: a bash script that opens a
+//! TCP socket to a local echo server and runs two small dynamic glibc programs about
+//! 50 times each) natively and under morph for ASLR off and on × every `--key`, several
+//! runs per cell with different seeds, and prints a table shaped like the report's:
+//! real, user and sys seconds measured on the host, beside the modeled TM5600 seconds
+//! and the counts that explain them. `morph exp sweep` is the cartesian version, one
+//! row per run, resumable.
+//!
+//! Every morph run is a child `morph run --stats-json` process, so a run is exactly
+//! what a user would type, and its counters come from the same JSON.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+
+/// The experiments.
+#[derive(clap::Subcommand)]
+pub enum ExpCmd {
+    /// The 2005 seed workload: ASLR off/on × key, with native for reference.
+    Seed(SeedArgs),
+    /// A cartesian sweep over key × ASLR components × threshold × workload × seeds.
+    Sweep(SweepArgs),
+}
+
+/// Options shared by the experiments.
+#[derive(clap::Args, Clone)]
+pub struct Common {
+    /// Runs per cell (each with its own seed: --seed, --seed+1, ...).
+    #[arg(long, default_value_t = 5)]
+    runs: u32,
+    /// First seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Kernel whose ASLR is modeled.
+    #[arg(long, default_value = "2.6.12")]
+    kernel: String,
+    /// Guest root (default: the Debian i386 sysroot, assembled on first use).
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the results as CSV.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Write a plot as SVG.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+/// `morph exp seed`.
+#[derive(clap::Args)]
+pub struct SeedArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Rounds of the workload loop (the report's script ran each program about 50 times).
+    #[arg(long, default_value_t = 50)]
+    rounds: u32,
+    /// Keys to measure.
+    #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process")]
+    keys: Vec<String>,
+    /// Skip the native reference runs.
+    #[arg(long)]
+    no_native: bool,
+}
+
+/// `morph exp sweep`.
+#[derive(clap::Args)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Keys.
+    #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process")]
+    keys: Vec<String>,
+    /// ASLR settings (each a --aslr value; `;`-separated because component lists use commas).
+    #[arg(long, value_delimiter = ';', default_value = "none;stack;mmap;exec;brk;stack,mmap;1")]
+    aslr: Vec<String>,
+    /// Translation thresholds.
+    #[arg(long, value_delimiter = ',', default_value = "50")]
+    thresholds: Vec<u32>,
+    /// Workloads: seed (the full script) or seed:N (N rounds).
+    #[arg(long, value_delimiter = ',', default_value = "seed:20")]
+    workloads: Vec<String>,
+    /// Rows already in the CSV are kept and not run again (resume after an interruption).
+    #[arg(long)]
+    resume: bool,
+}
+
+/// One measured run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Row {
+    /// `native` or the key.
+    pub key: String,
+    /// The `--aslr` value.
+    pub aslr: String,
+    /// Translation threshold (0 for native).
+    pub threshold: u32,
+    /// Workload name.
+    pub workload: String,
+    /// Seed of the run.
+    pub seed: u64,
+    /// Host wall-clock seconds.
+    pub real_s: f64,
+    /// Guest execution, interpretation and translation seconds (host-measured).
+    pub user_s: f64,
+    /// OS-layer seconds (host-measured).
+    pub sys_s: f64,
+    /// Modeled TM5600 seconds: total, user, sys.
+    pub modeled_s: f64,
+    /// Modeled user seconds.
+    pub modeled_user_s: f64,
+    /// Modeled sys seconds.
+    pub modeled_sys_s: f64,
+    /// Translations made.
+    pub translations: u64,
+    /// Blocks translated again (same physical code, new key).
+    pub retranslations: u64,
+    /// Translation cache lookups.
+    pub lookups: u64,
+    /// Lookup hits.
+    pub hits: u64,
+    /// Guest instructions interpreted.
+    pub interp_instructions: u64,
+    /// Guest instructions executed in translations.
+    pub translated_instructions: u64,
+    /// Processes created.
+    pub processes: u64,
+    /// Exit status of the workload.
+    pub status: i32,
+    /// The run's counts as the cost model reads them.
+    #[serde(skip)]
+    pub counts: morph_model::Counts,
+}
+
+impl Row {
+    fn id(&self) -> String {
+        format!("{}|{}|{}|{}|{}", self.key, self.aslr, self.threshold, self.workload, self.seed)
+    }
+}
+
+const SEED_SOURCES: &[(&str, &str)] = &[
+    ("echod.c", include_str!("../../../../guests/seed/echod.c")),
+    ("sockreq.c", include_str!("../../../../guests/seed/sockreq.c")),
+    ("filecalc.c", include_str!("../../../../guests/seed/filecalc.c")),
+    ("seed.sh", include_str!("../../../../guests/seed/seed.sh")),
+    ("hello.c", include_str!("../../../../guests/seed/hello.c")),
+    ("build.sh", include_str!("../../../../guests/seed/build.sh")),
+];
+
+/// Builds the seed workload into `<root>/seed` unless it is there from these sources.
+fn install_workload(root: &Path) -> anyhow::Result<()> {
+    let dest = root.join("seed");
+    let stamp: u64 =
+        SEED_SOURCES.iter().flat_map(|(n, s)| n.bytes().chain(s.bytes())).fold(0xcbf29ce484222325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100000001b3) // FNV-1a
+        });
+    let stamp_file = dest.join(".stamp");
+    // Concurrent experiments share the root: one builds, the others wait and reuse it.
+    std::fs::create_dir_all(&dest)?;
+    let lock = std::fs::File::create(dest.join(".lock"))?;
+    lock.lock()?;
+    if std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(&format!("{stamp:016x}")) {
+        return Ok(());
+    }
+    let src = std::env::temp_dir().join(format!("morph-seed-src-{}", std::process::id()));
+    std::fs::create_dir_all(&src)?;
+    for (name, text) in SEED_SOURCES {
+        std::fs::write(src.join(name), text)?;
+    }
+    let st = Command::new("bash").arg(src.join("build.sh")).arg(&dest).status();
+    let _ = std::fs::remove_dir_all(&src);
+    if !st.context("cannot run bash")?.success() {
+        bail!("building the seed workload failed (needs gcc and gcc-multilib)");
+    }
+    std::fs::write(stamp_file, format!("{stamp:016x}"))?;
+    Ok(())
+}
+
+/// How to run a program natively inside `root`: chroot in a private mount namespace
+/// with the host's /dev and /proc bound in (as a real system has them; the shared
+/// sysroot is not touched), in a user namespace too when not root.
+pub(crate) fn native_prefix(root: &Path) -> anyhow::Result<Vec<String>> {
+    let r = root.display().to_string();
+    let script =
+        r#"r=$1; shift; mount --rbind /dev "$r/dev" && mount --rbind /proc "$r/proc" && exec chroot "$r" "$@""#;
+    let mut tried = Vec::new();
+    for userns in [false, true] {
+        let mut p: Vec<String> = vec!["unshare".into()];
+        if userns {
+            p.push("-r".into());
+        }
+        p.extend(["-m", "--", "/bin/sh", "-c", script, "sh", &r].map(String::from));
+        match Command::new(&p[0]).args(&p[1..]).arg("/bin/true").output() {
+            Ok(o) if o.status.success() => return Ok(p),
+            Ok(o) => tried.push(format!("{}: {}", p[..2].join(" "), String::from_utf8_lossy(&o.stderr).trim())),
+            Err(e) => tried.push(format!("unshare: {e}")),
+        }
+    }
+    bail!("cannot run natively in {r} (use --no-native): {}", tried.join("; "))
+}
+
+/// Children's user and system CPU seconds so far.
+fn children_times() -> (f64, f64) {
+    // SAFETY: getrusage into a local struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid who value and a pointer to our struct.
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
+struct Cell<'a> {
+    key: &'a str,
+    aslr: &'a str,
+    threshold: u32,
+    workload: &'a str,
+    seed: u64,
+}
+
+fn rounds_of(workload: &str) -> anyhow::Result<u32> {
+    match workload.split_once(':') {
+        None if workload == "seed" => Ok(50),
+        Some(("seed", n)) => n.parse().with_context(|| format!("bad workload {workload}")),
+        _ => bail!("unknown workload {workload} (seed or seed:N)"),
+    }
+}
+
+/// The environment of every run, native and under morph.
+const GUEST_ENV: &[(&str, &str)] =
+    &[("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"), ("HOME", "/"), ("LC_ALL", "C")];
+
+/// Runs one cell once.
+fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> anyhow::Result<Row> {
+    let rounds = rounds_of(c.workload)?.to_string();
+    let json = std::env::temp_dir().join(format!("morph-exp-{}-{}.json", std::process::id(), c.seed));
+    let mut cmd = match native {
+        Some(prefix) => {
+            let mut cmd = Command::new(&prefix[0]);
+            cmd.args(&prefix[1..]).args(["/seed/seed.sh", &rounds]);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", c.key]);
+            cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
+            cmd.args(["--seed", &c.seed.to_string(), "--timeout", "600"]).arg("--stats-json").arg(&json);
+            cmd.args(["/seed/seed.sh", &rounds]);
+            cmd
+        }
+    };
+    // The guest inherits morph's environment: a fixed one makes the counts the same on
+    // every machine and from every shell (the user's variables, even `_` naming the
+    // morph binary, move the guest's stack and change the counts slightly).
+    cmd.env_clear().envs(GUEST_ENV.iter().copied());
+    let (u0, s0) = children_times();
+    let t0 = Instant::now();
+    let out = cmd.stdin(Stdio::null()).output().context("cannot start the run")?;
+    let real_s = t0.elapsed().as_secs_f64();
+    let (u1, s1) = children_times();
+    let status = out.status.code().unwrap_or(-1);
+    let tail = String::from_utf8_lossy(&out.stdout);
+    if status != 0 || !tail.contains("seed: ") {
+        bail!(
+            "the workload failed ({} key {} aslr {} seed {}): status {status}\n{}{}",
+            if native.is_some() { "native" } else { "morph" },
+            c.key,
+            c.aslr,
+            c.seed,
+            tail,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut row = Row {
+        key: c.key.to_string(),
+        aslr: c.aslr.to_string(),
+        threshold: c.threshold,
+        workload: c.workload.to_string(),
+        seed: c.seed,
+        real_s,
+        user_s: u1 - u0,
+        sys_s: s1 - s0,
+        modeled_s: 0.0,
+        modeled_user_s: 0.0,
+        modeled_sys_s: 0.0,
+        translations: 0,
+        retranslations: 0,
+        lookups: 0,
+        hits: 0,
+        interp_instructions: 0,
+        translated_instructions: 0,
+        processes: 0,
+        status,
+        counts: morph_model::Counts::default(),
+    };
+    if native.is_none() {
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
+        let _ = std::fs::remove_file(&json);
+        let g = |a: &str, b: &str| v[a][b].as_u64().unwrap_or(0);
+        row.user_s = g("os", "engine_ns") as f64 / 1e9;
+        row.sys_s = g("os", "os_ns") as f64 / 1e9;
+        row.translations = g("engine", "translations");
+        row.retranslations = g("engine", "retranslations");
+        row.lookups = g("engine", "lookups");
+        row.hits = g("engine", "hits");
+        row.interp_instructions = g("engine", "interp_instructions");
+        row.translated_instructions = g("engine", "translated_instructions");
+        row.processes = g("os", "processes");
+        row.counts = morph_model::Counts::from_stats_json(&v);
+        let m = morph_model::CostModel::tm5600().model(&row.counts);
+        row.modeled_s = m.total_s;
+        row.modeled_user_s = m.user_s;
+        row.modeled_sys_s = m.sys_s;
+    }
+    Ok(row)
+}
+
+fn progress(n: u64, quiet: bool) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(n);
+    pb.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}")
+            .expect("a valid template"),
+    );
+    pb
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// A cell's summary: medians and min–max spread over its runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// `native` or the key.
+    pub key: String,
+    /// The `--aslr` value.
+    pub aslr: String,
+    /// Runs.
+    pub runs: usize,
+    /// Median real seconds.
+    pub real_s: f64,
+    /// Spread of real seconds (min, max).
+    pub real_range: (f64, f64),
+    /// Median user seconds.
+    pub user_s: f64,
+    /// Median sys seconds.
+    pub sys_s: f64,
+    /// Median modeled TM5600 seconds.
+    pub modeled_s: f64,
+    /// Median modeled user seconds.
+    pub modeled_user_s: f64,
+    /// Median modeled sys seconds.
+    pub modeled_sys_s: f64,
+    /// Median translations.
+    pub translations: u64,
+    /// Median retranslations.
+    pub retranslations: u64,
+    /// Median lookups.
+    pub lookups: u64,
+    /// Median hits.
+    pub hits: u64,
+    /// Median interpreted instructions.
+    pub interp_instructions: u64,
+}
+
+fn summarize(rows: &[Row]) -> Summary {
+    let f = |get: fn(&Row) -> f64| median(&mut rows.iter().map(get).collect::<Vec<_>>());
+    let u = |get: fn(&Row) -> u64| median(&mut rows.iter().map(|r| get(r) as f64).collect::<Vec<_>>()) as u64;
+    let reals: Vec<f64> = rows.iter().map(|r| r.real_s).collect();
+    Summary {
+        key: rows[0].key.clone(),
+        aslr: rows[0].aslr.clone(),
+        runs: rows.len(),
+        real_s: f(|r| r.real_s),
+        real_range: (reals.iter().copied().fold(f64::INFINITY, f64::min), reals.iter().copied().fold(0.0, f64::max)),
+        user_s: f(|r| r.user_s),
+        sys_s: f(|r| r.sys_s),
+        modeled_s: f(|r| r.modeled_s),
+        modeled_user_s: f(|r| r.modeled_user_s),
+        modeled_sys_s: f(|r| r.modeled_sys_s),
+        translations: u(|r| r.translations),
+        retranslations: u(|r| r.retranslations),
+        lookups: u(|r| r.lookups),
+        hits: u(|r| r.hits),
+        interp_instructions: u(|r| r.interp_instructions),
+    }
+}
+
+fn write_outputs<T: Serialize>(c: &Common, cells: &[T], rows: &[Row]) -> anyhow::Result<()> {
+    if let Some(j) = &c.json {
+        // An array of cells (medians over their runs); the runs themselves go to --csv.
+        std::fs::write(j, serde_json::to_string_pretty(cells)? + "\n")?;
+    }
+    if let Some(p) = &c.csv {
+        let mut w = csv::Writer::from_path(p)?;
+        for r in rows {
+            w.serialize(r)?;
+        }
+        w.flush()?;
+    }
+    Ok(())
+}
+
+mod seed;
+mod sweep;
+
+pub use seed::seed;
+pub use sweep::sweep;
