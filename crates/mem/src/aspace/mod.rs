@@ -1,0 +1,388 @@
+//! A guest process's address space: a 4 GiB host window plus a software page table.
+//!
+//! Guest virtual address `v` lives at host address `base + v`. Each present guest page
+//! is a `MAP_SHARED|MAP_FIXED` mapping of its frame of the physical memfd, so two
+//! windows mapping one frame see the same bytes. The software page table ([`Pte`]) is
+//! the truth: every guest access made by the emulator is checked against it first, so
+//! a bad guest access is a [`MemFault`], never a host `SIGSEGV`. The host mapping also
+//! carries the guest protection (copy-on-write pages are mapped read-only), so host
+//! code that runs guest accesses directly (the translator) gets the same answer from
+//! the MMU.
+//!
+//! File mappings, private and shared, map the page cache's frames (see
+//! [`crate::PageCache`]): a private writable one copy-on-write, a shared one directly. A
+//! shared mapping of a file opened read/write holds a descriptor of the file and writes
+//! its dirty pages back when it is unmapped (also when replaced or moved over), when
+//! `msync` asks, and when the address space is dropped.
+//!
+//! The list of [`Vma`]s records what was mapped where, with which name, for Linux's
+//! placement rules and `/proc/self/maps`.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::Rc;
+
+use crate::pagecache::{fstat, write_back_page};
+use crate::window::{PageTable, WindowSlot};
+use crate::{FileId, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err};
+
+/// Guest page protection (Linux `PROT_*` bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Prot(pub u32);
+
+impl Prot {
+    /// No access.
+    pub const NONE: Prot = Prot(0);
+    /// `PROT_READ`.
+    pub const READ: Prot = Prot(1);
+    /// `PROT_WRITE`.
+    pub const WRITE: Prot = Prot(2);
+    /// `PROT_EXEC`.
+    pub const EXEC: Prot = Prot(4);
+    /// Read + write.
+    pub const RW: Prot = Prot(3);
+    /// Read + exec.
+    pub const RX: Prot = Prot(5);
+    /// Read + write + exec.
+    pub const RWX: Prot = Prot(7);
+
+    /// Whether all bits of `other` are set.
+    pub fn has(self, other: Prot) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// A page-table entry: the frame and the guest's rights on the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(transparent)]
+pub struct Pte(u64);
+
+impl Pte {
+    const PRESENT: u64 = 1 << 0;
+    const READ: u64 = 1 << 1;
+    const WRITE: u64 = 1 << 2;
+    const EXEC: u64 = 1 << 3;
+    /// The frame is shared with someone else; copy it before the first write.
+    const COW: u64 = 1 << 4;
+    /// Part of a `MAP_SHARED` mapping: fork shares the frame instead of copying it.
+    const SHARED: u64 = 1 << 5;
+    /// Translated code was made from this page: the host mapping is read-only so that
+    /// translated stores to it trap (the guest may still write; see `prepare_write`).
+    const CODE_RO: u64 = 1 << 7;
+    /// The host window maps this page to its frame with `host_prot` (else the window
+    /// is inaccessible there). The window is filled lazily: a page becomes hosted at its
+    /// first access (see [`AddressSpace::host_in`]), so mappings a process never
+    /// touches, such as most of a forked child that execs at once, cost no host call.
+    const HOSTED: u64 = 1 << 8;
+
+    /// This entry mapping `frame` instead (protections and flags kept).
+    fn with_frame(self, frame: Frame) -> Pte {
+        Pte((self.0 & 0xFFFF_FFFF) | (u64::from(frame.0) << 32))
+    }
+
+    fn new(frame: Frame, prot: Prot, cow: bool, shared: bool) -> Pte {
+        let mut bits = Self::PRESENT | (u64::from(frame.0) << 32);
+        // i386 without NX: readable pages are executable and vice versa.
+        if prot.has(Prot::READ) || prot.has(Prot::EXEC) {
+            bits |= Self::READ | Self::EXEC;
+        }
+        if prot.has(Prot::WRITE) {
+            bits |= Self::WRITE | Self::READ | Self::EXEC;
+        }
+        if cow {
+            bits |= Self::COW;
+        }
+        if shared {
+            bits |= Self::SHARED;
+        }
+        Pte(bits)
+    }
+    /// Whether the page is mapped.
+    pub fn present(self) -> bool {
+        self.0 & Self::PRESENT != 0
+    }
+    /// Whether the guest may read (and, on i386, execute) the page.
+    pub fn readable(self) -> bool {
+        self.0 & Self::READ != 0
+    }
+    /// Whether the guest may write the page (possibly after a copy).
+    pub fn writable(self) -> bool {
+        self.0 & Self::WRITE != 0
+    }
+    /// Whether the page is copy-on-write.
+    pub fn cow(self) -> bool {
+        self.0 & Self::COW != 0
+    }
+    /// Whether the page is part of a `MAP_SHARED` mapping.
+    pub fn shared(self) -> bool {
+        self.0 & Self::SHARED != 0
+    }
+    /// The frame number of a private anonymous page never touched yet (demand-zero): it
+    /// reads as zeros, and gets a frame when it is first hosted (see `materialize`).
+    const NO_FRAME: u32 = u32::MAX;
+
+    /// Whether the page has a frame (a present page without one is demand-zero).
+    pub fn has_frame(self) -> bool {
+        self.present() && (self.0 >> 32) as u32 != Self::NO_FRAME
+    }
+    /// Whether the host window maps the page (see `HOSTED`).
+    pub fn hosted(self) -> bool {
+        self.0 & Self::HOSTED != 0
+    }
+    /// The frame behind the page (meaningful only if present).
+    pub fn frame(self) -> Frame {
+        Frame((self.0 >> 32) as u32)
+    }
+    fn host_prot(self) -> i32 {
+        let mut p = 0;
+        if self.readable() {
+            p |= libc::PROT_READ;
+        }
+        if self.writable() && !self.cow() && self.0 & Self::CODE_RO == 0 {
+            p |= libc::PROT_WRITE;
+        }
+        p
+    }
+}
+
+/// Why a guest access failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemFaultKind {
+    /// Nothing is mapped there (`SEGV_MAPERR`).
+    Unmapped,
+    /// Mapped, but the access is not allowed (`SEGV_ACCERR`).
+    Protection,
+}
+
+/// A guest memory fault: becomes a guest `SIGSEGV`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemFault {
+    /// The faulting guest address.
+    pub addr: u32,
+    /// Whether the access was a write.
+    pub write: bool,
+    /// Unmapped or protection.
+    pub kind: MemFaultKind,
+}
+
+/// What a mapping holds, for placement and `/proc/self/maps`.
+#[derive(Clone, Debug)]
+pub enum MapKind {
+    /// Anonymous memory.
+    Anon,
+    /// A file mapping through the page cache, starting at page `page` of the file.
+    File {
+        /// The file's identity (as when it was mapped).
+        id: FileId,
+        /// First file page mapped at the start of the VMA.
+        page: u32,
+        /// For a shared mapping of a file opened read/write: where its pages are written
+        /// back (see [`AddressSpace::write_back`]).
+        writeback: Option<Rc<OwnedFd>>,
+    },
+}
+
+/// A virtual memory area.
+#[derive(Clone, Debug)]
+pub struct Vma {
+    /// First address.
+    pub start: u32,
+    /// One past the last address (≤ 0xFFFF_F000).
+    pub end: u32,
+    /// Protection.
+    pub prot: Prot,
+    /// `MAP_SHARED`.
+    pub shared: bool,
+    /// What is mapped.
+    pub kind: MapKind,
+    /// Name shown in maps (`[heap]`, `[stack]`, a path, or empty).
+    pub name: Rc<str>,
+}
+
+/// One guest process's address space.
+pub struct AddressSpace {
+    phys: Rc<PhysMem>,
+    /// Where the host window is (unmapped when dropped).
+    window: WindowSlot,
+    pt: PageTable,
+    vmas: BTreeMap<u32, Vma>,
+    /// Host `mmap` and `mprotect` calls made for this address space's window.
+    host_maps: Cell<u64>,
+    /// Generation of what its pages map: bumped whenever a mapped page may have changed
+    /// frame or become unreadable (mmap or mremap over mapped pages, munmap, mprotect to
+    /// `PROT_NONE`, and a copy-on-write break of a page holding code), not when pages
+    /// are mapped where nothing was or only write permission changes (fork, a
+    /// copy-on-write break of data, write-protecting code). Caches of VA → translated
+    /// code (the engine's jump cache) are valid for one generation.
+    pub map_gen: u64,
+    /// What its pages map, as a number: unique to this space at this generation, except
+    /// that a forked child starts with its parent's (their mappings are identical until
+    /// either one's generation moves, which gives it a new number). A cache of VA →
+    /// translated code made for one number is valid for every space that has it.
+    mapping: u64,
+    /// Unique among every address space this host process ever made (host addresses of
+    /// windows are reused after one is freed; this is not).
+    id: u64,
+    mmap_base: u32,
+    /// The `PhysMem::shared_code_epoch` up to which this space's aliases of code frames
+    /// are write-protected.
+    aliases_seen: Cell<u64>,
+    /// Its VMAs plus its page table as last counted in the machine's total (see
+    /// `PhysMem::vma_room`).
+    counted: u64,
+}
+
+impl AddressSpace {
+    /// A new, empty address space over `phys`.
+    pub fn new(phys: Rc<PhysMem>) -> Result<Self, MemError> {
+        let slot = WindowSlot::take()?;
+        Ok(AddressSpace {
+            phys,
+            window: slot,
+            pt: PageTable::new()?,
+            vmas: BTreeMap::new(),
+            host_maps: Cell::new(0),
+            map_gen: 0,
+            mapping: fresh_number(),
+            id: fresh_number(),
+            mmap_base: 0x4000_0000,
+            aliases_seen: Cell::new(0),
+            counted: 0,
+        })
+        .map(|mut a: AddressSpace| {
+            a.account();
+            a
+        })
+    }
+
+    /// Brings the machine's count of guest VMAs up to date with this space's.
+    fn account(&mut self) {
+        let now = self.vmas.len() as u64 + 1;
+        self.phys.count_vmas(self.counted, now);
+        self.counted = now;
+    }
+
+    /// The most VMAs one change of mappings adds: the new one, and the two pieces of a
+    /// VMA it splits in the middle.
+    const VMAS_PER_CHANGE: u64 = 2;
+
+    /// This address space's unique number.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The number of what its pages map (see the field `mapping`): equal for two spaces
+    /// (or one space at two times) only if every page maps the same frame in both.
+    pub fn mapping_id(&self) -> u64 {
+        self.mapping
+    }
+
+    /// A mapped page may have changed frame or become unreadable: a new generation.
+    fn remapped(&mut self) {
+        self.map_gen += 1;
+        self.mapping = fresh_number();
+    }
+
+    /// Top of the top-down mmap area (set by the loader from the layout).
+    pub fn mmap_base(&self) -> u32 {
+        self.mmap_base
+    }
+
+    /// Sets the top of the mmap area.
+    pub fn set_mmap_base(&mut self, base: u32) {
+        self.mmap_base = base;
+    }
+
+    /// The physical memory behind this address space.
+    pub fn phys(&self) -> &Rc<PhysMem> {
+        &self.phys
+    }
+
+    /// Host address of guest address 0 (never baked into translations).
+    pub fn host_base(&self) -> *mut u8 {
+        self.window.base()
+    }
+
+    /// The page-table entry of the page containing `va`.
+    #[inline]
+    pub fn pte(&self, va: u32) -> Pte {
+        self.pt[(va >> PAGE_SHIFT) as usize].get()
+    }
+
+    /// Guest VA → PA, if mapped.
+    pub fn translate(&self, va: u32) -> Option<PhysAddr> {
+        let p = self.pte(va);
+        p.has_frame().then(|| PhysAddr(p.frame().addr().0 + u64::from(va & (PAGE_SIZE - 1))))
+    }
+
+    /// Host `mmap` and `mprotect` calls made for this address space's window.
+    pub fn host_maps(&self) -> u64 {
+        self.host_maps.get()
+    }
+
+    /// The VMAs in address order.
+    pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
+        self.vmas.values()
+    }
+}
+
+impl Drop for AddressSpace {
+    fn drop(&mut self) {
+        self.phys.count_vmas(self.counted, 0);
+        for v in self.vmas.values() {
+            let _ = self.write_back_vma(v, v.start, v.end);
+        }
+        // Every entry that is not zero lies in a VMA (pages are only ever mapped inside
+        // one, and dropping a VMA's pages zeroes their entries): zeroing these leaves the
+        // table clean for the next address space, with no scan of its 8 MiB.
+        for v in self.vmas.values() {
+            for p in &self.pt[(v.start >> PAGE_SHIFT) as usize..(v.end >> PAGE_SHIFT) as usize] {
+                let p = p.take();
+                if !p.has_frame() && p.present() {
+                    self.phys.uncommit(1);
+                }
+                if p.has_frame() {
+                    self.phys.release(p.frame());
+                }
+            }
+        }
+        self.pt.mark_clean();
+        // The window slot, dropped with the other fields, unmaps the window.
+    }
+}
+
+/// Whether `file` is open for reading and writing.
+fn is_read_write(file: &File) -> bool {
+    // SAFETY: F_GETFL on a descriptor the File holds.
+    let fl = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_ACCMODE == libc::O_RDWR
+}
+
+/// The most pages `AddressSpace::copy_now` copies at once (larger data segments are
+/// copied run by run as they are written).
+const EAGER_COPY_PAGES: u32 = 16;
+
+/// Pages between two VMAs' changed ranges over which one protection sync spans them.
+const UNCOW_JOIN: u32 = 64;
+
+/// A number never handed out before in this host process.
+fn fresh_number() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// First page and page count of `[start, start+len)` rounded out to pages, clipped to
+/// the 4 GiB space.
+fn pages(start: u32, len: u32) -> (u32, u32) {
+    let first = start >> PAGE_SHIFT;
+    let end = (u64::from(start) + u64::from(len)).div_ceil(u64::from(PAGE_SIZE)).min(NUM_PAGES as u64);
+    (first, (end as u32).saturating_sub(first))
+}
+
+mod access;
+mod host;
+mod ops;
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,188 @@
+use super::*;
+
+/// An empty address space over 1 GiB of guest memory.
+pub(crate) fn space() -> AddressSpace {
+    AddressSpace::new(Rc::new(PhysMem::new(1 << 30).unwrap())).unwrap()
+}
+
+#[test]
+fn the_memory_limit_counts_frames_in_use_not_frames_ever_handed_out() {
+    // 1024 frames of guest memory; ten 512-frame mappings made and dropped in turn.
+    let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    for round in 0..10u8 {
+        a.map_anon(0x1000_0000, 2 << 20, Prot::RW, false, "").unwrap_or_else(|e| panic!("round {round}: {e}"));
+        a.write_u8(0x1000_0000 + 4096 * 7, round).unwrap();
+        assert_eq!(a.read_u8(0x1000_0000 + 4096 * 7).unwrap(), round);
+        assert_eq!(a.read_u8(0x1000_0000 + 4096 * 8).unwrap(), 0, "a reused frame must read as zero");
+        a.write_u8(0x1000_0000 + 4096 * 8, 0xff).unwrap();
+        a.unmap(0x1000_0000, 2 << 20).unwrap();
+    }
+    assert!(a.map_anon(0x1000_0000, 8 << 20, Prot::RW, false, "").is_err(), "2048 frames exceed the limit");
+}
+
+#[test]
+fn anon_read_write_and_faults() {
+    let mut a = space();
+    a.map_anon(0x1000_0000, 0x2000, Prot::RW, false, "").unwrap();
+    a.write_u32(0x1000_0ffe, 0xdead_beef).unwrap(); // straddles two pages
+    assert_eq!(a.read_u32(0x1000_0ffe).unwrap(), 0xdead_beef);
+    assert_eq!(a.read_u8(0x2000_0000).unwrap_err().kind, MemFaultKind::Unmapped);
+    a.protect(0x1000_1000, 0x1000, Prot::READ).unwrap();
+    let e = a.write_u8(0x1000_1004, 1).unwrap_err();
+    assert_eq!((e.kind, e.addr, e.write), (MemFaultKind::Protection, 0x1000_1004, true));
+    a.unmap(0x1000_0000, 0x1000).unwrap();
+    assert!(a.read_u8(0x1000_0000).is_err());
+    assert_eq!(a.read_u8(0x1000_1001).unwrap(), 0xde);
+}
+
+#[test]
+fn fork_is_copy_on_write() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x1000, Prot::RW, false, "").unwrap();
+    a.write_u32(0x8000, 1).unwrap();
+    let mut b = a.fork().unwrap();
+    b.write_u32(0x8000, 2).unwrap();
+    assert_eq!(a.read_u32(0x8000).unwrap(), 1);
+    assert_eq!(b.read_u32(0x8000).unwrap(), 2);
+}
+
+#[test]
+fn a_copy_on_write_break_in_anonymous_memory_copies_its_neighbours() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x5000, Prot::RW, false, "").unwrap();
+    for i in 0..5 {
+        a.write_u32(0x8000 + i * 0x1000, i).unwrap();
+    }
+    let mut child = a.fork().unwrap();
+    child.write_u32(0xa000, 99).unwrap();
+    // Pages 1..=3 were copied for the child at once; 0 and 4 are still shared.
+    let cow: Vec<bool> = (0..5).map(|i| child.pte(0x8000 + i * 0x1000).cow()).collect();
+    assert_eq!(cow, [true, false, false, false, true]);
+    let (p1, p3) = (child.pte(0x9000).frame().0, child.pte(0xb000).frame().0);
+    assert_eq!(p3, p1 + 2, "the copies are consecutive frames (one host mapping)");
+    for i in 0..5 {
+        assert_eq!(a.read_u32(0x8000 + i * 0x1000).unwrap(), i, "the parent keeps its page {i}");
+        let want = if i == 2 { 99 } else { i };
+        assert_eq!(child.read_u32(0x8000 + i * 0x1000).unwrap(), want, "the child's page {i}");
+    }
+    a.write_u32(0x9000, 7).unwrap();
+    assert_eq!(child.read_u32(0x9000).unwrap(), 1, "a copied page is the child's own");
+}
+
+#[test]
+fn an_unshared_copy_on_write_space_becomes_writable_at_the_first_write() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+    a.map_anon(0x20000, 0x1000, Prot::RW, false, "another VMA").unwrap();
+    a.write_u32(0x9000, 7).unwrap();
+    a.write_u32(0x20000, 8).unwrap();
+    let generation = a.map_gen;
+    let b = a.fork().unwrap();
+    assert_eq!(a.map_gen, generation, "fork changes no frame");
+    assert!((0..4).all(|i| a.pte(0x8000 + i * 0x1000).cow()));
+    drop(b); // the child exec'd or exited: the frames are unshared again
+    a.write_u32(0x8000, 1).unwrap();
+    for va in [0x8000, 0x9000, 0xa000, 0xb000, 0x20000] {
+        let p = a.pte(va);
+        assert!(p.writable() && !p.cow(), "page {va:#x}");
+    }
+    a.write_u32(0x20000, 9).unwrap(); // through the host mapping, made writable too
+    assert_eq!(a.read_u32(0x20000).unwrap(), 9);
+    // The fast path writes through the host mapping: it must be writable again.
+    a.write_u32(0xb000, 3).unwrap();
+    assert_eq!(a.read_u32(0x9000).unwrap(), 7);
+    assert_eq!(a.read_u32(0xb000).unwrap(), 3);
+    assert_eq!(a.map_gen, generation, "no frame changed");
+}
+
+#[test]
+fn the_host_window_fills_at_first_access() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+    assert_eq!(a.host_maps(), 0, "mapping costs no host call");
+    assert!((0..4).all(|i| !a.pte(0x8000 + i * 0x1000).hosted()));
+    a.write_u32(0x9000, 7).unwrap();
+    // The four fresh frames are consecutive: one host mapping covers them all.
+    assert_eq!(a.host_maps(), 1);
+    assert!((0..4).all(|i| a.pte(0x8000 + i * 0x1000).hosted()));
+    let mut child = a.fork().unwrap();
+    assert!((0..4).all(|i| !child.pte(0x8000 + i * 0x1000).hosted()), "a child starts with an empty window");
+    assert_eq!(child.host_maps(), 0);
+    // A checked range is hosted: the OS layer hands its host address to the host.
+    child.check_read(0x9000, 4).unwrap();
+    // SAFETY: check_read hosted the page.
+    assert_eq!(unsafe { std::ptr::read_unaligned(child.host_ptr(0x9000).cast::<u32>()) }, 7);
+    child.write_u32(0x8000, 9).unwrap();
+    assert_eq!((child.read_u32(0x8000).unwrap(), a.read_u32(0x8000).unwrap()), (9, 0));
+    // Unmapping a hosted page makes the window inaccessible there again.
+    a.unmap(0x9000, 0x1000).unwrap();
+    assert!(!a.pte(0x9000).hosted() && a.read_u32(0x9000).is_err());
+    assert!(!a.host_in_at(0x9000), "nothing to host where nothing is mapped");
+}
+
+#[test]
+fn the_mapping_generation_moves_only_when_a_mapped_page_changes() {
+    let mut a = space();
+    let g = a.map_gen;
+    a.map_anon(0x8000, 0x2000, Prot::RW, false, "").unwrap();
+    a.map_anon(0x20000, 0x1000, Prot::READ, false, "").unwrap();
+    a.protect(0x8000, 0x1000, Prot::READ).unwrap();
+    assert_eq!(a.map_gen, g, "new mappings where nothing was, and dropping write, keep it");
+    a.protect(0x8000, 0x1000, Prot::NONE).unwrap();
+    assert_eq!(a.map_gen, g + 1, "a page became unreadable");
+    a.map_anon(0x9000, 0x1000, Prot::RW, false, "").unwrap();
+    assert_eq!(a.map_gen, g + 2, "a mapped page changed frame");
+    a.unmap(0x20000, 0x1000).unwrap();
+    assert_eq!(a.map_gen, g + 3, "a page went away");
+    a.unmap(0x20000, 0x1000).unwrap();
+    assert_eq!(a.map_gen, g + 3, "nothing was there");
+}
+
+#[test]
+fn a_forked_child_shares_the_mapping_number_until_either_remaps() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x2000, Prot::RW, false, "").unwrap();
+    assert_ne!(a.mapping_id(), space().mapping_id(), "two spaces, two numbers");
+    let mut child = a.fork().unwrap();
+    assert_eq!(child.mapping_id(), a.mapping_id(), "identical mappings after fork");
+    let (before, parent) = (child.mapping_id(), a.mapping_id());
+    child.write_u32(0x8000, 1).unwrap();
+    a.write_u32(0x9000, 2).unwrap();
+    assert_eq!((child.mapping_id(), a.mapping_id()), (before, parent), "copy-on-write of data maps no code");
+    child.unmap(0x9000, 0x1000).unwrap();
+    assert_ne!(child.mapping_id(), before, "the child remapped");
+    assert_eq!(a.mapping_id(), parent, "the parent did not");
+    a.protect(0x8000, 0x1000, Prot::NONE).unwrap();
+    assert_ne!(a.mapping_id(), parent);
+    assert_ne!(a.mapping_id(), child.mapping_id());
+}
+
+#[test]
+fn private_memory_is_demand_zero_but_promised() {
+    // 1024 frames of guest memory.
+    let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    a.map_anon(0x1000_0000, 3 << 20, Prot::RW, false, "").unwrap();
+    assert_eq!(phys.stats().frames_in_use, 0, "no frame before a touch");
+    assert!(a.translate(0x1000_0000).is_none() && a.pte(0x1000_0000).present());
+    assert!(a.map_anon(0x2000_0000, (1 << 20) + 0x1000, Prot::RW, false, "").is_err(), "768 + 257 pages promised");
+    assert_eq!(a.read_u32(0x1000_5000).unwrap(), 0);
+    a.write_u32(0x1000_6000, 5).unwrap();
+    let used = phys.stats().frames_in_use;
+    assert!((1..=17).contains(&used), "frames for the touched pages and a few around them: {used}");
+    let child = a.fork().unwrap();
+    assert_eq!(phys.stats().frames_in_use, used, "fork shares frames and promises the rest");
+    drop(child);
+    a.unmap(0x1000_0000, 3 << 20).unwrap();
+    assert_eq!(phys.stats().frames_in_use, 0);
+    a.map_anon(0x2000_0000, 4 << 20, Prot::RW, false, "").unwrap(); // everything, again
+}
+
+#[test]
+fn top_down_placement() {
+    let mut a = space();
+    a.map_anon(0xb000_0000, 0x1000, Prot::RW, false, "").unwrap();
+    let p = a.find_free_top_down(0x3000, 0x1000_0000, 0xb000_1000).unwrap();
+    assert_eq!(p, 0xb000_0000 - 0x3000);
+}
