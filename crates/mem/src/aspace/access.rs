@@ -3,7 +3,6 @@
 use super::*;
 
 impl AddressSpace {
-
     #[inline]
     pub(super) fn fault(&self, addr: u32, write: bool) -> MemFault {
         let p = self.pte(addr);

@@ -3,7 +3,6 @@
 use super::*;
 
 impl AddressSpace {
-
     /// Splits the VMA containing `addr` (if any) so that a VMA starts at `addr`.
     pub(super) fn split_at(&mut self, addr: u32) {
         let Some((&s, v)) = self.vmas.range(..addr).next_back() else { return };
@@ -81,7 +80,6 @@ impl AddressSpace {
         }
         (hi >= bottom && hi - bottom >= len).then(|| hi - len)
     }
-
 
     pub(super) fn drop_pages(&mut self, first: u32, n: u32) {
         let mut any = false;
