@@ -21,11 +21,13 @@
 mod aspace;
 mod pagecache;
 mod phys;
+mod pte;
 mod window;
 
-pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Prot, Pte, Vma};
+pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Vma};
 pub use pagecache::{FileId, FileKey, PageCache, PageCacheStats};
 pub use phys::{Frame, PhysMem, PhysStats};
+pub use pte::{Prot, Pte};
 
 /// Size of a guest page (and of a physical frame).
 pub const PAGE_SIZE: u32 = 4096;

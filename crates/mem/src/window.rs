@@ -28,7 +28,7 @@
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
 
-use crate::aspace::Pte;
+use crate::pte::Pte;
 use crate::{MemError, NUM_PAGES, host_err};
 
 /// Host address of the first window slot (16 TiB).
