@@ -165,27 +165,7 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
             }
         }
         Op::Lea(d, b, s, disp) => a.lea(dst(d), dword_ptr(r(b) + r(b) * (1 << s) + disp)),
-        Op::Cmov(cc, d, s) => {
-            let (d, s) = (dst(d), r(s));
-            match cc {
-                0 => a.cmovo(d, s),
-                1 => a.cmovno(d, s),
-                2 => a.cmovb(d, s),
-                3 => a.cmovae(d, s),
-                4 => a.cmove(d, s),
-                5 => a.cmovne(d, s),
-                6 => a.cmovbe(d, s),
-                7 => a.cmova(d, s),
-                8 => a.cmovs(d, s),
-                9 => a.cmovns(d, s),
-                10 => a.cmovp(d, s),
-                11 => a.cmovnp(d, s),
-                12 => a.cmovl(d, s),
-                13 => a.cmovge(d, s),
-                14 => a.cmovle(d, s),
-                _ => a.cmovg(d, s),
-            }
-        }
+        Op::Cmov(cc, d, s) => emit_cmov(a, cc, dst(d), r(s)),
         Op::Setcc(cc, d) => {
             let d = match dst(d) {
                 x if x == eax => al,
@@ -193,24 +173,7 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
                 x if x == edx => dl,
                 _ => ah,
             };
-            match cc {
-                0 => a.seto(d),
-                1 => a.setno(d),
-                2 => a.setb(d),
-                3 => a.setae(d),
-                4 => a.sete(d),
-                5 => a.setne(d),
-                6 => a.setbe(d),
-                7 => a.seta(d),
-                8 => a.sets(d),
-                9 => a.setns(d),
-                10 => a.setp(d),
-                11 => a.setnp(d),
-                12 => a.setl(d),
-                13 => a.setge(d),
-                14 => a.setle(d),
-                _ => a.setg(d),
-            }
+            emit_setcc(a, cc, d)
         }
         Op::Bsf(d, s) => a.bsf(dst(d), r(s)),
         Op::Movx(k, d, s) => {
@@ -223,6 +186,50 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
                 _ => a.movsx(d, word_ptr(ebx + i32::from(s) * 2)),
             }
         }
+    }
+}
+
+/// `cmovCC d, s` for condition number `cc` (0–15, the encoding's order).
+fn emit_cmov(a: &mut CodeAssembler, cc: u8, d: AsmRegister32, s: AsmRegister32) -> Result<(), IcedError> {
+    match cc {
+        0 => a.cmovo(d, s),
+        1 => a.cmovno(d, s),
+        2 => a.cmovb(d, s),
+        3 => a.cmovae(d, s),
+        4 => a.cmove(d, s),
+        5 => a.cmovne(d, s),
+        6 => a.cmovbe(d, s),
+        7 => a.cmova(d, s),
+        8 => a.cmovs(d, s),
+        9 => a.cmovns(d, s),
+        10 => a.cmovp(d, s),
+        11 => a.cmovnp(d, s),
+        12 => a.cmovl(d, s),
+        13 => a.cmovge(d, s),
+        14 => a.cmovle(d, s),
+        _ => a.cmovg(d, s),
+    }
+}
+
+/// `setCC d` for condition number `cc` (0–15, the encoding's order).
+fn emit_setcc(a: &mut CodeAssembler, cc: u8, d: AsmRegister8) -> Result<(), IcedError> {
+    match cc {
+        0 => a.seto(d),
+        1 => a.setno(d),
+        2 => a.setb(d),
+        3 => a.setae(d),
+        4 => a.sete(d),
+        5 => a.setne(d),
+        6 => a.setbe(d),
+        7 => a.seta(d),
+        8 => a.sets(d),
+        9 => a.setns(d),
+        10 => a.setp(d),
+        11 => a.setnp(d),
+        12 => a.setl(d),
+        13 => a.setge(d),
+        14 => a.setle(d),
+        _ => a.setg(d),
     }
 }
 
