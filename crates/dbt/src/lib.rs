@@ -24,6 +24,7 @@
 
 mod clock;
 mod code;
+pub mod persist;
 mod runtime;
 pub mod translate;
 
