@@ -32,7 +32,7 @@ use clock::{Activity, Clock};
 use code::CodeBuffer;
 use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_cpu::state::{flags, seg};
-use morph_cpu::{CachedBlock, Cpu, Exit, Interp, MAX_INSN_LEN};
+use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SHIFT, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::num::NonZeroU32;
@@ -202,9 +202,6 @@ fn prefetch_ptr(p: *const u8) {
 /// Pages remembered as prefilled in the jump cache (direct-mapped by page number; a
 /// process runs code from a few hundred pages).
 const JC_PAGES: usize = 1024;
-
-/// Guest bytes fetched to translate a block before fetching more (most blocks fit).
-const FETCH_FIRST: u32 = 256;
 
 /// No slot (an unset prediction).
 const NO_SLOT: u32 = u32::MAX;
@@ -813,20 +810,10 @@ impl Engine {
         // The last instruction may straddle into the next page if that page can be read
         // (and is not past the top of the address space).
         let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
-        let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
-        // Fetch a little and translate; fetch more only if the block may have run past
-        // it (within an instruction's length of the end).
-        let mut want = max.min(FETCH_FIRST);
-        let tr = loop {
-            let mut bytes = vec![0u8; want as usize];
-            mem.read_bytes(eip, &mut bytes).ok()?;
-            let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
-            match tr {
-                Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
-                tr => break tr,
-            }
-        };
-        let tr = tr?;
+        // The translation is formed from the interpreter's decoded blocks (decoded once).
+        let (interp, id) = (&mut self.interp, self.trans.len() as u32);
+        let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
+        let tr = translate::translate_decoded(fetch, eip, helper as *const () as usize, id)?;
         let frame2 = frame2.map(Frame).filter(|_| tr.guest_len > len);
         if self.code.offset() + tr.code.len() > self.code.capacity() {
             self.flush();
