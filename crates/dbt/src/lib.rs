@@ -30,7 +30,7 @@ pub mod translate;
 use clock::{Activity, Clock};
 
 use code::CodeBuffer;
-use iced_x86::{Decoder, DecoderOptions, Instruction};
+use iced_x86::Instruction;
 use morph_cpu::state::{flags, seg};
 use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SHIFT, PAGE_SIZE};
@@ -970,19 +970,7 @@ impl Engine {
                 // Re-run the instruction in the interpreter: it completes a write to a
                 // copy-on-write or code page, or raises the precise guest fault.
                 self.stats.host_faults += 1;
-                let ins = decode_at(mem, cpu.eip).ok_or_else(|| {
-                    Exit::Fault(morph_cpu::Fault {
-                        kind: morph_cpu::FaultKind::Page(mem.check_read(cpu.eip, 16).err().unwrap_or(
-                            morph_mem::MemFault {
-                                addr: cpu.eip,
-                                write: false,
-                                kind: morph_mem::MemFaultKind::Unmapped,
-                            },
-                        )),
-                        eip: cpu.eip,
-                    })
-                })?;
-                self.interp.step(cpu, mem, &ins)
+                self.interp.step_at(cpu, mem)
             }
             EXIT_HELPER => match hctx.pending.take() {
                 Some(e) => Err(e),
@@ -1037,17 +1025,6 @@ fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
     let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
     let p = mem.pte(next);
     (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
-}
-
-fn decode_at(mem: &AddressSpace, eip: u32) -> Option<Instruction> {
-    let mut b = [0u8; 15];
-    let mut n = 0;
-    while n < 15 && mem.read_u8(eip.wrapping_add(n as u32)).map(|v| b[n] = v).is_ok() {
-        n += 1;
-    }
-    let mut d = Decoder::with_ip(32, &b[..n], u64::from(eip), DecoderOptions::NONE);
-    let i = d.decode();
-    (!i.is_invalid() || n == 15).then_some(i)
 }
 
 /// `ins` as if decoded at `eip` (same bytes, another address): instruction pointers and
