@@ -114,6 +114,8 @@ pub struct InterpStats {
 #[repr(C)]
 struct Decoded {
     class: Support,
+    /// The interpreter function that runs it (see `isa::Family`).
+    family: Family,
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
@@ -374,7 +376,7 @@ impl Interp {
             let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
             let writes = entry.writes(&ins);
             let fast = if class == Support::Int { fast::form(&ins) } else { None };
-            instrs.push(Decoded { ins, class, fast, writes });
+            instrs.push(Decoded { ins, class, family: entry.family, fast, writes });
             if end {
                 break;
             }
@@ -490,7 +492,7 @@ impl Interp {
         match d.class {
             Support::Int => match d.fast {
                 Some(f) => fast::exec(cpu, mem, f, &d.ins, delta),
-                None => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }),
+                None => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.family),
             },
             Support::Fpu | Support::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
             Support::Nop => Ok(Flow::Next),
@@ -519,7 +521,8 @@ impl Interp {
     /// Executes a single decoded instruction at `cpu.eip` (used by tests and the
     /// translator's fallback). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
-        let d = Decoded { ins: *ins, class: isa::support(ins), fast: None, writes: true };
+        let e = isa::entry(ins.code());
+        let d = Decoded { ins: *ins, class: e.support, family: e.family, fast: None, writes: true };
         let r = self.exec(cpu, mem, &d, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;
@@ -541,8 +544,9 @@ impl Default for Interp {
     }
 }
 
-fn exec_int(c: &mut Ctx<'_>) -> Res<Flow> {
-    match isa::entry(c.ins.code()).family {
+/// Runs integer instruction `c.ins` of interpreter family `family`.
+fn exec_int(c: &mut Ctx<'_>, family: Family) -> Res<Flow> {
+    match family {
         Family::Cond => data::conditional(c),
         Family::Data => data::data(c),
         Family::Arith => arith::arith(c),

@@ -354,7 +354,7 @@ mod tests {
             let f = form(ins).unwrap_or_else(|| panic!("{ins} is not pre-decoded"));
             exec(&mut cpu, &mut mem, f, ins, delta)
         } else {
-            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta })
+            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta }, isa::entry(ins.code()).family)
         };
         let flow = r.map(|f| match f {
             Flow::Next => None,
