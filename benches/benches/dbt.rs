@@ -5,8 +5,8 @@
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use morph_benches::{CODE, alu_loop, alu_loop_instructions, machine};
 use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction};
+use morph_benches::{CODE, alu_loop, alu_loop_instructions, machine};
 use morph_cpu::Exit;
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 

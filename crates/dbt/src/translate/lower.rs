@@ -66,6 +66,7 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
     let &Pos { eip, goff, next, done, n, total } = p;
     let mut ended = false;
     let handled = match kind {
+        Inline::Push | Inline::Pop | Inline::Leave | Inline::String => stack_or_string(e, ins, kind)?,
         Inline::Jcc => {
             let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
             let target = ins.near_branch32().wrapping_sub(eip) as i32;
@@ -91,12 +92,6 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             e.count(done);
             e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
             ended = true;
-            true
-        }
-        Inline::String => {
-            let prefix = rep_prefix(ins);
-            let b = cached(Seq::Str(ins.code(), prefix), || string_seq(ins, prefix))?;
-            e.bytes(&b);
             true
         }
         Inline::EcxBranch => {
@@ -150,6 +145,29 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             ended = true;
             true
         }
+        Inline::Syscall => {
+            e.count(done);
+            e.bytes(&runtime::lea_r13_r14(e.at(next)));
+            e.bytes(&runtime::store_r13(off::EIP));
+            e.bytes(&runtime::store_imm(off::EXIT, EXIT_SYSCALL));
+            e.jmp_shared(Fixup::ExitCommon);
+            ended = true;
+            true
+        }
+    };
+    Some((handled, ended))
+}
+
+/// The hand lowering of a 32-bit `push`, `pop r32`, `leave` or a string instruction:
+/// whether it was lowered (none of them ends the block).
+fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<bool> {
+    Some(match kind {
+        Inline::String => {
+            let prefix = rep_prefix(ins);
+            let b = cached(Seq::Str(ins.code(), prefix), || string_seq(ins, prefix))?;
+            e.bytes(&b);
+            true
+        }
         Inline::Push if ins.op0_kind() == OpKind::Register => {
             let r = runtime::host_gpr(gpr_index(ins.op0_register()));
             push_reg(e, r);
@@ -196,17 +214,8 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             e.bytes(&b);
             true
         }
-        Inline::Syscall => {
-            e.count(done);
-            e.bytes(&runtime::lea_r13_r14(e.at(next)));
-            e.bytes(&runtime::store_r13(off::EIP));
-            e.bytes(&runtime::store_imm(off::EXIT, EXIT_SYSCALL));
-            e.jmp_shared(Fixup::ExitCommon);
-            ended = true;
-            true
-        }
-    };
-    Some((handled, ended))
+        _ => false,
+    })
 }
 
 /// Maps a guest register operand to the host register holding it.
