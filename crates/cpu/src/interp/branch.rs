@@ -14,13 +14,14 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
     let m = ins.mnemonic();
     match m {
         M::Jmp => {
-            return Ok(Flow::Jump(match ins.op_kind(0) {
+            let target = match ins.op_kind(0) {
                 OpKind::NearBranch32 | OpKind::NearBranch16 => c.target(),
                 _ => {
                     let bits = op_bits(ins, 0);
                     c.read(0, bits)?
                 }
-            }));
+            };
+            Ok(Flow::Jump(target))
         }
         M::Call => {
             let target = match ins.op_kind(0) {
@@ -31,17 +32,17 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
                 }
             };
             c.push(32, c.next_ip())?;
-            return Ok(Flow::Jump(target));
+            Ok(Flow::Jump(target))
         }
         M::Ret => {
             let t = c.peek(32, 0)?;
             let extra = if ins.op_count() == 1 { u32::from(ins.immediate16()) } else { 0 };
             c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(4 + extra);
-            return Ok(Flow::Jump(t));
+            Ok(Flow::Jump(t))
         }
         M::Jecxz | M::Jcxz => {
             let v = if m == M::Jecxz { c.cpu.gpr[reg::ECX] } else { c.cpu.gpr[reg::ECX] & 0xffff };
-            return Ok(if v == 0 { Flow::Jump(c.target()) } else { Flow::Next });
+            Ok(if v == 0 { Flow::Jump(c.target()) } else { Flow::Next })
         }
         M::Loop | M::Loope | M::Loopne => {
             // The address size picks the counter: CX with the 0x67 prefix, else ECX.
@@ -69,7 +70,7 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
                     M::Loopne => !zf,
                     _ => true,
                 };
-            return Ok(if take { Flow::Jump(c.target()) } else { Flow::Next });
+            Ok(if take { Flow::Jump(c.target()) } else { Flow::Next })
         }
         M::Retf | M::Iret | M::Iretd => far_return(c),
         _ => Err(invalid(c.mem, ins, c.delta)),
