@@ -1,7 +1,8 @@
 //! The instruction table, walked: every form of the table that has a generated instance
 //! (`morph_cpu::isa::sample`: a register form, and a memory form addressing a scratch
-//! page) runs under the reference interpreter and translated, from two random states,
-//! and must leave the same state, exit, memory and flags — all flags, undefined ones
+//! page; string instructions also with `rep`/`repne`) runs under the reference
+//! interpreter and translated, from two random states, and must leave the same state,
+//! exit, memory and flags — all flags, undefined ones
 //! included (the interpreter gives the host's undefined results), so a block's results
 //! never change when it becomes hot.
 
@@ -65,33 +66,44 @@ fn every_table_entry_runs_the_same_interpreted_and_translated() {
         for memory in [false, true] {
             let Some((bytes, ins)) = isa::sample(code, memory, CODE) else { continue };
             forms += 1;
-            // The instruction, NOPs for its branch (20 bytes forward) to land in, and the
-            // system call that ends the run.
-            let mut prog = bytes.clone();
-            prog.extend([0x90; 32]);
-            prog.extend([0xcd, 0x80]);
-            for _ in 0..2 {
-                let r = |rng: &mut Rng| rng.next();
-                // EBX addresses the scratch page (`[ebx + 0x40]`), ESI and EDI point into
-                // it for the string instructions, ESP into the stack.
-                let gpr = [
-                    r(&mut rng),
-                    r(&mut rng),
-                    r(&mut rng),
-                    DATA,
-                    STACK - 0x800,
-                    r(&mut rng),
-                    DATA + 0x100,
-                    DATA + 0x200,
-                ];
-                let eflags = (r(&mut rng) & 0x8d5) | 0x202;
-                let a = run(&prog, gpr, eflags, false);
-                let b = run(&prog, gpr, eflags, true);
-                runs += 1;
-                if a != b {
-                    let what = |o: &Outcome, p: &str| format!("{p}: {} {}", o.0, o.1);
-                    let mem = if a.2 != b.2 || a.3 != b.3 { " (memory differs)" } else { "" };
-                    bad.push(format!("{code:?} `{ins}`{mem}\n  {}\n  {}", what(&a, "interp"), what(&b, "dbt  ")));
+            // String instructions also with `rep` (and `repne` where it differs), over
+            // a count that stays in the page or not.
+            let mut prefixes = vec![None];
+            if isa::entry(code).family == isa::Family::String {
+                prefixes.push(Some(0xf3));
+                if matches!(ins.mnemonic(), Mnemonic::Cmpsb | Mnemonic::Cmpsw | Mnemonic::Cmpsd)
+                    || matches!(ins.mnemonic(), Mnemonic::Scasb | Mnemonic::Scasw | Mnemonic::Scasd)
+                {
+                    prefixes.push(Some(0xf2));
+                }
+            }
+            for prefix in prefixes {
+                // The instruction, NOPs for its branch (20 bytes forward) to land in, and
+                // the system call that ends the run.
+                let mut prog: Vec<u8> = prefix.into_iter().collect();
+                prog.extend(&bytes);
+                prog.extend([0x90; 32]);
+                prog.extend([0xcd, 0x80]);
+                for _ in 0..2 {
+                    let r = |rng: &mut Rng| rng.next();
+                    // EBX addresses the scratch page (`[ebx + 0x40]`), ESI and EDI point
+                    // into it for the string instructions, ESP into the stack.
+                    let ecx = if prefix.is_some() { r(&mut rng) & 0x7ff } else { r(&mut rng) };
+                    let gpr =
+                        [r(&mut rng), ecx, r(&mut rng), DATA, STACK - 0x800, r(&mut rng), DATA + 0x100, DATA + 0x200];
+                    let eflags = (r(&mut rng) & 0x8d5) | 0x202;
+                    let a = run(&prog, gpr, eflags, false);
+                    let b = run(&prog, gpr, eflags, true);
+                    runs += 1;
+                    if a != b {
+                        let what = |o: &Outcome, p: &str| format!("{p}: {} {}", o.0, o.1);
+                        let mem = if a.2 != b.2 || a.3 != b.3 { " (memory differs)" } else { "" };
+                        bad.push(format!(
+                            "{code:?} {prefix:x?} `{ins}`{mem}\n  {}\n  {}",
+                            what(&a, "interp"),
+                            what(&b, "dbt  ")
+                        ));
+                    }
                 }
             }
         }

@@ -83,58 +83,70 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
     if !a16 && rep && c.cpu.eflags & DF == 0 && bulk(c, m, bits, src_base) {
         return Ok(());
     }
-    loop {
-        if rep && get(c.cpu, reg::ECX) == 0 {
-            break;
-        }
-        let esi = get(c.cpu, reg::ESI);
-        let edi = get(c.cpu, reg::EDI);
-        let pf = c.pf();
-        match m {
-            M::Movsb | M::Movsw | M::Movsd => {
-                let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
-                write_sized(c.mem, edi, bits, v).map_err(&pf)?;
-                set(c.cpu, reg::ESI, esi.wrapping_add(step));
-                set(c.cpu, reg::EDI, edi.wrapping_add(step));
-            }
-            M::Stosb | M::Stosw | M::Stosd => {
-                write_sized(c.mem, edi, bits, c.cpu.gpr[reg::EAX] & mask(bits)).map_err(&pf)?;
-                set(c.cpu, reg::EDI, edi.wrapping_add(step));
-            }
-            M::Lodsb | M::Lodsw | M::Lodsd => {
-                let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
-                let r = match bits {
-                    8 => Register::AL,
-                    16 => Register::AX,
-                    _ => Register::EAX,
-                };
-                set_reg(c.cpu, r, v);
-                set(c.cpu, reg::ESI, esi.wrapping_add(step));
-            }
-            M::Cmpsb | M::Cmpsw | M::Cmpsd => {
-                let a = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
-                let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
-                set_arith(c.cpu, alu::sub(a, b, false, bits).1);
-                set(c.cpu, reg::ESI, esi.wrapping_add(step));
-                set(c.cpu, reg::EDI, edi.wrapping_add(step));
-            }
-            _ => {
-                let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
-                set_arith(c.cpu, alu::sub(c.cpu.gpr[reg::EAX] & mask(bits), b, false, bits).1);
-                set(c.cpu, reg::EDI, edi.wrapping_add(step));
-            }
-        }
-        if !rep {
-            break;
-        }
-        let ecx = get(c.cpu, reg::ECX);
-        set(c.cpu, reg::ECX, ecx.wrapping_sub(1));
-        if compare {
-            let zf = c.cpu.eflags & ZF != 0;
-            if (ins.has_repe_prefix() && !zf) || (ins.has_repne_prefix() && zf) {
+    // A compare that faults part way leaves the flags as they were before the
+    // instruction, not those of the last element compared: what the host's `repne
+    // scas`/`cmps` leaves (its registers do point at the faulting element), and so what
+    // translated code, which runs the host's, leaves.
+    let flags_in = c.cpu.eflags;
+    let mut run = || -> Res<()> {
+        loop {
+            if rep && get(c.cpu, reg::ECX) == 0 {
                 break;
             }
+            let esi = get(c.cpu, reg::ESI);
+            let edi = get(c.cpu, reg::EDI);
+            let pf = c.pf();
+            match m {
+                M::Movsb | M::Movsw | M::Movsd => {
+                    let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
+                    write_sized(c.mem, edi, bits, v).map_err(&pf)?;
+                    set(c.cpu, reg::ESI, esi.wrapping_add(step));
+                    set(c.cpu, reg::EDI, edi.wrapping_add(step));
+                }
+                M::Stosb | M::Stosw | M::Stosd => {
+                    write_sized(c.mem, edi, bits, c.cpu.gpr[reg::EAX] & mask(bits)).map_err(&pf)?;
+                    set(c.cpu, reg::EDI, edi.wrapping_add(step));
+                }
+                M::Lodsb | M::Lodsw | M::Lodsd => {
+                    let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
+                    let r = match bits {
+                        8 => Register::AL,
+                        16 => Register::AX,
+                        _ => Register::EAX,
+                    };
+                    set_reg(c.cpu, r, v);
+                    set(c.cpu, reg::ESI, esi.wrapping_add(step));
+                }
+                M::Cmpsb | M::Cmpsw | M::Cmpsd => {
+                    let a = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
+                    let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
+                    set_arith(c.cpu, alu::sub(a, b, false, bits).1);
+                    set(c.cpu, reg::ESI, esi.wrapping_add(step));
+                    set(c.cpu, reg::EDI, edi.wrapping_add(step));
+                }
+                _ => {
+                    let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
+                    set_arith(c.cpu, alu::sub(c.cpu.gpr[reg::EAX] & mask(bits), b, false, bits).1);
+                    set(c.cpu, reg::EDI, edi.wrapping_add(step));
+                }
+            }
+            if !rep {
+                break;
+            }
+            let ecx = get(c.cpu, reg::ECX);
+            set(c.cpu, reg::ECX, ecx.wrapping_sub(1));
+            if compare {
+                let zf = c.cpu.eflags & ZF != 0;
+                if (ins.has_repe_prefix() && !zf) || (ins.has_repne_prefix() && zf) {
+                    break;
+                }
+            }
         }
+        Ok(())
+    };
+    let r = run();
+    if r.is_err() && compare {
+        set_arith(c.cpu, flags_in);
     }
-    Ok(())
+    r
 }
