@@ -5,6 +5,7 @@
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction};
 use morph_benches::{CODE, alu_loop, alu_loop_instructions, machine};
 use morph_cpu::Exit;
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
@@ -17,6 +18,23 @@ fn translate_speed(c: &mut Criterion) {
     g.throughput(Throughput::Elements(n));
     g.bench_function("translate_block", |b| {
         b.iter(|| morph_dbt::translate::translate(&code, CODE, 0, 0).expect("translates"))
+    });
+    // The same block from instructions already decoded (as the engine gives the
+    // interpreter's decoded blocks): the translation cost without the decode.
+    let decoded: Vec<Instruction> =
+        Decoder::with_ip(32, &code, u64::from(CODE), DecoderOptions::NONE).into_iter().collect();
+    let fetch = |at: u32, out: &mut Vec<Instruction>| {
+        let Some(i) = decoded.iter().position(|d| d.ip32() == at) else { return false };
+        for d in &decoded[i..] {
+            out.push(*d);
+            if d.flow_control() != FlowControl::Next {
+                break;
+            }
+        }
+        true
+    };
+    g.bench_function("translate_decoded", |b| {
+        b.iter(|| morph_dbt::translate::translate_decoded(fetch, CODE, 0, 0).expect("translates"))
     });
     g.finish();
 }

@@ -88,6 +88,9 @@ __asm__(".text\n"
 	SITE(lmsw, "\txorl %eax, %eax", "lmsw %ax")
 	SITE(lret_null, "\tpushl $0\n\tpushl $0", "lret")
 	SITE(fpu_mf, "\tfninit\n\tmovl 4(%esp), %ecx\n\tfldcw (%ecx)\n\tfldz\n\tfld1\n\tfdivp\n\tnop", "fwait")
+	/* downwards from ro_page + 60 into none_page: faults at the 16th element */
+	SITE(repne_scas_pf, "\tmovl 4(%esp), %edi\n\taddl $60, %edi\n\tmovl $100, %ecx\n"
+		"\tmovl $0x12345678, %eax\n\tpushl $0xcd7\n\tpopfl", "repne scasl")
 	);
 
 #define DECL(n) extern char s_##n[], s_##n##_at[], s_##n##_after[];
@@ -97,6 +100,7 @@ DECL(int5) DECL(int81) DECL(int_ff) DECL(bound_out) DECL(hlt) DECL(cli) DECL(sti
 DECL(rdmsr) DECL(wrmsr) DECL(in_imm) DECL(out_dx) DECL(insb) DECL(lgdt) DECL(lidt)
 DECL(lldt) DECL(ltr) DECL(mov_from_cr0) DECL(mov_to_cr0) DECL(mov_from_dr7) DECL(clts)
 DECL(invd) DECL(wbinvd) DECL(invlpg) DECL(lmsw) DECL(lret_null) DECL(fpu_mf)
+DECL(repne_scas_pf)
 
 uint32_t none_page, ro_page;
 int32_t bounds[4] = { 0, 4, 0, 0 };
@@ -115,6 +119,7 @@ static const struct site sites[] = {
 	S(bound_out), S(hlt), S(cli), S(sti), S(rdmsr), S(wrmsr), S(in_imm), S(out_dx), S(insb),
 	S(lgdt), S(lidt), S(lldt), S(ltr), S(mov_from_cr0), S(mov_to_cr0), S(mov_from_dr7),
 	S(clts), S(invd), S(wbinvd), S(invlpg), S(lmsw), S(lret_null), S(fpu_mf),
+	S(repne_scas_pf),
 };
 
 /* Calls a site, keeping the registers C expects kept (a site may clobber any). */
@@ -125,7 +130,7 @@ __asm__(".text\ncall_site:\n\tpushl %ebp\n\tpushl %ebx\n\tpushl %esi\n\tpushl %e
 
 static const struct site *cur;
 static volatile int got_sig, got_code, got_trapno, got_err;
-static volatile uint32_t got_addr, got_eip, got_cr2;
+static volatile uint32_t got_addr, got_eip, got_cr2, got_flags;
 
 /* An address as a name: a site's own labels, a page of the test, or the number. */
 static void where(char *buf, uint32_t a)
@@ -151,6 +156,9 @@ static void fault_handler(int sig, void *si, void *uc)
 	got_err = UC_ERR(uc);
 	got_eip = UC_EIP(uc);
 	got_cr2 = UC_CR2(uc);
+	got_flags = UC_EFLAGS(uc) & 0x8d5;
+	if (cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
+		UC_EFLAGS(uc) &= ~0x400u; /* the site set DF */
 	if (sig == SIGFPE_ && got_trapno == 16) {
 		/* clear the pending x87 exception in the saved state, as it is restored */
 		uint8_t *fp = (uint8_t *)UC_FPSTATE(uc);
@@ -173,7 +181,8 @@ static void faults(void)
 			uint32_t arg = (uint32_t)bounds;
 			if (cur->fn == (void (*)(uint32_t))s_pf_read_none)
 				arg = none_page;
-			else if (cur->fn == (void (*)(uint32_t))s_pf_write_ro)
+			else if (cur->fn == (void (*)(uint32_t))s_pf_write_ro ||
+				 cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
 				arg = ro_page;
 			else if (cur->fn == (void (*)(uint32_t))s_fpu_mf)
 				arg = (uint32_t)&fpu_cw_zm;
@@ -188,6 +197,8 @@ static void faults(void)
 			       got_code, a, got_trapno, got_err, e);
 			if (got_trapno == 14)
 				printf(" cr2 %s", c);
+			if (cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
+				printf(" flags %#x", got_flags);
 			printf("\n");
 			fflush_stdout();
 		}

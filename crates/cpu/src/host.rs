@@ -146,12 +146,14 @@ fn rotate_imm<const N: u8>(left: bool, v: u32, bits: u32, flags: u32) -> (u32, u
 }
 
 /// A shift or rotate by an immediate `count`: as [`shift`], but with the host's
-/// immediate form where it differs from the CL form (`rol`/`ror` by more than 1).
-pub fn shift_imm(op: Shift, v: u32, count: u8, bits: u32, flags: u32) -> (u32, u32) {
+/// immediate form where it differs from the CL form (`rol`/`ror` by more than 1), and
+/// its memory form for a `memory` destination (whose OF differs again).
+pub fn shift_imm(op: Shift, v: u32, count: u8, bits: u32, flags: u32, memory: bool) -> (u32, u32) {
     let left = op == Shift::Rol;
     macro_rules! by {
         ($($n:literal)*) => {
             match count & 0x1f {
+                $($n if memory => rotate_imm_mem::<$n>(left, v, bits, flags),)*
                 $($n => rotate_imm::<$n>(left, v, bits, flags),)*
                 _ => shift(op, v, count, bits, flags),
             }
@@ -162,4 +164,27 @@ pub fn shift_imm(op: Shift, v: u32, count: u8, bits: u32, flags: u32) -> (u32, u
     } else {
         shift(op, v, count, bits, flags)
     }
+}
+
+/// As `rotate_imm`, with the operand in memory (a local the host rotates in place).
+fn rotate_imm_mem<const N: u8>(left: bool, v: u32, bits: u32, flags: u32) -> (u32, u32) {
+    let mut cell = v;
+    let p: *mut u32 = &mut cell;
+    let mut f = flags_in(flags);
+    macro_rules! rot {
+        ($t:literal) => {
+            // SAFETY: as `with_flags`, and the instruction reads and writes only `cell`
+            // (a live local, at least as wide as the operand) through `p`.
+            unsafe { asm!("push {f}", "popfq", $t, "pushfq", "pop {f}", f = inout(reg) f, p = in(reg) p, n = const N) }
+        };
+    }
+    match (left, bits) {
+        (true, 8) => rot!("rol byte ptr [{p}], {n}"),
+        (false, 8) => rot!("ror byte ptr [{p}], {n}"),
+        (true, 16) => rot!("rol word ptr [{p}], {n}"),
+        (false, 16) => rot!("ror word ptr [{p}], {n}"),
+        (true, _) => rot!("rol dword ptr [{p}], {n}"),
+        (false, _) => rot!("ror dword ptr [{p}], {n}"),
+    }
+    (cell, merge(flags, f))
 }

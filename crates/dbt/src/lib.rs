@@ -31,9 +31,9 @@ pub mod translate;
 use clock::{Activity, Clock};
 
 use code::CodeBuffer;
-use iced_x86::{Decoder, DecoderOptions, Instruction};
+use iced_x86::Instruction;
 use morph_cpu::state::{flags, seg};
-use morph_cpu::{CachedBlock, Cpu, Exit, Interp, MAX_INSN_LEN};
+use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SHIFT, PAGE_SIZE};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::num::NonZeroU32;
@@ -203,9 +203,6 @@ fn prefetch_ptr(p: *const u8) {
 /// Pages remembered as prefilled in the jump cache (direct-mapped by page number; a
 /// process runs code from a few hundred pages).
 const JC_PAGES: usize = 1024;
-
-/// Guest bytes fetched to translate a block before fetching more (most blocks fit).
-const FETCH_FIRST: u32 = 256;
 
 /// No slot (an unset prediction).
 const NO_SLOT: u32 = u32::MAX;
@@ -814,20 +811,10 @@ impl Engine {
         // The last instruction may straddle into the next page if that page can be read
         // (and is not past the top of the address space).
         let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
-        let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
-        // Fetch a little and translate; fetch more only if the block may have run past
-        // it (within an instruction's length of the end).
-        let mut want = max.min(FETCH_FIRST);
-        let tr = loop {
-            let mut bytes = vec![0u8; want as usize];
-            mem.read_bytes(eip, &mut bytes).ok()?;
-            let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
-            match tr {
-                Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
-                tr => break tr,
-            }
-        };
-        let tr = tr?;
+        // The translation is formed from the interpreter's decoded blocks (decoded once).
+        let (interp, id) = (&mut self.interp, self.trans.len() as u32);
+        let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
+        let tr = translate::translate_decoded(fetch, eip, helper as *const () as usize, id)?;
         let frame2 = frame2.map(Frame).filter(|_| tr.guest_len > len);
         if self.code.offset() + tr.code.len() > self.code.capacity() {
             self.flush();
@@ -984,19 +971,7 @@ impl Engine {
                 // Re-run the instruction in the interpreter: it completes a write to a
                 // copy-on-write or code page, or raises the precise guest fault.
                 self.stats.host_faults += 1;
-                let ins = decode_at(mem, cpu.eip).ok_or_else(|| {
-                    Exit::Fault(morph_cpu::Fault {
-                        kind: morph_cpu::FaultKind::Page(mem.check_read(cpu.eip, 16).err().unwrap_or(
-                            morph_mem::MemFault {
-                                addr: cpu.eip,
-                                write: false,
-                                kind: morph_mem::MemFaultKind::Unmapped,
-                            },
-                        )),
-                        eip: cpu.eip,
-                    })
-                })?;
-                self.interp.step(cpu, mem, &ins)
+                self.interp.step_at(cpu, mem)
             }
             EXIT_HELPER => match hctx.pending.take() {
                 Some(e) => Err(e),
@@ -1051,17 +1026,6 @@ fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
     let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
     let p = mem.pte(next);
     (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
-}
-
-fn decode_at(mem: &AddressSpace, eip: u32) -> Option<Instruction> {
-    let mut b = [0u8; 15];
-    let mut n = 0;
-    while n < 15 && mem.read_u8(eip.wrapping_add(n as u32)).map(|v| b[n] = v).is_ok() {
-        n += 1;
-    }
-    let mut d = Decoder::with_ip(32, &b[..n], u64::from(eip), DecoderOptions::NONE);
-    let i = d.decode();
-    (!i.is_invalid() || n == 15).then_some(i)
 }
 
 /// `ins` as if decoded at `eip` (same bytes, another address): instruction pointers and

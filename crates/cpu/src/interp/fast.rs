@@ -14,6 +14,7 @@ use iced_x86::{ConditionCode, Instruction, Mnemonic as M, OpKind, Register};
 use morph_mem::AddressSpace;
 
 use super::{Flow, Res, alu_op, cond, page_fault, set_arith};
+use crate::isa::{self, FastForm};
 use crate::state::{Cpu, reg, seg};
 
 /// "No register" in a [`Mem`].
@@ -154,68 +155,67 @@ fn loc(ins: &Instruction, i: u32) -> Option<Loc> {
     }
 }
 
-/// The pre-decoded form of `ins` (an integer instruction), if it has one.
+/// The pre-decoded form of `ins` (an integer instruction), if its table entry has a
+/// [`FastForm`] and this instance fits it (32-bit operands and addressing).
 pub(super) fn form(ins: &Instruction) -> Option<Fast> {
     let two = || Some((dst(ins)?, loc(ins, 1)?));
-    match ins.mnemonic() {
-        M::Mov if ins.op_count() == 2 => two().map(|(d, s)| Fast::Mov(d, s)),
-        m @ (M::Add | M::Sub | M::And | M::Or | M::Xor | M::Cmp | M::Test) if ins.op_count() == 2 => {
-            two().map(|(d, s)| Fast::Alu(m, d, s))
-        }
+    let indirect = || match loc(ins, 0)? {
+        l @ (Loc::Reg(_) | Loc::Mem(_)) => Some(l),
+        Loc::Imm(_) => None,
+    };
+    let direct = ins.op_kind(0) == OpKind::NearBranch32;
+    match isa::entry(ins.code()).fast? {
+        FastForm::Mov if ins.op_count() == 2 => two().map(|(d, s)| Fast::Mov(d, s)),
+        FastForm::Alu if ins.op_count() == 2 => two().map(|(d, s)| Fast::Alu(ins.mnemonic(), d, s)),
         // The source is read (with ESP as it was) before ESP moves.
-        M::Push if ins.op_count() == 1 && ins.stack_pointer_increment() == -4 => loc(ins, 0).map(Fast::Push),
-        m @ (M::Movzx | M::Movsx) if ins.op_count() == 2 && ins.op_kind(0) == OpKind::Register => {
-            let d = gpr32(ins.op0_register())?;
-            let src = match ins.op_kind(1) {
-                OpKind::Register => {
-                    let r = ins.op1_register();
-                    let i8 = (r as u32).wrapping_sub(Register::AL as u32);
-                    let i16 = (r as u32).wrapping_sub(Register::AX as u32);
-                    if i8 < 4 {
-                        Narrow::Reg8(i8 as u8, 0)
-                    } else if i8 < 8 {
-                        Narrow::Reg8(i8 as u8 - 4, 8)
-                    } else if i16 < 8 {
-                        Narrow::Reg16(i16 as u8)
-                    } else {
-                        return None;
-                    }
-                }
-                OpKind::Memory => match ins.memory_size().size() {
-                    1 => Narrow::Mem8(address(ins)?),
-                    2 => Narrow::Mem16(address(ins)?),
-                    _ => return None,
-                },
-                _ => return None,
-            };
-            Some(Fast::Ext(d, src, m == M::Movsx))
+        FastForm::Push if ins.op_count() == 1 && ins.stack_pointer_increment() == -4 => loc(ins, 0).map(Fast::Push),
+        FastForm::Ext if ins.op_count() == 2 && ins.op_kind(0) == OpKind::Register => {
+            Some(Fast::Ext(gpr32(ins.op0_register())?, narrow(ins)?, ins.mnemonic() == M::Movsx))
         }
         // `pop esp` stores the popped value over the incremented ESP: left to exec_int.
-        M::Pop if ins.op_count() == 1 && ins.stack_pointer_increment() == 4 => match loc(ins, 0) {
+        FastForm::Pop if ins.op_count() == 1 && ins.stack_pointer_increment() == 4 => match loc(ins, 0) {
             Some(Loc::Reg(r)) if r as usize != reg::ESP => Some(Fast::Pop(r)),
             _ => None,
         },
         // Any size of memory access: it is not accessed (nor is a segment base added).
-        M::Lea if ins.op_kind(1) == OpKind::Memory => match (dst(ins), address(ins)) {
+        FastForm::Lea if ins.op_kind(1) == OpKind::Memory => match (dst(ins), address(ins)) {
             (Some(Dst::Reg(r)), Some(m)) => Some(Fast::Lea(r, Mem { seg: 0, ..m })),
             _ => None,
         },
-        _ if ins.is_jcc_short_or_near() && ins.op_kind(0) == OpKind::NearBranch32 => {
-            Some(Fast::Jcc(ins.condition_code(), ins.near_branch32()))
-        }
-        M::Jmp if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Jmp(ins.near_branch32())),
-        M::Call if ins.op_kind(0) == OpKind::NearBranch32 => Some(Fast::Call(ins.near_branch32())),
-        M::Jmp if matches!(ins.op_kind(0), OpKind::Register | OpKind::Memory) => match loc(ins, 0)? {
-            l @ (Loc::Reg(_) | Loc::Mem(_)) => Some(Fast::JmpInd(l)),
-            Loc::Imm(_) => None,
-        },
-        M::Call if matches!(ins.op_kind(0), OpKind::Register | OpKind::Memory) => match loc(ins, 0)? {
-            l @ (Loc::Reg(_) | Loc::Mem(_)) => Some(Fast::CallInd(l)),
-            Loc::Imm(_) => None,
-        },
-        M::Ret if ins.op_count() == 0 && ins.stack_pointer_increment() == 4 => Some(Fast::Ret),
+        FastForm::Jcc if direct => Some(Fast::Jcc(ins.condition_code(), ins.near_branch32())),
+        FastForm::Jmp if direct => Some(Fast::Jmp(ins.near_branch32())),
+        FastForm::Call if direct => Some(Fast::Call(ins.near_branch32())),
+        FastForm::Jmp if matches!(ins.op_kind(0), OpKind::Register | OpKind::Memory) => indirect().map(Fast::JmpInd),
+        FastForm::Call if matches!(ins.op_kind(0), OpKind::Register | OpKind::Memory) => indirect().map(Fast::CallInd),
+        FastForm::Ret if ins.op_count() == 0 && ins.stack_pointer_increment() == 4 => Some(Fast::Ret),
         _ => None,
     }
+}
+
+/// The 8- or 16-bit source of a `movzx`/`movsx`.
+fn narrow(ins: &Instruction) -> Option<Narrow> {
+    Some(match ins.op_kind(1) {
+        OpKind::Register => {
+            let r = ins.op1_register();
+            let i8 = (r as u32).wrapping_sub(Register::AL as u32);
+            let i16 = (r as u32).wrapping_sub(Register::AX as u32);
+            if i8 < 4 {
+                Narrow::Reg8(i8 as u8, 0)
+            } else if i8 < 8 {
+                Narrow::Reg8(i8 as u8 - 4, 8)
+            } else if i16 < 8 {
+                Narrow::Reg16(i16 as u8)
+            } else {
+                return None;
+            }
+        }
+        OpKind::Memory => match ins.memory_size().size() {
+            1 => Narrow::Mem8(address(ins)?),
+            2 => Narrow::Mem16(address(ins)?),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 #[inline]
@@ -354,7 +354,7 @@ mod tests {
             let f = form(ins).unwrap_or_else(|| panic!("{ins} is not pre-decoded"));
             exec(&mut cpu, &mut mem, f, ins, delta)
         } else {
-            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta })
+            exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta }, isa::entry(ins.code()).family)
         };
         let flow = r.map(|f| match f {
             Flow::Next => None,

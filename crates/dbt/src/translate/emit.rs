@@ -1,0 +1,207 @@
+//! The emitter: host code being built for one translation, its fixups, chain sites and
+//! side exits, and the small host sequences every block uses (assembled once).
+
+use iced_x86::code_asm::*;
+use iced_x86::{Code, Decoder, DecoderOptions, Encoder, Instruction, Register};
+
+use super::{Fixup, Site};
+use crate::runtime;
+use morph_mem::PAGE_SIZE;
+
+pub(super) struct Emitter {
+    pub(super) code: Vec<u8>,
+    pub(super) fixups: Vec<(usize, Fixup)>,
+    pub(super) local: Vec<(usize, usize)>,
+    pub(super) sites: Vec<Site>,
+    /// `jcc` rel32 fields whose target is in another page, with the target's delta:
+    /// they get an out-of-line jump-cache lookup.
+    pub(super) far: Vec<(usize, i32)>,
+    pub(super) encoder: Encoder,
+    pub(super) scratch: Vec<u8>,
+    /// Offset of the block's first instruction in its page (the same at any address).
+    pub(super) page_off: u32,
+    /// The block's instructions already counted in r11 on the path being emitted.
+    pub(super) counted: u32,
+    /// Side exits: the `jcc` rel32 field, the instructions its taken edge must count,
+    /// and the target's delta.
+    pub(super) side: Vec<(usize, u32, i32)>,
+}
+
+pub(super) fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
+    let mut a = CodeAssembler::new(64).ok()?;
+    f(&mut a).ok()?;
+    a.assemble(0).ok()
+}
+
+/// A host code sequence that depends only on a register or a constant (see `cached`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Seq {
+    /// Push a host register on the guest stack.
+    Push(Register),
+    /// Pop the guest stack into a host register.
+    Pop(Register),
+    /// `ret` with this many extra bytes popped.
+    Ret(i32),
+    Leave,
+    /// Add the base of the segment whose base is at this offset of the state block.
+    SegBase(i32),
+    /// A string instruction (see `morph_cpu::isa`).
+    Str(Code, u8),
+}
+
+/// The host code of `key`, assembled once by `make`: stack pushes and pops, returns,
+/// `leave` and segment loads recur in almost every block, and iced's assembler (plus
+/// `fix32`'s re-encoding) costs far more than copying the bytes.
+pub(super) fn cached(key: Seq, make: impl FnOnce() -> Option<Vec<u8>>) -> Option<Vec<u8>> {
+    thread_local! {
+        static SEQS: std::cell::RefCell<rustc_hash::FxHashMap<Seq, Vec<u8>>> = Default::default();
+    }
+    if let Some(b) = SEQS.with(|s| s.borrow().get(&key).cloned()) {
+        return Some(b);
+    }
+    let b = make()?;
+    SEQS.with(|s| s.borrow_mut().insert(key, b.clone()));
+    Some(b)
+}
+
+impl Emitter {
+    pub(super) fn bytes(&mut self, b: &[u8]) {
+        self.code.extend_from_slice(b);
+    }
+
+    /// `jmp rel32` to a shared routine.
+    pub(super) fn jmp_shared(&mut self, to: Fixup) {
+        self.code.push(0xe9);
+        self.fixups.push((self.code.len(), to));
+        self.code.extend_from_slice(&[0; 4]);
+    }
+
+    pub(super) fn encode(&mut self, ins: &Instruction) -> Option<Vec<u8>> {
+        let r = self.encoder.encode(ins, 0);
+        let b = self.encoder.take_buffer();
+        r.ok()?;
+        Some(b)
+    }
+
+    /// Encodes `ins` straight into the code (no allocation); false if it cannot be.
+    pub(super) fn emit_encoded(&mut self, ins: &Instruction) -> bool {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        self.encoder.set_buffer(scratch);
+        let ok = self.encoder.encode(ins, 0).is_ok();
+        let b = self.encoder.take_buffer();
+        if ok {
+            self.code.extend_from_slice(&b);
+        }
+        self.scratch = b;
+        ok
+    }
+
+    /// The offset from the page VA (r14d) of `delta` bytes from the block start.
+    pub(super) fn at(&self, delta: i32) -> i32 {
+        self.page_off as i32 + delta
+    }
+
+    /// `lea r11, [r11 + n]` (flags untouched) for the instructions completed since the
+    /// last count, `done` being the block's instructions completed at this point.
+    pub(super) fn count(&mut self, done: u32) {
+        if done > self.counted {
+            self.bytes(&runtime::lea_r11(done - self.counted));
+            self.counted = done;
+        }
+    }
+
+    /// Continue at the target EIP in r13d: through the jump cache, or by leaving to the
+    /// dispatcher.
+    pub(super) fn lookup(&mut self) {
+        self.bytes(runtime::indirect_lookup());
+        self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
+    }
+
+    /// Counts up to `done` instructions, then continues at the target EIP in r13d.
+    pub(super) fn exit_indirect(&mut self, done: u32) {
+        self.count(done);
+        self.lookup();
+    }
+
+    pub(super) fn in_page(&self, delta: i32) -> bool {
+        (0..i64::from(PAGE_SIZE)).contains(&i64::from(self.at(delta)))
+    }
+
+    /// The rel32 field at `rel` (of a `jmp` or `jcc` just emitted) goes to `delta` bytes
+    /// from the block start: a chain site in the page; an out-of-line jump-cache lookup
+    /// for another page (never chained: its mapping may differ).
+    pub(super) fn branch_field(&mut self, rel: usize, delta: i32) {
+        if self.in_page(delta) {
+            self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
+        } else {
+            self.far.push((rel, delta));
+        }
+    }
+
+    /// `jcc rel32` on condition `cc` (0 = `o` … 15 = `g`); returns the rel32 field's offset.
+    pub(super) fn jcc(&mut self, cc: u8) -> usize {
+        self.bytes(&[0x0f, 0x80 + cc, 0, 0, 0, 0]);
+        self.code.len() - 4
+    }
+
+    /// A direct jump to `delta` bytes from the block start (instructions counted).
+    pub(super) fn jump(&mut self, delta: i32) {
+        if self.in_page(delta) {
+            self.code.push(0xe9);
+            let rel = self.code.len();
+            self.code.extend_from_slice(&[0; 4]);
+            self.branch_field(rel, delta);
+        } else {
+            self.bytes(&runtime::lea_r13_r14(self.at(delta)));
+            self.lookup();
+        }
+    }
+}
+
+/// iced assembles `[r12-4]`/`[rbp]` with 64-bit addresses; the guest needs the 32-bit
+/// wrap, so stack and frame accesses are re-encoded with 32-bit base registers (which
+/// adds the address-size prefix): `gs mov [r12d-4]` etc.
+pub(super) fn fix32(b: Vec<u8>) -> Vec<u8> {
+    let mut d = Decoder::with_ip(64, &b, 0, DecoderOptions::NONE);
+    let mut enc = Encoder::new(64);
+    let mut out = Vec::new();
+    while d.can_decode() {
+        let mut i = d.decode();
+        match i.memory_base() {
+            Register::R12 => i.set_memory_base(Register::R12D),
+            Register::RBP => i.set_memory_base(Register::EBP),
+            _ => {}
+        }
+        enc.encode(&i, 0).expect("re-encode");
+        out.extend_from_slice(&enc.take_buffer());
+    }
+    out
+}
+
+/// `lea r8d, [r14 + d]` (the return address of an indirect call).
+pub(super) fn fix_lea_r8(d: i32) -> Vec<u8> {
+    asm(|a| a.lea(r8d, dword_ptr(r14 + d))).expect("lea")
+}
+
+pub(super) fn gpr_index(r: Register) -> usize {
+    (r as usize) - (Register::EAX as usize)
+}
+
+impl Emitter {
+    /// An empty emitter for a block of `n` instructions at `eip`.
+    pub(super) fn new(eip: u32, n: usize) -> Emitter {
+        Emitter {
+            code: Vec::with_capacity(64 * n + 128),
+            fixups: Vec::with_capacity(8),
+            local: Vec::with_capacity(8),
+            sites: Vec::with_capacity(4),
+            far: Vec::with_capacity(4),
+            encoder: Encoder::new(64),
+            scratch: Vec::with_capacity(16),
+            page_off: eip & (PAGE_SIZE - 1),
+            counted: 0,
+            side: Vec::with_capacity(4),
+        }
+    }
+}

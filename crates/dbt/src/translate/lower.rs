@@ -1,0 +1,444 @@
+//! Lowering one guest instruction: re-encoded for the host, lowered inline by hand, or
+//! a helper call into the interpreter, as the instruction table (`morph_cpu::isa`) says.
+
+use iced_x86::code_asm::*;
+use iced_x86::{Code, ConditionCode, Instruction, Mnemonic as M, OpKind, Register};
+use morph_cpu::isa::{self, Inline, Lower};
+
+use super::Fixup;
+use super::emit::{Emitter, Seq, asm, cached, fix_lea_r8, fix32, gpr_index};
+use crate::runtime::{self, EXIT_SYSCALL, off};
+
+/// Where an instruction is in the block being translated.
+pub(super) struct Pos {
+    /// The block's first EIP.
+    pub eip: u32,
+    /// The instruction's offset from it, and the next instruction's.
+    pub goff: u32,
+    pub next: i32,
+    /// The block's instructions completed once this one is (over all unrolled copies).
+    pub done: u32,
+    /// Instructions in the block, and in all its copies.
+    pub n: u32,
+    pub total: u32,
+}
+
+/// What lowering an instruction did.
+pub(super) struct Lowered {
+    /// The instruction went to the helper.
+    pub helper: bool,
+    /// It ended the block (its code leaves).
+    pub ended: bool,
+    /// It runs on the host FPU.
+    pub fpu: bool,
+}
+
+/// Lowers `ins` (its helper call, if any, made by the caller). `None`: the block cannot
+/// be translated.
+pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option<Lowered> {
+    // How it is lowered is the instruction table's decision (`morph_cpu::isa`): NOPs
+    // (the hint space included) emit nothing, system and invalid instructions go to the
+    // interpreter, which raises their fault. A form the table re-encodes or lowers inline
+    // whose instance the host encoding cannot express (a segment register operand, say)
+    // also goes to the interpreter.
+    let mut out = Lowered { helper: false, ended: false, fpu: false };
+    let handled = match isa::lowering(ins) {
+        Lower::Skip => true,
+        Lower::Fpu => {
+            out.fpu = reencode(e, ins).is_some();
+            out.fpu
+        }
+        Lower::Reencode => reencode(e, ins).is_some(),
+        Lower::Helper => false,
+        Lower::Inline(kind) => {
+            let (handled, ended) = inline(e, ins, kind, p)?;
+            out.ended = ended;
+            handled
+        }
+    };
+    out.helper = !handled;
+    Some(out)
+}
+
+/// The hand lowering of `ins`: whether it was lowered (else the helper runs it) and
+/// whether it ended the block.
+fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(bool, bool)> {
+    let &Pos { eip, goff, next, done, n, total } = p;
+    let mut ended = false;
+    let handled = match kind {
+        Inline::Push | Inline::Pop | Inline::Leave | Inline::String => stack_or_string(e, ins, kind)?,
+        Inline::Jcc => {
+            let cc = ins.condition_code() as u8 - ConditionCode::o as u8;
+            let target = ins.near_branch32().wrapping_sub(eip) as i32;
+            // The back edge of an unrolled copy leaves (inverted) if the loop ends.
+            let (cc, to) = if done.is_multiple_of(n) && done < total { (cc ^ 1, next) } else { (cc, target) };
+            if done == total || to <= goff as i32 {
+                // The block's last instruction (one count covers both edges), or
+                // a backward branch, presumably taken (a loop): count inline.
+                e.count(done);
+                let rel = e.jcc(cc);
+                e.branch_field(rel, to);
+            } else {
+                // A forward side exit, presumably not taken: the taken edge counts
+                // in an out-of-line stub, so the path that stays in the block
+                // counts once, at its end.
+                let rel = e.jcc(cc);
+                e.side.push((rel, done - e.counted, to));
+            }
+            // The fall-through follows inline (or through the site at the end).
+            true
+        }
+        Inline::Jmp => {
+            e.count(done);
+            e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
+            ended = true;
+            true
+        }
+        Inline::EcxBranch => {
+            // `jecxz`/`loop`/`loope`/`loopne` on ECX: the host's own with a 32-bit
+            // address size (ECX, flags untouched), over a rel32 jump for the
+            // taken edge; the block ends here and falls through below.
+            e.count(done);
+            e.bytes(&[0x67, ecx_branch(ins)?, 2, 0xeb, 5, 0xe9]);
+            let rel = e.code.len();
+            e.bytes(&[0; 4]);
+            e.branch_field(rel, ins.near_branch32().wrapping_sub(eip) as i32);
+            true
+        }
+        Inline::JmpInd => {
+            let ok = load_operand(e, ins, Register::R13D).is_some();
+            if ok {
+                e.exit_indirect(done);
+                ended = true;
+            }
+            ok
+        }
+        Inline::Call => {
+            e.bytes(&runtime::lea_r13_r14(e.at(next)));
+            push_reg(e, r13d);
+            e.count(done);
+            e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
+            ended = true;
+            true
+        }
+        Inline::CallInd => {
+            let ok = load_operand(e, ins, Register::R13D).is_some();
+            if ok {
+                e.bytes(&fix_lea_r8(e.at(next)));
+                push_reg(e, r8d);
+                e.exit_indirect(done);
+                ended = true;
+            }
+            ok
+        }
+        Inline::Ret => {
+            let extra = if ins.op_count() == 1 { i32::from(ins.immediate16()) } else { 0 };
+            let b = cached(Seq::Ret(extra), || {
+                asm(|a| {
+                    a.mov(r13d, dword_ptr(r12).gs())?;
+                    a.lea(r12d, dword_ptr(r12 + 4 + extra))
+                })
+                .map(fix32)
+            })?;
+            e.bytes(&b);
+            e.exit_indirect(done);
+            ended = true;
+            true
+        }
+        Inline::Syscall => {
+            e.count(done);
+            e.bytes(&runtime::lea_r13_r14(e.at(next)));
+            e.bytes(&runtime::store_r13(off::EIP));
+            e.bytes(&runtime::store_imm(off::EXIT, EXIT_SYSCALL));
+            e.jmp_shared(Fixup::ExitCommon);
+            ended = true;
+            true
+        }
+    };
+    Some((handled, ended))
+}
+
+/// The hand lowering of a 32-bit `push`, `pop r32`, `leave` or a string instruction:
+/// whether it was lowered (none of them ends the block).
+fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<bool> {
+    Some(match kind {
+        Inline::String => {
+            let prefix = rep_prefix(ins);
+            let b = cached(Seq::Str(ins.code(), prefix), || string_seq(ins, prefix))?;
+            e.bytes(&b);
+            true
+        }
+        Inline::Push if ins.op0_kind() == OpKind::Register => {
+            let r = runtime::host_gpr(gpr_index(ins.op0_register()));
+            push_reg(e, r);
+            true
+        }
+        Inline::Push if ins.op0_kind() != OpKind::Memory => {
+            let v = ins.immediate(0) as u32;
+            let b = fix32(asm(|a| {
+                a.mov(dword_ptr(r12 - 4).gs(), v)?;
+                a.lea(r12d, dword_ptr(r12 - 4))
+            })?);
+            e.bytes(&b);
+            true
+        }
+        Inline::Push => {
+            let ok = load_operand(e, ins, Register::R13D).is_some();
+            if ok {
+                push_reg(e, r13d);
+            }
+            ok
+        }
+        Inline::Pop => {
+            let r = runtime::host_gpr(gpr_index(ins.op0_register()));
+            let b = cached(Seq::Pop(r.into()), || {
+                asm(|a| {
+                    a.mov(r, dword_ptr(r12).gs())?;
+                    a.lea(r12d, dword_ptr(r12 + 4))
+                })
+                .map(fix32)
+            })?;
+            e.bytes(&b);
+            true
+        }
+        Inline::Leave => {
+            // Load first (it may fault), then update ESP and EBP.
+            let b = cached(Seq::Leave, || {
+                asm(|a| {
+                    a.mov(r13d, dword_ptr(rbp).gs())?;
+                    a.lea(r12d, dword_ptr(rbp + 4))?;
+                    a.mov(ebp, r13d)
+                })
+                .map(fix32)
+            })?;
+            e.bytes(&b);
+            true
+        }
+        _ => false,
+    })
+}
+
+/// Maps a guest register operand to the host register holding it.
+pub(super) fn map_reg(r: Register) -> Option<Register> {
+    match r {
+        Register::ESP => Some(Register::R12D),
+        Register::SP => Some(Register::R12W),
+        r if r.is_segment_register() => None,
+        r => Some(r),
+    }
+}
+
+/// The `rep`/`repe`/`repne` prefix byte of a string instruction (0 for none).
+pub(super) fn rep_prefix(ins: &Instruction) -> u8 {
+    if ins.has_repne_prefix() {
+        0xf2
+    } else if ins.has_rep_prefix() {
+        0xf3
+    } else {
+        0
+    }
+}
+
+/// The host code of string instruction `ins` (see `morph_cpu::isa`): RSI and RDI become host
+/// addresses (the window base plus the guest's 32-bit value), the host instruction runs
+/// with RCX (the guest ECX) as the count and the guest's direction flag (live in EFLAGS),
+/// and RSI/RDI are cut back to 32 bits — the window base is a multiple of 2^32, so that
+/// gives the guest's values. Nothing touches the flags but the instruction itself. A host
+/// fault part way leaves RSI/RDI/RCX at the element that faulted: resolved in place it
+/// resumes; otherwise the exit saves their low halves, and the interpreter re-runs the
+/// instruction from there (precisely as a restarted `rep` would). A guest ESI/EDI that
+/// wraps past 4 GiB reaches the empty 4 GiB after the window and faults the same way.
+pub(super) fn string_seq(ins: &Instruction, prefix: u8) -> Option<Vec<u8>> {
+    let uses_esi = matches!(ins.mnemonic(), M::Movsb | M::Movsw | M::Movsd | M::Lodsb | M::Lodsw | M::Lodsd)
+        || matches!(ins.mnemonic(), M::Cmpsb | M::Cmpsw | M::Cmpsd);
+    let uses_edi = !matches!(ins.mnemonic(), M::Lodsb | M::Lodsw | M::Lodsd);
+    let mut v = asm(|a| {
+        a.mov(r13, qword_ptr(r15 + runtime::off::WINDOW))?;
+        if uses_esi {
+            a.mov(esi, esi)?;
+            a.lea(rsi, qword_ptr(rsi + r13))?;
+        }
+        if uses_edi {
+            a.mov(edi, edi)?;
+            a.lea(rdi, qword_ptr(rdi + r13))?;
+        }
+        if prefix != 0 {
+            a.mov(ecx, ecx)?;
+        }
+        Ok(())
+    })?;
+    if prefix != 0 {
+        v.push(prefix);
+    }
+    if ins.memory_size().size() == 2 {
+        v.push(0x66);
+    }
+    // The opcode without prefixes: iced gives the 32-bit form's bytes.
+    let op = match ins.mnemonic() {
+        M::Movsb => 0xa4,
+        M::Movsw | M::Movsd => 0xa5,
+        M::Cmpsb => 0xa6,
+        M::Cmpsw | M::Cmpsd => 0xa7,
+        M::Stosb => 0xaa,
+        M::Stosw | M::Stosd => 0xab,
+        M::Lodsb => 0xac,
+        M::Lodsw | M::Lodsd => 0xad,
+        M::Scasb => 0xae,
+        M::Scasw | M::Scasd => 0xaf,
+        _ => return None,
+    };
+    v.push(op);
+    v.extend(asm(|a| {
+        if uses_esi {
+            a.mov(esi, esi)?;
+        }
+        if uses_edi {
+            a.mov(edi, edi)?;
+        }
+        Ok(())
+    })?);
+    Some(v)
+}
+
+/// The host opcode of a `jecxz`, `loop`, `loope` or `loopne` that tests ECX (a 32-bit
+/// address size; the CX forms are left to the helper: a 64-bit host cannot test CX).
+pub(super) fn ecx_branch(ins: &Instruction) -> Option<u8> {
+    match ins.code() {
+        Code::Jecxz_rel8_32 => Some(0xe3),
+        Code::Loop_rel8_32_ECX => Some(0xe2),
+        Code::Loope_rel8_32_ECX => Some(0xe1),
+        Code::Loopne_rel8_32_ECX => Some(0xe0),
+        _ => None,
+    }
+}
+
+/// Rewrites the memory operand of `h` (a copy of `ins`) into the process window,
+/// emitting the address computation TLS operands need. `None`: not expressible.
+pub(super) fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruction) -> Option<()> {
+    let base = match ins.memory_base() {
+        Register::None => Register::None,
+        r => map_reg(r)?,
+    };
+    let index = match ins.memory_index() {
+        Register::None => Register::None,
+        r => map_reg(r)?,
+    };
+    let disp = ins.memory_displacement32();
+    let seg = ins.memory_segment();
+    let lea = ins.mnemonic() == M::Lea;
+    if !lea && (seg == Register::FS || seg == Register::GS) {
+        // r13d = offset + guest segment base, computed without touching the flags.
+        let seg_off = if seg == Register::FS { off::FS_BASE } else { off::GS_BASE };
+        let mut l = Instruction::with2(
+            Code::Lea_r32_m,
+            Register::R13D,
+            iced_x86::MemoryOperand::with_base_index_scale_displ_size(
+                base,
+                index,
+                ins.memory_index_scale(),
+                i64::from(disp as i32),
+                4,
+            ),
+        )
+        .ok()?;
+        if base == Register::None && index == Register::None {
+            l = Instruction::with2(Code::Mov_r32_imm32, Register::R13D, disp).ok()?;
+        }
+        let b = e.encode(&l)?;
+        e.bytes(&b);
+        let b = cached(Seq::SegBase(seg_off), || {
+            asm(|a| {
+                a.mov(r8d, dword_ptr(r15 + seg_off))?;
+                a.lea(r13d, dword_ptr(r13 + r8))
+            })
+        })?;
+        e.bytes(&b);
+        set_mem(h, Register::R13D, Register::None, 1, 0);
+    } else if base == Register::None && index == Register::None {
+        let b = e.encode(&Instruction::with2(Code::Mov_r32_imm32, Register::R13D, disp).ok()?)?;
+        e.bytes(&b);
+        set_mem(h, Register::R13D, Register::None, 1, 0);
+    } else {
+        set_mem(h, base, index, ins.memory_index_scale(), disp);
+    }
+    h.set_segment_prefix(if lea { Register::None } else { Register::GS });
+    Some(())
+}
+
+pub(super) fn set_mem(h: &mut Instruction, base: Register, index: Register, scale: u32, disp: u32) {
+    h.set_memory_base(base);
+    h.set_memory_index(index);
+    h.set_memory_index_scale(scale);
+    h.set_memory_displacement64(u64::from(disp));
+    h.set_memory_displ_size(if disp == 0 { 0 } else { 4 });
+}
+
+/// Re-encodes an ordinary guest instruction for the host, or `None`.
+pub(super) fn reencode(e: &mut Emitter, ins: &Instruction) -> Option<()> {
+    let mark = e.code.len();
+    let mut h = *ins;
+    h.set_code(isa::host_code(ins.code()));
+    if !h.code().op_code().mode64() {
+        return None; // e.g. AAA, PUSHA, BOUND: no 64-bit encoding
+    }
+    for i in 0..ins.op_count() {
+        if ins.op_kind(i) == OpKind::Register {
+            h.set_op_register(i, map_reg(ins.op_register(i))?);
+        }
+    }
+    let has_mem = ins.op_kinds().any(|k| k == OpKind::Memory);
+    if has_mem && rewrite_memory(e, ins, &mut h).is_none() {
+        e.code.truncate(mark);
+        return None;
+    }
+    if e.emit_encoded(&h) {
+        Some(())
+    } else {
+        e.code.truncate(mark);
+        None
+    }
+}
+
+/// A guest memory operand loaded into a host register (for push m32, jmp/call m32).
+pub(super) fn load_operand(e: &mut Emitter, ins: &Instruction, to: Register) -> Option<()> {
+    let mark = e.code.len();
+    let r = match ins.op0_kind() {
+        OpKind::Register => {
+            let src = map_reg(ins.op0_register())?;
+            e.encode(&Instruction::with2(Code::Mov_r32_rm32, to, src).ok()?)
+        }
+        OpKind::Memory => {
+            let mut h =
+                Instruction::with2(Code::Mov_r32_rm32, to, iced_x86::MemoryOperand::with_base(Register::EAX)).ok()?;
+            if rewrite_memory(e, ins, &mut h).is_none() {
+                e.code.truncate(mark);
+                return None;
+            }
+            e.encode(&h)
+        }
+        _ => None,
+    };
+    match r {
+        Some(b) => {
+            e.bytes(&b);
+            Some(())
+        }
+        None => {
+            e.code.truncate(mark);
+            None
+        }
+    }
+}
+
+/// Pushes the 32-bit host register `r`: the store first (it may fault), then ESP.
+pub(super) fn push_reg(e: &mut Emitter, r: AsmRegister32) -> Option<()> {
+    let b = cached(Seq::Push(r.into()), || {
+        asm(|a| {
+            a.mov(dword_ptr(r12 - 4).gs(), r)?;
+            a.lea(r12d, dword_ptr(r12 - 4))
+        })
+        .map(fix32)
+    })?;
+    e.bytes(&b);
+    Some(())
+}

@@ -1,0 +1,209 @@
+//! The translator: one guest basic block (IA-32) → position-independent x86-64.
+//!
+//! Because guest and host are both x86, most guest instructions are *re-encoded* by
+//! iced-x86 rather than translated: registers stay the same registers (ESP becomes
+//! r12d), and a memory operand `[base + index*s + d]` becomes `gs:[base + index*s + d]`
+//! with a 32-bit address size, so the effective address wraps like the guest's and
+//! lands in the process window. Guest TLS operands (`%gs:`/`%fs:`) first add the
+//! guest segment base with flag-free `lea`s.
+//!
+//! Nothing EIP-dependent is baked in: return addresses, branch targets, exit EIPs and
+//! fault EIPs are all `r14d + offset`, r14d holding the runtime VA of the block's page and
+//! the offset being the in-page offset (the same at every address). A translation is
+//! therefore valid at any virtual address that maps the same physical bytes — the
+//! property the `physical` key policy relies on — and chaining within the page never
+//! has to update r14d.
+//!
+//! Control transfers end the block, after one flag-free `lea r11, [r11 + n]` that counts
+//! its instructions:
+//! - direct jumps, both edges of a `jcc` and the fall-through are *sites*: the `jmp`'s
+//!   or the `jcc`'s own rel32 starts at an exit stub and is later patched to the target
+//!   translation (its body for a forward edge, its budget check for a backward one), so
+//!   a chained loop runs guest code, `lea`, `jcc` and the check;
+//! - direct jumps to another page, indirect jumps, calls and returns go through the jump
+//!   cache ([`runtime::indirect_lookup`]) with the target in r13d;
+//! - `int 0x80` leaves with a system-call exit.
+//!
+//! String instructions run as the host's own with RSI/RDI made host addresses (see
+//! `string_seq`); `div`/`idiv` are re-encoded like other arithmetic: a divide error is a
+//! host SIGFPE that the fault handler turns into a guest fault at the instruction, which
+//! the interpreter then re-runs and raises precisely. Instructions whose 64-bit
+//! re-encoding would differ (CX-addressed or segment-overridden string forms, stack forms
+//! not handled here, `cpuid`...) are run by the reference interpreter through a helper
+//! call, with the state spilled and reloaded around it: the interpreter stays the single
+//! definition of their semantics.
+
+use iced_x86::{FlowControl, Instruction, OpKind};
+
+use crate::runtime::{self, EXIT_INDIRECT, off};
+
+mod block;
+mod emit;
+mod lower;
+mod stubs;
+
+use emit::Emitter;
+
+/// The most guest instructions in one translation.
+pub const MAX_INSTRUCTIONS: usize = 64;
+
+/// A chain site: the rel32 of a `jmp` or `jcc` that initially goes to the site's exit
+/// stub.
+#[derive(Clone, Copy, Debug)]
+pub struct Site {
+    /// Offset (in the translation) of the jump's rel32 field.
+    pub rel: usize,
+    /// Target EIP minus the block's first EIP.
+    pub target_delta: i32,
+    /// Offset of the rel32 of the `jmp` that ends the site's exit stub (to `exit_common`;
+    /// re-pointed to the shared jump-cache lookup when the target cannot be chained to).
+    pub exit_jmp: usize,
+}
+
+/// Where a rel32 field must point once the translation is placed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fixup {
+    /// The shared `exit_common` routine.
+    ExitCommon,
+    /// The shared `exit_nosave` routine.
+    ExitNosave,
+}
+
+/// A translated block, not yet placed in the code buffer.
+pub struct Translated {
+    /// Host code (position-independent except for the fixups).
+    pub code: Vec<u8>,
+    /// Offset of the body: where the dispatcher and forward chains enter.
+    pub body: usize,
+    /// Offset of the chain entry (the budget check before the body): where backward
+    /// chains enter.
+    pub entry: usize,
+    /// Chain sites.
+    pub sites: Vec<Site>,
+    /// rel32 fields to resolve against shared routines.
+    pub fixups: Vec<(usize, Fixup)>,
+    /// `(host offset, guest offset from the page start, instructions before)` per guest
+    /// instruction.
+    pub points: Vec<(u32, u32, u32)>,
+    /// Guest instructions in the block.
+    pub instructions: u32,
+    /// Guest bytes in the block.
+    pub guest_len: u32,
+    /// Instructions the helper runs (kept alive and unmoved: translated code points at
+    /// them).
+    #[allow(clippy::vec_box)]
+    pub helper_instrs: Vec<Box<Instruction>>,
+    /// How many instructions go through the helper.
+    pub fallbacks: u32,
+    /// Whether the block runs x87/MMX instructions natively (the guest FPU state must
+    /// then be live in the host FPU).
+    pub uses_fpu: bool,
+}
+
+/// Translates the block starting at `eip`, whose bytes up to the end of its page are
+/// `bytes`, as translation number `id`, decoding them itself (the tests and benchmarks;
+/// the engine gives the interpreter's decoded blocks to [`translate_decoded`]). `None`
+/// if its first instruction crosses the page (the interpreter runs it).
+///
+/// `bytes` may run up to `MAX_INSN_LEN - 1` bytes into the next page: an instruction that
+/// straddles the page end is translated and ends the block (the caller then makes the
+/// translation depend on both pages).
+pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Translated> {
+    translate_decoded(block::from_bytes(bytes, eip), eip, helper, id)
+}
+
+/// Translates the block starting at `eip` as translation number `id`, from decoded
+/// guest instructions: `fetch(at, out)` appends the decoded block at `at` (the
+/// interpreter's, see `block`), false if it cannot be fetched.
+pub fn translate_decoded(
+    fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool,
+    eip: u32,
+    helper: usize,
+    id: u32,
+) -> Option<Translated> {
+    let instrs = block::form(fetch, eip);
+    let last = *instrs.last()?;
+    let mut e = Emitter::new(eip, instrs.len());
+    // Chain entry: the budget check; the body follows.
+    let (check, budget_rel, entry) = runtime::chain_check();
+    e.bytes(check);
+    let body = e.code.len();
+    let mut points = Vec::with_capacity(4 * instrs.len());
+    let mut helper_instrs = Vec::new();
+    let mut fallbacks = 0;
+    let mut uses_fpu = false;
+    let n = instrs.len() as u32;
+    // A small loop whose last instruction branches back to its first is unrolled: the
+    // copies but the last leave through an inverted branch (a side exit to the loop's
+    // exit) and fall into the next copy, so the budget check and the instruction count
+    // run once per `unroll` iterations.
+    let self_loop =
+        last.is_jcc_short_or_near() && last.op0_kind() == OpKind::NearBranch32 && last.near_branch32() == eip;
+    let unroll: u32 = match n {
+        _ if !self_loop => 1,
+        1..=16 => 4,
+        17..=32 => 2,
+        _ => 1,
+    };
+    let total = n * unroll;
+    let mut ended = false;
+    for (k, ins) in (0..unroll).flat_map(|_| instrs.iter()).enumerate() {
+        let k = k as u32;
+        let goff = ins.ip32().wrapping_sub(eip);
+        // Instructions of the block completed but not yet counted in r11 when this one
+        // starts (the fault handler and the helper add them).
+        let pending = k - e.counted;
+        points.push((e.code.len() as u32, e.at(goff as i32) as u32, pending));
+        let p = lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: k + 1, n, total };
+        let l = lower::instruction(&mut e, ins, &p)?;
+        uses_fpu |= l.fpu;
+        ended = l.ended;
+        if l.helper {
+            fallbacks += u32::from(k < n);
+            let boxed = Box::new(*ins);
+            helper_call(&mut e, helper, &boxed, pending, goff);
+            helper_instrs.push(boxed);
+            if ins.flow_control() != FlowControl::Next {
+                // The interpreter has set EIP: leave through the dispatcher.
+                e.count(p.done);
+                e.bytes(&runtime::store_imm(off::EXIT, EXIT_INDIRECT));
+                e.jmp_shared(Fixup::ExitCommon);
+                ended = true;
+            }
+        }
+        if ended {
+            break;
+        }
+    }
+    let guest_len = last.next_ip32().wrapping_sub(eip);
+    if !ended {
+        // The block stops at the page end or the size limit: fall through to the next.
+        e.count(total);
+        e.jump(guest_len as i32);
+    }
+    let sites = stubs::emit(&mut e, id, budget_rel);
+    Some(Translated {
+        code: e.code,
+        body,
+        entry,
+        sites,
+        fixups: e.fixups,
+        points,
+        instructions: n,
+        guest_len,
+        helper_instrs,
+        fallbacks,
+        uses_fpu,
+    })
+}
+
+/// A call of the interpreter (`helper`) on `ins`, with `pending` instructions of the
+/// block completed but not counted; leaves the translation if it raised an exit.
+fn helper_call(e: &mut Emitter, helper: usize, ins: &Instruction, pending: u32, goff: u32) {
+    let (before, after) = runtime::helper_call(helper, ins as *const Instruction as usize, pending, e.at(goff as i32));
+    e.bytes(&before);
+    e.bytes(&[0x0f, 0x85]);
+    e.fixups.push((e.code.len(), Fixup::ExitNosave));
+    e.bytes(&[0; 4]);
+    e.bytes(&after);
+}

@@ -1,0 +1,47 @@
+//! The out-of-line code after a translation's body: side exits, the exit stubs of its
+//! chain sites, jump-cache lookups of edges into other pages, and the budget exit of
+//! its chain entry; then the block-local rel32 fields are resolved.
+
+use super::emit::Emitter;
+use super::{Fixup, Site};
+use crate::runtime::{self, EXIT_BRANCH, off};
+
+/// Emits the stubs of translation `id`, whose chain entry's budget check has its rel32
+/// at `budget_rel`; returns the chain sites.
+pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
+    // Side exits: count, then a site (or a lookup) of their own.
+    for (rel, k, delta) in std::mem::take(&mut e.side) {
+        e.local.push((rel, e.code.len()));
+        e.bytes(&runtime::lea_r11(k));
+        e.jump(delta);
+    }
+    // Exit stubs of the sites (unchained targets).
+    let mut sites = std::mem::take(&mut e.sites);
+    for (i, s) in sites.iter_mut().enumerate() {
+        e.local.push((s.rel, e.code.len()));
+        e.bytes(&runtime::lea_r13_r14(e.at(s.target_delta)));
+        e.bytes(&runtime::store_r13(off::EIP));
+        e.bytes(&runtime::store_imm(off::EXIT_SITE, (id << 8) | i as u32));
+        e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
+        e.jmp_shared(Fixup::ExitCommon);
+        s.exit_jmp = e.code.len() - 4;
+    }
+    // Out-of-line lookups of the jcc edges into other pages.
+    for (rel, delta) in std::mem::take(&mut e.far) {
+        e.local.push((rel, e.code.len()));
+        e.bytes(&runtime::lea_r13_r14(e.at(delta)));
+        e.lookup();
+    }
+    // The budget exit of the chain entry.
+    let out = e.code.len();
+    e.bytes(&runtime::lea_r13_r14(e.at(0)));
+    e.bytes(&runtime::store_r13(off::EIP));
+    e.bytes(&runtime::store_imm(off::EXIT, runtime::EXIT_BUDGET));
+    e.jmp_shared(Fixup::ExitCommon);
+    e.local.push((budget_rel, out));
+    for &(field, target) in &e.local {
+        let rel = (target as i64 - (field as i64 + 4)) as i32;
+        e.code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
+    }
+    sites
+}
