@@ -52,13 +52,6 @@ enum Engine {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Key {
-    Virtual,
-    Physical,
-    Process,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 enum KernelArg {
     #[value(name = "2.6.12")]
     Linux2612,
@@ -71,8 +64,8 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "interp")]
     engine: Engine,
     /// Translation cache key policy (dbt engine).
-    #[arg(long, value_enum, default_value = "physical")]
-    key: Key,
+    #[arg(long, default_value = "physical", value_parser = key_parser())]
+    key: morph_dbt::KeyPolicy,
     /// Executions of a block before it is translated (dbt engine).
     #[arg(long, default_value_t = morph_dbt::DEFAULT_THRESHOLD)]
     threshold: u32,
@@ -218,14 +211,17 @@ fn check_executable(machine: &Machine, path: &str, cwd: &str) -> anyhow::Result<
     Ok(())
 }
 
+/// `--key`: the engine's policies, parsed by the engine, listed with their meaning.
+fn key_parser() -> impl clap::builder::TypedValueParser<Value = morph_dbt::KeyPolicy> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = morph_dbt::KeyPolicy::ALL.map(|k| PossibleValue::new(k.name()).help(k.describe()));
+    PossibleValuesParser::new(values).try_map(|s| s.parse::<morph_dbt::KeyPolicy>())
+}
+
 fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let engine = morph_dbt::EngineConfig {
         translate: a.engine == Engine::Dbt,
-        key: match a.key {
-            Key::Virtual => morph_dbt::KeyPolicy::Virtual,
-            Key::Physical => morph_dbt::KeyPolicy::Physical,
-            Key::Process => morph_dbt::KeyPolicy::Process,
-        },
+        key: a.key,
         threshold: a.threshold,
         chain: !a.no_chain,
         code_map: a.code_map.clone(),

@@ -1,0 +1,142 @@
+//! Generation: fetch a hot block's guest bytes, translate it, and place the host code
+//! in the code buffer with its fixups, fault points and bookkeeping.
+
+use iced_x86::Instruction;
+use morph_cpu::MAX_INSN_LEN;
+use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+use std::num::NonZeroU32;
+
+use crate::clock::Activity;
+use crate::key::Key;
+use crate::slots::{FrameEntry, Live, NO_FRAME};
+use crate::translate::{self, Fixup, Site};
+use crate::{Engine, abi::helper};
+
+/// Guest bytes fetched to translate a block before fetching more (most blocks fit).
+pub(crate) const FETCH_FIRST: u32 = 256;
+
+pub(crate) struct Translation {
+    pub(crate) key: Key,
+    pub(crate) frame: Frame,
+    /// The next page's frame, if the last instruction straddles into it.
+    pub(crate) frame2: Option<Frame>,
+    pub(crate) pa: u64,
+    pub(crate) start: usize,
+    pub(crate) body: usize,
+    /// The chain entry (budget check), where backward chains enter.
+    pub(crate) entry: usize,
+    pub(crate) sites: Vec<Site>,
+    pub(crate) alive: bool,
+    /// Boxed so their addresses, baked into the translation, never move.
+    #[allow(clippy::vec_box)]
+    pub(crate) _helpers: Vec<Box<Instruction>>,
+}
+
+impl Engine {
+    pub(crate) fn translate(
+        &mut self,
+        key: Key,
+        eip: u32,
+        frame: Frame,
+        mem: &mut AddressSpace,
+        ctx: u32,
+    ) -> Option<u32> {
+        self.ticks.switch(Activity::Translate);
+        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+        let len = page_end.wrapping_sub(eip);
+        // The last instruction may straddle into the next page if that page can be read
+        // (and is not past the top of the address space).
+        let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
+        let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
+        // Fetch a little and translate; fetch more only if the block may have run past
+        // it (within an instruction's length of the end).
+        let mut want = max.min(FETCH_FIRST);
+        let tr = loop {
+            let mut bytes = vec![0u8; want as usize];
+            mem.read_bytes(eip, &mut bytes).ok()?;
+            let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
+            match tr {
+                Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
+                tr => break tr,
+            }
+        };
+        let tr = tr?;
+        let frame2 = frame2.map(Frame).filter(|_| tr.guest_len > len);
+        if self.code.offset() + tr.code.len() > self.code.capacity() {
+            self.flush();
+        }
+        let start = self.code.offset();
+        // Never 0: the runtime precedes every translation in the buffer.
+        let body = NonZeroU32::new((start + tr.body) as u32)?;
+        let mut code = tr.code;
+        for &(field, to) in &tr.fixups {
+            let target = match to {
+                Fixup::ExitCommon => self.exit_common_off,
+                Fixup::ExitNosave => self.exit_nosave_off,
+            };
+            let rel = (target as i64 - (start + field + 4) as i64) as i32;
+            code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+        if !self.code.extend(&code) {
+            return None;
+        }
+        self.refresh_code_base();
+        let id = self.trans.len() as u32;
+        for &(h, g, k) in &tr.points {
+            self.fault_map.points.push((h + start as u32, g, k));
+        }
+        let pa = frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1));
+        if !self.seen_pa.insert(pa) {
+            self.stats.retranslations += 1;
+        }
+        self.stats.translations += 1;
+        self.stats.translated_guest_instructions += u64::from(tr.instructions);
+        self.stats.helper_instructions += u64::from(tr.fallbacks);
+        self.fpu_live |= tr.uses_fpu;
+        self.trans.push(Translation {
+            key,
+            frame,
+            frame2,
+            pa,
+            start,
+            body: start + tr.body,
+            entry: start + tr.entry,
+            sites: tr.sites,
+            alive: true,
+            _helpers: tr.helper_instrs,
+        });
+        let live = Live { id, frame, frame2: frame2.map_or(NO_FRAME, |f| f.0), body, owner: ctx };
+        let i = self.slot_of(key);
+        let slot = &mut self.slots[i as usize];
+        slot.block = None; // translated: its decoded block is not needed any more
+        if let Some(old) = slot.live.replace(live) {
+            // Made from another frame (`virtual`, `process`): no jump cache holds it
+            // (the mapping changed since, which emptied them).
+            self.retire(old.id);
+        }
+        let entry = FrameEntry { id, key, body: body.get(), straddles: frame2.is_some() };
+        self.by_frame.entry(frame).or_default().push(entry);
+        mem.mark_code(eip);
+        if let Some(f2) = frame2 {
+            // A write to either page drops it.
+            self.by_frame.entry(f2).or_default().push(entry);
+            mem.mark_code(page_end);
+        }
+        if let Some(f) = &mut self.code_map {
+            use std::io::Write;
+            let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
+            let line = format!("{start:x} {:x} {eip:08x} {pa:x} {hex}\n", code.len());
+            // Best effort, like the file itself.
+            let _ = f.write_all(line.as_bytes());
+        }
+        Some(id)
+    }
+}
+
+/// The frame of the page after `eip`'s, if that page is mapped readable.
+#[inline]
+pub(crate) fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
+    let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+    let p = mem.pte(next);
+    (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
+}
