@@ -72,6 +72,10 @@ struct RunArgs {
     /// Do not chain translated blocks (dbt engine).
     #[arg(long)]
     no_chain: bool,
+    /// Translation cache capacity: bytes with an optional K, M or G suffix, or `crusoe`
+    /// (14 MiB, the Crusoe's); the whole cache is flushed when it is full (dbt engine).
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = morph_dbt::parse_tc_size)]
+    tc_size: usize,
 
     /// Write one line per translation to FILE: code-buffer offset, size, guest EIP, guest PA,
     /// host code (dbt engine; see benches/code-map.py)
@@ -225,6 +229,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         threshold: a.threshold,
         chain: !a.no_chain,
         code_map: a.code_map.clone(),
+        tc_size: a.tc_size,
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
@@ -331,6 +336,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "key": cfg.key.name(),
             "threshold": cfg.threshold,
             "chain": cfg.chain,
+            "tc_size": cfg.tc_size,
             "lookups": e.lookups,
             "hits": e.hits,
             "misses": e.misses,

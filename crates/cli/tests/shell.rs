@@ -199,3 +199,19 @@ fn exec100_under_every_key_and_physical_keys_share_translations() {
     // With ASLR, virtual keys miss whenever a library moved: the effect of the seed report.
     assert!(t("0", "2", "physical") * 10 < t("0", "2", "virtual"), "{translations:?}");
 }
+
+#[test]
+fn exec100_with_a_small_cache_flushes_it_and_matches_native() {
+    let want = reference("exec100");
+    for (key, size) in [("virtual", "256K"), ("physical", "64K")] {
+        let flags = ["--engine", "dbt", "--key", key, "--threshold", "0", "--aslr", "2", "--tc-size", size];
+        let (got, s) = stats_of(&flags);
+        let what = flags.join(" ");
+        assert!(got == want, "exec100.sh under {what}:\n{}", difference(&want, &got));
+        let flushes = s.pointer("/engine/flushes").and_then(serde_json::Value::as_u64).expect("flushes in stats");
+        assert!(flushes > 0, "{what}: no flush");
+        let blocks = s.pointer("/engine/blocks").and_then(serde_json::Value::as_u64).expect("blocks in stats");
+        let host = s.pointer("/engine/host_bytes").and_then(serde_json::Value::as_u64).expect("host_bytes");
+        assert!(blocks > 0 && host <= 256 << 10, "{what}: {blocks} blocks in {host} bytes after the last flush");
+    }
+}

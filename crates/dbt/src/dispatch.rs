@@ -51,6 +51,9 @@ impl Engine {
             if mem.phys().code_epoch() != self.epoch {
                 self.sync_code(mem);
             }
+            if self.over_capacity() {
+                self.flush();
+            }
             let eip = cpu.eip;
             // With the trap flag set no translation runs: the interpreter single-steps.
             let traced = cpu.eflags & flags::TF != 0;

@@ -33,6 +33,22 @@ pub(crate) struct Translation {
 }
 
 impl Engine {
+    /// Translates the block at `eip`, reading at most `max` guest bytes: a few first,
+    /// more only if the block may have run past them (within an instruction's length
+    /// of their end). The translation is numbered as the next one of the cache.
+    fn fetch_and_translate(&self, eip: u32, max: u32, mem: &AddressSpace) -> Option<translate::Translated> {
+        let mut want = max.min(FETCH_FIRST);
+        loop {
+            let mut bytes = vec![0u8; want as usize];
+            mem.read_bytes(eip, &mut bytes).ok()?;
+            let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
+            match tr {
+                Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
+                tr => return tr,
+            }
+        }
+    }
+
     pub(crate) fn translate(
         &mut self,
         key: Key,
@@ -48,22 +64,12 @@ impl Engine {
         // (and is not past the top of the address space).
         let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
         let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
-        // Fetch a little and translate; fetch more only if the block may have run past
-        // it (within an instruction's length of the end).
-        let mut want = max.min(FETCH_FIRST);
-        let tr = loop {
-            let mut bytes = vec![0u8; want as usize];
-            mem.read_bytes(eip, &mut bytes).ok()?;
-            let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
-            match tr {
-                Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
-                tr => break tr,
-            }
-        };
-        let tr = tr?;
+        let mut tr = self.fetch_and_translate(eip, max, mem)?;
         let frame2 = frame2.map(Frame).filter(|_| tr.guest_len > len);
         if self.code.offset() + tr.code.len() > self.code.capacity() {
             self.flush();
+            // A translation's exits name it by its number, which the flush changed.
+            tr = self.fetch_and_translate(eip, max, mem)?;
         }
         let start = self.code.offset();
         // Never 0: the runtime precedes every translation in the buffer.

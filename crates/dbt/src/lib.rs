@@ -42,6 +42,7 @@
 //! [`AddressSpace`]: morph_mem::AddressSpace
 
 mod abi;
+mod capacity;
 mod chain;
 mod clock;
 mod code;
@@ -54,6 +55,7 @@ mod runtime;
 mod slots;
 pub mod translate;
 
+pub use capacity::{CRUSOE_TC_SIZE, DEFAULT_TC_SIZE, MIN_TC_SIZE, TC_PROFILES, parse_tc_size};
 pub use key::{KeyPolicy, UnknownKey};
 
 use clock::Clock;
@@ -83,6 +85,9 @@ pub struct EngineConfig {
     /// all hex. `perf report` names samples in translated code `memfd:morph-code` plus
     /// that offset; `benches/code-map.py` disassembles the translations around them.
     pub code_map: Option<std::path::PathBuf>,
+    /// The translation cache's capacity in bytes (`--tc-size`): host code and the
+    /// records of keys and translations; the whole cache is flushed when it is reached.
+    pub tc_size: usize,
 }
 
 impl Default for EngineConfig {
@@ -93,6 +98,7 @@ impl Default for EngineConfig {
             threshold: DEFAULT_THRESHOLD,
             chain: true,
             code_map: None,
+            tc_size: DEFAULT_TC_SIZE,
         }
     }
 }
@@ -153,9 +159,6 @@ pub struct EngineStats {
     pub exits: [u64; 6],
 }
 
-/// Code buffer size at which the cache is flushed.
-const FLUSH_BYTES: usize = 256 << 20;
-
 /// The engine: the interpreter, the translation cache and the runtime.
 pub struct Engine {
     cfg: EngineConfig,
@@ -209,10 +212,11 @@ impl Engine {
         if cfg.translate {
             runtime::install_fault_handler();
         }
+        let cap = cfg.tc_size.max(MIN_TC_SIZE);
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
-            code: CodeBuffer::new(FLUSH_BYTES)?,
+            code: CodeBuffer::new(cap)?,
             enter_off: 0,
             exit_common_off: 0,
             exit_nosave_off: 0,

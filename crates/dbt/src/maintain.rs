@@ -3,6 +3,8 @@
 
 use morph_mem::AddressSpace;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
 use crate::Engine;
 use crate::slots::NO_SLOT;
 
@@ -78,13 +80,21 @@ impl Engine {
         }
     }
 
+    /// Flushes the whole cache (it reached its capacity): every translation, every
+    /// key's slot (profile counts included), the index, the frames' lists, the blocks
+    /// marked untranslatable, the fault points and the jump cache are dropped and their
+    /// memory given back, and the runtime stubs are emitted again at the start of the
+    /// emptied code buffer.
     pub(crate) fn flush(&mut self) {
-        self.flush_jump_cache();
         self.code.clear();
-        self.trans.clear();
-        self.slots.iter_mut().for_each(|s| s.live = None);
-        self.by_frame.clear();
-        self.fault_map.points.clear();
+        self.trans = Vec::new();
+        self.slots = Vec::new();
+        self.index = HashMap::default();
+        self.prev_slot = NO_SLOT;
+        self.pred_slot = NO_SLOT;
+        self.by_frame = HashMap::default();
+        self.untranslatable = HashSet::default();
+        self.fault_map.points = Vec::new();
         self.stats.flushes += 1;
         self.emit_runtime();
     }
