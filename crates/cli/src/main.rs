@@ -341,6 +341,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "hits": e.hits,
             "misses": e.misses,
             "translations": e.translations,
+            "reuses": e.reuses,
             "retranslations": e.retranslations,
             "chain_patches": e.chain_patches,
             "jump_cache_hits": e.jump_cache_hits,

@@ -30,6 +30,8 @@ fn few_configs() -> Vec<Vec<&'static str>> {
         vec!["--engine", "dbt", "--key", "virtual"],
         vec!["--engine", "dbt", "--key", "physical"],
         vec!["--engine", "dbt", "--key", "process"],
+        vec!["--engine", "dbt", "--key", "file"],
+        vec!["--engine", "dbt", "--key", "content"],
         vec!["--engine", "dbt", "--no-chain"],
         vec!["--engine", "dbt", "--threshold", "0"],
     ]
@@ -161,7 +163,9 @@ fn every_script_is_tested_or_pending() {
 
 /// The counters of one `--stats-json` run.
 fn stats_of(flags: &[&str]) -> (Run, serde_json::Value) {
-    let json = scratch("exec100-stats").join(format!("{}.json", flags.join("_").replace('-', "")));
+    // A directory per configuration: tests running at once must not empty each other's.
+    let name = flags.join("_").replace('-', "");
+    let json = scratch(&format!("exec100-stats-{name}")).join("stats.json");
     let mut f = flags.to_vec();
     let jpath = json.to_str().unwrap().to_string();
     f.extend(["--stats-json", jpath.as_str()]);
@@ -176,7 +180,7 @@ fn exec100_under_every_key_and_physical_keys_share_translations() {
     let want = reference("exec100");
     let mut translations = std::collections::BTreeMap::new();
     for (threshold, aslr) in [("50", "0"), ("0", "2")] {
-        for key in ["virtual", "physical", "process"] {
+        for key in ["virtual", "physical", "process", "file", "content"] {
             let flags = ["--engine", "dbt", "--key", key, "--threshold", threshold, "--aslr", aslr];
             let (got, s) = stats_of(&flags);
             let what = flags.join(" ");
@@ -187,6 +191,9 @@ fn exec100_under_every_key_and_physical_keys_share_translations() {
             assert!(n("/os/processes") >= 100, "{what}: {} processes", n("/os/processes"));
             assert!(n("/os/execs") >= 100, "{what}: {} execs", n("/os/execs"));
             translations.insert((threshold, aslr, key), n("/engine/translations"));
+            if matches!(key, "physical" | "file" | "content") {
+                assert_eq!(n("/engine/retranslations"), 0, "{what}: library code translated again");
+            }
         }
     }
     let t = |th, aslr, key| translations[&(th, aslr, key)];
@@ -213,5 +220,23 @@ fn exec100_with_a_small_cache_flushes_it_and_matches_native() {
         let blocks = s.pointer("/engine/blocks").and_then(serde_json::Value::as_u64).expect("blocks in stats");
         let host = s.pointer("/engine/host_bytes").and_then(serde_json::Value::as_u64).expect("host_bytes");
         assert!(blocks > 0 && host <= 256 << 10, "{what}: {blocks} blocks in {host} bytes after the last flush");
+    }
+}
+
+/// The same seed gives the same counts (host times aside) under every key.
+#[test]
+fn exec100_counts_are_deterministic_under_every_key() {
+    for key in ["virtual", "physical", "process", "file", "content"] {
+        let flags = ["--engine", "dbt", "--key", key, "--aslr", "2", "--seed", "5", "--threshold", "2"];
+        let counts = || {
+            let (run, v) = stats_of(&flags);
+            let mut all = Vec::new();
+            flatten("", &v, &mut all);
+            all.retain(|(k, _)| !k.ends_with("_ns"));
+            (run, all)
+        };
+        let (a, b) = (counts(), counts());
+        assert_eq!(a.0, b.0, "{key}: output differs between two runs with one seed");
+        assert_eq!(a.1, b.1, "{key}: counts differ between two runs with one seed");
     }
 }

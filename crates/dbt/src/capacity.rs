@@ -77,6 +77,7 @@ impl Engine {
             + self.slots.len() * (std::mem::size_of::<Slot>() + INDEX_ENTRY_BYTES)
             + self.trans.len() * (std::mem::size_of::<Translation>() + TRANSLATION_EXTRA_BYTES)
             + self.untranslatable.len() * std::mem::size_of::<Key>() * 2
+            + self.template_bytes
     }
 
     /// Whether the cache has reached its capacity (it is flushed before the next block).

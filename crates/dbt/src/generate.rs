@@ -5,6 +5,7 @@ use iced_x86::Instruction;
 use morph_cpu::MAX_INSN_LEN;
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 use std::num::NonZeroU32;
+use std::rc::Rc;
 
 use crate::clock::Activity;
 use crate::key::Key;
@@ -27,16 +28,60 @@ pub(crate) struct Translation {
     pub(crate) entry: usize,
     pub(crate) sites: Vec<Site>,
     pub(crate) alive: bool,
-    /// Boxed so their addresses, baked into the translation, never move.
+    /// Boxed so their addresses, baked into the translation, never move (shared with
+    /// the copies of a reused translation, which point at the same ones).
     #[allow(clippy::vec_box)]
-    pub(crate) _helpers: Vec<Box<Instruction>>,
+    pub(crate) _helpers: Rc<Vec<Box<Instruction>>>,
+}
+
+/// A translation ready to be placed: made by the translator, or copied from another
+/// frame's translation of the same code (`reuse`). Host code before its fixups.
+#[derive(Clone)]
+pub(crate) struct Made {
+    pub(crate) code: Vec<u8>,
+    pub(crate) body: usize,
+    pub(crate) entry: usize,
+    pub(crate) sites: Vec<Site>,
+    pub(crate) fixups: Vec<(usize, Fixup)>,
+    pub(crate) points: Vec<(u32, u32, u32)>,
+    pub(crate) instructions: u32,
+    pub(crate) guest_len: u32,
+    #[allow(clippy::vec_box)]
+    pub(crate) helpers: Rc<Vec<Box<Instruction>>>,
+    pub(crate) fallbacks: u32,
+    pub(crate) uses_fpu: bool,
+}
+
+impl From<translate::Translated> for Made {
+    fn from(t: translate::Translated) -> Made {
+        Made {
+            code: t.code,
+            body: t.body,
+            entry: t.entry,
+            sites: t.sites,
+            fixups: t.fixups,
+            points: t.points,
+            instructions: t.instructions,
+            guest_len: t.guest_len,
+            helpers: Rc::new(t.helper_instrs),
+            fallbacks: t.fallbacks,
+            uses_fpu: t.uses_fpu,
+        }
+    }
+}
+
+/// Where a translation about to be placed comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Translated,
+    Reused,
 }
 
 impl Engine {
     /// Translates the block at `eip`, reading at most `max` guest bytes: a few first,
     /// more only if the block may have run past them (within an instruction's length
     /// of their end). The translation is numbered as the next one of the cache.
-    fn fetch_and_translate(&self, eip: u32, max: u32, mem: &AddressSpace) -> Option<translate::Translated> {
+    fn fetch_and_translate(&self, eip: u32, max: u32, mem: &AddressSpace) -> Option<Made> {
         let mut want = max.min(FETCH_FIRST);
         loop {
             let mut bytes = vec![0u8; want as usize];
@@ -44,11 +89,14 @@ impl Engine {
             let tr = translate::translate(&bytes, eip, helper as *const () as usize, self.trans.len() as u32);
             match tr {
                 Some(t) if want < max && t.guest_len + MAX_INSN_LEN > want => want = max.min(want * 4),
-                tr => return tr,
+                tr => return tr.map(Made::from),
             }
         }
     }
 
+    /// Makes the translation of the block at `eip` (in `frame`) for `key`, process
+    /// `ctx`: a copy of another frame's translation of the same code if the policy
+    /// finds one, else a new one. Returns its number.
     pub(crate) fn translate(
         &mut self,
         key: Key,
@@ -64,18 +112,45 @@ impl Engine {
         // (and is not past the top of the address space).
         let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
         let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
-        let mut tr = self.fetch_and_translate(eip, max, mem)?;
-        let frame2 = frame2.map(Frame).filter(|_| tr.guest_len > len);
-        if self.code.offset() + tr.code.len() > self.code.capacity() {
+        let identity = self.cfg.key.identity(eip, frame, mem);
+        let (mut made, mut origin) = match identity.and_then(|h| self.reuse(h, eip, max, mem)) {
+            Some(m) => (m, Origin::Reused),
+            None => (self.fetch_and_translate(eip, max, mem)?, Origin::Translated),
+        };
+        if self.code.offset() + made.code.len() > self.code.capacity() {
             self.flush();
-            // A translation's exits name it by its number, which the flush changed.
-            tr = self.fetch_and_translate(eip, max, mem)?;
+            // A translation's exits name it by its number, which the flush changed (and
+            // the translations to copy from are gone).
+            (made, origin) = (self.fetch_and_translate(eip, max, mem)?, Origin::Translated);
         }
+        if origin == Origin::Translated
+            && let Some(h) = identity
+        {
+            self.remember(h, eip, &made, mem);
+        }
+        let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);
+        self.place(made, origin, key, eip, frame, frame2, mem, ctx)
+    }
+
+    /// Puts `made` in the code buffer as the live translation of `key`, made from
+    /// `frame` (and `frame2`, if its last instruction straddles into the next page).
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &mut self,
+        made: Made,
+        origin: Origin,
+        key: Key,
+        eip: u32,
+        frame: Frame,
+        frame2: Option<Frame>,
+        mem: &mut AddressSpace,
+        ctx: u32,
+    ) -> Option<u32> {
         let start = self.code.offset();
         // Never 0: the runtime precedes every translation in the buffer.
-        let body = NonZeroU32::new((start + tr.body) as u32)?;
-        let mut code = tr.code;
-        for &(field, to) in &tr.fixups {
+        let body = NonZeroU32::new((start + made.body) as u32)?;
+        let mut code = made.code;
+        for &(field, to) in &made.fixups {
             let target = match to {
                 Fixup::ExitCommon => self.exit_common_off,
                 Fixup::ExitNosave => self.exit_nosave_off,
@@ -88,28 +163,31 @@ impl Engine {
         }
         self.refresh_code_base();
         let id = self.trans.len() as u32;
-        for &(h, g, k) in &tr.points {
+        for &(h, g, k) in &made.points {
             self.fault_map.points.push((h + start as u32, g, k));
         }
         let pa = frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1));
-        if !self.seen_pa.insert(pa) {
-            self.stats.retranslations += 1;
+        let seen = !self.seen_pa.insert(pa);
+        if origin == Origin::Reused {
+            self.stats.reuses += 1;
+        } else {
+            self.stats.retranslations += u64::from(seen);
+            self.stats.translations += 1;
+            self.stats.translated_guest_instructions += u64::from(made.instructions);
         }
-        self.stats.translations += 1;
-        self.stats.translated_guest_instructions += u64::from(tr.instructions);
-        self.stats.helper_instructions += u64::from(tr.fallbacks);
-        self.fpu_live |= tr.uses_fpu;
+        self.stats.helper_instructions += u64::from(made.fallbacks);
+        self.fpu_live |= made.uses_fpu;
         self.trans.push(Translation {
             key,
             frame,
             frame2,
             pa,
             start,
-            body: start + tr.body,
-            entry: start + tr.entry,
-            sites: tr.sites,
+            body: start + made.body,
+            entry: start + made.entry,
+            sites: made.sites,
             alive: true,
-            _helpers: tr.helper_instrs,
+            _helpers: made.helpers,
         });
         let live = Live { id, frame, frame2: frame2.map_or(NO_FRAME, |f| f.0), body, owner: ctx };
         let i = self.slot_of(key);
@@ -126,7 +204,7 @@ impl Engine {
         if let Some(f2) = frame2 {
             // A write to either page drops it.
             self.by_frame.entry(f2).or_default().push(entry);
-            mem.mark_code(page_end);
+            mem.mark_code((eip | (PAGE_SIZE - 1)).wrapping_add(1));
         }
         if let Some(f) = &mut self.code_map {
             use std::io::Write;

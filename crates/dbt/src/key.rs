@@ -5,7 +5,10 @@
 //! policy (whether a key names the frame, whether a process's translations die at exec,
 //! which jump-cache tag a process uses). No other code branches on the policy.
 
-use morph_mem::{Frame, PAGE_SIZE};
+use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+
+/// Guest bytes hashed into a `content` identity (the rest is compared on reuse).
+const IDENTITY_BYTES: u32 = 32;
 
 /// What the translation cache is keyed by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -16,11 +19,21 @@ pub enum KeyPolicy {
     Physical,
     /// A private cache per process, keyed by virtual address.
     Process,
+    /// Dispatch by physical address; a block about to be translated first looks for a
+    /// translation of the same file page (device, inode, change stamp, page index) at
+    /// the same page offset, made from any frame, and copies it. Code that is not an
+    /// unmodified file page is translated as under `physical`.
+    File,
+    /// Dispatch by physical address; a block about to be translated first looks for a
+    /// translation of the same guest bytes at the same page offset, made anywhere, and
+    /// copies it.
+    Content,
 }
 
 impl KeyPolicy {
     /// Every policy, in the order reports list them.
-    pub const ALL: [KeyPolicy; 3] = [KeyPolicy::Virtual, KeyPolicy::Physical, KeyPolicy::Process];
+    pub const ALL: [KeyPolicy; 5] =
+        [KeyPolicy::Virtual, KeyPolicy::Physical, KeyPolicy::Process, KeyPolicy::File, KeyPolicy::Content];
 
     /// The name used on the command line and in reports.
     pub fn name(self) -> &'static str {
@@ -28,6 +41,8 @@ impl KeyPolicy {
             KeyPolicy::Virtual => "virtual",
             KeyPolicy::Physical => "physical",
             KeyPolicy::Process => "process",
+            KeyPolicy::File => "file",
+            KeyPolicy::Content => "content",
         }
     }
 
@@ -37,6 +52,8 @@ impl KeyPolicy {
             KeyPolicy::Virtual => "guest virtual address, validated against the frame it maps",
             KeyPolicy::Physical => "guest physical address (frame and offset)",
             KeyPolicy::Process => "(process, virtual address): a private cache per process, dropped at exec and exit",
+            KeyPolicy::File => "physical address; translations reused across frames by (file, offset in it)",
+            KeyPolicy::Content => "physical address; translations reused across frames by the guest bytes",
         }
     }
 
@@ -45,9 +62,33 @@ impl KeyPolicy {
     pub(crate) fn key(self, eip: u32, frame: Frame, ctx: u32) -> Key {
         Key(match self {
             KeyPolicy::Virtual => u64::from(eip),
-            KeyPolicy::Physical => frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1)),
+            KeyPolicy::Physical | KeyPolicy::File | KeyPolicy::Content => {
+                frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1))
+            }
             KeyPolicy::Process => (u64::from(ctx) << 32) | u64::from(eip),
         })
+    }
+
+    /// The identity under which a translation of the block at `eip` (in `frame`) may be
+    /// reused from another frame, if the policy reuses and the block has one: a hash of
+    /// the file page and the page offset (`file`, for an unmodified file-backed page),
+    /// or of the first guest bytes and the page offset (`content`). Only a hint that
+    /// names candidates: a candidate is reused only if its guest bytes are the block's.
+    pub(crate) fn identity(self, eip: u32, frame: Frame, mem: &AddressSpace) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        let offset = eip & (PAGE_SIZE - 1);
+        match self {
+            KeyPolicy::Virtual | KeyPolicy::Physical | KeyPolicy::Process => return None,
+            KeyPolicy::File => (mem.phys().file_page(frame)?, offset).hash(&mut h),
+            KeyPolicy::Content => {
+                let n = IDENTITY_BYTES.min(PAGE_SIZE - offset);
+                let mut bytes = [0u8; IDENTITY_BYTES as usize];
+                mem.read_bytes(eip, &mut bytes[..n as usize]).ok()?;
+                (offset, &bytes[..n as usize]).hash(&mut h);
+            }
+        }
+        Some(h.finish())
     }
 
     /// Whether a process's translations are dropped when it execs or exits (its keys can

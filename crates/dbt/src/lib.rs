@@ -11,6 +11,8 @@
 //! | `virtual` | guest VA | the VA still maps the frame the code came from |
 //! | `physical` | guest PA (frame, offset) | always (translations are position-independent) |
 //! | `process` | (process, VA) | same as virtual; dropped at exec and exit |
+//! | `file` | guest PA; before translating, (file, page, offset) finds a copy to reuse | as physical |
+//! | `content` | guest PA; before translating, the guest bytes find a copy to reuse | as physical |
 //!
 //! Translations jump to each other directly once both exist (*chaining*), but only
 //! within one page, so a chained jump never needs a mapping check. A guest write to a
@@ -32,6 +34,8 @@
 //! | `dispatch` | the dispatch loop: lookup, interpret or translate, enter |
 //! | `generate` | fetching a hot block, translating it, placing its host code |
 //! | `maintain` | retiring, invalidating written code, dropping a process's keys, flushing |
+//! | `capacity` | the cache's size against `--tc-size` |
+//! | `reuse` | copying another frame's translation of the same code (`file`, `content`) |
 //! | `chain` | patching exits to jump straight to other translations |
 //! | `jump_cache` | the (tag, VA) → host code table read by translated indirect branches |
 //! | `abi` | the runtime stubs, entering translated code and decoding its exits, the fallback helper |
@@ -51,6 +55,7 @@ mod generate;
 mod jump_cache;
 mod key;
 mod maintain;
+mod reuse;
 mod runtime;
 mod slots;
 pub mod translate;
@@ -120,6 +125,9 @@ pub struct EngineStats {
     pub misses: u64,
     /// Blocks translated.
     pub translations: u64,
+    /// Translations copied from another frame's translation of the same code instead of
+    /// translated (`file` and `content` policies).
+    pub reuses: u64,
     /// Translations of physical code that had been translated before under another key.
     pub retranslations: u64,
     /// Direct jumps patched to chain two translations.
@@ -202,6 +210,11 @@ pub struct Engine {
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
     /// FPU state is loaded into the host FPU around translated code.
     fpu_live: bool,
+    /// Translations kept to be copied (`file`, `content`), and their identities.
+    templates: Vec<reuse::Template>,
+    identities: HashMap<u64, Vec<u32>>,
+    /// Bytes the templates cost.
+    template_bytes: usize,
     /// The code map file, when `EngineConfig::code_map` is set.
     code_map: Option<std::fs::File>,
 }
@@ -240,6 +253,9 @@ impl Engine {
             jc: JumpCache::new(),
             fpu_live: false,
             code_map: None,
+            templates: Vec::new(),
+            identities: HashMap::default(),
+            template_bytes: 0,
         };
         if let Some(path) = &e.cfg.code_map {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.

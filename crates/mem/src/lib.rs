@@ -25,7 +25,7 @@ mod window;
 
 pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Prot, Pte, Vma};
 pub use pagecache::{FileId, FileKey, PageCache, PageCacheStats};
-pub use phys::{Frame, PhysMem, PhysStats};
+pub use phys::{FilePage, Frame, PhysMem, PhysStats};
 
 /// Size of a guest page (and of a physical frame).
 pub const PAGE_SIZE: u32 = 4096;
