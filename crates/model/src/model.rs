@@ -194,6 +194,7 @@ mod tests {
             frames_allocated: 250_000,
             host_faults: 300,
             flushes: 2,
+            reuses: 700,
             mmaps: 1_500,
         }
     }

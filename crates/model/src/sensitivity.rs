@@ -110,6 +110,7 @@ mod tests {
             frames_allocated: 200_000,
             host_faults: 100,
             flushes: 1,
+            reuses: 10,
             mmaps: 1_000,
         }
     }
