@@ -83,7 +83,8 @@ impl Engine {
     /// Whether the cache has reached its capacity (it is flushed before the next block).
     #[inline]
     pub(crate) fn over_capacity(&self) -> bool {
-        self.cache_bytes() >= self.cfg.tc_size
+        // The code buffer's capacity: `tc_size`, at least `MIN_TC_SIZE`.
+        self.cache_bytes() >= self.code.capacity()
     }
 }
 
