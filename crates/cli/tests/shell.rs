@@ -240,3 +240,33 @@ fn exec100_counts_are_deterministic_under_every_key() {
         assert_eq!(a.1, b.1, "{key}: counts differ between two runs with one seed");
     }
 }
+
+/// Two copies of bash and of sort are different files in different frames with the same
+/// code: under `content` the second copy's blocks are copied from the first's
+/// translations (relocated and renumbered, then chained), and every run matches native.
+#[test]
+fn content_key_copies_the_translations_of_a_copied_program() {
+    let root = sysroot();
+    let script = "cp /bin/bash a; cp /bin/bash b; cp /bin/sort s1; cp /bin/sort s2; \
+                  ./a -c 'for i in 3 1 2; do echo $i; done | ./s1; seq 50 | ./s2 -r | head -3'; \
+                  ./b -c 'for i in 3 1 2; do echo $i; done | ./s2; seq 50 | ./s1 -r | head -3'";
+    let argv = ["/bin/bash", "-c", script];
+    let want = {
+        let dir = GuestDir::new(root, "copies-native");
+        native_in_root(root, &argv, &dir.guest, b"")
+    };
+    assert_eq!(want.status, 0, "{}", want.stderr);
+    for threshold in ["0", "3"] {
+        let dir = GuestDir::new(root, &format!("copies-{threshold}"));
+        let json = dir.host.join("stats.json");
+        let jpath = json.to_str().unwrap().to_string();
+        let flags =
+            ["--engine", "dbt", "--key", "content", "--aslr", "2", "--threshold", threshold, "--stats-json", &jpath];
+        let got = emulated_in_root(&flags, root, &argv, &dir.guest, b"");
+        assert!(got == want, "threshold {threshold}:\n{}", difference(&want, &got));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let n = |k: &str| v["engine"][k].as_u64().unwrap_or_else(|| panic!("engine.{k}"));
+        assert!(n("reuses") > 1000, "threshold {threshold}: {} reuses", n("reuses"));
+        assert!(n("chain_patches") > 0 && n("translations") > 0);
+    }
+}
