@@ -51,7 +51,7 @@ fn execute(c: &mut Criterion) {
             key: KeyPolicy::Physical,
             threshold: 0,
             chain,
-            code_map: None,
+            ..EngineConfig::default()
         })
         .unwrap();
         let name = if chain { "alu_loop_chained" } else { "alu_loop_dispatch_every_block" };

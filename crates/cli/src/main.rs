@@ -52,13 +52,6 @@ enum Engine {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Key {
-    Virtual,
-    Physical,
-    Process,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 enum KernelArg {
     #[value(name = "2.6.12")]
     Linux2612,
@@ -71,14 +64,18 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "interp")]
     engine: Engine,
     /// Translation cache key policy (dbt engine).
-    #[arg(long, value_enum, default_value = "physical")]
-    key: Key,
+    #[arg(long, default_value = "physical", value_parser = key_parser())]
+    key: morph_dbt::KeyPolicy,
     /// Executions of a block before it is translated (dbt engine).
     #[arg(long, default_value_t = morph_dbt::DEFAULT_THRESHOLD)]
     threshold: u32,
     /// Do not chain translated blocks (dbt engine).
     #[arg(long)]
     no_chain: bool,
+    /// Translation cache capacity: bytes with an optional K, M or G suffix, or `crusoe`
+    /// (14 MiB, the Crusoe's); the whole cache is flushed when it is full (dbt engine).
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = morph_dbt::parse_tc_size)]
+    tc_size: usize,
 
     /// Write one line per translation to FILE: code-buffer offset, size, guest EIP, guest PA,
     /// host code (dbt engine; see benches/code-map.py)
@@ -218,17 +215,21 @@ fn check_executable(machine: &Machine, path: &str, cwd: &str) -> anyhow::Result<
     Ok(())
 }
 
+/// `--key`: the engine's policies, parsed by the engine, listed with their meaning.
+fn key_parser() -> impl clap::builder::TypedValueParser<Value = morph_dbt::KeyPolicy> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let values = morph_dbt::KeyPolicy::ALL.map(|k| PossibleValue::new(k.name()).help(k.describe()));
+    PossibleValuesParser::new(values).try_map(|s| s.parse::<morph_dbt::KeyPolicy>())
+}
+
 fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let engine = morph_dbt::EngineConfig {
         translate: a.engine == Engine::Dbt,
-        key: match a.key {
-            Key::Virtual => morph_dbt::KeyPolicy::Virtual,
-            Key::Physical => morph_dbt::KeyPolicy::Physical,
-            Key::Process => morph_dbt::KeyPolicy::Process,
-        },
+        key: a.key,
         threshold: a.threshold,
         chain: !a.no_chain,
         code_map: a.code_map.clone(),
+        tc_size: a.tc_size,
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
@@ -335,10 +336,12 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "key": cfg.key.name(),
             "threshold": cfg.threshold,
             "chain": cfg.chain,
+            "tc_size": cfg.tc_size,
             "lookups": e.lookups,
             "hits": e.hits,
             "misses": e.misses,
             "translations": e.translations,
+            "reuses": e.reuses,
             "retranslations": e.retranslations,
             "chain_patches": e.chain_patches,
             "jump_cache_hits": e.jump_cache_hits,

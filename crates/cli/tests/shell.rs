@@ -30,6 +30,8 @@ fn few_configs() -> Vec<Vec<&'static str>> {
         vec!["--engine", "dbt", "--key", "virtual"],
         vec!["--engine", "dbt", "--key", "physical"],
         vec!["--engine", "dbt", "--key", "process"],
+        vec!["--engine", "dbt", "--key", "file"],
+        vec!["--engine", "dbt", "--key", "content"],
         vec!["--engine", "dbt", "--no-chain"],
         vec!["--engine", "dbt", "--threshold", "0"],
     ]
@@ -161,7 +163,9 @@ fn every_script_is_tested_or_pending() {
 
 /// The counters of one `--stats-json` run.
 fn stats_of(flags: &[&str]) -> (Run, serde_json::Value) {
-    let json = scratch("exec100-stats").join(format!("{}.json", flags.join("_").replace('-', "")));
+    // A directory per configuration: tests running at once must not empty each other's.
+    let name = flags.join("_").replace('-', "");
+    let json = scratch(&format!("exec100-stats-{name}")).join("stats.json");
     let mut f = flags.to_vec();
     let jpath = json.to_str().unwrap().to_string();
     f.extend(["--stats-json", jpath.as_str()]);
@@ -176,7 +180,7 @@ fn exec100_under_every_key_and_physical_keys_share_translations() {
     let want = reference("exec100");
     let mut translations = std::collections::BTreeMap::new();
     for (threshold, aslr) in [("50", "0"), ("0", "2")] {
-        for key in ["virtual", "physical", "process"] {
+        for key in ["virtual", "physical", "process", "file", "content"] {
             let flags = ["--engine", "dbt", "--key", key, "--threshold", threshold, "--aslr", aslr];
             let (got, s) = stats_of(&flags);
             let what = flags.join(" ");
@@ -187,6 +191,9 @@ fn exec100_under_every_key_and_physical_keys_share_translations() {
             assert!(n("/os/processes") >= 100, "{what}: {} processes", n("/os/processes"));
             assert!(n("/os/execs") >= 100, "{what}: {} execs", n("/os/execs"));
             translations.insert((threshold, aslr, key), n("/engine/translations"));
+            if matches!(key, "physical" | "file" | "content") {
+                assert_eq!(n("/engine/retranslations"), 0, "{what}: library code translated again");
+            }
         }
     }
     let t = |th, aslr, key| translations[&(th, aslr, key)];
@@ -198,4 +205,68 @@ fn exec100_under_every_key_and_physical_keys_share_translations() {
     assert!(t("0", "2", "physical") * 10 < t("0", "2", "process"), "{translations:?}");
     // With ASLR, virtual keys miss whenever a library moved: the effect of the seed report.
     assert!(t("0", "2", "physical") * 10 < t("0", "2", "virtual"), "{translations:?}");
+}
+
+#[test]
+fn exec100_with_a_small_cache_flushes_it_and_matches_native() {
+    let want = reference("exec100");
+    for (key, size) in [("virtual", "256K"), ("physical", "64K")] {
+        let flags = ["--engine", "dbt", "--key", key, "--threshold", "0", "--aslr", "2", "--tc-size", size];
+        let (got, s) = stats_of(&flags);
+        let what = flags.join(" ");
+        assert!(got == want, "exec100.sh under {what}:\n{}", difference(&want, &got));
+        let flushes = s.pointer("/engine/flushes").and_then(serde_json::Value::as_u64).expect("flushes in stats");
+        assert!(flushes > 0, "{what}: no flush");
+        let blocks = s.pointer("/engine/blocks").and_then(serde_json::Value::as_u64).expect("blocks in stats");
+        let host = s.pointer("/engine/host_bytes").and_then(serde_json::Value::as_u64).expect("host_bytes");
+        assert!(blocks > 0 && host <= 256 << 10, "{what}: {blocks} blocks in {host} bytes after the last flush");
+    }
+}
+
+/// The same seed gives the same counts (host times aside) under every key.
+#[test]
+fn exec100_counts_are_deterministic_under_every_key() {
+    for key in ["virtual", "physical", "process", "file", "content"] {
+        let flags = ["--engine", "dbt", "--key", key, "--aslr", "2", "--seed", "5", "--threshold", "2"];
+        let counts = || {
+            let (run, v) = stats_of(&flags);
+            let mut all = Vec::new();
+            flatten("", &v, &mut all);
+            all.retain(|(k, _)| !k.ends_with("_ns"));
+            (run, all)
+        };
+        let (a, b) = (counts(), counts());
+        assert_eq!(a.0, b.0, "{key}: output differs between two runs with one seed");
+        assert_eq!(a.1, b.1, "{key}: counts differ between two runs with one seed");
+    }
+}
+
+/// Two copies of bash and of sort are different files in different frames with the same
+/// code: under `content` the second copy's blocks are copied from the first's
+/// translations (relocated and renumbered, then chained), and every run matches native.
+#[test]
+fn content_key_copies_the_translations_of_a_copied_program() {
+    let root = sysroot();
+    let script = "cp /bin/bash a; cp /bin/bash b; cp /bin/sort s1; cp /bin/sort s2; \
+                  ./a -c 'for i in 3 1 2; do echo $i; done | ./s1; seq 50 | ./s2 -r | head -3'; \
+                  ./b -c 'for i in 3 1 2; do echo $i; done | ./s2; seq 50 | ./s1 -r | head -3'";
+    let argv = ["/bin/bash", "-c", script];
+    let want = {
+        let dir = GuestDir::new(root, "copies-native");
+        native_in_root(root, &argv, &dir.guest, b"")
+    };
+    assert_eq!(want.status, 0, "{}", want.stderr);
+    for threshold in ["0", "3"] {
+        let dir = GuestDir::new(root, &format!("copies-{threshold}"));
+        let json = dir.host.join("stats.json");
+        let jpath = json.to_str().unwrap().to_string();
+        let flags =
+            ["--engine", "dbt", "--key", "content", "--aslr", "2", "--threshold", threshold, "--stats-json", &jpath];
+        let got = emulated_in_root(&flags, root, &argv, &dir.guest, b"");
+        assert!(got == want, "threshold {threshold}:\n{}", difference(&want, &got));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let n = |k: &str| v["engine"][k].as_u64().unwrap_or_else(|| panic!("engine.{k}"));
+        assert!(n("reuses") > 1000, "threshold {threshold}: {} reuses", n("reuses"));
+        assert!(n("chain_patches") > 0 && n("translations") > 0);
+    }
 }

@@ -89,8 +89,23 @@ impl CodeBuffer {
         true
     }
 
-    /// Forgets every byte (a cache flush); the region is reused from offset 0.
+    /// Forgets every byte (a cache flush); the region is reused from offset 0, and the
+    /// host pages that held the code are given back (the memfd's range is punched out,
+    /// so a flushed cache costs no memory until it fills again).
     pub fn clear(&mut self) {
+        if self.len > 0 {
+            // SAFETY: punching a hole in our own memfd, within its size; both views stay
+            // mapped and read zeros until written again. No translated code runs during a
+            // flush. Failure (a kernel without hole punching in shmem) only keeps the pages.
+            unsafe {
+                libc::fallocate(
+                    self._fd.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    0,
+                    self.len as libc::off_t,
+                );
+            }
+        }
         self.len = 0;
     }
 }
@@ -119,5 +134,11 @@ mod tests {
         assert_eq!(f(), 7);
         assert!(!c.patch(5, &[0, 0]));
         assert!(!c.extend(&vec![0; 1 << 16]));
+        c.clear();
+        assert_eq!(c.offset(), 0);
+        assert!(c.extend(&[0xb8, 9, 0, 0, 0, 0xc3]));
+        // SAFETY: as above, written again after the clear.
+        let f: extern "C" fn() -> i32 = unsafe { std::mem::transmute(c.base()) };
+        assert_eq!(f(), 9);
     }
 }

@@ -32,7 +32,7 @@ fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
 /// An engine translating at the first dispatch (`translate`) or interpreting only, with
 /// chaining, under `key`.
 fn engine(translate: bool, key: KeyPolicy) -> Engine {
-    Engine::new(EngineConfig { translate, key, threshold: 0, chain: true, code_map: None }).unwrap()
+    Engine::new(EngineConfig { translate, key, threshold: 0, chain: true, ..EngineConfig::default() }).unwrap()
 }
 
 /// Runs `code` to its `int 0x80` with `cfg`; returns the CPU and the data page.
@@ -59,10 +59,10 @@ fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
 /// `check` of machine code (ending in `int 0x80`) at `CODE`.
 fn check_code(name: &str, code: &[u8]) {
     let interp = run(code, EngineConfig { translate: false, ..EngineConfig::default() });
-    for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
+    for key in KeyPolicy::ALL {
         for chain in [true, false] {
             for threshold in [0, 2] {
-                let cfg = EngineConfig { translate: true, key, threshold, chain, code_map: None };
+                let cfg = EngineConfig { translate: true, key, threshold, chain, ..EngineConfig::default() };
                 let dbt = run(code, cfg.clone());
                 assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
                 assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");
@@ -218,7 +218,7 @@ fn indirect_jump_to_empty_slot_faults_in_the_guest() {
     a.xor(eax, eax).unwrap();
     a.jmp(eax).unwrap();
     let code = a.assemble(u64::from(CODE)).unwrap();
-    for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
+    for key in KeyPolicy::ALL {
         let (mut cpu, mut mem) = machine(&code);
         let mut e = engine(true, key);
         match e.run(&mut cpu, &mut mem, 1, 1_000_000) {
@@ -246,7 +246,7 @@ fn translated_code_fills_a_forked_window_and_breaks_copy_on_write_in_place() {
     a.jnz(top).unwrap();
     a.int(0x80).unwrap();
     let code = a.assemble(u64::from(CODE)).unwrap();
-    for key in [KeyPolicy::Physical, KeyPolicy::Virtual, KeyPolicy::Process] {
+    for key in KeyPolicy::ALL {
         let (mut cpu, mut parent) = machine(&code);
         cpu.gpr[3] = DATA; // ebx
         let mut child = parent.fork().unwrap();

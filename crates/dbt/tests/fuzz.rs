@@ -342,8 +342,14 @@ proptest! {
     fn translator_matches_interpreter(ops in prop::collection::vec(op(), 1..40), regs in any::<[u32; 8]>(), iters in 1..6u32) {
         let (code, mask) = program(&ops, iters);
         let want = run(&code, regs, EngineConfig { translate: false, ..EngineConfig::default() });
-        for (key, threshold) in [(KeyPolicy::Physical, 0), (KeyPolicy::Virtual, 1), (KeyPolicy::Process, 2)] {
-            let cfg = EngineConfig { translate: true, key, threshold, chain: true, code_map: None };
+        for (key, threshold) in [
+            (KeyPolicy::Physical, 0),
+            (KeyPolicy::Virtual, 1),
+            (KeyPolicy::Process, 2),
+            (KeyPolicy::File, 0),
+            (KeyPolicy::Content, 1),
+        ] {
+            let cfg = EngineConfig { translate: true, key, threshold, chain: true, ..EngineConfig::default() };
             let got = run(&code, regs, cfg.clone());
             prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
             prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);

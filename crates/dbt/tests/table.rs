@@ -47,7 +47,8 @@ fn run(code: &[u8], gpr: [u32; 8], eflags: u32, translate: bool) -> Outcome {
     cpu.eip = CODE;
     cpu.gpr = gpr;
     cpu.eflags = eflags;
-    let cfg = EngineConfig { translate, key: KeyPolicy::Physical, threshold: 0, chain: true, code_map: None };
+    let cfg =
+        EngineConfig { translate, key: KeyPolicy::Physical, threshold: 0, chain: true, ..EngineConfig::default() };
     let mut e = Engine::new(cfg).unwrap();
     let exit = e.run(&mut cpu, &mut mem, 1, 1000);
     let mut data = vec![0u8; 0x1000];

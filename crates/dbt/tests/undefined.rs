@@ -221,7 +221,13 @@ fn undefined_results_and_flags_match_the_host() {
     let cases = cases();
     let code = program(&cases);
     let interp = run(&code, cases.len(), EngineConfig { translate: false, ..EngineConfig::default() });
-    let cfg = EngineConfig { translate: true, key: KeyPolicy::Physical, threshold: 0, chain: true, code_map: None };
+    let cfg = EngineConfig {
+        translate: true,
+        key: KeyPolicy::Physical,
+        threshold: 0,
+        chain: true,
+        ..EngineConfig::default()
+    };
     let dbt = run(&code, cases.len(), cfg);
     let word = |d: &[u8], i: usize, k: usize| {
         let o = i * SLOT as usize + 4 * k;

@@ -26,7 +26,7 @@ mod window;
 
 pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Vma};
 pub use pagecache::{FileId, FileKey, PageCache, PageCacheStats};
-pub use phys::{Frame, PhysMem, PhysStats};
+pub use phys::{FilePage, Frame, PhysMem, PhysStats};
 pub use pte::{Prot, Pte};
 
 /// Size of a guest page (and of a physical frame).

@@ -16,7 +16,7 @@
 use std::cell::{Cell, RefCell};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use crate::{MemError, PAGE_SIZE, PhysAddr, host_err};
+use crate::{FileId, MemError, PAGE_SIZE, PhysAddr, host_err};
 
 /// A physical frame number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -81,6 +81,18 @@ pub struct PhysMem {
     vmas: Cell<u64>,
     /// The most guest VMAs the machine may have (see [`PhysMem::vma_room`]).
     vma_limit: u64,
+    /// The file page each page-cache frame was filled from, while its contents are the
+    /// file's (see [`PhysMem::file_page`]).
+    file_pages: RefCell<rustc_hash::FxHashMap<u32, FilePage>>,
+}
+
+/// Which page of which file a frame holds (the file as it was when the page was read).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FilePage {
+    /// The file: device, inode, modification time and size.
+    pub file: FileId,
+    /// The page's index in the file.
+    pub index: u32,
 }
 
 const GROW_FRAMES: u32 = 4096; // grow the memfd 16 MiB at a time
@@ -130,6 +142,7 @@ impl PhysMem {
             committed: Cell::new(0),
             vmas: Cell::new(0),
             vma_limit: host_vma_budget(),
+            file_pages: RefCell::new(rustc_hash::FxHashMap::default()),
         })
     }
 
@@ -381,7 +394,28 @@ impl PhysMem {
             }
             inner.free.insert(f.0);
             inner.stats.frames_in_use -= 1;
+            self.file_pages.borrow_mut().remove(&f.0);
         }
+    }
+
+    /// Records that the page cache filled frame `f` with `page` of a file.
+    pub fn set_file_page(&self, f: Frame, page: FilePage) {
+        self.file_pages.borrow_mut().insert(f.0, page);
+    }
+
+    /// Forgets which file page `f` holds: its contents are no longer the file's as read.
+    pub fn forget_file_page(&self, f: Frame) {
+        self.file_pages.borrow_mut().remove(&f.0);
+    }
+
+    /// The file page frame `f` holds, if the page cache filled it and it has not been
+    /// written through the cache since nor freed. A private mapping that is written
+    /// gets a copy (another frame, with none), so a guest page whose frame has one is an
+    /// unmodified file-backed page. (A store through a shared writable mapping changes
+    /// the frame in place without this knowing: callers that reuse work by file
+    /// identity must still compare the bytes.)
+    pub fn file_page(&self, f: Frame) -> Option<FilePage> {
+        self.file_pages.borrow().get(&f.0).copied()
     }
 
     /// The reference count of a frame.

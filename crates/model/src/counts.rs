@@ -45,6 +45,11 @@ pub struct Counts {
     /// Faults raised inside translated code and re-run by the interpreter
     /// (`engine.host_faults`).
     pub host_faults: u64,
+    /// Translation caches flushed because they were full (`engine.flushes`).
+    pub flushes: u64,
+    /// Translations copied from another frame's translation of the same code instead of
+    /// translated (`engine.reuses`).
+    pub reuses: u64,
     /// `mmap` and `mmap2` calls (`os.syscalls.mmap` + `os.syscalls.mmap2`).
     pub mmaps: u64,
 }
@@ -90,6 +95,8 @@ impl Counts {
             page_cache_fills: get("memory", "page_cache_fills"),
             frames_allocated: get("memory", "frames_allocated"),
             host_faults: get("engine", "host_faults"),
+            flushes: get("engine", "flushes"),
+            reuses: get("engine", "reuses"),
             // Linux i386 names: 90 is the old one-argument `mmap`, 192 is `mmap2`.
             mmaps: syscall("mmap") + syscall("mmap2"),
         }
@@ -117,7 +124,7 @@ mod tests {
                 "retranslations": 3, "chain_patches": 90, "jump_cache_hits": 10,
                 "invalidations": 1, "interp_instructions": 40000,
                 "translated_instructions": 1000000, "translated_guest_instructions": 900,
-                "helper_instructions": 4, "host_faults": 6, "interp_ns": 1, "translate_ns": 2,
+                "helper_instructions": 4, "host_faults": 6, "flushes": 2, "reuses": 8, "interp_ns": 1, "translate_ns": 2,
                 "exec_ns": 3
             },
             "os": {
@@ -153,6 +160,8 @@ mod tests {
                 page_cache_fills: 59,
                 frames_allocated: 4242,
                 host_faults: 6,
+                flushes: 2,
+                reuses: 8,
                 mmaps: 19,
             }
         );

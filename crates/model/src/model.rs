@@ -193,6 +193,8 @@ mod tests {
             page_cache_fills: 800,
             frames_allocated: 250_000,
             host_faults: 300,
+            flushes: 2,
+            reuses: 700,
             mmaps: 1_500,
         }
     }

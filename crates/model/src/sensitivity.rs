@@ -109,6 +109,8 @@ mod tests {
             page_cache_fills: 500,
             frames_allocated: 200_000,
             host_faults: 100,
+            flushes: 1,
+            reuses: 10,
             mmaps: 1_000,
         }
     }

@@ -112,7 +112,7 @@ pub fn scratch(name: &str) -> PathBuf {
 /// translator under each key policy, thresholds 0 and default, chaining on and off.
 pub fn configs() -> Vec<Vec<&'static str>> {
     let mut v = vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]];
-    for key in ["physical", "virtual", "process"] {
+    for key in ["physical", "virtual", "process", "file", "content"] {
         v.push(vec!["--engine", "dbt", "--key", key, "--threshold", "0"]);
         v.push(vec!["--engine", "dbt", "--key", key, "--threshold", "0", "--no-chain"]);
         v.push(vec!["--engine", "dbt", "--key", key]);

@@ -248,6 +248,7 @@ impl PageCache {
             self.stats.pages += u64::from(run);
             for (&f, page) in frames.iter().zip(index + i..) {
                 e.pages.insert(page, f);
+                phys.set_file_page(f, crate::FilePage { file: id, index: page });
             }
             out.extend(frames);
             i = j;
@@ -336,6 +337,7 @@ impl PageCache {
             if phys.is_code(f) {
                 phys.note_code_write(f);
             }
+            phys.forget_file_page(f);
             self.stats.write_throughs += 1;
         }
         e.restamp();

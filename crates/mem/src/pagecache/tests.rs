@@ -270,3 +270,24 @@ fn mprotect_cannot_make_a_read_only_shared_file_mapping_writable() {
     a.map_file(&mut c, 0x2000_0000, PAGE_SIZE, Prot::READ, false, &ro, s.id(), 0, "f").unwrap();
     assert_eq!(a.protect(0x2000_0000, PAGE_SIZE, Prot::RW), Ok(()));
 }
+
+#[test]
+fn a_filled_frame_names_its_file_page_until_written_or_freed() {
+    let (phys, mut cache) = machine();
+    let f = Scratch::new("origin", &pattern(3 * 4096));
+    let frames = cache.pages(&phys, &f.file, f.id(), 0, 3).unwrap();
+    for (i, &fr) in frames.iter().enumerate() {
+        assert_eq!(phys.file_page(fr), Some(crate::FilePage { file: f.id(), index: i as u32 }));
+    }
+    let anon = phys.alloc().unwrap();
+    assert_eq!(phys.file_page(anon), None, "anonymous memory has no file page");
+    f.file.write_all_at(b"new", 4096 + 10).unwrap();
+    cache.written(&phys, f.id().key(), 4096 + 10, 3).unwrap();
+    assert_eq!(phys.file_page(frames[1]), None, "written through the cache");
+    assert!(phys.file_page(frames[0]).is_some(), "the other pages keep theirs");
+    cache.truncated(&phys, f.id().key(), 0);
+    for fr in frames {
+        assert_eq!(phys.refcount(fr), 0, "dropped by the truncation, mapped nowhere");
+        assert_eq!(phys.file_page(fr), None, "a freed frame has none");
+    }
+}

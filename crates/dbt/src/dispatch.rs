@@ -1,0 +1,142 @@
+//! The dispatcher: per block start, find the key's slot, run its translation or
+//! interpret the block, count, and translate the hot.
+
+use morph_cpu::state::flags;
+use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
+use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+
+use crate::Engine;
+use crate::clock::{self, Activity, Clock};
+
+/// Interprets one block at `cpu.eip`, its decoded block taken from (and left in)
+/// `cache`, and counts the time.
+pub(crate) fn interpret(
+    interp: &mut Interp,
+    ticks: &mut clock::Ticks,
+    cpu: &mut Cpu,
+    mem: &mut AddressSpace,
+    cache: &mut Option<CachedBlock>,
+) -> Result<(), Exit> {
+    ticks.switch(Activity::Interp);
+    interp.run_block_cached(cpu, mem, cache)
+}
+
+impl Engine {
+    /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
+    pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
+        if !self.cfg.translate {
+            let t0 = Clock::ticks();
+            let e = self.interp.run(cpu, mem, budget);
+            self.ticks.interp += Clock::ticks() - t0;
+            return e;
+        }
+        self.ticks.start();
+        let e = self.dispatch_loop(cpu, mem, ctx, budget);
+        self.ticks.switch(Activity::Outside);
+        e
+    }
+
+    /// `run` with translation on.
+    pub(crate) fn dispatch_loop(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
+        // Code made from a frame that this space also maps elsewhere, writable (shared
+        // memory, a file mapped twice, another process's translation): protect those
+        // aliases before translated stores can reach them.
+        mem.protect_code_aliases();
+        let start = cpu.icount;
+        loop {
+            let used = cpu.icount - start;
+            if used >= budget {
+                return Exit::Budget;
+            }
+            if mem.phys().code_epoch() != self.epoch {
+                self.sync_code(mem);
+            }
+            if self.over_capacity() {
+                self.flush();
+            }
+            let eip = cpu.eip;
+            // With the trap flag set no translation runs: the interpreter single-steps.
+            let traced = cpu.eflags & flags::TF != 0;
+            let r = if let Some(pa) = mem.translate(eip).filter(|_| !traced && mem.pte(eip).readable()) {
+                let frame = pa.frame();
+                let key = self.cfg.key.key(eip, frame, ctx);
+                self.stats.lookups += 1;
+                let i = self.dispatch_slot(key);
+                let slot = &mut self.slots[i as usize];
+                match slot.live_from(frame, eip, mem) {
+                    Some(l) => {
+                        self.stats.hits += 1;
+                        if l.owner != ctx {
+                            self.stats.foreign_hits += 1;
+                        }
+                        self.enter(l.body.get() as usize, frame, ctx, cpu, mem, budget - used)
+                    }
+                    None => {
+                        self.stats.misses += 1;
+                        slot.count += 1;
+                        if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
+                            let r = interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut slot.block);
+                            if let Some(h) = slot.block.as_ref().map(CachedBlock::prefetch_hint)
+                                && let Some(p) = self.slots.get_mut(self.pred_slot as usize)
+                            {
+                                p.succ_hint = h;
+                            }
+                            r
+                        } else if let Some(t) = self.translate(key, eip, frame, mem, ctx) {
+                            let body = self.trans[t as usize].body;
+                            self.enter(body, frame, ctx, cpu, mem, budget - used)
+                        } else {
+                            self.untranslatable.insert(key);
+                            interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut None)
+                        }
+                    }
+                }
+            } else {
+                interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut None) // raises the fetch fault
+            };
+            if let Err(e) = r {
+                return e;
+            }
+        }
+    }
+
+    /// Runs translated code from `body` (the translation at `cpu.eip`, made from
+    /// `frame`), after making it, and the other translations of its page, jump-cache
+    /// entries of process `ctx`.
+    pub(crate) fn enter(
+        &mut self,
+        body: usize,
+        frame: Frame,
+        ctx: u32,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        budget: u64,
+    ) -> Result<(), Exit> {
+        let mapping = (mem.mapping_id(), self.cfg.key.jump_cache_ctx(ctx));
+        self.jc.select(mapping);
+        let eip = cpu.eip;
+        self.prefill(eip, frame, ctx);
+        self.jc.set(eip, (self.code_base + body) as u64);
+        self.execute(body, cpu, mem, budget)
+    }
+
+    /// Puts in the jump cache every live translation made from `frame` that a dispatch
+    /// of its VA on the page of `eip` would find for process `ctx` (all of them under
+    /// `physical`; under `virtual` and `process`, those made at that VA, and by `ctx`),
+    /// once per page until the cache is emptied. A process entering a page of shared
+    /// code for the first time then reaches the page's other translations through the
+    /// jump cache instead of one dispatcher round trip each.
+    pub(crate) fn prefill(&mut self, eip: u32, frame: Frame, ctx: u32) {
+        let page = eip & !(PAGE_SIZE - 1);
+        if self.jc.page_done(page) {
+            return;
+        }
+        let Some(list) = self.by_frame.get(&frame) else { return };
+        for e in list.iter().filter(|e| !e.straddles) {
+            let va = page | e.key.page_offset();
+            if self.cfg.key.key(va, frame, ctx) == e.key {
+                self.jc.set(va, (self.code_base + e.body as usize) as u64);
+            }
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Generation: fetch a hot block's guest bytes, translate it, and place the host code
+//! in the code buffer with its fixups, fault points and bookkeeping.
+
+use iced_x86::Instruction;
+use morph_cpu::MAX_INSN_LEN;
+use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+use std::num::NonZeroU32;
+use std::rc::Rc;
+
+use crate::clock::Activity;
+use crate::key::Key;
+use crate::slots::{FrameEntry, Live, NO_FRAME};
+use crate::translate::{self, Fixup, Site};
+use crate::{Engine, abi::helper};
+
+pub(crate) struct Translation {
+    pub(crate) key: Key,
+    pub(crate) frame: Frame,
+    /// The next page's frame, if the last instruction straddles into it.
+    pub(crate) frame2: Option<Frame>,
+    pub(crate) pa: u64,
+    pub(crate) start: usize,
+    pub(crate) body: usize,
+    /// The chain entry (budget check), where backward chains enter.
+    pub(crate) entry: usize,
+    pub(crate) sites: Vec<Site>,
+    pub(crate) alive: bool,
+    /// Boxed so their addresses, baked into the translation, never move (shared with
+    /// the copies of a reused translation, which point at the same ones).
+    #[allow(clippy::vec_box)]
+    pub(crate) _helpers: Rc<Vec<Box<Instruction>>>,
+}
+
+/// A translation ready to be placed: made by the translator, or copied from another
+/// frame's translation of the same code (`reuse`). Host code before its fixups.
+#[derive(Clone)]
+pub(crate) struct Made {
+    pub(crate) code: Vec<u8>,
+    pub(crate) body: usize,
+    pub(crate) entry: usize,
+    pub(crate) sites: Vec<Site>,
+    pub(crate) fixups: Vec<(usize, Fixup)>,
+    pub(crate) points: Vec<(u32, u32, u32)>,
+    pub(crate) instructions: u32,
+    pub(crate) guest_len: u32,
+    #[allow(clippy::vec_box)]
+    pub(crate) helpers: Rc<Vec<Box<Instruction>>>,
+    pub(crate) fallbacks: u32,
+    pub(crate) uses_fpu: bool,
+}
+
+impl From<translate::Translated> for Made {
+    fn from(t: translate::Translated) -> Made {
+        Made {
+            code: t.code,
+            body: t.body,
+            entry: t.entry,
+            sites: t.sites,
+            fixups: t.fixups,
+            points: t.points,
+            instructions: t.instructions,
+            guest_len: t.guest_len,
+            helpers: Rc::new(t.helper_instrs),
+            fallbacks: t.fallbacks,
+            uses_fpu: t.uses_fpu,
+        }
+    }
+}
+
+/// Where a translation about to be placed comes from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Translated,
+    Reused,
+}
+
+impl Engine {
+    /// Translates the block at `eip` from the interpreter's decoded blocks (each guest
+    /// instruction is decoded once, for both engines). The translation is numbered as
+    /// the next one of the cache.
+    fn fetch_and_translate(&mut self, eip: u32, mem: &mut AddressSpace) -> Option<Made> {
+        let (interp, id) = (&mut self.interp, self.trans.len() as u32);
+        let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
+        translate::translate_decoded(fetch, eip, helper as *const () as usize, id).map(Made::from)
+    }
+
+    /// Makes the translation of the block at `eip` (in `frame`) for `key`, process
+    /// `ctx`: a copy of another frame's translation of the same code if the policy
+    /// finds one, else a new one. Returns its number.
+    pub(crate) fn translate(
+        &mut self,
+        key: Key,
+        eip: u32,
+        frame: Frame,
+        mem: &mut AddressSpace,
+        ctx: u32,
+    ) -> Option<u32> {
+        self.ticks.switch(Activity::Translate);
+        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+        let len = page_end.wrapping_sub(eip);
+        // The last instruction may straddle into the next page if that page can be read
+        // (and is not past the top of the address space).
+        let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
+        let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
+        let identity = self.cfg.key.identity(eip, frame, mem);
+        let (mut made, mut origin) = match identity.and_then(|h| self.reuse(h, eip, max, mem)) {
+            Some(m) => (m, Origin::Reused),
+            None => (self.fetch_and_translate(eip, mem)?, Origin::Translated),
+        };
+        if self.code.offset() + made.code.len() > self.code.capacity() {
+            self.flush();
+            // A translation's exits name it by its number, which the flush changed (and
+            // the translations to copy from are gone).
+            (made, origin) = (self.fetch_and_translate(eip, mem)?, Origin::Translated);
+        }
+        if origin == Origin::Translated
+            && let Some(h) = identity
+        {
+            self.remember(h, eip, &made, mem);
+        }
+        let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);
+        self.place(made, origin, key, eip, frame, frame2, mem, ctx)
+    }
+
+    /// Puts `made` in the code buffer as the live translation of `key`, made from
+    /// `frame` (and `frame2`, if its last instruction straddles into the next page).
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &mut self,
+        made: Made,
+        origin: Origin,
+        key: Key,
+        eip: u32,
+        frame: Frame,
+        frame2: Option<Frame>,
+        mem: &mut AddressSpace,
+        ctx: u32,
+    ) -> Option<u32> {
+        let start = self.code.offset();
+        // Never 0: the runtime precedes every translation in the buffer.
+        let body = NonZeroU32::new((start + made.body) as u32)?;
+        let mut code = made.code;
+        for &(field, to) in &made.fixups {
+            let target = match to {
+                Fixup::ExitCommon => self.exit_common_off,
+                Fixup::ExitNosave => self.exit_nosave_off,
+            };
+            let rel = (target as i64 - (start + field + 4) as i64) as i32;
+            code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+        if !self.code.extend(&code) {
+            return None;
+        }
+        self.refresh_code_base();
+        let id = self.trans.len() as u32;
+        for &(h, g, k) in &made.points {
+            self.fault_map.points.push((h + start as u32, g, k));
+        }
+        let pa = frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1));
+        let seen = !self.seen_pa.insert(pa);
+        if origin == Origin::Reused {
+            self.stats.reuses += 1;
+        } else {
+            self.stats.retranslations += u64::from(seen);
+            self.stats.translations += 1;
+            self.stats.translated_guest_instructions += u64::from(made.instructions);
+        }
+        self.stats.helper_instructions += u64::from(made.fallbacks);
+        self.fpu_live |= made.uses_fpu;
+        self.trans.push(Translation {
+            key,
+            frame,
+            frame2,
+            pa,
+            start,
+            body: start + made.body,
+            entry: start + made.entry,
+            sites: made.sites,
+            alive: true,
+            _helpers: made.helpers,
+        });
+        let live = Live { id, frame, frame2: frame2.map_or(NO_FRAME, |f| f.0), body, owner: ctx };
+        let i = self.slot_of(key);
+        let slot = &mut self.slots[i as usize];
+        slot.block = None; // translated: its decoded block is not needed any more
+        if let Some(old) = slot.live.replace(live) {
+            // Made from another frame (`virtual`, `process`): no jump cache holds it
+            // (the mapping changed since, which emptied them).
+            self.retire(old.id);
+        }
+        let entry = FrameEntry { id, key, body: body.get(), straddles: frame2.is_some() };
+        self.by_frame.entry(frame).or_default().push(entry);
+        mem.mark_code(eip);
+        if let Some(f2) = frame2 {
+            // A write to either page drops it.
+            self.by_frame.entry(f2).or_default().push(entry);
+            mem.mark_code((eip | (PAGE_SIZE - 1)).wrapping_add(1));
+        }
+        if let Some(f) = &mut self.code_map {
+            use std::io::Write;
+            let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
+            let line = format!("{start:x} {:x} {eip:08x} {pa:x} {hex}\n", code.len());
+            // Best effort, like the file itself.
+            let _ = f.write_all(line.as_bytes());
+        }
+        Some(id)
+    }
+}
+
+/// The frame of the page after `eip`'s, if that page is mapped readable.
+#[inline]
+pub(crate) fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
+    let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+    let p = mem.pte(next);
+    (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
+}

@@ -1,0 +1,164 @@
+//! The jump cache: where translated code finds the target of an indirect branch
+//! without going back to the dispatcher.
+
+use morph_mem::PAGE_SHIFT;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::runtime::{self, JC_ENTRIES, JcEntry};
+
+/// Pages remembered as prefilled in the jump cache (direct-mapped by page number; a
+/// process runs code from a few hundred pages).
+const JC_PAGES: usize = 1024;
+
+/// The jump cache: (tag, guest VA) → translation body, direct-mapped by the VA's low
+/// bits, read by translated code for indirect branches. A tag stands for one mapping
+/// (an `AddressSpace::mapping_id`, with the process under the `process` policy): a
+/// process switch selects the next process's tag instead of emptying the cache, so a
+/// parent finds its entries again when its child has run, and a forked child (whose
+/// mapping is its parent's) finds its parent's from the start. Emptying the cache is
+/// giving the current mapping a new tag and forgetting the others'; tags are never
+/// reused (a wrap of the counter resets every entry), so old entries never hit again.
+pub(crate) struct JumpCache {
+    pub(crate) entries: Box<[JcEntry]>,
+    /// The tag of each mapping seen since the cache was last emptied.
+    tags: HashMap<(u64, u32), u32>,
+    /// The current mapping and its tag.
+    cur: (u64, u32),
+    pub(crate) tag: u32,
+    /// The last tag given out.
+    last_tag: u32,
+    /// Where an empty entry leads (`runtime::jc_miss`; none is ever hit).
+    empty_host: u64,
+    /// Pages whose translations were all put in the cache under a tag (`tag << 32 |
+    /// page | 1`, direct-mapped by page number; see `Engine::prefill`).
+    pages: Box<[u64; JC_PAGES]>,
+}
+
+impl JumpCache {
+    /// Mappings remembered before the oldest are forgotten (their entries then stay
+    /// unreachable, like emptied ones).
+    const MAX_TAGS: usize = 1 << 14;
+
+    pub(crate) fn new() -> JumpCache {
+        JumpCache {
+            entries: vec![JcEntry { key: 0, host: 0 }; JC_ENTRIES].into_boxed_slice(),
+            tags: HashMap::default(),
+            cur: (0, 0),
+            tag: 1,
+            last_tag: 1,
+            empty_host: 0,
+            pages: Box::new([0; JC_PAGES]),
+        }
+    }
+
+    /// Makes `mapping` current (with the tag it had, or a new one); returns whether it
+    /// changed.
+    #[inline]
+    pub(crate) fn select(&mut self, mapping: (u64, u32)) -> bool {
+        if mapping == self.cur {
+            return false;
+        }
+        self.cur = mapping;
+        self.tag = match self.tags.get(&mapping) {
+            Some(&t) => t,
+            None => self.new_tag(),
+        };
+        true
+    }
+
+    /// A tag never given out, for the current mapping.
+    fn new_tag(&mut self) -> u32 {
+        if self.last_tag == u32::MAX || self.tags.len() >= Self::MAX_TAGS {
+            self.tags.clear();
+        }
+        if self.last_tag == u32::MAX {
+            self.reset(self.empty_host);
+        }
+        self.last_tag += 1;
+        self.tags.insert(self.cur, self.last_tag);
+        self.last_tag
+    }
+
+    /// Empties the cache: the current mapping gets a new tag, the others will.
+    pub(crate) fn invalidate(&mut self) {
+        self.tags.clear();
+        self.tag = self.new_tag();
+    }
+
+    /// Sets every entry to empty, leading to `empty_host` from now on, and restarts the
+    /// tags.
+    pub(crate) fn reset(&mut self, empty_host: u64) {
+        self.empty_host = empty_host;
+        self.entries.fill(JcEntry { key: 0, host: empty_host });
+        self.pages.fill(0);
+        self.tags.clear();
+        self.last_tag = 1;
+    }
+
+    #[inline]
+    pub(crate) fn set(&mut self, va: u32, host: u64) {
+        self.entries[runtime::jc_index(va)] = JcEntry { key: JcEntry::key(self.tag, va), host };
+    }
+
+    /// Records that `page`'s translations are in the cache under the current tag;
+    /// returns whether they already were.
+    #[inline]
+    pub(crate) fn page_done(&mut self, page: u32) -> bool {
+        let memo = &mut self.pages[(page >> PAGE_SHIFT) as usize % JC_PAGES];
+        let v = u64::from(self.tag) << 32 | u64::from(page) | 1;
+        std::mem::replace(memo, v) == v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What translated code's lookup finds for `va` under the current tag.
+    fn hit(jc: &JumpCache, va: u32) -> Option<u64> {
+        let e = jc.entries[runtime::jc_index(va)];
+        (e.key == JcEntry::key(jc.tag, va)).then_some(e.host)
+    }
+
+    #[test]
+    fn jump_cache_entries_survive_a_process_switch_and_not_an_invalidation() {
+        const EMPTY: u64 = 0xdead;
+        let mut jc = JumpCache::new();
+        jc.reset(EMPTY);
+        let (parent, other) = ((7, 0), (8, 0));
+        assert!(jc.select(parent));
+        assert!(!jc.select(parent), "already current");
+        jc.set(0x0804_8000, 1);
+        assert_eq!(hit(&jc, 0x0804_8000), Some(1));
+        assert_eq!(hit(&jc, 0x0805_8000), None, "same index, other VA");
+        jc.select(other);
+        assert_eq!(hit(&jc, 0x0804_8000), None, "another mapping does not see it");
+        jc.set(0x0804_9000, 2);
+        jc.select(parent);
+        assert_eq!(hit(&jc, 0x0804_8000), Some(1), "back to the parent: its entry is there");
+        assert_eq!(hit(&jc, 0x0804_9000), None);
+        assert!(!jc.page_done(0x0804_8000) && jc.page_done(0x0804_8000));
+        let before = jc.tag;
+        jc.invalidate();
+        assert_ne!(jc.tag, before);
+        assert_eq!(hit(&jc, 0x0804_8000), None, "emptied");
+        assert!(!jc.page_done(0x0804_8000), "prefilled pages are forgotten too");
+        jc.select(other);
+        assert_eq!(hit(&jc, 0x0804_9000), None, "every mapping's entries are gone");
+        // An empty entry (tag 0) never hits: tag 0 is never current.
+        assert!(jc.tag != 0 && jc.last_tag != 0);
+    }
+
+    #[test]
+    fn jump_cache_tags_wrap_by_resetting_every_entry() {
+        const EMPTY: u64 = 0xdead;
+        let mut jc = JumpCache::new();
+        jc.reset(EMPTY);
+        jc.select((1, 0));
+        jc.set(0x1000, 5);
+        jc.last_tag = u32::MAX;
+        jc.select((2, 0));
+        assert!(jc.tag != 0 && jc.tag < 4, "restarted");
+        assert!(jc.entries.iter().all(|e| e.key == 0 && e.host == EMPTY), "every entry reset");
+    }
+}

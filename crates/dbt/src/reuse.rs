@@ -1,0 +1,129 @@
+//! Reuse: under the `file` and `content` policies, a block about to be translated
+//! first looks for a translation of the same code made from another frame, and copies
+//! it instead of translating.
+//!
+//! Dispatch stays keyed by physical address, so chaining, the jump cache and
+//! invalidation stay per frame: a reused translation is a copy of the original's host
+//! code, placed and relocated like a new one. What a translation's host code depends
+//! on beside its guest bytes and their page offset: the exit fixups (recorded by the
+//! translator, resolved at placement), the translation's number in its chain-site exit
+//! stubs (found here in the code and patched), the helper's address (the same for the
+//! whole run) and the boxed instructions the helper calls name (shared: the copy points
+//! at the original's, which live as long as any translation does, until a flush).
+//!
+//! The policy's identity (`KeyPolicy::identity`) only names candidates; a candidate is
+//! copied only if its guest bytes equal the block's, so a stale file identity or a hash
+//! collision costs a translation, never a wrong one.
+
+use morph_mem::{AddressSpace, PAGE_SIZE};
+
+use crate::Engine;
+use crate::generate::Made;
+use crate::runtime::{self, off};
+
+/// A translation kept to be copied: its code before fixups, the guest bytes it was made
+/// from, and where its number is written.
+pub(crate) struct Template {
+    made: Made,
+    /// Offset of the block in its page.
+    offset: u32,
+    /// The guest bytes translated.
+    bytes: Vec<u8>,
+    /// Per chain site, the offset of the exit-stub immediate holding `number << 8 | site`.
+    id_fields: Vec<usize>,
+}
+
+/// Candidates kept per identity (identical code at one page offset is rare enough that
+/// more would not be used).
+const MAX_CANDIDATES: usize = 4;
+
+impl Template {
+    /// Bytes it costs (counted against the cache's capacity).
+    pub(crate) fn bytes(&self) -> usize {
+        std::mem::size_of::<Template>() + self.made.code.len() + self.bytes.len() + 8 * self.id_fields.len()
+    }
+}
+
+/// Where translation number `id`'s chain-site stubs write their exit word, one offset per
+/// site; `None` if one cannot be found exactly once (the code is then not copied).
+fn id_fields(made: &Made, id: u32) -> Option<Vec<usize>> {
+    (0..made.sites.len() as u32)
+        .map(|i| {
+            let needle = runtime::store_imm(off::EXIT_SITE, (id << 8) | i);
+            let mut at = made.code.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(p, _)| p);
+            match (at.next(), at.next()) {
+                (Some(p), None) => Some(p + needle.len() - 4),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+impl Engine {
+    /// Keeps the translation `made` (about to be placed as the next one) of the block
+    /// at `eip` under `identity`, for other frames to copy.
+    pub(crate) fn remember(&mut self, identity: u64, eip: u32, made: &Made, mem: &AddressSpace) {
+        let id = self.trans.len() as u32;
+        let Some(id_fields) = id_fields(made, id) else { return };
+        let mut bytes = vec![0u8; made.guest_len as usize];
+        if mem.read_bytes(eip, &mut bytes).is_err() {
+            return;
+        }
+        let list = self.identities.entry(identity).or_default();
+        if list.len() >= MAX_CANDIDATES {
+            return;
+        }
+        let t = Template { made: made.clone(), offset: eip & (PAGE_SIZE - 1), bytes, id_fields };
+        self.template_bytes += t.bytes();
+        list.push(self.templates.len() as u32);
+        self.templates.push(t);
+    }
+
+    /// A copy of a kept translation of the block at `eip` under `identity`, renumbered
+    /// as the next translation, if one was made from the same guest bytes at the same
+    /// page offset (and reads at most `max` bytes).
+    pub(crate) fn reuse(&self, identity: u64, eip: u32, max: u32, mem: &AddressSpace) -> Option<Made> {
+        let offset = eip & (PAGE_SIZE - 1);
+        let mut bytes = Vec::new();
+        let t = self.identities.get(&identity)?.iter().map(|&i| &self.templates[i as usize]).find(|t| {
+            if t.offset != offset || t.made.guest_len > max {
+                return false;
+            }
+            bytes.resize(t.bytes.len(), 0);
+            mem.read_bytes(eip, &mut bytes).is_ok() && bytes == t.bytes
+        })?;
+        let mut made = t.made.clone();
+        let id = self.trans.len() as u32;
+        for (site, &at) in t.id_fields.iter().enumerate() {
+            made.code[at..at + 4].copy_from_slice(&((id << 8) | site as u32).to_le_bytes());
+        }
+        Some(made)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::translate;
+
+    #[test]
+    fn a_copy_is_the_translation_made_under_its_number() {
+        // A loop (a chain site back to itself) and a conditional exit: two sites.
+        let guest = [
+            0x40, // inc eax
+            0x39, 0xd8, // cmp eax, ebx
+            0x75, 0xfb, // jne -5 (the block start)
+            0xeb, 0x10, // jmp +16
+        ];
+        let make = |id| Made::from(translate::translate(&guest, 0x0804_8000, 0x1234, id).expect("translates"));
+        let (a, b) = (make(3), make(700));
+        assert!(!a.sites.is_empty());
+        let fields = id_fields(&a, 3).expect("every site's number found once");
+        let mut copy = a.clone();
+        for (site, &at) in fields.iter().enumerate() {
+            copy.code[at..at + 4].copy_from_slice(&((700 << 8) | site as u32).to_le_bytes());
+        }
+        // The helper-free block's code differs only in the numbers.
+        assert_eq!(copy.code, b.code);
+    }
+}

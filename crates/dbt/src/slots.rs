@@ -1,0 +1,156 @@
+//! Slots: what the engine knows of each key (its live translation, its profile count,
+//! its decoded block), found through the index, and the prediction of the next
+//! dispatch's slot that saves the index probe on most dispatches.
+
+use morph_cpu::CachedBlock;
+use morph_mem::{AddressSpace, Frame};
+use std::num::NonZeroU32;
+
+use crate::Engine;
+use crate::generate::next_frame;
+use crate::key::Key;
+
+/// No slot (an unset prediction).
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+/// `Live::frame2` of a translation that stays in its page.
+pub(crate) const NO_FRAME: u32 = u32::MAX;
+
+/// Asks the host to bring the line at `p` into its cache; `p` may dangle.
+#[inline]
+pub(crate) fn prefetch_ptr(p: *const u8) {
+    // SAFETY: a prefetch is a hint: it reads nothing architecturally and cannot fault,
+    // whatever the address.
+    unsafe { std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
+}
+
+/// Asks the host to bring `v` into its cache (a hint: no effect on the program).
+#[inline]
+pub(crate) fn prefetch<T>(v: &T) {
+    // SAFETY: prefetching is a hint about an address we hold a reference to; it reads
+    // nothing and cannot fault.
+    unsafe { std::arch::x86_64::_mm_prefetch((v as *const T).cast::<i8>(), std::arch::x86_64::_MM_HINT_T0) };
+}
+
+/// What the engine knows of a key.
+pub(crate) struct Slot {
+    /// Its live translation.
+    pub(crate) live: Option<Live>,
+    /// Dispatches that found no live translation (the profile).
+    pub(crate) count: u32,
+    /// The interpreter's decoded block, while the key is interpreted (saves a lookup in
+    /// the interpreter's own cache per interpreted block).
+    pub(crate) block: Option<CachedBlock>,
+    /// The key dispatched after this one last time, and its slot (`NO_SLOT`: none).
+    pub(crate) succ_key: Key,
+    pub(crate) succ: u32,
+    /// The successor before that (a block ending in a conditional branch has two).
+    pub(crate) succ2: u32,
+    pub(crate) succ2_key: Key,
+    /// Where the successor's interpreted block lives (prefetched with its slot).
+    pub(crate) succ_hint: [*const u8; 2],
+}
+
+impl Default for Slot {
+    fn default() -> Slot {
+        Slot {
+            live: None,
+            count: 0,
+            block: None,
+            succ_key: Key(0),
+            succ: NO_SLOT,
+            succ2: NO_SLOT,
+            succ2_key: Key(0),
+            succ_hint: [std::ptr::null(); 2],
+        }
+    }
+}
+
+impl Slot {
+    /// The live translation, if it was made from `frame` (under `virtual` and `process`
+    /// the key does not name the frame) and, if it straddles into the page after `eip`'s,
+    /// from the frame that page maps in `mem` too.
+    #[inline]
+    pub(crate) fn live_from(&self, frame: Frame, eip: u32, mem: &AddressSpace) -> Option<Live> {
+        self.live.filter(|l| l.frame == frame && (l.frame2 == NO_FRAME || next_frame(mem, eip) == Some(l.frame2)))
+    }
+}
+
+/// A live translation as its frame's list has it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FrameEntry {
+    pub(crate) id: u32,
+    pub(crate) key: Key,
+    /// Offset of its body in the code buffer.
+    pub(crate) body: u32,
+    /// Whether the translation's last instruction straddles into the next page: it is
+    /// valid only where that page maps its second frame, so it is never prefilled into
+    /// the jump cache (nor chained to) without the dispatcher's check.
+    pub(crate) straddles: bool,
+}
+
+/// A live translation as the dispatcher sees it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Live {
+    pub(crate) id: u32,
+    pub(crate) frame: Frame,
+    /// The frame of the next page, for a translation whose last instruction straddles
+    /// into it (`NO_FRAME` otherwise): checked at every dispatch.
+    pub(crate) frame2: u32,
+    /// Offset of the body in the code buffer (never 0: the runtime comes first).
+    pub(crate) body: NonZeroU32,
+    /// The process whose execution made it.
+    pub(crate) owner: u32,
+}
+
+impl Engine {
+    /// The slot of `key`, made if it has none.
+    pub(crate) fn slot_of(&mut self, key: Key) -> u32 {
+        let slots = &mut self.slots;
+        *self.index.entry(key).or_insert_with(|| {
+            slots.push(Slot::default());
+            (slots.len() - 1) as u32
+        })
+    }
+
+    /// The slot of `key` for a dispatch: the one the previous dispatch's slot predicts
+    /// if the prediction names `key` (no hash probe), else through `index`. Updates the
+    /// prediction, and prefetches the slot this one predicts: by the time the block has
+    /// run, the next dispatch's slot is in the host cache (the slots of ten thousand
+    /// blocks, each dispatched again long after, are otherwise a cache miss apiece).
+    pub(crate) fn dispatch_slot(&mut self, key: Key) -> u32 {
+        let prev = self.prev_slot as usize;
+        let i = match self.slots.get(prev) {
+            Some(p) if p.succ != NO_SLOT && p.succ_key == key => p.succ,
+            Some(p) if p.succ2 != NO_SLOT && p.succ2_key == key => p.succ2,
+            _ => self.slot_of(key),
+        };
+        if let Some(p) = self.slots.get_mut(prev)
+            && p.succ != i
+        {
+            // The newer successor first; the other one kept second.
+            (p.succ2_key, p.succ2) = (p.succ_key, p.succ);
+            (p.succ_key, p.succ) = (key, i);
+        }
+        self.pred_slot = self.prev_slot;
+        self.prev_slot = i;
+        let s = &self.slots[i as usize];
+        if let Some(next) = self.slots.get(s.succ as usize) {
+            prefetch(next);
+            // The block's header, and the first four lines of its instructions (a
+            // typical interpreted block is five instructions of 72 bytes).
+            let [block, instrs] = s.succ_hint;
+            prefetch_ptr(block);
+            for line in 0..4 {
+                prefetch_ptr(instrs.wrapping_add(64 * line));
+            }
+        }
+        i
+    }
+
+    /// The live translation of `key` made from `frame` (every translation in `keys` is
+    /// alive: a dead one leaves it).
+    pub(crate) fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
+        self.index.get(&key).and_then(|&i| self.slots[i as usize].live).filter(|l| l.frame == frame)
+    }
+}
