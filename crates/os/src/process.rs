@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use morph_cpu::Cpu;
 use morph_mem::{AddressSpace, FileKey};
 
+use crate::linux::{SI_KERNEL, SI_TIMER, SIGALRM, UNBLOCKABLE};
+
 /// Process identifier.
 pub type Pid = u32;
 
@@ -642,5 +644,66 @@ impl ExitStatus {
             ExitStatus::Code(c) => ((c & 0xff) as u32) << 8,
             ExitStatus::Signal(s) => (s & 0x7f) as u32,
         }
+    }
+}
+
+impl Process {
+    /// Makes `sig` pending with `info` (a second instance of a pending standard signal
+    /// merges with the first, as Linux does).
+    pub fn raise(&mut self, sig: i32, info: SigInfo) {
+        raise_into(&mut self.pending, &mut self.siginfo, sig, info);
+    }
+
+    /// Raises the signals of the `alarm` and interval timers that are due at `now`, and
+    /// re-arms periodic timers (expirations that fall while the signal is still
+    /// pending, or that were missed, count as overruns, as in Linux).
+    pub fn fire_timers(&mut self, now: Instant) {
+        if let Some(t) = self.alarm
+            && now >= t
+        {
+            self.alarm = None;
+            self.raise_group(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+        }
+        for id in 0..self.timers.len() {
+            let Some(t) = self.timers[id] else { continue };
+            let Some(due) = t.next.filter(|&d| now >= d) else { continue };
+            let mut missed = 0u32;
+            let next = if t.interval.is_zero() {
+                None
+            } else {
+                let late = (now - due).as_nanos() / t.interval.as_nanos();
+                missed = late.min(u128::from(u32::MAX)) as u32;
+                Some(due + t.interval * (missed.saturating_add(1)))
+            };
+            let sig = t.signo;
+            let already = sig != 0
+                && self.pending & (1u64 << (sig - 1)) != 0
+                && self.siginfo[(sig - 1) as usize].code == SI_TIMER
+                && self.siginfo[(sig - 1) as usize].pid_or_addr == id as u32;
+            let timer = self.timers[id].as_mut().expect("a timer");
+            timer.next = next;
+            if already {
+                timer.overrun = timer.overrun.saturating_add(missed.saturating_add(1));
+                self.siginfo[(sig - 1) as usize].uid = timer.overrun;
+            } else {
+                timer.overrun = missed;
+                if sig != 0 {
+                    // siginfo `_timer`: si_tid, si_overrun, si_value at the places of
+                    // si_pid, si_uid, si_status.
+                    let info = SigInfo { code: SI_TIMER, pid_or_addr: id as u32, uid: missed, status: t.value as i32 };
+                    self.raise_group(sig, info);
+                }
+            }
+        }
+    }
+
+    /// The earliest armed `alarm` or interval timer.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.timers.iter().flatten().filter_map(|t| t.next).chain(self.alarm).min()
+    }
+
+    /// Pending signals that are not blocked.
+    pub fn deliverable(&self) -> u64 {
+        self.pending & !(self.sigmask & !UNBLOCKABLE)
     }
 }

@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::machine::poll_now;
+use crate::host::poll_now;
 use crate::process::{Blocked, FileKind, OpenFile, Wait};
 
 table! {
@@ -100,7 +100,7 @@ pub(crate) fn read_special(
     match &e.host.kind {
         FileKind::Host | FileKind::Device(_) => None,
         FileKind::Snapshot(s) => {
-            s.fill(m, p);
+            s.fill(m.sys(), p);
             None
         }
         FileKind::Dir(_) => Some(Err(EISDIR)),

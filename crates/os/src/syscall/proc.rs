@@ -353,7 +353,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
     let (path, argv) = follow_scripts(path, argv, |path| {
-        let path = crate::special::exec_path(m, p, path)?;
+        let path = crate::special::exec_path(m.sys(), p, path)?;
         let head = open_exec(m, p, &path)?;
         Ok((path, head))
     })?;

@@ -536,7 +536,7 @@ fn thread_kill(m: &mut Machine, p: &mut Process, tgid: Option<u32>, tid: u32, si
     if tgid.is_some_and(|g| g != pid) {
         return Err(ESRCH);
     }
-    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::machine::ids()[0], status: 0 };
+    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], status: 0 };
     let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);

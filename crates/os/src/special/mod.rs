@@ -34,9 +34,22 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use morph_mem::{MapKind, PAGE_SIZE};
 
 use crate::linux::*;
-use crate::machine::{Machine, ids};
+use crate::host::ids;
 use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
 use crate::vfs::{Errno, Vfs, host_errno};
+
+mod text;
+pub use text::text;
+
+/// What `/dev` and `/proc` see of the machine: its file system and its processes (the
+/// caller, while it runs, is not among them and is passed beside).
+#[derive(Clone, Copy)]
+pub struct Sys<'a> {
+    /// The guest file system.
+    pub vfs: &'a Vfs,
+    /// Every process but the caller.
+    pub procs: &'a std::collections::BTreeMap<Pid, Process>,
+}
 
 /// The device number of morph's `/proc` (procfs is 0:22 on a typical system).
 pub const PROC_DEV: u64 = 22;
@@ -122,7 +135,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     /// Puts the text in the memfd if it is not there yet; `p` is the caller.
-    pub fn fill(&self, m: &Machine, p: &Process) {
+    pub fn fill(&self, m: Sys<'_>, p: &Process) {
         let Some(rw) = self.pending.borrow_mut().take() else { return };
         // A process that has gone reads as empty.
         let bytes = process(m, p, self.pid).map(|q| text(q, self.file)).unwrap_or_default();
@@ -162,7 +175,7 @@ impl DirState {
 
 /// Resolves a guest path (relative to `dir`) that may lie in `/dev` or `/proc`;
 /// `follow` says whether a final symbolic link is followed.
-pub fn resolve(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Resolved, Errno> {
+pub fn resolve(m: Sys<'_>, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Resolved, Errno> {
     if path.is_empty() {
         return Err(ENOENT);
     }
@@ -197,7 +210,7 @@ pub fn resolve(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -
 
 /// The guest path an exec of `path` loads: links lead back into the root; morph's own
 /// objects cannot be executed.
-pub fn exec_path(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
+pub fn exec_path(m: Sys<'_>, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
     match resolve(m, p, &p.cwd, path, true)? {
         Resolved::Path(v) => Ok(v),
         Resolved::Node(Node::Fd(e)) if matches!(e.host.kind, FileKind::Host) => {
@@ -278,7 +291,7 @@ fn dev(c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
 }
 
 /// The live guest process `pid` (the caller is not in the machine's table while it runs).
-fn process<'a>(m: &'a Machine, p: &'a Process, pid: Pid) -> Option<&'a Process> {
+fn process<'a>(m: Sys<'a>, p: &'a Process, pid: Pid) -> Option<&'a Process> {
     if pid == p.pid { Some(p) } else { m.procs.get(&pid) }
 }
 
@@ -289,7 +302,7 @@ fn parse_num(s: &[u8]) -> Option<u32> {
     std::str::from_utf8(s).ok()?.parse().ok()
 }
 
-fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
+fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
     let Some(&name) = c.get(1) else { return Ok(Step::Node(Node::Dir("/proc".into()))) };
     if name == b"self" {
         let to = format!("/proc/{}", p.pid);
@@ -357,7 +370,7 @@ fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Err
 /// (`pipe:[…]`, `socket:[…]`, `anon_inode:…`), and for a file outside the root (behind
 /// an inherited descriptor) `(unreachable)/` and its last component, in the spirit of
 /// Linux's `getcwd` for a directory outside a chroot: no host directory is shown.
-fn fd_link(m: &Machine, e: &FdEntry) -> Vec<u8> {
+fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
     match &e.host.kind {
         FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
         FileKind::Snapshot(s) => s.path.clone().into_bytes(),
@@ -413,7 +426,7 @@ fn snapshot(pid: Pid, file: ProcFile, path: String) -> Result<OpenFile, Errno> {
 }
 
 /// Opens a node with the guest's `open` flags (`mode` already masked by the umask).
-pub fn open(m: &Machine, p: &Process, node: Node, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
+pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
     let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     let acc = flags & O_ACCMODE;
     let with = |fd: OwnedFd, kind: FileKind| {
@@ -588,7 +601,7 @@ const DT_REG: u8 = 8;
 const DT_LNK: u8 = 10;
 
 /// What a directory of morph's own holds (without `.` and `..`).
-fn listing(m: &Machine, p: &Process, path: &str) -> Listing {
+fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
     let named = |v: &[(&str, u8)]| v.iter().map(|(n, t)| (n.as_bytes().to_vec(), *t)).collect::<Vec<_>>();
     if path == "/dev" {
         return named(&[
@@ -636,7 +649,7 @@ fn listing(m: &Machine, p: &Process, path: &str) -> Listing {
 
 /// `getdents64` (`wide`) or the old `getdents` on a directory of morph's own: fills
 /// `buf` with as many entries as fit from the current position.
-pub fn getdents(m: &Machine, p: &Process, d: &DirState, buf: &mut [u8], wide: bool) -> Result<usize, Errno> {
+pub fn getdents(m: Sys<'_>, p: &Process, d: &DirState, buf: &mut [u8], wide: bool) -> Result<usize, Errno> {
     if d.entries.borrow().is_none() {
         let mut v = vec![(b".".to_vec(), DT_DIR), (b"..".to_vec(), DT_DIR)];
         v.extend(listing(m, p, &d.path));
@@ -693,138 +706,6 @@ pub fn seek_dir(d: &DirState, off: i64, whence: u32) -> Result<u64, Errno> {
     let pos = u64::try_from(pos).map_err(|_| EINVAL)?;
     d.pos.set(pos);
     Ok(pos)
-}
-
-// ----- /proc/<pid> text ------------------------------------------------------------------
-
-/// The name a process goes by (`comm`): the executable's base name, at most 15 bytes.
-fn comm(q: &Process) -> String {
-    let base = q.exe.rsplit('/').next().unwrap_or("");
-    base.char_indices().take_while(|(i, c)| i + c.len_utf8() <= 15).map(|(_, c)| c).collect()
-}
-
-/// Virtual size and resident pages of a process.
-fn memory(q: &Process) -> (u64, u64) {
-    let mut size = 0u64;
-    let mut rss = 0u64;
-    for v in q.aspace.vmas() {
-        size += u64::from(v.end - v.start);
-        rss += (v.start..v.end).step_by(PAGE_SIZE as usize).filter(|&a| q.aspace.pte(a).has_frame()).count() as u64;
-    }
-    (size, rss)
-}
-
-/// Signals whose disposition is `SIG_IGN` (bit `sig - 1`), and those with a handler.
-fn dispositions(q: &Process) -> (u64, u64) {
-    let (mut ign, mut cgt) = (0u64, 0u64);
-    for (i, a) in q.sigactions.iter().enumerate() {
-        if a.handler == SIG_IGN {
-            ign |= 1 << i;
-        } else if a.handler > SIG_IGN {
-            cgt |= 1 << i;
-        }
-    }
-    (ign, cgt)
-}
-
-/// The contents of a `/proc/<pid>` text file.
-pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
-    match f {
-        ProcFile::Maps => maps(q).into_bytes(),
-        ProcFile::Cmdline => q.cmdline.clone(),
-        ProcFile::Status => status(q).into_bytes(),
-        ProcFile::Stat => stat(q).into_bytes(),
-    }
-}
-
-fn state(q: &Process) -> (char, &'static str) {
-    if q.blocked.is_some() { ('S', "sleeping") } else { ('R', "running") }
-}
-
-/// Linux's `/proc/<pid>/maps`, as a 32-bit kernel prints it (the name column starts
-/// after 48 characters plus a space).
-fn maps(q: &Process) -> String {
-    let mut s = String::new();
-    for v in q.aspace.vmas() {
-        let (dev, ino, off) = match &v.kind {
-            MapKind::File { id, page, .. } => (id.dev, id.ino, u64::from(*page) * u64::from(PAGE_SIZE)),
-            MapKind::Anon => (0, 0, 0),
-        };
-        let flag = |b: bool, c: char| if b { c } else { '-' };
-        let start = s.len();
-        let _ = write!(
-            s,
-            "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
-            v.start,
-            v.end,
-            flag(v.prot.has(morph_mem::Prot::READ), 'r'),
-            flag(v.prot.has(morph_mem::Prot::WRITE), 'w'),
-            flag(v.prot.has(morph_mem::Prot::EXEC), 'x'),
-            if v.shared { 's' } else { 'p' },
-            off,
-            libc::major(dev),
-            libc::minor(dev),
-            ino,
-        );
-        if !v.name.is_empty() {
-            while s.len() - start < 48 {
-                s.push(' ');
-            }
-            s.push(' ');
-            s.push_str(&v.name);
-        }
-        s.push('\n');
-    }
-    s
-}
-
-fn status(q: &Process) -> String {
-    let id = ids();
-    let (size, rss) = memory(q);
-    let (ign, cgt) = dispositions(q);
-    let (st, st_name) = state(q);
-    let mut s = String::new();
-    let _ = writeln!(s, "Name:\t{}", comm(q));
-    let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
-    let _ = writeln!(s, "State:\t{st} ({st_name})");
-    let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, q.pid, q.ppid);
-    let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", id[0], id[1], id[1], id[1]);
-    let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
-    let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
-    let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
-    let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
-    let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", q.pending, 0);
-    let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", q.sigmask, ign, cgt);
-    s
-}
-
-fn stat(q: &Process) -> String {
-    let (size, rss) = memory(q);
-    let (ign, cgt) = dispositions(q);
-    let tick = |n: u64| n / crate::syscall::INSNS_PER_TICK;
-    let lo = |v: u64| v & 0xffff_ffff;
-    let utime = tick(q.group_icount());
-    let cutime = tick(q.child_icount);
-    let threads = 1 + q.threads.len();
-    let g = &q.cpu.gpr;
-    format!(
-        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 {threads} 0 0 {size} {rss} 4294967295 \
-         0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
-        q.pid,
-        comm(q),
-        state(q).0,
-        q.ppid,
-        q.pgid,
-        q.sid,
-        g[morph_cpu::state::reg::ESP],
-        q.cpu.eip,
-        lo(q.pending),
-        lo(q.sigmask),
-        lo(ign),
-        lo(cgt),
-        q.exit_signal,
-        q.brk_start,
-    )
 }
 
 #[cfg(test)]
