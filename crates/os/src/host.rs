@@ -7,7 +7,7 @@
 //! `writev`, `recvfrom`, ...) are not here: their callers know the pointers are valid.
 
 use std::ffi::CStr;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 use crate::vfs::{Errno, host_errno};
 
@@ -193,45 +193,45 @@ pub fn same_open_file(a: RawFd, b: RawFd) -> Option<bool> {
 // ----- names ---------------------------------------------------------------------------
 
 /// `unlinkat(dir, name, flags)`.
-pub fn unlinkat(dir: BorrowedFd, name: &CStr, flags: i32) -> Result<u32, Errno> {
+pub fn unlinkat(dir: RawFd, name: &CStr, flags: i32) -> Result<u32, Errno> {
     // SAFETY: a valid C string.
-    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) })
+    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) })
 }
 
 /// `mkdirat(dir, name, mode)`.
-pub fn mkdirat(dir: BorrowedFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
+pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
     // SAFETY: a valid C string.
-    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode) })
+    check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) })
 }
 
 /// `mknodat(dir, name, mode, 0)`.
-pub fn mknodat(dir: BorrowedFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
+pub fn mknodat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
     // SAFETY: a valid C string.
-    check(unsafe { libc::mknodat(dir.as_raw_fd(), name.as_ptr(), mode, 0) })
+    check(unsafe { libc::mknodat(dir, name.as_ptr(), mode, 0) })
 }
 
 /// `renameat(old_dir, old, new_dir, new)`.
-pub fn renameat(od: BorrowedFd, on: &CStr, nd: BorrowedFd, nn: &CStr) -> Result<u32, Errno> {
+pub fn renameat(od: RawFd, on: &CStr, nd: RawFd, nn: &CStr) -> Result<u32, Errno> {
     // SAFETY: valid C strings.
-    check(unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) })
+    check(unsafe { libc::renameat(od, on.as_ptr(), nd, nn.as_ptr()) })
 }
 
 /// `linkat(AT_FDCWD, from, new_dir, new, AT_SYMLINK_FOLLOW)`.
-pub fn link_following(from: &CStr, nd: BorrowedFd, nn: &CStr) -> Result<u32, Errno> {
+pub fn link_following(from: &CStr, nd: RawFd, nn: &CStr) -> Result<u32, Errno> {
     // SAFETY: valid C strings.
-    check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), nd.as_raw_fd(), nn.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
+    check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), nd, nn.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
 }
 
 /// `symlinkat(target, dir, name)`.
-pub fn symlinkat(target: &CStr, dir: BorrowedFd, name: &CStr) -> Result<u32, Errno> {
+pub fn symlinkat(target: &CStr, dir: RawFd, name: &CStr) -> Result<u32, Errno> {
     // SAFETY: valid C strings.
-    check(unsafe { libc::symlinkat(target.as_ptr(), dir.as_raw_fd(), name.as_ptr()) })
+    check(unsafe { libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) })
 }
 
 /// `readlinkat(dir, name, buf)`: the length of the link's text.
-pub fn readlinkat(dir: BorrowedFd, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+pub fn readlinkat(dir: RawFd, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: a valid C string; at most `buf.len()` bytes are written into `buf`.
-    let r = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let r = unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     check(r as i64).map(|n| n as usize)
 }
 
@@ -362,8 +362,8 @@ pub fn getsockopt(fd: RawFd, level: i32, name: i32, buf: &mut [u8]) -> Result<us
 /// An integer socket option.
 pub fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> Option<i32> {
     let mut b = [0u8; 4];
-    let n = getsockopt(fd, level, name, &mut b).ok()?;
-    (n == 4).then(|| i32::from_ne_bytes(b))
+    getsockopt(fd, level, name, &mut b).ok()?;
+    Some(i32::from_ne_bytes(b))
 }
 
 /// `setsockopt(fd, level, name, value)`.

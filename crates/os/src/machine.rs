@@ -171,8 +171,7 @@ impl Machine {
             d.as_millis().min(i32::MAX as u128) as i32 + i32::from(d.subsec_nanos() % 1_000_000 != 0)
         });
         let t0 = Instant::now();
-        // SAFETY: a valid array of pollfd of the given length.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let _ = crate::host::poll(&mut fds, ms);
         self.stats.idle_ns += t0.elapsed().as_nanos() as u64;
         Ok(())
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use morph_cpu::Cpu;
 use morph_mem::{AddressSpace, FileKey};
 
+use crate::host;
 use crate::linux::{SI_KERNEL, SI_TIMER, SIGALRM, UNBLOCKABLE};
 
 /// Process identifier.
@@ -92,15 +93,10 @@ impl OpenFile {
     pub fn new(fd: OwnedFd) -> OpenFile {
         let raw = fd.as_raw_fd();
         let file = FileKey::of_fd(raw).ok().flatten();
-        // SAFETY: `stat` is plain data; all-zero is a valid value.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
         let pollable = file.is_none()
-            // SAFETY: fstat on a descriptor we own into a local struct.
-            && unsafe { libc::fstat(raw, &mut st) } == 0
-            && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR);
-        // SAFETY: F_GETFL on a descriptor we own.
-        let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
-        let nonblock = fl >= 0 && fl & libc::O_NONBLOCK != 0;
+            && host::fstat(raw)
+                .is_ok_and(|st| matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR));
+        let nonblock = host::getfl(raw).is_ok_and(|fl| fl & libc::O_NONBLOCK != 0);
         OpenFile {
             fd,
             nonblock: Cell::new(nonblock),
@@ -115,10 +111,8 @@ impl OpenFile {
     /// Wraps a host descriptor morph made non-blocking (its own pipes and sockets); the
     /// guest sees `guest_nonblock`.
     pub fn nonblocking(fd: OwnedFd, guest_nonblock: bool) -> OpenFile {
-        // SAFETY: fcntl on a descriptor we own.
-        unsafe {
-            let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+        if let Ok(fl) = host::getfl(fd.as_raw_fd()) {
+            let _ = host::setfl(fd.as_raw_fd(), fl | libc::O_NONBLOCK);
         }
         OpenFile {
             fd,
@@ -141,25 +135,21 @@ impl OpenFile {
     /// be opened again, is used as it is.
     pub fn inherited(fd: OwnedFd) -> OpenFile {
         let raw = fd.as_raw_fd();
-        // SAFETY: `stat` is plain data; all-zero is a valid value.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstat and F_GETFL on a descriptor we own; isatty takes an integer.
-        let (ok, fl, tty) =
-            unsafe { (libc::fstat(raw, &mut st) == 0, libc::fcntl(raw, libc::F_GETFL), libc::isatty(raw) == 1) };
+        let (Ok(st), Ok(fl)) = (host::fstat(raw), host::getfl(raw)) else {
+            return OpenFile::new(fd);
+        };
         let kind = st.st_mode & libc::S_IFMT;
-        if !ok || fl < 0 || !(kind == libc::S_IFIFO || (kind == libc::S_IFCHR && tty)) {
+        if !(kind == libc::S_IFIFO || (kind == libc::S_IFCHR && host::isatty(raw))) {
             return OpenFile::new(fd);
         }
-        let via = format!("/proc/self/fd/{raw}\0");
+        let Ok(via) = std::ffi::CString::new(format!("/proc/self/fd/{raw}")) else {
+            return OpenFile::new(fd);
+        };
         let flags = (fl & (libc::O_ACCMODE | libc::O_APPEND)) | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-        // SAFETY: open with a NUL-terminated path; the result is checked.
-        let again = unsafe { libc::open(via.as_ptr().cast(), flags) };
-        if again < 0 {
-            return OpenFile::new(fd); // e.g. a pipe whose reader has gone (ENXIO)
+        match host::open(&via, flags, 0) {
+            Ok(again) => OpenFile::nonblocking(again, fl & libc::O_NONBLOCK != 0),
+            Err(_) => OpenFile::new(fd), // e.g. a pipe whose reader has gone (ENXIO)
         }
-        // SAFETY: a fresh descriptor we own.
-        let again = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(again) };
-        OpenFile::nonblocking(again, fl & libc::O_NONBLOCK != 0)
     }
 
     /// The guest's `O_NONBLOCK`.

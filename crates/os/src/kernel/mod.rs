@@ -6,7 +6,6 @@
 //! [`crate::machine`], the system calls that change it are [`crate::syscall`].
 
 use std::collections::{BTreeMap, HashMap};
-use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -23,7 +22,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
-use crate::host::{host_nice, ids};
+use crate::host::{self, host_nice, ids};
 use crate::process::{ExitStatus, FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo, Zombie};
 use crate::special;
 use crate::vfs::Vfs;
@@ -239,13 +238,10 @@ impl Machine {
         let (path, argv) = crate::syscall::proc::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
             let mut head = [0u8; 256];
             let n = match self.vfs.open_exec(cwd, path) {
-                // SAFETY: reading into a local buffer from a descriptor we own.
-                Ok(fd) => unsafe {
-                    libc::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), head.as_mut_ptr().cast(), head.len(), 0)
-                },
+                Ok(fd) => host::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut head, 0).unwrap_or(0),
                 Err(_) => 0,
             };
-            Ok((path.to_vec(), head[..n.max(0) as usize].to_vec()))
+            Ok((path.to_vec(), head[..n].to_vec()))
         })
         .map_err(|errno| LoadError::Io {
             path: path.to_string(),
@@ -256,22 +252,16 @@ impl Machine {
         let (aspace, img) = self.load_image(cwd, &path, &argv, envp)?;
         let mut fds = FdTable::default();
         for fd in 0..3 {
-            // SAFETY: duplicating the host's standard descriptors; failure is checked.
-            let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 3) };
-            if d >= 0 {
-                // SAFETY: a fresh descriptor we own.
-                let host = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(d) };
-                fds.set(fd as u32, FdEntry::of(OpenFile::inherited(host), false));
+            if let Ok(d) = host::dup_cloexec(fd, 3) {
+                fds.set(fd as u32, FdEntry::of(OpenFile::inherited(d), false));
             }
         }
         let pid = self.next_pid;
         self.next_pid += 1;
         let mut rlimits = [(u64::MAX, u64::MAX); 16];
         for (i, r) in rlimits.iter_mut().enumerate() {
-            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-            // SAFETY: querying our own limits into a local struct.
-            if unsafe { libc::getrlimit(i as _, &mut lim) } == 0 {
-                *r = (lim.rlim_cur, lim.rlim_max);
+            if let Some(lim) = host::getrlimit(i as u32) {
+                *r = lim;
             }
         }
         let mut cpu = Cpu::new();

@@ -29,14 +29,14 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::fmt::Write as _;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use morph_mem::{MapKind, PAGE_SIZE};
 
 use crate::linux::*;
-use crate::host::ids;
+use crate::host::{self, Zeroed, ids};
 use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
-use crate::vfs::{Errno, Vfs, host_errno};
+use crate::vfs::{Errno, Vfs};
 
 mod text;
 pub use text::text;
@@ -141,13 +141,10 @@ impl Snapshot {
         let bytes = process(m, p, self.pid).map(|q| text(q, self.file)).unwrap_or_default();
         let mut done = 0;
         while done < bytes.len() {
-            // SAFETY: writing from a live slice at an offset of a memfd we own.
-            let n =
-                unsafe { libc::pwrite(rw.as_raw_fd(), bytes[done..].as_ptr().cast(), bytes.len() - done, done as i64) };
-            if n <= 0 {
-                return;
+            match host::pwrite(rw.as_raw_fd(), &bytes[done..], done as i64) {
+                Ok(n) if n > 0 => done += n,
+                _ => return,
             }
-            done += n as usize;
         }
     }
 }
@@ -240,10 +237,7 @@ fn is_dir(n: &Node) -> bool {
 }
 
 fn host_mode(fd: i32) -> Option<u32> {
-    // SAFETY: an all-zero stat is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on a descriptor we hold, into a local struct.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_mode & libc::S_IFMT)
+    host::fstat(fd).ok().map(|st| st.st_mode & libc::S_IFMT)
 }
 
 fn join(base: &[u8], rest: &[&[u8]]) -> Vec<u8> {
@@ -337,8 +331,7 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
             if rest.is_empty() && !follow {
                 let path = format!("{base}/fd/{}", String::from_utf8_lossy(n));
                 // Linux shows how the descriptor is open: r-x for reading, -wx for writing.
-                // SAFETY: F_GETFL on a descriptor we hold.
-                let acc = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE;
+                let acc = host::getfl(e.host.as_raw_fd()).unwrap_or(-1) & libc::O_ACCMODE;
                 let mode = match acc {
                     libc::O_RDONLY => 0o500,
                     libc::O_WRONLY => 0o300,
@@ -394,24 +387,12 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
 
 fn host_open(path: &str, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
     let c = CString::new(path).map_err(|_| EINVAL)?;
-    // SAFETY: open with a valid C string; the result is checked.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-    if fd < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    host::open(&c, flags | libc::O_CLOEXEC, mode)
 }
 
 /// A new, empty memfd: a read-only descriptor, and a writable one.
 fn memfd() -> Result<(OwnedFd, OwnedFd), Errno> {
-    // SAFETY: memfd_create with a static C string; the result is checked.
-    let fd = unsafe { libc::memfd_create(c"morph-proc".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    let rw = unsafe { OwnedFd::from_raw_fd(fd) };
+    let rw = host::memfd_create(c"morph-proc", libc::MFD_CLOEXEC)?;
     // A second, read-only open file description of the same memfd, for the guest.
     let ro = host_open(&format!("/proc/self/fd/{}", rw.as_raw_fd()), libc::O_RDONLY, 0)?;
     Ok((ro, rw))
@@ -475,8 +456,7 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
 fn reopen(vfs: &Vfs, e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
     let mut host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     if matches!(e.host.kind, FileKind::Host) && !vfs.holds(e.host.as_ref()) {
-        // SAFETY: F_GETFL on a descriptor we hold.
-        let have = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } as u32 & O_ACCMODE;
+        let have = host::getfl(e.host.as_raw_fd()).unwrap_or(-1) as u32 & O_ACCMODE;
         const O_WRONLY: u32 = 1;
         const O_RDWR: u32 = 2;
         let want = flags & O_ACCMODE;
@@ -529,8 +509,7 @@ fn ino_of(path: &[u8]) -> u64 {
 
 /// The metadata of a made-up object.
 fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
-    // SAFETY: an all-zero stat is a valid value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let mut st = libc::stat::zeroed();
     st.st_dev = if path.starts_with("/proc") { PROC_DEV } else { DEV_DEV };
     st.st_ino = ino_of(path.as_bytes());
     st.st_mode = mode;
@@ -562,15 +541,7 @@ pub fn object(node: Node) -> Result<Object, Errno> {
 
 /// The metadata object of what a guest descriptor holds.
 pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
-    let dup = || {
-        // SAFETY: dup of a descriptor we hold.
-        let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-        if d < 0 {
-            return Err(host_errno());
-        }
-        // SAFETY: a fresh descriptor we own.
-        Ok(unsafe { OwnedFd::from_raw_fd(d) })
-    };
+    let dup = || host::dup_cloexec(e.host.as_raw_fd(), 0);
     Ok(match &e.host.kind {
         FileKind::Host => Object::Host(dup()?),
         FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),

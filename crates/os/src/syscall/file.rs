@@ -59,9 +59,7 @@ pub(super) fn wrote(m: &mut Machine, p: &Process, fd: u32, off: Option<u64>, n: 
         Some(off) => off,
         None => {
             let Ok(raw) = host_fd(p, fd) else { return };
-            // SAFETY: lseek on a descriptor we hold (reads the offset, moves nothing).
-            let end = unsafe { libc::lseek(raw, 0, libc::SEEK_CUR) };
-            match u64::try_from(end) {
+            match host::lseek(raw, 0, libc::SEEK_CUR) {
                 Ok(end) => end.saturating_sub(u64::from(n)),
                 Err(_) => return,
             }
@@ -166,8 +164,7 @@ pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, 
         return Err(EINVAL); // before the descriptor is looked up, as Linux
     }
     let fd = host_fd(p, guest_fd)?;
-    // SAFETY: ftruncate on a descriptor we hold.
-    let r = host(unsafe { libc::ftruncate(fd, len) } as isize)?;
+    let r = host::ftruncate(fd, len)?;
     truncated(m, cached_file(m, p, guest_fd), len as u64);
     Ok(r)
 }
@@ -179,8 +176,7 @@ pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: 
     let path = read_path(p, path)?;
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
-    // SAFETY: ftruncate on a descriptor we own.
-    let r = host(unsafe { libc::ftruncate(fd.as_raw_fd(), len) } as isize)?;
+    let r = host::ftruncate(fd.as_raw_fd(), len)?;
     truncated(m, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
@@ -307,10 +303,7 @@ pub(super) fn open_host(
                 return Ok(OpenFile::nonblocking(fd, guest_nb));
             }
             if !guest_nb {
-                // SAFETY: F_SETFL on a descriptor we own.
-                unsafe {
-                    libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, host_flags & !libc::O_NONBLOCK & !libc::O_ACCMODE)
-                };
+                let _ = host::setfl(fd.as_raw_fd(), host_flags & !libc::O_NONBLOCK & !libc::O_ACCMODE);
             }
             Ok(OpenFile::new(fd))
         }
@@ -373,12 +366,8 @@ pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
         return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
     }
     let fd = host_fd(p, a[0])?;
-    // SAFETY: lseek on a descriptor we hold.
-    let r = unsafe { libc::lseek(fd, i64::from(a[1] as i32), a[2] as i32) };
-    if r < 0 {
-        return Err(host_errno());
-    }
-    if r > i64::from(i32::MAX) {
+    let r = host::lseek(fd, i64::from(a[1] as i32), a[2] as i32)?;
+    if r > i32::MAX as u64 {
         return Err(EOVERFLOW);
     }
     Ok(r as u32)
@@ -394,12 +383,8 @@ pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
         p.aspace.write_u64(a[3], r).map_err(efault)?;
         return Ok(0);
     }
-    // SAFETY: lseek on a descriptor we hold.
-    let r = unsafe { libc::lseek(fd, off, a[4] as i32) };
-    if r < 0 {
-        return Err(host_errno());
-    }
-    p.aspace.write_u64(a[3], r as u64).map_err(efault)?;
+    let r = host::lseek(fd, off, a[4] as i32)?;
+    p.aspace.write_u64(a[3], r).map_err(efault)?;
     Ok(0)
 }
 
@@ -457,9 +442,7 @@ pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
             Ok(0)
         }
         F_GETFL => {
-            // SAFETY: F_GETFL on a descriptor we hold.
-            let r = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) };
-            let mut fl = host(r as isize)? | O_LARGEFILE;
+            let mut fl = host::getfl(e.host.as_raw_fd())? as u32 | O_LARGEFILE;
             if e.host.host_nonblock {
                 // The host descriptor is always non-blocking; the guest sees its own flag.
                 fl &= !O_NONBLOCK;
@@ -474,8 +457,7 @@ pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
             if e.host.host_nonblock {
                 fl |= O_NONBLOCK;
             }
-            // SAFETY: F_SETFL on a descriptor we hold.
-            let r = host(unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_SETFL, fl as i32) } as isize)?;
+            let r = host::setfl(e.host.as_raw_fd(), fl as i32)?;
             e.host.nonblock.set(a[2] & O_NONBLOCK != 0);
             Ok(r)
         }
@@ -490,9 +472,7 @@ pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
         let on = p.aspace.read_u32(a[2]).map_err(efault)? != 0;
         let e = p.fds.get(a[0]).ok_or(EBADF)?;
         if !e.host.host_nonblock {
-            let v: libc::c_int = on.into();
-            // SAFETY: FIONBIO reads one int from our local.
-            host(unsafe { libc::ioctl(fd, libc::FIONBIO, &v) } as isize)?;
+            host::set_nonblocking(fd, on)?;
         }
         e.host.nonblock.set(on);
         return Ok(0);
@@ -548,8 +528,7 @@ pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     let len = a[2].min(1 << 20) as usize;
     p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
     let mut wide = vec![0u8; len];
-    // SAFETY: reading host records into our buffer of the given size.
-    let n = host(unsafe { libc::syscall(libc::SYS_getdents64, fd, wide.as_mut_ptr(), len) } as isize)? as usize;
+    let n = host::getdents64(fd, &mut wide)?;
     let mut out = Vec::with_capacity(n);
     let mut i = 0;
     while i + 19 <= n {

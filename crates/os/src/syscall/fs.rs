@@ -102,12 +102,8 @@ pub(super) fn readlink_common(m: &Machine, p: &mut Process, dir: &str, path: &[u
         Resolved::Path(abs) => {
             let (dir, name) = m.vfs.parent("/", &abs)?;
             let mut buf = vec![0u8; 4096];
-            // SAFETY: readlinkat into our buffer of the given size.
-            let n = unsafe { libc::readlinkat(dir.as_raw_fd(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n < 0 {
-                return Err(host_errno());
-            }
-            buf.truncate(n as usize);
+            let n = host::readlinkat(dir.as_raw_fd(), &name, &mut buf)?;
+            buf.truncate(n);
             buf
         }
     };
@@ -141,8 +137,7 @@ pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8]
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).
     let cached = if f == 0 { cached_file_at(m, &d, &name) } else { None };
-    // SAFETY: unlinkat on a directory descriptor we hold with a C string name.
-    let r = host(unsafe { libc::unlinkat(d.as_raw_fd(), name.as_ptr(), f) } as isize)?;
+    let r = host::unlinkat(d.as_raw_fd(), &name, f)?;
     if let Some(key) = cached {
         m.cache.forget_if_unlinked(&m.phys, key);
     }
@@ -168,8 +163,7 @@ pub(super) fn sys_rmdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 pub(super) fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let (d, name) = m.vfs.parent(&p.cwd, &path)?;
-    // SAFETY: mkdirat on a directory descriptor we hold with a C string name.
-    host(unsafe { libc::mkdirat(d.as_raw_fd(), name.as_ptr(), a[1] & 0o7777 & !p.umask) } as isize)
+    host::mkdirat(d.as_raw_fd(), &name, a[1] & 0o7777 & !p.umask)
 }
 
 /// The parent directory and last component of a `*at` path.
@@ -180,12 +174,9 @@ pub(super) fn at_parent(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Re
 
 /// The page-cache key of the file `name` in directory `dir`, if the cache holds it.
 pub(super) fn cached_file_at(m: &Machine, dir: &OwnedFd, name: &std::ffi::CStr) -> Option<FileKey> {
-    // SAFETY: an all-zero stat is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatat on a directory descriptor we hold, into a local struct.
-    let r = unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    let st = host::fstatat(dir.as_raw_fd(), name, libc::AT_SYMLINK_NOFOLLOW).ok()?;
     let key = FileKey { dev: st.st_dev, ino: st.st_ino };
-    (r == 0 && m.cache.is_cached(key)).then_some(key)
+    m.cache.is_cached(key).then_some(key)
 }
 
 pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysResult {
@@ -194,8 +185,7 @@ pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysRes
     let (nd, nn) = at_parent(m, p, a[2], &new)?;
     // A cached file that the rename replaces loses its last name, as with unlink.
     let replaced = cached_file_at(m, &nd, &nn);
-    // SAFETY: renameat on directory descriptors we hold with C string names.
-    let r = host(unsafe { libc::renameat(od.as_raw_fd(), on.as_ptr(), nd.as_raw_fd(), nn.as_ptr()) } as isize)?;
+    let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
     if let Some(key) = replaced {
         m.cache.forget_if_unlinked(&m.phys, key);
     }
@@ -223,9 +213,7 @@ pub(super) fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
     // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
     // no privilege, and it names exactly the object opened inside the root.
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
-    // SAFETY: linkat with C strings and a directory descriptor we hold.
-    host(unsafe { libc::linkat(libc::AT_FDCWD, via.as_ptr(), nd.as_raw_fd(), nn.as_ptr(), libc::AT_SYMLINK_FOLLOW) }
-        as isize)
+    host::link_following(&via, nd.as_raw_fd(), &nn)
 }
 
 pub(super) fn sys_link(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -241,9 +229,9 @@ pub(super) fn symlink_common(m: &Machine, p: &Process, target: u32, dirfd: u32, 
     let path = read_path(p, path)?;
     let (d, name) = at_parent(m, p, dirfd, &path)?;
     let t = std::ffi::CString::new(target).map_err(|_| EINVAL)?;
-    // SAFETY: symlinkat with C strings into a directory descriptor we hold. The target is
-    // stored as given; it is resolved inside the root whenever it is followed.
-    host(unsafe { libc::symlinkat(t.as_ptr(), d.as_raw_fd(), name.as_ptr()) } as isize)
+    // The target is stored as given; it is resolved inside the root whenever it is
+    // followed.
+    host::symlinkat(&t, d.as_raw_fd(), &name)
 }
 
 pub(super) fn sys_symlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -264,8 +252,7 @@ pub(super) fn mknod_common(m: &mut Machine, p: &mut Process, dirfd: u32, path: u
     }
     let (d, name) = at_parent(m, p, dirfd, &path)?;
     let mode = (mode & libc::S_IFMT) | (mode & 0o7777 & !p.umask);
-    // SAFETY: mknodat on a directory descriptor we hold with a C string name; no device.
-    host(unsafe { libc::mknodat(d.as_raw_fd(), name.as_ptr(), mode, 0) } as isize)
+    host::mknodat(d.as_raw_fd(), &name, mode)
 }
 
 pub(super) fn sys_mknod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -279,16 +266,14 @@ pub(super) fn sys_mknodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
 pub(super) fn sys_mkdirat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
     let (d, name) = at_parent(m, p, a[0], &path)?;
-    // SAFETY: mkdirat on a directory descriptor we hold with a C string name.
-    host(unsafe { libc::mkdirat(d.as_raw_fd(), name.as_ptr(), a[2] & 0o7777 & !p.umask) } as isize)
+    host::mkdirat(d.as_raw_fd(), &name, a[2] & 0o7777 & !p.umask)
 }
 
 /// chmod of an object already opened (as `O_PATH`) inside the root, through its
 /// `/proc/self/fd` link (fchmod does not take `O_PATH` descriptors).
 pub(super) fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
     let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
-    // SAFETY: chmod of a C string naming our own descriptor.
-    host(unsafe { libc::chmod(path.as_ptr(), mode & 0o7777) } as isize)
+    host::chmod(&path, mode & 0o7777)
 }
 
 pub(super) fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -305,8 +290,7 @@ pub(super) fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 
 pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = changeable_fd(m, p, a[0])?;
-    // SAFETY: fchmod on a descriptor we hold.
-    host(unsafe { libc::fchmod(fd.as_raw_fd(), a[1] & 0o7777) } as isize)
+    host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
 }
 
 
@@ -391,12 +375,11 @@ pub(super) fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(EINVAL);
     }
-    let tp = times.as_ref().map_or(std::ptr::null(), |t| t.as_ptr());
+    let tp = times.as_ref();
     let Some(path) = path else {
         // utimensat(fd, NULL, ...): the descriptor itself.
         let fd = changeable_fd(m, p, dirfd)?;
-        // SAFETY: utimensat on a descriptor we hold, with a NULL path and valid times.
-        return host(unsafe { libc::syscall(libc::SYS_utimensat, fd.as_raw_fd(), 0usize, tp, 0) } as isize);
+        return host::utimensat(fd.as_raw_fd(), None, tp, 0);
     };
     if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
         // The name itself: its parent inside the root, the last component not followed.
@@ -406,15 +389,13 @@ pub(super) fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&
             Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),
         };
         let (d, name) = m.vfs.parent("/", &abs)?;
-        // SAFETY: utimensat on a directory descriptor we hold, a C string and valid times.
-        return host(unsafe { libc::utimensat(d.as_raw_fd(), name.as_ptr(), tp, libc::AT_SYMLINK_NOFOLLOW) } as isize);
+        return host::utimensat(d.as_raw_fd(), Some(&name), tp, libc::AT_SYMLINK_NOFOLLOW);
     }
     let fd = changeable(&m.vfs, at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
-    // SAFETY: utimensat with a C string and valid times.
-    host(unsafe { libc::utimensat(libc::AT_FDCWD, via.as_ptr(), tp, 0) } as isize)
+    host::utimensat(libc::AT_FDCWD, Some(&via), tp, 0)
 }
 
 pub(super) fn sys_utimensat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {

@@ -177,9 +177,7 @@ fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
 /// The host instant of an absolute time `t` on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
 fn absolute(realtime: bool, t: Duration) -> Instant {
     let clock = if realtime { libc::CLOCK_REALTIME } else { libc::CLOCK_MONOTONIC };
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime of a valid clock into a local struct.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
+    let ts = host::clock_gettime(clock).unwrap_or(libc::timespec { tv_sec: 0, tv_nsec: 0 });
     let now = Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32);
     Instant::now() + t.saturating_sub(now)
 }

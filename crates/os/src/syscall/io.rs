@@ -105,8 +105,7 @@ pub(crate) fn read_special(
         }
         FileKind::Dir(_) => Some(Err(EISDIR)),
         FileKind::Random(_) => {
-            // SAFETY: F_GETFL on a descriptor we hold.
-            if unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE == libc::O_WRONLY {
+            if host::getfl(e.host.as_raw_fd()).unwrap_or(-1) & libc::O_ACCMODE == libc::O_WRONLY {
                 return Some(Err(EBADF));
             }
             // As Linux: the bytes before the first fault, EFAULT if there are none.
@@ -133,13 +132,7 @@ fn make_pipe(p: &mut Process, ptr: u32, flags: u32) -> SysResult {
         return Err(EINVAL);
     }
     p.aspace.prepare_write(ptr, 8).map_err(efault)?;
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two descriptors into our array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: two fresh descriptors we own.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = host::pipe2(libc::O_CLOEXEC)?;
     let nb = flags & O_NONBLOCK != 0;
     let cloexec = flags & O_CLOEXEC != 0;
     let rfd = p.fds.install(FdEntry::of(OpenFile::nonblocking(r, nb), cloexec), 0).ok_or(EMFILE)?;
@@ -198,9 +191,7 @@ fn clock_sleep(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     }
     let d = if a[1] & 1 != 0 {
         // TIMER_ABSTIME: sleep until the clock reads `t`.
-        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime into a local struct.
-        unsafe { libc::clock_gettime(clock, &mut now) };
+        let now = host::clock_gettime(clock).unwrap_or(libc::timespec { tv_sec: 0, tv_nsec: 0 });
         t.saturating_sub(Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
     } else {
         t
@@ -243,11 +234,7 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
         };
         host.push(libc::pollfd { fd: raw, events, revents: 0 });
     }
-    // SAFETY: a valid pollfd array; zero timeout.
-    let mut ready = unsafe { libc::poll(host.as_mut_ptr(), host.len() as libc::nfds_t, 0) };
-    if ready < 0 {
-        return Err(host_errno());
-    }
+    let mut ready = host::poll(&mut host, 0)? as i32;
     for (i, bad) in nval.iter().enumerate() {
         if *bad {
             host[i].revents = libc::POLLNVAL;
@@ -342,10 +329,7 @@ fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>)
             which.push(fd);
         }
     }
-    // SAFETY: a valid pollfd array; zero timeout.
-    if unsafe { libc::poll(host.as_mut_ptr(), host.len() as libc::nfds_t, 0) } < 0 {
-        return Err(host_errno());
-    }
+    host::poll(&mut host, 0)?;
     let mut out = [vec![0u32; words], vec![0u32; words], vec![0u32; words]];
     let mut count = 0;
     for (f, &fd) in host.iter().zip(&which) {

@@ -100,20 +100,13 @@ pub(super) fn do_mmap(
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
     fill_snapshot(m, p, fd);
     let raw = entry.host.as_raw_fd();
-    // SAFETY: F_GETFL on a descriptor we hold open.
-    let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
+    let fl = host::getfl(raw).unwrap_or(-1);
     if fl & libc::O_ACCMODE == libc::O_WRONLY
         || (shared && prot.has(Prot::WRITE) && fl & libc::O_ACCMODE != libc::O_RDWR)
     {
         return Err(EACCES);
     }
-    // SAFETY: dup of a descriptor we hold; the File owns the duplicate.
-    let dup = unsafe { libc::fcntl(raw, libc::F_DUPFD_CLOEXEC, 0) };
-    if dup < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    let file = unsafe { std::fs::File::from_raw_fd(dup) };
+    let file = std::fs::File::from(host::dup_cloexec(raw, 0)?);
     if file.metadata().map(|md| !md.is_file()).unwrap_or(true) {
         return Err(ENODEV);
     }

@@ -8,12 +8,13 @@
 //! Argument formats: `d` signed decimal, `u` unsigned, `x` hex, `f` file descriptor,
 //! `s` guest string, `p` guest pointer, `o` octal mode.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use morph_cpu::state::reg;
 use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE, Prot};
 use rand::Rng;
 
+use crate::host;
 use crate::layout::MMAP_MIN_ADDR;
 use crate::linux::*;
 use crate::kernel::Machine;

@@ -327,16 +327,12 @@ fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
 fn open_exec(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
     // Never a blocking open: a FIFO (or any other non-regular file) is EACCES unopened.
     let fd = m.vfs.open_exec(&p.cwd, path).map_err(|e| if e == EISDIR { EACCES } else { e })?;
-    // SAFETY: faccessat on a descriptor we hold, with an empty path.
-    let ok =
-        unsafe { libc::faccessat(fd.as_raw_fd(), c"".as_ptr(), libc::X_OK, libc::AT_EMPTY_PATH | libc::AT_EACCESS) };
-    if ok != 0 {
+    if host::access_fd(fd.as_raw_fd(), libc::X_OK, libc::AT_EACCESS).is_err() {
         return Err(EACCES);
     }
     let mut head = [0u8; 256];
-    // SAFETY: reading into a local buffer from a descriptor we hold.
-    let n = unsafe { libc::pread(fd.as_raw_fd(), head.as_mut_ptr().cast(), head.len(), 0) };
-    Ok(head[..n.max(0) as usize].to_vec())
+    let n = host::pread(fd.as_raw_fd(), &mut head, 0).unwrap_or(0);
+    Ok(head[..n].to_vec())
 }
 
 fn load_errno(e: &LoadError) -> Errno {

@@ -638,9 +638,8 @@ fn timer_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     let next = if value.is_zero() {
         None
     } else if flags & TIMER_ABSTIME != 0 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime into a local struct; the clock id was checked at create.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
+        // The clock id was checked at create.
+        let ts = host::clock_gettime(clock).unwrap_or(libc::timespec { tv_sec: 0, tv_nsec: 0 });
         Some(now + value.saturating_sub(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)))
     } else {
         Some(now + value)

@@ -32,14 +32,7 @@ pub(super) fn open_path(m: &Machine, dir: &str, path: &[u8], follow: bool) -> Re
 }
 
 pub(super) fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
-    // SAFETY: an all-zero stat is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatat with AT_EMPTY_PATH on a descriptor we hold, into a local struct.
-    let r = unsafe { libc::fstatat(fd, c"".as_ptr(), &mut st, libc::AT_EMPTY_PATH) };
-    if r != 0 {
-        return Err(host_errno());
-    }
-    Ok(st)
+    host::fstatat(fd, c"", libc::AT_EMPTY_PATH)
 }
 
 /// What a guest path names, for the calls that look at or change its metadata.
@@ -170,14 +163,8 @@ pub(super) fn sys_statx(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
         }
     };
     let mut buf = [0u8; 256];
-    // SAFETY: statx with AT_EMPTY_PATH into a 256-byte buffer (struct statx is the same
-    // on every architecture).
-    let r = unsafe {
-        libc::syscall(libc::SYS_statx, fd.as_raw_fd(), c"".as_ptr(), libc::AT_EMPTY_PATH, a[3], buf.as_mut_ptr())
-    };
-    if r != 0 {
-        return Err(host_errno());
-    }
+    // struct statx is the same on every architecture.
+    host::statx_fd(fd.as_raw_fd(), a[3], &mut buf)?;
     p.aspace.write_bytes(a[4], &buf).map_err(efault)?;
     Ok(0)
 }
@@ -190,9 +177,7 @@ pub(super) fn access_common(m: &Machine, p: &Process, dirfd: u32, path: &[u8], m
         Object::Host(fd) | Object::Device(fd) => fd,
         Object::Synthetic(st) => return special::access(&st, mode).map(|_| 0),
     };
-    // SAFETY: faccessat2 on a descriptor we hold with an empty path.
-    let r = unsafe { libc::syscall(libc::SYS_faccessat2, fd.as_raw_fd(), c"".as_ptr(), mode, libc::AT_EMPTY_PATH) };
-    host(r as isize)
+    host::access2_fd(fd.as_raw_fd(), mode)
 }
 
 pub(super) fn sys_access(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -217,12 +202,7 @@ pub(super) type HostStatfs = [u64; 15];
 pub(super) fn statfs_of(o: &Object) -> Result<HostStatfs, Errno> {
     let mut st: HostStatfs = [0; 15];
     match o {
-        Object::Host(fd) | Object::Device(fd) => {
-            // SAFETY: fstatfs on a descriptor we hold into a buffer of the kernel's size.
-            if unsafe { libc::syscall(libc::SYS_fstatfs, fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
-                return Err(host_errno());
-            }
-        }
+        Object::Host(fd) | Object::Device(fd) => st = host::fstatfs(fd.as_raw_fd())?,
         Object::Synthetic(s) => {
             const PROC_SUPER_MAGIC: u64 = 0x9fa0;
             const TMPFS_MAGIC: u64 = 0x0102_1994;

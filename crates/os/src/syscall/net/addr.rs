@@ -194,8 +194,7 @@ pub(super) fn autobind(m: &mut Machine, raw: i32) -> SysResult {
         let n = m.net.autobind_next;
         m.net.autobind_next = (n + 1) & 0xf_ffff;
         let h = m.net.abstract_host(format!("{n:05x}").as_bytes())?;
-        // SAFETY: bind reads `h.len()` bytes of address from our buffer.
-        match host(unsafe { libc::bind(raw, h.as_ptr().cast(), h.len() as libc::socklen_t) } as isize) {
+        match host::bind(raw, &h) {
             Err(EADDRINUSE) => continue,
             r => return r,
         }
@@ -209,10 +208,11 @@ pub(super) fn autobind_if_passcred(m: &mut Machine, raw: i32) -> Result<(), Errn
     if int_opt(raw, libc::SOL_SOCKET, libc::SO_PASSCRED) != Some(1) {
         return Ok(());
     }
-    let mut b = AddrBuf::new();
-    // SAFETY: getsockname writes at most `b.len` bytes of address into our buffer.
-    let r = unsafe { libc::getsockname(raw, b.ptr(), &mut b.len) };
-    if r == 0 && b.len == 2 && family_of(b.get()) == Some(AF_UNIX) {
+    let b = host::sockname(raw, false);
+    if let Ok(b) = b
+        && b.len() == 2
+        && family_of(&b) == Some(AF_UNIX)
+    {
         autobind(m, raw)?;
     }
     Ok(())

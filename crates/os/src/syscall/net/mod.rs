@@ -158,11 +158,7 @@ pub(super) fn install(p: &mut Process, fd: OwnedFd, nonblock: bool, cloexec: boo
 
 /// Reads an `int`-sized host socket option.
 pub(super) fn int_opt(raw: i32, level: i32, name: i32) -> Option<i32> {
-    let mut v: libc::c_int = 0;
-    let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `l` bytes into our int.
-    let r = unsafe { libc::getsockopt(raw, level, name, (&mut v as *mut libc::c_int).cast(), &mut l) };
-    (r == 0).then_some(v)
+    host::getsockopt_int(raw, level, name)
 }
 
 /// The pending error of a host socket (reading it clears it).
@@ -173,12 +169,17 @@ pub(super) fn so_error(raw: i32) -> Errno {
 /// The guest's receive or send timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO`, kept on the host
 /// socket, which never waits itself), if it set one.
 pub(super) fn sock_timeout(raw: i32, name: i32) -> Option<Duration> {
-    let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
-    let mut l = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `l` bytes into our timeval.
-    let r = unsafe { libc::getsockopt(raw, libc::SOL_SOCKET, name, (&mut tv as *mut libc::timeval).cast(), &mut l) };
+    let tv = host_timeval(raw, libc::SOL_SOCKET, name).ok()?;
     let d = Duration::from_secs(tv.tv_sec.max(0) as u64) + Duration::from_micros(tv.tv_usec.max(0) as u64);
-    (r == 0 && !d.is_zero()).then_some(d)
+    (!d.is_zero()).then_some(d)
+}
+
+/// A host socket option that is a `struct timeval` (64-bit fields on the host).
+pub(super) fn host_timeval(raw: i32, level: i32, name: i32) -> Result<libc::timeval, Errno> {
+    let mut b = [0u8; 16];
+    host::getsockopt(raw, level, name, &mut b)?;
+    let word = |i: usize| i64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or_default());
+    Ok(libc::timeval { tv_sec: word(0), tv_usec: word(8) })
 }
 
 /// Blocks a guest that must wait for something no descriptor announces; the call is
@@ -241,18 +242,12 @@ pub(super) fn wait_all(p: &mut Process, raw: i32, flags: u32, want: usize, dontw
     if int_opt(raw, libc::SOL_SOCKET, libc::SO_TYPE) != Some(SOCK_STREAM as i32) {
         return None;
     }
-    let mut queued: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one int into our local.
-    if unsafe { libc::ioctl(raw, libc::FIONREAD, &mut queued) } < 0 {
-        return None;
-    }
-    let queued = queued.max(0) as usize;
+    let queued = host::queued(raw).ok()?.max(0) as usize;
     if queued == 0 || queued >= want.min(WAITALL_MAX) {
         return None;
     }
     let mut pfd = [libc::pollfd { fd: raw, events: libc::POLLRDHUP, revents: 0 }];
-    // SAFETY: one valid pollfd; zero timeout.
-    unsafe { libc::poll(pfd.as_mut_ptr(), 1, 0) };
+    let _ = host::poll(&mut pfd, 0);
     if pfd[0].revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0 {
         return None;
     }
@@ -292,24 +287,15 @@ pub(super) fn check_socket(m: &mut Machine, domain: u32, ty: u32, proto: u32) ->
 pub(super) fn sys_socket(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
     check_socket(m, a[0], ty, a[2])?;
-    // SAFETY: socket() takes plain integers.
-    let fd = unsafe { libc::socket(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32) };
-    if fd < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    install(p, unsafe { OwnedFd::from_raw_fd(fd) }, nonblock, cloexec)
+    let fd = host::socket(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
+    install(p, fd, nonblock, cloexec)
 }
 
 pub(super) fn sys_socketpair(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
     check_socket(m, a[0], ty, a[2])?;
     p.aspace.prepare_write(a[3], 8).map_err(efault)?;
-    let mut fds = [0i32; 2];
-    // SAFETY: socketpair writes two descriptors into our array.
-    host(unsafe { libc::socketpair(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32, fds.as_mut_ptr()) } as isize)?;
-    // SAFETY: two fresh descriptors we own.
-    let (x, y) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (x, y) = host::socketpair(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
     let gx = install(p, x, nonblock, cloexec)?;
     let Ok(gy) = install(p, y, nonblock, cloexec) else {
         p.fds.close(gx);
@@ -329,8 +315,7 @@ pub(super) fn sys_bind(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
         return autobind(m, f.as_raw_fd());
     }
     let h = host_addr(m, p, addr, Use::Bind)?;
-    // SAFETY: bind reads `h.len()` bytes of address from our buffer.
-    host(unsafe { libc::bind(f.as_raw_fd(), h.ptr(), h.len()) } as isize)?;
+    host::bind(f.as_raw_fd(), &h.bytes)?;
     if let Some((dir, guest)) = h.unix {
         // The host name holds the directory's descriptor number: keeping the directory
         // open with the socket keeps the name unique.
@@ -343,8 +328,7 @@ pub(super) fn sys_bind(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
 
 pub(super) fn sys_listen(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let raw = host_fd(p, a[0])?;
-    // SAFETY: listen takes plain integers.
-    host(unsafe { libc::listen(raw, a[1] as i32) } as isize)
+    host::listen(raw, a[1] as i32)
 }
 
 pub(super) fn sys_connect(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -359,8 +343,7 @@ pub(super) fn sys_connect(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
         autobind_if_passcred(m, f.as_raw_fd())?;
     }
     let blocking = f.host_nonblock && !f.guest_nonblock();
-    // SAFETY: connect reads `h.len()` bytes of address from our buffer.
-    match host(unsafe { libc::connect(f.as_raw_fd(), h.ptr(), h.len()) } as isize) {
+    match host::connect(f.as_raw_fd(), &h.bytes) {
         Err(EINPROGRESS) if blocking => {
             f.socket.connecting.set(true);
             connect_result(p, &f)
@@ -405,20 +388,14 @@ pub(super) fn accept(m: &mut Machine, p: &mut Process, fd: u32, addr: u32, len_p
         // A socket morph did not make (inherited) may block on the host: ask first.
         return wait_for(p, raw, libc::POLLIN, f.guest_nonblock(), libc::SO_RCVTIMEO);
     }
-    let mut peer = AddrBuf::new();
-    // SAFETY: accept4 writes at most `peer.len` bytes of address into our buffer.
-    let r = unsafe { libc::accept4(raw, peer.ptr(), &mut peer.len, HOST_SOCK_FLAGS) };
-    if r < 0 {
-        return match host_errno() {
-            EAGAIN => wait_for(p, raw, libc::POLLIN, f.guest_nonblock(), libc::SO_RCVTIMEO),
-            e => Err(e),
-        };
-    }
-    // SAFETY: a fresh descriptor we own.
-    let conn = unsafe { OwnedFd::from_raw_fd(r) };
+    let (conn, peer) = match host::accept4(raw, HOST_SOCK_FLAGS) {
+        Ok(c) => c,
+        Err(EAGAIN) => return wait_for(p, raw, libc::POLLIN, f.guest_nonblock(), libc::SO_RCVTIMEO),
+        Err(e) => return Err(e),
+    };
     let gfd = install(p, conn, flags & SOCK_NONBLOCK != 0, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0
-        && let Err(e) = put_sockaddr(m, p, addr, len_ptr, peer.get())
+        && let Err(e) = put_sockaddr(m, p, addr, len_ptr, &peer)
     {
         p.fds.close(gfd);
         return Err(e);
@@ -432,13 +409,8 @@ pub(super) fn sys_accept4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
 
 pub(super) fn sockname(m: &mut Machine, p: &mut Process, a: &[u32; 6], peer: bool) -> SysResult {
     let raw = host_fd(p, a[0])?;
-    let mut b = AddrBuf::new();
-    // SAFETY: the call writes at most `b.len` bytes of address into our buffer.
-    let r = unsafe {
-        if peer { libc::getpeername(raw, b.ptr(), &mut b.len) } else { libc::getsockname(raw, b.ptr(), &mut b.len) }
-    };
-    host(r as isize)?;
-    put_sockaddr(m, p, a[1], a[2], b.get())?;
+    let b = host::sockname(raw, peer)?;
+    put_sockaddr(m, p, a[1], a[2], &b)?;
     Ok(0)
 }
 
@@ -452,8 +424,7 @@ pub(super) fn sys_getpeername(m: &mut Machine, p: &mut Process, a: &[u32; 6]) ->
 
 pub(super) fn sys_shutdown(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let raw = host_fd(p, a[0])?;
-    // SAFETY: shutdown takes plain integers.
-    host(unsafe { libc::shutdown(raw, a[1] as i32) } as isize)
+    host::shutdown(raw, a[1] as i32)
 }
 
 // ----- options ---------------------------------------------------------------------
@@ -489,14 +460,14 @@ pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
     }
     let mut b = vec![0u8; a[4].min(1 << 16) as usize];
     p.aspace.read_bytes(a[3], &mut b).map_err(efault)?;
-    let set = |v: *const libc::c_void, len: usize| {
-        // SAFETY: setsockopt reads `len` bytes from `v`, which the caller keeps alive.
-        host(unsafe { libc::setsockopt(raw, level as i32, name as i32, v, len as libc::socklen_t) } as isize)
-    };
+    let set = |v: &[u8]| host::setsockopt(raw, level as i32, name as i32, v);
     match (level, name) {
         (SOL_SOCKET, SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD) => {
+            // The host's struct timeval: two 64-bit fields.
             let tv = timeval_in(&b)?;
-            set((&tv as *const libc::timeval).cast(), std::mem::size_of::<libc::timeval>())
+            let mut v = tv.tv_sec.to_ne_bytes().to_vec();
+            v.extend_from_slice(&tv.tv_usec.to_ne_bytes());
+            set(&v)
         }
         (SOL_SOCKET, SO_ATTACH_FILTER | SO_ATTACH_REUSEPORT_CBPF) => {
             // i386 struct sock_fprog: { u16 len; u32 filter; }; the instructions have
@@ -507,10 +478,13 @@ pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
             let n = u16::from_le_bytes([b[0], b[1]]);
             let ptr = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
             p.aspace.check_read(ptr, u32::from(n) * 8).map_err(efault)?;
-            let prog = libc::sock_fprog { len: n, filter: p.aspace.host_ptr(ptr).cast() };
-            set((&prog as *const libc::sock_fprog).cast(), std::mem::size_of::<libc::sock_fprog>())
+            // The host's struct sock_fprog: u16 len, padding, the 64-bit filter pointer.
+            let mut v = n.to_ne_bytes().to_vec();
+            v.resize(8, 0);
+            v.extend_from_slice(&(p.aspace.host_ptr(ptr) as usize as u64).to_ne_bytes());
+            set(&v)
         }
-        _ => set(b.as_ptr().cast(), b.len()),
+        _ => set(&b),
     }
 }
 
@@ -523,21 +497,15 @@ pub(super) fn sys_getsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
         return Err(EINVAL);
     }
     let out = if level == SOL_SOCKET && matches!(name, SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD) {
-        let mut tv = libc::timeval { tv_sec: 0, tv_usec: 0 };
-        let mut l = std::mem::size_of::<libc::timeval>() as libc::socklen_t;
-        let tvp: *mut libc::timeval = &mut tv;
-        // SAFETY: getsockopt writes at most `l` bytes into our timeval.
-        host(unsafe { libc::getsockopt(raw, level as i32, name as i32, tvp.cast(), &mut l) } as isize)?;
+        let tv = host_timeval(raw, level as i32, name as i32)?;
         let mut b = (tv.tv_sec as i32).to_le_bytes().to_vec();
         b.extend_from_slice(&(tv.tv_usec as i32).to_le_bytes());
         b.truncate(room as usize);
         b
     } else {
         let mut b = vec![0u8; room.min(1 << 16) as usize];
-        let mut l = b.len() as libc::socklen_t;
-        // SAFETY: getsockopt writes at most `l` bytes into our buffer.
-        host(unsafe { libc::getsockopt(raw, level as i32, name as i32, b.as_mut_ptr().cast(), &mut l) } as isize)?;
-        b.truncate(l as usize);
+        let l = host::getsockopt(raw, level as i32, name as i32, &mut b)?;
+        b.truncate(l);
         if level == SOL_SOCKET && name == SO_ERROR {
             // The guest collects the result of a connect itself.
             let pfd = libc::pollfd { fd: raw, events: libc::POLLOUT, revents: 0 };

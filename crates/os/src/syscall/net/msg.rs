@@ -1,6 +1,7 @@
 //! Sending and receiving: `sendto`, `recvfrom`, `sendmsg`/`recvmsg` with their translated `msghdr` and control messages, and the `mmsg` forms.
 
 use super::*;
+use crate::host::Zeroed;
 
 
 pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -112,8 +113,7 @@ pub(super) fn control_out(m: &mut Machine, p: &Process, h: &MsgHdr32) -> Result<
             }
         } else if level == SOL_SOCKET && ty == SCM_CREDENTIALS && data.len() >= 12 && w(&data, 0) == p.pid {
             // The host checks the pid against its own.
-            // SAFETY: getpid has no preconditions.
-            let pid = unsafe { libc::getpid() } as u32;
+            let pid = host::getpid() as u32;
             data[..4].copy_from_slice(&pid.to_le_bytes());
         }
         out.extend_from_slice(&((CMSG_HDR64 + data.len()) as u64).to_le_bytes());
@@ -198,8 +198,7 @@ pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
     let (control, files) = control_out(m, p, &h)?;
     autobind_if_passcred(m, raw)?;
-    // SAFETY: msghdr is plain data; all-zero is a valid value.
-    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    let mut hdr = libc::msghdr::zeroed();
     if let Some(t) = &to {
         hdr.msg_name = t.ptr() as *mut libc::c_void;
         hdr.msg_namelen = t.len();
@@ -234,8 +233,7 @@ pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     let room = if h.control == 0 { 0 } else { h.controllen.min(1 << 16) as usize };
     // Room for the same messages with the host's larger headers and alignment.
     let mut control = vec![0u64; (2 * room + 64).div_ceil(8)];
-    // SAFETY: msghdr is plain data; all-zero is a valid value.
-    let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+    let mut hdr = libc::msghdr::zeroed();
     if h.name != 0 {
         hdr.msg_name = from.ptr().cast();
         hdr.msg_namelen = from.len;
