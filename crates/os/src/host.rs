@@ -249,7 +249,12 @@ pub fn fchmod(fd: RawFd, mode: u32) -> Result<u32, Errno> {
 
 /// `utimensat(dir, name, times, flags)`; `name` `None` is the descriptor itself (the
 /// kernel's NULL path, which glibc's wrapper does not pass); `times` `None` is now.
-pub fn utimensat(dir: RawFd, name: Option<&CStr>, times: Option<&[libc::timespec; 2]>, flags: i32) -> Result<u32, Errno> {
+pub fn utimensat(
+    dir: RawFd,
+    name: Option<&CStr>,
+    times: Option<&[libc::timespec; 2]>,
+    flags: i32,
+) -> Result<u32, Errno> {
     let tp = times.map_or(std::ptr::null(), |t| t.as_ptr());
     let np = name.map_or(std::ptr::null(), |n| n.as_ptr());
     // SAFETY: a valid C string or NULL, two timespecs or NULL.
@@ -345,9 +350,8 @@ pub fn accept4(fd: RawFd, flags: i32) -> Result<(OwnedFd, Vec<u8>), Errno> {
 /// `getsockname(fd)` or, with `peer`, `getpeername(fd)`.
 pub fn sockname(fd: RawFd, peer: bool) -> Result<Vec<u8>, Errno> {
     // SAFETY: both write at most `len` bytes of address into the buffer.
-    let (_, addr) = name_call(|a, l| unsafe {
-        if peer { libc::getpeername(fd, a, l) } else { libc::getsockname(fd, a, l) }
-    })?;
+    let (_, addr) =
+        name_call(|a, l| unsafe { if peer { libc::getpeername(fd, a, l) } else { libc::getsockname(fd, a, l) } })?;
     Ok(addr)
 }
 

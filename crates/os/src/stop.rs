@@ -38,7 +38,8 @@ extern "C" fn on_signal(sig: i32) {
 pub fn catch() -> std::io::Result<()> {
     if PIPE[0].load(Ordering::SeqCst) < 0 {
         // The pipe lives as long as morph: its descriptors are kept as plain numbers.
-        let (r, w) = crate::host::pipe2(libc::O_CLOEXEC | libc::O_NONBLOCK).map_err(std::io::Error::from_raw_os_error)?;
+        let (r, w) =
+            crate::host::pipe2(libc::O_CLOEXEC | libc::O_NONBLOCK).map_err(std::io::Error::from_raw_os_error)?;
         PIPE[0].store(r.into_raw_fd(), Ordering::SeqCst);
         PIPE[1].store(w.into_raw_fd(), Ordering::SeqCst);
     }

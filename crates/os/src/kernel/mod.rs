@@ -19,10 +19,10 @@ use morph_mem::{AddressSpace, PageCache, PhysMem};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::host::{self, host_nice, ids};
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
-use crate::host::{self, host_nice, ids};
 use crate::process::{ExitStatus, FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo, Zombie};
 use crate::special;
 use crate::vfs::Vfs;
@@ -141,6 +141,8 @@ pub struct Machine {
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
     pub(crate) yield_slice: bool,
+    /// Where `--strace` lines go (stderr if `None`).
+    trace_out: Option<Box<dyn std::io::Write>>,
 }
 
 /// The first pid handed out.
@@ -170,6 +172,7 @@ impl Machine {
             ioctl_unknown: HashMap::new(),
             net: sockets::Net::default(),
             yield_slice: false,
+            trace_out: None,
         })
     }
 
@@ -196,6 +199,22 @@ impl Machine {
     /// The page cache (for its counters).
     pub fn page_cache(&self) -> &PageCache {
         &self.cache
+    }
+
+    /// Sends the `--strace` lines (see [`Config::strace`]) to `out` instead of stderr.
+    pub fn trace_to(&mut self, out: Box<dyn std::io::Write>) {
+        self.trace_out = Some(out);
+    }
+
+    /// Writes one `--strace` line.
+    pub(crate) fn trace(&mut self, line: &str) {
+        use std::io::Write as _;
+        match &mut self.trace_out {
+            Some(out) => {
+                let _ = writeln!(out, "{line}");
+            }
+            None => eprintln!("{line}"),
+        }
     }
 
     /// What `/dev` and `/proc` see: the file system and every process but the caller.

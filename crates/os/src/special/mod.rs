@@ -33,8 +33,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use morph_mem::{MapKind, PAGE_SIZE};
 
-use crate::linux::*;
 use crate::host::{self, Zeroed, ids};
+use crate::linux::*;
 use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
 use crate::vfs::{Errno, Vfs};
 

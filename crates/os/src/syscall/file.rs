@@ -5,28 +5,28 @@ use super::*;
 table! {
     /// Descriptors and their I/O.
     pub(super) TABLE {
-        3 read "fpu" sys_read;
-        4 write "fpu" sys_write;
-        5 open "sxo" sys_open;
+        3 read "fbu" sys_read;
+        4 write "fBu" sys_write;
+        5 open "sOo" sys_open;
         6 close "f" sys_close;
-        19 lseek "fdd" sys_lseek;
+        19 lseek "fdw" sys_lseek;
         41 dup "f" sys_dup;
         54 ioctl "fxx" sys_ioctl;
         55 fcntl "fdx" sys_fcntl;
         63 dup2 "ff" sys_dup2;
-        92 truncate "sd" sys_truncate;
+        92 truncate "su" sys_truncate;
         93 ftruncate "fu" sys_ftruncate;
-        140 _llseek "fxxpd" sys_llseek;
+        140 _llseek "fQrw" sys_llseek;
         141 getdents "fpu" sys_getdents;
-        145 readv "fpu" sys_readv;
-        146 writev "fpu" sys_writev;
-        180 pread64 "fpuxx" sys_pread64;
-        181 pwrite64 "fpuxx" sys_pwrite64;
-        193 truncate64 "sxx" sys_truncate64;
-        194 ftruncate64 "fxx" sys_ftruncate64;
+        145 readv "fvu" sys_readv;
+        146 writev "fVu" sys_writev;
+        180 pread64 "fbuq" sys_pread64;
+        181 pwrite64 "fBuq" sys_pwrite64;
+        193 truncate64 "sq" sys_truncate64;
+        194 ftruncate64 "fq" sys_ftruncate64;
         220 getdents64 "fpu" sys_getdents64;
         221 fcntl64 "fdx" sys_fcntl;
-        295 openat "fsxo" sys_openat;
+        295 openat "fsOo" sys_openat;
         330 dup3 "ffx" sys_dup3;
     }
 }
@@ -210,7 +210,12 @@ pub(super) fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) ->
 }
 
 /// `iovecs`, and how many bytes of them lie before the first fault (at most `MAX_RW`).
-pub(super) fn iovecs_valid(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<(Vec<libc::iovec>, u32), Errno> {
+pub(super) fn iovecs_valid(
+    p: &mut Process,
+    ptr: u32,
+    n: u32,
+    write_to_guest: bool,
+) -> Result<(Vec<libc::iovec>, u32), Errno> {
     if n > 1024 {
         return Err(EINVAL);
     }
@@ -259,7 +264,14 @@ pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
 
 /// Guest `open` flags → host flags (the values are the same on i386 and x86-64; only
 /// close-on-exec is kept by morph itself).
-pub(super) fn open_common(m: &mut Machine, p: &mut Process, dir: &str, path: &[u8], flags: u32, mode: u32) -> SysResult {
+pub(super) fn open_common(
+    m: &mut Machine,
+    p: &mut Process,
+    dir: &str,
+    path: &[u8],
+    flags: u32,
+    mode: u32,
+) -> SysResult {
     let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     let mode = mode & !p.umask;
     let resolved = special::resolve(m.sys(), p, dir, path, flags & O_NOFOLLOW == 0).map_err(|e| {

@@ -16,7 +16,7 @@ table! {
         40 rmdir "s" sys_rmdir;
         60 umask "o" sys_umask;
         83 symlink "ss" sys_symlink;
-        85 readlink "spu" sys_readlink;
+        85 readlink "sbu" sys_readlink;
         94 fchmod "fo" sys_fchmod;
         133 fchdir "f" sys_fchdir;
         183 getcwd "pu" sys_getcwd;
@@ -34,7 +34,7 @@ table! {
         302 renameat "fsfs" sys_renameat;
         303 linkat "fsfsx" sys_linkat;
         304 symlinkat "sfs" sys_symlinkat;
-        305 readlinkat "fspu" sys_readlinkat;
+        305 readlinkat "fsbu" sys_readlinkat;
         306 fchmodat "fso" sys_fchmodat;
         320 utimensat "fspx" sys_utimensat;
         412 utimensat_time64 "fspx" sys_utimensat_time64;
@@ -167,7 +167,12 @@ pub(super) fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 }
 
 /// The parent directory and last component of a `*at` path.
-pub(super) fn at_parent(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<(OwnedFd, std::ffi::CString), Errno> {
+pub(super) fn at_parent(
+    m: &Machine,
+    p: &Process,
+    dirfd: u32,
+    path: &[u8],
+) -> Result<(OwnedFd, std::ffi::CString), Errno> {
     let dir = at_dir(m, p, dirfd, path)?;
     m.vfs.parent(&dir, path)
 }
@@ -293,7 +298,6 @@ pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
 }
 
-
 // ----- extended attributes --------------------------------------------------------------
 
 // Extended attributes: the guest's file system has none (`EOPNOTSUPP`, which `ls` and
@@ -371,7 +375,14 @@ pub(super) fn read_times(p: &Process, ptr: u32, f: TimeFormat) -> Result<Times, 
 }
 
 /// Sets the times of what (`dirfd`, `path`, `flags`) names, resolved inside the root.
-pub(super) fn utimes_common(m: &Machine, p: &Process, dirfd: u32, path: Option<&[u8]>, times: Times, flags: u32) -> SysResult {
+pub(super) fn utimes_common(
+    m: &Machine,
+    p: &Process,
+    dirfd: u32,
+    path: Option<&[u8]>,
+    times: Times,
+    flags: u32,
+) -> SysResult {
     if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(EINVAL);
     }

@@ -5,13 +5,13 @@ use super::*;
 table! {
     /// Memory.
     pub(super) TABLE {
-        45 brk "x" sys_brk;
+        45 brk "p" sys_brk;
         90 mmap "p" sys_old_mmap;
-        91 munmap "xu" sys_munmap;
-        125 mprotect "xux" sys_mprotect;
+        91 munmap "pu" sys_munmap;
+        125 mprotect "puP" sys_mprotect;
         144 msync "xux" sys_msync;
-        163 mremap "xuuxx" sys_mremap;
-        192 mmap2 "xuxxfx" sys_mmap2;
+        163 mremap "puuRp" sys_mremap;
+        192 mmap2 "puPMfg" sys_mmap2;
         243 set_thread_area "p" sys_set_thread_area;
     }
 }
@@ -249,7 +249,6 @@ pub(super) fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     p.aspace.write_back(start, len).map_err(|_| EIO)?;
     if mapped { Ok(0) } else { Err(ENOMEM) }
 }
-
 
 pub(super) fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     set_thread_area(p, a[0])

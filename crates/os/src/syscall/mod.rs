@@ -5,8 +5,12 @@
 //! in the table returns `-ENOSYS` and is counted, so a researcher sees exactly what a
 //! guest asked for and did not get.
 //!
-//! Argument formats: `d` signed decimal, `u` unsigned, `x` hex, `f` file descriptor,
-//! `s` guest string, `p` guest pointer, `o` octal mode.
+//! Argument formats (for [`strace`]): `d` signed decimal, `u` unsigned, `x` hex, `f` file
+//! descriptor (`AT_FDCWD` by name), `s` guest string, `p` guest pointer (`NULL` by
+//! name), `o` octal mode (left out after `O` flags without `O_CREAT`), `b` buffer the
+//! call fills (shown after it, the result's length), `B` buffer the call reads (the
+//! next argument's length), `O` open flags, `P` memory protections, `M` mmap flags,
+//! `C` clone flags, `A` access mode, `g` mmap2 page offset (shown in bytes).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -15,9 +19,9 @@ use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE, Prot};
 use rand::Rng;
 
 use crate::host;
+use crate::kernel::Machine;
 use crate::layout::MMAP_MIN_ADDR;
 use crate::linux::*;
-use crate::kernel::Machine;
 use crate::process::{ExitStatus, FdEntry, FileKind, OpenFile, Process};
 use crate::special::{self, Node, Object, Resolved};
 use crate::vfs::{Errno, host_errno};
@@ -39,7 +43,7 @@ pub struct Syscall {
     pub nr: u32,
     /// Name.
     pub name: &'static str,
-    /// Argument formats, one character per argument.
+    /// Argument formats, one character per argument (see the module documentation).
     pub args: &'static str,
     handler: Handler,
 }
@@ -67,11 +71,11 @@ pub(crate) mod net;
 pub(crate) mod proc;
 mod signal;
 mod stat;
-mod strace;
+pub mod strace;
 mod time;
 
 // The families share their helpers: each `use super::*` sees them all.
-use self::{file::*, mm::*, stat::*, strace::*};
+use self::{file::*, mm::*, stat::*};
 
 /// Every family's table; together they are the system call table.
 pub static TABLES: &[&[Syscall]] = &[
@@ -111,33 +115,17 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     let g = &p.cpu.gpr;
     let args = [g[reg::EBX], g[reg::ECX], g[reg::EDX], g[reg::ESI], g[reg::EDI], g[reg::EBP]];
     *m.stats.syscalls.entry(nr).or_default() += 1;
-    let (name, fmt, res) = match lookup(nr) {
-        Some(s) => {
-            let trace_args = if m.cfg.strace { format_args_of(p, s.args, &args) } else { String::new() };
-            let r = (s.handler)(m, p, &args);
-            (s.name, trace_args, r)
-        }
+    let row = lookup(nr);
+    let traced = m.cfg.strace.then(|| strace::Call::before(p, nr, row, &args));
+    let res = match row {
+        Some(s) => (s.handler)(m, p, &args),
         None => {
             *m.stats.enosys.entry(nr).or_default() += 1;
-            ("", String::new(), Err(ENOSYS))
+            Err(ENOSYS)
         }
     };
-    if m.cfg.strace {
-        let shown = if name.is_empty() { format!("syscall_{nr}") } else { name.to_string() };
-        let ret = match res {
-            Ok(v) if fmt.is_empty() && v > 0xffff => format!("{v:#x}"),
-            Ok(v) => format!("{}", v as i32),
-            Err(e) => format!("-1 {} ({})", errno_name(e), std::io::Error::from_raw_os_error(e)),
-        };
-        if matches!(res, Err(ERESTARTSYS)) {
-            eprintln!("[{}] {shown}({fmt}) <blocked>", p.tid);
-        } else if matches!(res, Err(EJUSTRETURN)) {
-            eprintln!("[{}] {shown}({fmt}) = {}", p.tid, p.cpu.gpr[reg::EAX] as i32);
-        } else if p.exit.is_none() {
-            eprintln!("[{}] {shown}({fmt}) = {ret}", p.tid);
-        } else {
-            eprintln!("[{}] {shown}({fmt}) = ?", p.tid);
-        }
+    if let Some(call) = traced {
+        m.trace(&call.after(p, &res));
     }
     p.resumed = None;
     match res {

@@ -32,7 +32,7 @@ table! {
         96 getpriority "dd" sys_getpriority;
         97 setpriority "ddd" sys_setpriority;
         114 wait4 "dpxp" sys_wait4;
-        120 clone "xxppp" sys_clone;
+        120 clone "Cpppp" sys_clone;
         132 getpgid "d" sys_getpgid;
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;

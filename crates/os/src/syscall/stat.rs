@@ -5,21 +5,21 @@ use super::*;
 table! {
     /// Metadata.
     pub(super) TABLE {
-        33 access "so" sys_access;
+        33 access "sA" sys_access;
         99 statfs "sp" sys_statfs;
         100 fstatfs "fp" sys_fstatfs;
         106 stat "sp" sys_stat;
         107 lstat "sp" sys_lstat;
         108 fstat "fp" sys_fstat;
-        195 stat64 "sp" sys_stat64;
-        196 lstat64 "sp" sys_lstat64;
-        197 fstat64 "fp" sys_fstat64;
+        195 stat64 "sS" sys_stat64;
+        196 lstat64 "sS" sys_lstat64;
+        197 fstat64 "fS" sys_fstat64;
         268 statfs64 "sup" sys_statfs64;
         269 fstatfs64 "fup" sys_fstatfs64;
-        300 fstatat64 "fspx" sys_fstatat64;
-        307 faccessat "fso" sys_faccessat;
+        300 fstatat64 "fsSF" sys_fstatat64;
+        307 faccessat "fsA" sys_faccessat;
         383 statx "fsxxp" sys_statx;
-        439 faccessat2 "fsox" sys_faccessat;
+        439 faccessat2 "fsAx" sys_faccessat;
     }
 }
 
@@ -189,7 +189,6 @@ pub(super) fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> S
     let path = read_path(p, a[1])?;
     access_common(m, p, a[0], &path, a[2], a[3] & AT_SYMLINK_NOFOLLOW)
 }
-
 
 // ----- file system statistics ------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 use super::*;
 
-
 /// What a guest socket address is given for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Use {

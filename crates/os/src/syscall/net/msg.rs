@@ -3,7 +3,6 @@
 use super::*;
 use crate::host::Zeroed;
 
-
 pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, alen) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
