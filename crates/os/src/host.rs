@@ -9,7 +9,13 @@
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
-use crate::vfs::{Errno, host_errno};
+/// A guest errno (positive; the host's numbers are Linux's too).
+pub type Errno = i32;
+
+/// The last host errno.
+pub fn host_errno() -> Errno {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(crate::linux::EIO)
+}
 
 /// A host call's `-1`/errno convention as a result.
 fn check<T: Into<i64> + Copy>(r: T) -> Result<u32, Errno> {

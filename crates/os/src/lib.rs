@@ -6,6 +6,7 @@
 //! ([`vfs`]). It drives the CPU engine through [`Machine::run`]: run a process until it
 //! traps, handle the trap, repeat.
 
+pub mod files;
 mod host;
 mod kernel;
 pub mod layout;

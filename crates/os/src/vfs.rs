@@ -21,13 +21,7 @@ use std::path::{Path, PathBuf};
 use crate::host::{self, Zeroed};
 use crate::linux;
 
-/// A guest errno (positive).
-pub type Errno = i32;
-
-/// The last host errno.
-pub fn host_errno() -> Errno {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(linux::EIO)
-}
+pub use crate::host::{Errno, host_errno};
 
 /// The guest file system root.
 pub struct Vfs {

@@ -254,7 +254,7 @@ impl Machine {
     pub fn spawn(&mut self, path: &str, argv: &[Vec<u8>], envp: &[Vec<u8>], cwd: &str) -> Result<Pid, LoadError> {
         // A `#!` script runs its interpreter, as execve does (a file that cannot be
         // read is left for the loader to report).
-        let (path, argv) = crate::syscall::proc::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
+        let (path, argv) = loader::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
             let mut head = [0u8; 256];
             let n = match self.vfs.open_exec(cwd, path) {
                 Ok(fd) => host::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut head, 0).unwrap_or(0),

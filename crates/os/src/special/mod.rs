@@ -39,6 +39,8 @@ use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
 use crate::vfs::{Errno, Vfs};
 
 mod text;
+use crate::files::Listing;
+pub use crate::files::{DirState, ProcFile, Snapshot};
 pub use text::text;
 
 /// What `/dev` and `/proc` see of the machine: its file system and its processes (the
@@ -58,19 +60,6 @@ pub const DEV_DEV: u64 = 5;
 
 /// Links followed in one path before `ELOOP`.
 const MAX_LINKS: usize = 8;
-
-/// A `/proc/<pid>` text file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcFile {
-    /// `maps`: the address space, one line per VMA.
-    Maps,
-    /// `status`: name, ids, memory and signal state.
-    Status,
-    /// `stat`: the one-line form `ps` reads.
-    Stat,
-    /// `cmdline`: the arguments, NUL-terminated.
-    Cmdline,
-}
 
 impl ProcFile {
     fn of(name: &[u8]) -> Option<ProcFile> {
@@ -120,19 +109,6 @@ pub enum Object {
     Synthetic(libc::stat),
 }
 
-/// An open `/proc/<pid>` text file. Its text is made at the first read (or seek, or
-/// mmap), as Linux makes it when read: a shell that opens `/proc/self/cmdline` for a
-/// command it then execs must show the command's, not its own.
-#[derive(Debug)]
-pub struct Snapshot {
-    /// Its guest path.
-    pub path: String,
-    pid: Pid,
-    file: ProcFile,
-    /// A writable descriptor of the memfd, until the text is in it.
-    pending: RefCell<Option<OwnedFd>>,
-}
-
 impl Snapshot {
     /// Puts the text in the memfd if it is not there yet; `p` is the caller.
     pub fn fill(&self, m: Sys<'_>, p: &Process) {
@@ -147,21 +123,6 @@ impl Snapshot {
             }
         }
     }
-}
-
-/// A directory listing: names and `d_type`s.
-type Listing = Vec<(Vec<u8>, u8)>;
-
-/// The state of an open directory of morph's own.
-#[derive(Debug)]
-pub struct DirState {
-    /// Its canonical guest path.
-    pub path: String,
-    /// The listing, made at the first `getdents` (so `/proc/self/fd` shows the
-    /// descriptor being read, as on Linux).
-    entries: RefCell<Option<Listing>>,
-    /// Index of the next entry (the `d_off` cookie, and what `lseek` sets).
-    pos: Cell<u64>,
 }
 
 impl DirState {

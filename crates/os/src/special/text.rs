@@ -106,7 +106,7 @@ pub(super) fn status(q: &Process) -> String {
 pub(super) fn stat(q: &Process) -> String {
     let (size, rss) = memory(q);
     let (ign, cgt) = dispositions(q);
-    let tick = |n: u64| n / crate::syscall::INSNS_PER_TICK;
+    let tick = |n: u64| n / crate::process::INSNS_PER_TICK;
     let lo = |v: u64| v & 0xffff_ffff;
     let utime = tick(q.group_icount());
     let cutime = tick(q.child_icount);

@@ -1,6 +1,7 @@
 //! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, directory listings.
 
-use super::*;
+use super::common::*;
+use super::wait;
 
 table! {
     /// Descriptors and their I/O.
@@ -104,10 +105,10 @@ pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
     let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = io::read_special(m, p, a[0], &one, valid) {
+    if let Some(r) = read_special(m, p, a[0], &one, valid) {
         return r;
     }
-    io::ready_or_block(p, a[0], libc::POLLIN)?;
+    wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
     // SAFETY: a range of our window slot, prepared up to the first page the guest may
     // not write (the host stops there).
@@ -118,11 +119,11 @@ pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
-    io::ready_or_block(p, a[0], libc::POLLOUT)?;
+    wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     // SAFETY: a range of our window slot, hosted up to the first page the guest may not
     // read (the host stops there).
     let n =
-        io::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
+        wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
     wrote(m, p, a[0], None, n);
     Ok(n)
 }
@@ -133,7 +134,7 @@ pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     let valid = guest_out(p, a[1], len)?;
     let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = io::read_special(m, p, a[0], &one, valid) {
+    if let Some(r) = read_special(m, p, a[0], &one, valid) {
         return r;
     }
     sync_before_read(m, p, a[0]);
@@ -243,10 +244,10 @@ pub(super) fn iovecs_valid(
 pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
-    if let Some(r) = io::read_special(m, p, a[0], &v, valid) {
+    if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
-    io::ready_or_block(p, a[0], libc::POLLIN)?;
+    wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m, p, a[0]);
     // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
     host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
@@ -255,9 +256,9 @@ pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
-    io::ready_or_block(p, a[0], libc::POLLOUT)?;
+    wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
-    let n = io::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
+    let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
     wrote(m, p, a[0], None, n);
     Ok(n)
 }
@@ -322,7 +323,7 @@ pub(super) fn open_host(
         // A FIFO with no reader: a blocking writer waits for one.
         Err(ENXIO) if !guest_nb && host_flags & libc::O_ACCMODE == libc::O_WRONLY => {
             let retry = std::time::Instant::now() + std::time::Duration::from_millis(2);
-            Err(io::block_on(p, Vec::new(), Some(retry), true).err().unwrap_or(ERESTARTSYS))
+            Err(wait::block_on(p, Vec::new(), Some(retry), true).err().unwrap_or(ERESTARTSYS))
         }
         Err(e) => Err(e),
     }
@@ -569,4 +570,45 @@ pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     }
     p.aspace.write_bytes(a[1], &out).map_err(efault)?;
     Ok(out.len() as u32)
+}
+
+/// Reads from a descriptor morph serves itself (`/dev/urandom`, a directory of its
+/// own): fills `bufs` (of which the first `valid` bytes may be written, the rest lies
+/// after a fault) and returns the result, or `None` for an ordinary descriptor.
+pub(crate) fn read_special(
+    m: &mut Machine,
+    p: &Process,
+    fd: u32,
+    bufs: &[libc::iovec],
+    valid: u32,
+) -> Option<SysResult> {
+    let e = p.fds.get(fd)?;
+    match &e.host.kind {
+        FileKind::Host | FileKind::Device(_) => None,
+        FileKind::Snapshot(s) => {
+            s.fill(m.sys(), p);
+            None
+        }
+        FileKind::Dir(_) => Some(Err(EISDIR)),
+        FileKind::Random(_) => {
+            if host::getfl(e.host.as_raw_fd()).unwrap_or(-1) & libc::O_ACCMODE == libc::O_WRONLY {
+                return Some(Err(EBADF));
+            }
+            // As Linux: the bytes before the first fault, EFAULT if there are none.
+            let total: usize = bufs.iter().map(|b| b.iov_len).sum();
+            if valid == 0 && total > 0 {
+                return Some(Err(EFAULT));
+            }
+            let mut left = valid as usize;
+            for b in bufs {
+                let len = b.iov_len.min(left);
+                // SAFETY: the first `valid` bytes of the iovecs are prepared, writable
+                // guest memory.
+                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), len) };
+                m.rng.fill_bytes(s);
+                left -= len;
+            }
+            Some(Ok(valid))
+        }
+    }
 }

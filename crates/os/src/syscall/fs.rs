@@ -1,6 +1,8 @@
 //! Path operations: the working directory, links, renames, directories, modes, extended attributes and file times.
 
-use super::*;
+use super::common::*;
+use super::file::at_dir;
+use super::stat::{at_target, changeable, changeable_fd, path_object};
 
 table! {
     /// Names in the file system.

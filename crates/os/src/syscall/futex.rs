@@ -17,7 +17,8 @@
 
 use std::time::{Duration, Instant};
 
-use super::*;
+use super::common::*;
+use super::wait;
 use crate::kernel::futexes::FutexKey;
 use crate::process::{Blocked, Wait};
 
@@ -88,7 +89,7 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             let deadline = if timeout == 0 {
                 None
             } else {
-                let t = io::read_timespec(p, timeout, wide)?;
+                let t = wait::read_timespec(p, timeout, wide)?;
                 Some(if cmd == FUTEX_WAIT { Instant::now() + t } else { absolute(op & FUTEX_CLOCK_REALTIME != 0, t) })
             };
             if p.aspace.read_u32(uaddr).map_err(efault)? != val {

@@ -1,6 +1,6 @@
 //! Who and where the guest runs: user and group ids, `uname`, resource limits, `sysinfo`, `getrandom`.
 
-use super::*;
+use super::common::*;
 
 table! {
     /// Identity, limits and system information.

@@ -1,6 +1,7 @@
 //! Memory: `brk`, `mmap`, `mremap`, `munmap`, `mprotect`, `msync`, and the TLS descriptor (`set_thread_area`).
 
-use super::*;
+use super::common::*;
+use super::file::fill_snapshot;
 
 table! {
     /// Memory.

@@ -12,47 +12,20 @@
 //! next argument's length), `O` open flags, `P` memory protections, `M` mmap flags,
 //! `C` clone flags, `A` access mode, `g` mmap2 page offset (shown in bytes).
 
-use std::os::fd::{AsRawFd, OwnedFd};
-
 use morph_cpu::state::reg;
-use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE, Prot};
-use rand::Rng;
 
-use crate::host;
 use crate::kernel::Machine;
-use crate::layout::MMAP_MIN_ADDR;
-use crate::linux::*;
-use crate::process::{ExitStatus, FdEntry, FileKind, OpenFile, Process};
-use crate::special::{self, Node, Object, Resolved};
-use crate::vfs::{Errno, host_errno};
+use crate::linux::{EJUSTRETURN, ENOSYS, ERESTARTSYS};
+use crate::process::Process;
 
-/// A handler's result: the return value or a (positive) errno.
-pub type SysResult = Result<u32, Errno>;
-
-/// Guest instructions per clock tick, for `times`, `getrusage` and `/proc/<pid>/stat`:
-/// a 533 MHz TM5600 retiring one instruction per cycle, at 100 ticks a second
-/// (`AT_CLKTCK`). CPU times are counted in guest instructions, not host time, so a run
-/// reports the same times whatever the engine or the host did.
-pub const INSNS_PER_TICK: u64 = 5_330_000;
-
-type Handler = fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult;
-
-/// One row of the system call table.
-pub struct Syscall {
-    /// i386 number.
-    pub nr: u32,
-    /// Name.
-    pub name: &'static str,
-    /// Argument formats, one character per argument (see the module documentation).
-    pub args: &'static str,
-    handler: Handler,
-}
+pub use crate::process::INSNS_PER_TICK;
+pub use common::{SysResult, Syscall};
 
 /// Declares a static table of system calls: `nr name "args" handler;` rows.
 macro_rules! table {
     ($(#[$m:meta])* $vis:vis $table:ident { $($nr:literal $name:ident $args:literal $h:expr;)* }) => {
         $(#[$m])*
-        $vis static $table: &[$crate::syscall::Syscall] = &[$($crate::syscall::Syscall {
+        $vis static $table: &[$crate::syscall::common::Syscall] = &[$($crate::syscall::common::Syscall {
             nr: $nr,
             name: stringify!($name),
             args: $args,
@@ -61,6 +34,7 @@ macro_rules! table {
     };
 }
 
+mod common;
 mod file;
 mod fs;
 pub(crate) mod futex;
@@ -73,9 +47,7 @@ mod signal;
 mod stat;
 pub mod strace;
 mod time;
-
-// The families share their helpers: each `use super::*` sees them all.
-use self::{file::*, mm::*, stat::*};
+mod wait;
 
 /// Every family's table; together they are the system call table.
 pub static TABLES: &[&[Syscall]] = &[
@@ -140,29 +112,6 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     }
 }
 
-use crate::host::ids;
-
-fn efault(_: MemFault) -> Errno {
-    EFAULT
-}
-
-/// Converts a host syscall return (-1 + errno) into a result.
-fn host(r: isize) -> SysResult {
-    if r < 0 { Err(host_errno()) } else { Ok(r as u32) }
-}
-
-fn host_fd(p: &Process, fd: u32) -> Result<i32, Errno> {
-    p.fds.get(fd).map(|e| e.host.as_raw_fd()).ok_or(EBADF)
-}
-
-fn read_path(p: &Process, ptr: u32) -> Result<Vec<u8>, Errno> {
-    let s = p.aspace.read_cstr(ptr, 4096).map_err(efault)?;
-    if s.len() >= 4096 {
-        return Err(ENAMETOOLONG);
-    }
-    Ok(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +126,14 @@ mod tests {
         assert_eq!(lookup(4).map(|s| s.name), Some("write"));
         assert_eq!(lookup(2).map(|s| s.name), Some("fork"));
         assert!(lookup(0).is_none());
+    }
+
+    #[test]
+    fn names_are_the_kernels() {
+        for nr in 0..512 {
+            if let Some(s) = lookup(nr) {
+                assert_eq!(strace::name_of(nr), s.name, "system call {nr}");
+            }
+        }
     }
 }

@@ -10,7 +10,8 @@
 use morph_cpu::Cpu;
 use morph_mem::AddressSpace;
 
-use super::*;
+use super::common::*;
+use super::mm::{install_tls, set_thread_area};
 use crate::layout::Kernel;
 use crate::loader::LoadError;
 use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
@@ -239,7 +240,7 @@ fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) ->
         cpu.gpr[reg::ESP] = newsp;
     }
     if flags & CLONE_SETTLS != 0 {
-        super::install_tls(&mut cpu, &mut p.aspace, tls)?;
+        install_tls(&mut cpu, &mut p.aspace, tls)?;
     }
     if flags & CLONE_PARENT_SETTID != 0 {
         p.aspace.write_u32(ptid, tid).map_err(efault)?;
@@ -280,49 +281,6 @@ fn read_strings(p: &Process, mut ptr: u32, total: &mut usize) -> Result<Vec<Vec<
     }
 }
 
-/// What `#!` names: the interpreter and its optional single argument.
-/// Follows `#!` lines from `path` (Linux allows a few levels): the program to load and
-/// its argv. `open(path)` gives the path to use and the file's first bytes.
-pub(crate) fn follow_scripts(
-    mut path: Vec<u8>,
-    mut argv: Vec<Vec<u8>>,
-    mut open: impl FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>), Errno>,
-) -> Result<(Vec<u8>, Vec<Vec<u8>>), Errno> {
-    for depth in 0..=4 {
-        let (resolved, head) = open(&path)?;
-        path = resolved;
-        let Some((interp, arg)) = shebang(&head) else { return Ok((path, argv)) };
-        if depth == 4 {
-            break;
-        }
-        let mut v = vec![interp.clone()];
-        v.extend(arg);
-        v.push(path);
-        v.extend(argv.into_iter().skip(1));
-        argv = v;
-        path = interp;
-    }
-    Err(ELOOP)
-}
-
-fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
-    let line = head.strip_prefix(b"#!")?;
-    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
-    let trim = |s: &[u8]| -> Vec<u8> {
-        let start = s.iter().position(|b| !b" \t".contains(b)).unwrap_or(s.len());
-        let end = s.iter().rposition(|b| !b" \t\r".contains(b)).map_or(start, |e| e + 1);
-        s[start..end.max(start)].to_vec()
-    };
-    let line = trim(line);
-    if line.is_empty() {
-        return None;
-    }
-    let cut = line.iter().position(|b| b" \t".contains(b)).unwrap_or(line.len());
-    let interp = line[..cut].to_vec();
-    let arg = trim(&line[cut..]);
-    Some((interp, (!arg.is_empty()).then_some(arg)))
-}
-
 /// Opens `path` for exec: it must be a regular file the caller may execute.
 fn open_exec(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
     // Never a blocking open: a FIFO (or any other non-regular file) is EACCES unopened.
@@ -348,7 +306,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut total = 0;
     let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
-    let (path, argv) = follow_scripts(path, argv, |path| {
+    let (path, argv) = crate::loader::follow_scripts(path, argv, |path| {
         let path = crate::special::exec_path(m.sys(), p, path)?;
         let head = open_exec(m, p, &path)?;
         Ok((path, head))
@@ -572,6 +530,7 @@ fn sys_setsid(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loader::shebang;
 
     #[test]
     fn shebang_lines() {

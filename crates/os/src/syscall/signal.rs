@@ -23,7 +23,8 @@
 
 use morph_cpu::state::{TLS_ENTRY_MIN, flags, seg};
 
-use super::*;
+use super::common::*;
+use super::wait;
 use std::time::{Duration, Instant};
 
 use crate::process::{Blocked, IntervalTimer, SigInfo, Wait};
@@ -459,7 +460,7 @@ fn sigtimedwait(_: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> S
     let deadline = if a[2] == 0 {
         None
     } else {
-        let t = io::read_timespec(p, a[2], wide)?;
+        let t = wait::read_timespec(p, a[2], wide)?;
         if t.is_zero() {
             return Err(EAGAIN);
         }
@@ -628,8 +629,8 @@ fn timer_gettime(p: &mut Process, id: u32, ptr: u32, wide: bool) -> SysResult {
 fn timer_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     let (id, flags, new, old) = (a[0], a[1], a[2], a[3]);
     let half = if wide { 16 } else { 8 };
-    let interval = io::read_timespec(p, new, wide)?;
-    let value = io::read_timespec(p, new + half, wide)?;
+    let interval = wait::read_timespec(p, new, wide)?;
+    let value = wait::read_timespec(p, new + half, wide)?;
     let clock = timer_mut(p, id)?.clock;
     if old != 0 {
         timer_gettime(p, id, old, wide)?;

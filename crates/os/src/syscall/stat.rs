@@ -1,6 +1,7 @@
 //! File metadata: `stat` and its relatives, `access`, `statfs`.
 
-use super::*;
+use super::common::*;
+use super::file::{at_dir, sync_before_read};
 
 table! {
     /// Metadata.
@@ -29,10 +30,6 @@ pub(super) fn open_path(m: &Machine, dir: &str, path: &[u8], follow: bool) -> Re
         flags |= libc::O_NOFOLLOW;
     }
     m.vfs.open(dir, path, flags, 0)
-}
-
-pub(super) fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
-    host::fstatat(fd, c"", libc::AT_EMPTY_PATH)
 }
 
 /// What a guest path names, for the calls that look at or change its metadata.

@@ -1,6 +1,6 @@
 //! Clocks: `time`, `gettimeofday`, `clock_gettime`.
 
-use super::*;
+use super::common::*;
 
 table! {
     /// Clocks.

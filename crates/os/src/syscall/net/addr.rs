@@ -1,6 +1,7 @@
 //! Socket addresses: the loopback rule, `AF_UNIX` names inside the root and the machine's abstract namespace, autobind.
 
-use super::*;
+use super::sock::*;
+use crate::syscall::common::*;
 
 /// What a guest socket address is given for.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -1,7 +1,14 @@
 //! Sending and receiving: `sendto`, `recvfrom`, `sendmsg`/`recvmsg` with their translated `msghdr` and control messages, and the `mmsg` forms.
 
-use super::*;
+use crate::syscall::common::*;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::rc::Rc;
+
+use super::addr::*;
+use super::sock::*;
+use super::sockopt;
 use crate::host::Zeroed;
+use crate::syscall::file::iovecs;
 
 pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, alen) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
