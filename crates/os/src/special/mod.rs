@@ -405,7 +405,7 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
             process(m, p, pid).ok_or(ENOENT)?;
             snapshot(pid, f, path)
         }
-        Node::Fd(e) => reopen(&m.vfs, &e, flags, mode),
+        Node::Fd(e) => reopen(m.vfs, &e, flags, mode),
     }
 }
 

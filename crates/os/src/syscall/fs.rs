@@ -126,9 +126,6 @@ pub(super) fn sys_readlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
     readlink_common(m, p, &dir, &path, a[2], a[3])
 }
 
-/// Opens a guest path as `O_PATH` (following or not the last symlink) for the
-/// stat/access family.
-
 pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
     let (d, name) = m.vfs.parent(dir, path)?;
     let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };

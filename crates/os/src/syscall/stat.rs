@@ -24,6 +24,8 @@ table! {
     }
 }
 
+/// Opens a guest path as `O_PATH` (following or not the last symlink) for the
+/// stat/access family.
 pub(super) fn open_path(m: &Machine, dir: &str, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
     let mut flags = libc::O_PATH;
     if !follow {
