@@ -62,6 +62,16 @@ pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
     owned(i64::from(unsafe { libc::open(path.as_ptr(), flags, mode) }))
 }
 
+/// `openat2(dir, path, {flags, mode, resolve})`.
+pub fn openat2(dir: RawFd, path: &CStr, flags: u64, mode: u64, resolve: u64) -> Result<OwnedFd, Errno> {
+    let mut how = libc::open_how::zeroed();
+    (how.flags, how.mode, how.resolve) = (flags, mode, resolve);
+    // SAFETY: a valid C string and an open_how of the size given.
+    owned(unsafe {
+        libc::syscall(libc::SYS_openat2, dir, path.as_ptr(), &how as *const libc::open_how, size_of::<libc::open_how>())
+    })
+}
+
 /// `fcntl(fd, F_GETFL)`.
 pub fn getfl(fd: RawFd) -> Result<i32, Errno> {
     // SAFETY: F_GETFL takes no argument and touches no memory.

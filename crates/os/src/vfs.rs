@@ -15,10 +15,10 @@
 //! then every open checks where it landed).
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use crate::host::{self, Zeroed};
+use crate::host;
 use crate::linux;
 
 pub use crate::host::{Errno, host_errno};
@@ -112,25 +112,9 @@ impl Vfs {
         }
         let abs = Self::absolute(cwd, path);
         let c = CString::new(abs).map_err(|_| linux::EINVAL)?;
-        let mut how = libc::open_how::zeroed();
-        how.flags = (flags | libc::O_CLOEXEC) as u64;
-        how.mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
-        how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-        // SAFETY: openat2 with a valid dirfd, C string and open_how of the right size.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                self.root.as_raw_fd(),
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        if fd < 0 {
-            return Err(host_errno());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
+        let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+        let fd = host::openat2(self.root.as_raw_fd(), &c, (flags | libc::O_CLOEXEC) as u64, mode, resolve)?;
         if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(g.as_bytes())) {
             return Err(linux::ENOENT); // a link led into the host's own /dev or /proc
         }
