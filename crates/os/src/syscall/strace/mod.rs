@@ -7,7 +7,7 @@
 //! `NULL` and `AT_FDCWD` by name, addresses in hex; an error as
 //! `-1 ENOENT (No such file or directory)`; a call that ends the process as `= ?`; a
 //! call that blocks as `<unfinished ...>` (it is traced again when it is re-run). Every
-//! i386 number has its name ([`names::NAMES`]), implemented or not.
+//! i386 number has its name (`names.rs`, from the kernel's table), implemented or not.
 
 use std::fmt::Write as _;
 
