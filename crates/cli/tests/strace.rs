@@ -173,6 +173,11 @@ fn clone_flags_children_and_exit_status() {
         ) && l.ends_with(") = 101")),
         "{all}"
     );
+    assert!(
+        t.iter().any(|l| l.starts_with("[pid 101] execve(\"/bin/busybox\", [\"/bin/busybox\", \"true\"], 0x")
+            && l.ends_with(" vars */) = 0")),
+        "{all}"
+    );
     assert!(has(&t, "[pid 101] exit_group(0) = ?"), "{all}");
     assert!(t.iter().any(|l| l.starts_with("[pid 100] wait4(-1, ") && l.ends_with(") = 101")), "{all}");
     assert_eq!(t.last().map(String::as_str), Some("[pid 100] exit_group(3) = ?"), "{all}");

@@ -5,12 +5,17 @@
 //! in the table returns `-ENOSYS` and is counted, so a researcher sees exactly what a
 //! guest asked for and did not get.
 //!
-//! Argument formats (for [`strace`]): `d` signed decimal, `u` unsigned, `x` hex, `f` file
-//! descriptor (`AT_FDCWD` by name), `s` guest string, `p` guest pointer (`NULL` by
-//! name), `o` octal mode (left out after `O` flags without `O_CREAT`), `b` buffer the
-//! call fills (shown after it, the result's length), `B` buffer the call reads (the
-//! next argument's length), `O` open flags, `P` memory protections, `M` mmap flags,
-//! `C` clone flags, `A` access mode, `g` mmap2 page offset (shown in bytes).
+//! Argument formats (for [`strace`]), one letter per argument: `d` signed, `u`
+//! unsigned, `x` hex, `f` descriptor (`AT_FDCWD` by name), `s` path, `p` pointer (`NULL`
+//! by name), `o` octal mode (left out after `O` flags without `O_CREAT`), `b` buffer the
+//! call fills (shown after it, the result's length), `B` buffer the call reads (the next
+//! argument's length), `v`/`V` iovecs the call fills/reads (the next argument's count),
+//! `S` a `struct stat64` the call fills, `r` a 64-bit number the call fills, `q`/`Q` a
+//! 64-bit number in two arguments (low/high word first), `O` open flags, `P`
+//! protections, `M` mmap flags, `C` clone flags, `A` access mode, `F` `AT_*` flags, `R`
+//! mremap flags (the next argument left out without `MREMAP_FIXED`), `w` whence, `g`
+//! mmap2 page offset (shown in bytes), `a`/`e` `execve`'s argv (the strings) and envp
+//! (how many).
 
 use morph_cpu::state::reg;
 

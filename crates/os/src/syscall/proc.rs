@@ -22,7 +22,7 @@ table! {
         1 exit "d" sys_exit;
         2 fork "" sys_fork;
         7 waitpid "dpx" sys_waitpid;
-        11 execve "spp" sys_execve;
+        11 execve "sae" sys_execve;
         20 getpid "" sys_getpid;
         43 times "p" sys_times;
         57 setpgid "dd" sys_setpgid;

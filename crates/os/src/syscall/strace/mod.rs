@@ -178,6 +178,8 @@ fn format_args(p: &Process, fmt: &str, a: &[u32; 6]) -> Vec<Arg> {
             },
             'g' if v == 0 => "0".to_string(),
             'g' => format!("{:#x}", u64::from(v) * 4096),
+            'a' => string_array(p, v).map_or_else(|| pointer(v), |s| format!("[{}]", s.join(", "))),
+            'e' => string_array(p, v).map_or_else(|| pointer(v), |s| format!("{} /* {} vars */", pointer(v), s.len())),
             'p' => pointer(v),
             _ => format!("{v:#x}"),
         };
@@ -237,6 +239,21 @@ fn stat64(p: &Process, ptr: u32) -> String {
     } else {
         format!("{{st_mode={m}, st_size={}, ...}}", wide(44) as i64)
     }
+}
+
+/// The NULL-terminated array of guest strings at `ptr` (`execve`'s argv and envp), each
+/// quoted and cut as strace does; `None` if it cannot be read.
+fn string_array(p: &Process, ptr: u32) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for i in 0..4096 {
+        let s = p.aspace.read_u32(ptr.wrapping_add(4 * i)).ok()?;
+        if s == 0 {
+            return Some(out);
+        }
+        let b = p.aspace.read_cstr(s, 4096).ok()?;
+        out.push(quoted(&b, b.len()));
+    }
+    Some(out)
 }
 
 /// i386 `clone(flags, stack, parent_tid, tls, child_tid)`, named as strace names them.
