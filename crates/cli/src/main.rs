@@ -260,14 +260,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         engine,
         ..Config::default()
     };
-    let trace_file = match &a.strace_file {
-        Some(f) => Some(std::fs::File::create(f).map_err(|e| {
-            let msg = e.to_string();
-            let msg = msg.split(" (os error").next().unwrap_or_default().to_string();
-            anyhow::anyhow!("--strace-file {}: {msg}", f.display())
-        })?),
-        None => None,
-    };
+    let trace_file = a.strace_file.as_deref().map(create_trace_file).transpose()?;
     let mut machine = Machine::new(cfg)?;
     if let Some(f) = trace_file {
         machine.trace_to(Box::new(std::io::BufWriter::new(f)));
@@ -323,6 +316,15 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ExitStatus::Code(c) => (c & 0xff) as u8,
         ExitStatus::Signal(s) => (128 + s) as u8,
     }))
+}
+
+/// The `--strace-file`, created before the guest runs; the error names it.
+fn create_trace_file(f: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(f).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" (os error").next().unwrap_or_default().to_string();
+        anyhow::anyhow!("--strace-file {}: {msg}", f.display())
+    })
 }
 
 fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
