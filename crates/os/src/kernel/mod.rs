@@ -41,7 +41,8 @@ pub struct Config {
     pub aslr: Aslr,
     /// The kernel whose ASLR and fork scheduling (2.6.12: child first) are modeled.
     pub kernel: Kernel,
-    /// Print every system call.
+    /// Trace every system call in strace's format (to stderr, or to [`Machine::trace_to`]'s
+    /// writer).
     pub strace: bool,
     /// Guest physical memory limit in bytes.
     pub max_mem: u64,
