@@ -1,7 +1,7 @@
 //! Futexes, thread ids and robust lists: what glibc's threads wait and wake with.
 //!
 //! A waiter is a thread blocked in `FUTEX_WAIT` (`Wait::Futex`): it is queued in the
-//! machine's [`FutexTable`] under the futex's key, in arrival order, and the scheduler
+//! machine's [`FutexTable`](crate::kernel::futexes::FutexTable) under the futex's key, in arrival order, and the scheduler
 //! leaves it alone until a wake moves its tid to the *woken* set (or its deadline
 //! passes, or a handled signal interrupts it). The call is then re-run, as every
 //! blocked call is, and returns 0 (woken) or `ETIMEDOUT` from [`Process::resumed`]

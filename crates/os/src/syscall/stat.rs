@@ -192,7 +192,7 @@ pub(super) fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> S
 // ----- file system statistics ------------------------------------------------------------
 
 /// The x86-64 kernel's `struct statfs`, as 64-bit words: type, bsize, blocks, bfree,
-/// bavail, files, ffree, fsid, namelen, frsize, flags, spare[4].
+/// bavail, files, ffree, fsid, namelen, frsize, flags, `spare[4]`.
 pub(super) type HostStatfs = [u64; 15];
 
 /// The file-system statistics of the host object behind `o`, or of morph's made-up file

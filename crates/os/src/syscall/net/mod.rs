@@ -6,7 +6,7 @@
 //! so `read`, `write`, `poll` and `select` work on it unchanged. Every host call here
 //! is non-blocking (`MSG_DONTWAIT`); when the host says `EAGAIN` a blocking guest waits
 //! in the scheduler until the socket is readable (`accept`, `recv*`) or writable
-//! (`send*`), and the call is re-run from the start (see [`super::io::block_on`]).
+//! (`send*`), and the call is re-run from the start (see [`super::wait::block_on`]).
 //! `connect` cannot simply be re-run: the host answers `EINPROGRESS` and goes on
 //! connecting, so the socket remembers that a blocking connect is under way
 //! ([`SocketState::connecting`](crate::process::SocketState)) and the re-run, once the
@@ -26,12 +26,12 @@
 //! and `sendto` open the socket file inside the root (`O_PATH`, following links inside
 //! the root) and reach it as `/proc/self/fd/N`; `bind` opens the parent directory inside
 //! the root and creates the name as `/proc/self/fd/D/name` (the last component is never
-//! followed). The host records that name for the socket, so [`Net`] maps it back to the
+//! followed). The host records that name for the socket, so [`Net`](crate::kernel::sockets::Net) maps it back to the
 //! guest's spelling in `getsockname`, `getpeername`, `accept` and `recvfrom`; a host
 //! path inside the root loses the root. Abstract names live in the machine's own
 //! namespace: a random prefix is added on the way to the host and stripped on the way
 //! back, so guests meet each other at a name but never a host process (see
-//! [`Net::abstract_host`]); morph autobinds unnamed sockets in that namespace itself.
+//! [`Net::abstract_host`](crate::kernel::sockets::Net::abstract_host)); morph autobinds unnamed sockets in that namespace itself.
 //!
 //! **ABI.** `sockaddr` layouts are the same on i386 and x86-64; `msghdr`, `iovec` and
 //! `cmsghdr` are not and are translated, as are the 32-bit `timeval`s of
