@@ -5,17 +5,18 @@
 pub(crate) use std::os::fd::{AsRawFd, OwnedFd};
 
 pub(crate) use morph_cpu::state::reg;
-pub(crate) use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE, Prot};
+pub(crate) use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE, PageCache, PhysMem, Prot};
 pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::ids;
-pub(crate) use crate::kernel::Machine;
+pub(crate) use crate::kernel::sockets::Net;
+pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
 pub(crate) use crate::linux::*;
 pub(crate) use crate::process::{ExitStatus, FdEntry, FileKind, INSNS_PER_TICK, OpenFile, Process};
 pub(crate) use crate::special::{self, Node, Object, Resolved};
-pub(crate) use crate::vfs::{Errno, host_errno};
+pub(crate) use crate::vfs::{Errno, Vfs, host_errno};
 
 /// A handler's result: the return value or a (positive) errno.
 pub type SysResult = Result<u32, Errno>;

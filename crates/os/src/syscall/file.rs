@@ -41,21 +41,21 @@ table! {
 
 /// Writes back stores made through shared mappings of the file behind guest `fd`, so a
 /// host read sees them. A failure is not the reader's: it reads what the file holds.
-pub(super) fn sync_before_read(m: &mut Machine, p: &Process, fd: u32) {
+pub(super) fn sync_before_read(cache: &mut PageCache, phys: &PhysMem, p: &Process, fd: u32) {
     if let Some(key) = p.fds.get(fd).and_then(|e| e.file()) {
-        let _ = m.cache.write_back(&m.phys, key);
+        let _ = cache.write_back(phys, key);
     }
 }
 
 /// The cached file behind guest `fd`, if it is a regular file with cached pages.
-pub(super) fn cached_file(m: &Machine, p: &Process, fd: u32) -> Option<FileKey> {
-    p.fds.get(fd).and_then(|e| e.file()).filter(|&k| m.cache.is_cached(k))
+pub(super) fn cached_file(cache: &PageCache, p: &Process, fd: u32) -> Option<FileKey> {
+    p.fds.get(fd).and_then(|e| e.file()).filter(|&k| cache.is_cached(k))
 }
 
 /// After `n` bytes were written through guest `fd` at `off` (or, for `write`, just
 /// before the file offset): the cached pages take the new bytes.
-pub(super) fn wrote(m: &mut Machine, p: &Process, fd: u32, off: Option<u64>, n: u32) {
-    let Some(key) = cached_file(m, p, fd) else { return };
+pub(super) fn wrote(cache: &mut PageCache, phys: &PhysMem, p: &Process, fd: u32, off: Option<u64>, n: u32) {
+    let Some(key) = cached_file(cache, p, fd) else { return };
     let off = match off {
         Some(off) => off,
         None => {
@@ -66,7 +66,7 @@ pub(super) fn wrote(m: &mut Machine, p: &Process, fd: u32, off: Option<u64>, n: 
             }
         }
     };
-    let _ = m.cache.written(&m.phys, key, off, u64::from(n));
+    let _ = cache.written(phys, key, off, u64::from(n));
 }
 
 /// The most bytes one `read` or `write` transfers (Linux's `MAX_RW_COUNT`).
@@ -109,7 +109,7 @@ pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
-    sync_before_read(m, p, a[0]);
+    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
     // SAFETY: a range of our window slot, prepared up to the first page the guest may
     // not write (the host stops there).
     host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
@@ -124,7 +124,7 @@ pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     // read (the host stops there).
     let n =
         wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
-    wrote(m, p, a[0], None, n);
+    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
     Ok(n)
 }
 
@@ -137,7 +137,7 @@ pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     if let Some(r) = read_special(m, p, a[0], &one, valid) {
         return r;
     }
-    sync_before_read(m, p, a[0]);
+    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
     // SAFETY: as in `sys_read`.
     host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
 }
@@ -149,14 +149,14 @@ pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     guest_in(p, a[1], len)?;
     // SAFETY: as in `sys_write`.
     let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
-    wrote(m, p, a[0], Some(off as u64), n);
+    wrote(&mut m.cache, &m.phys, p, a[0], Some(off as u64), n);
     Ok(n)
 }
 
 /// After the file `key` was truncated (or extended) to `len` bytes.
-pub(super) fn truncated(m: &mut Machine, key: Option<FileKey>, len: u64) {
+pub(super) fn truncated(cache: &mut PageCache, phys: &PhysMem, key: Option<FileKey>, len: u64) {
     if let Some(key) = key {
-        m.cache.truncated(&m.phys, key, len);
+        cache.truncated(phys, key, len);
     }
 }
 
@@ -166,7 +166,8 @@ pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, 
     }
     let fd = host_fd(p, guest_fd)?;
     let r = host::ftruncate(fd, len)?;
-    truncated(m, cached_file(m, p, guest_fd), len as u64);
+    let key = cached_file(&m.cache, p, guest_fd);
+    truncated(&mut m.cache, &m.phys, key, len as u64);
     Ok(r)
 }
 
@@ -178,7 +179,7 @@ pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: 
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let r = host::ftruncate(fd.as_raw_fd(), len)?;
-    truncated(m, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    truncated(&mut m.cache, &m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
 
@@ -248,7 +249,7 @@ pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
-    sync_before_read(m, p, a[0]);
+    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
     // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
     host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
 }
@@ -259,7 +260,7 @@ pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
     let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
-    wrote(m, p, a[0], None, n);
+    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
     Ok(n)
 }
 
@@ -330,14 +331,14 @@ pub(super) fn open_host(
 }
 
 /// The directory a `*at` call's relative path starts from, as a guest path.
-pub(super) fn at_dir(m: &Machine, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, Errno> {
+pub(super) fn at_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, Errno> {
     if path.first() == Some(&b'/') || dirfd as i32 == AT_FDCWD {
         return Ok(p.cwd.clone());
     }
     let e = p.fds.get(dirfd).ok_or(EBADF)?;
     match &e.host.kind {
         FileKind::Dir(d) => Ok(d.path.clone()),
-        FileKind::Host => m.vfs.guest_path_of(e.host.as_ref()),
+        FileKind::Host => vfs.guest_path_of(e.host.as_ref()),
         _ => Err(ENOTDIR),
     }
 }
@@ -350,7 +351,7 @@ pub(super) fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
 
 pub(super) fn sys_openat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(m, p, a[0], &path)?;
+    let dir = at_dir(&m.vfs, p, a[0], &path)?;
     open_common(m, p, &dir, &path, a[2], a[3])
 }
 
@@ -367,14 +368,14 @@ pub(super) fn special_dir(p: &Process, fd: u32) -> Option<&special::DirState> {
 }
 
 /// Makes the text of a `/proc` file behind guest `fd` before the host looks at it.
-pub(super) fn fill_snapshot(m: &Machine, p: &Process, fd: u32) {
+pub(super) fn fill_snapshot(sys: special::Sys<'_>, p: &Process, fd: u32) {
     if let Some(FileKind::Snapshot(s)) = p.fds.get(fd).map(|e| &e.host.kind) {
-        s.fill(m.sys(), p);
+        s.fill(sys, p);
     }
 }
 
 pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    fill_snapshot(m, p, a[0]);
+    fill_snapshot(m.sys(), p, a[0]);
     if let Some(d) = special_dir(p, a[0]) {
         return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
     }
@@ -387,7 +388,7 @@ pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 }
 
 pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    fill_snapshot(m, p, a[0]);
+    fill_snapshot(m.sys(), p, a[0]);
     let fd = host_fd(p, a[0])?;
     let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
     p.aspace.prepare_write(a[3], 8).map_err(efault)?;
@@ -511,10 +512,10 @@ pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 }
 
 /// `getdents` on a directory of morph's own, if guest `fd` is one.
-pub(super) fn special_getdents(m: &Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> Option<SysResult> {
+pub(super) fn special_getdents(sys: special::Sys<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> Option<SysResult> {
     special_dir(p, a[0])?;
     let mut buf = vec![0u8; a[2].min(1 << 20) as usize];
-    let n = match special::getdents(m.sys(), p, special_dir(p, a[0])?, &mut buf, wide) {
+    let n = match special::getdents(sys, p, special_dir(p, a[0])?, &mut buf, wide) {
         Ok(n) => n,
         Err(e) => return Some(Err(e)),
     };
@@ -522,7 +523,7 @@ pub(super) fn special_getdents(m: &Machine, p: &mut Process, a: &[u32; 6], wide:
 }
 
 pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    if let Some(r) = special_getdents(m, p, a, true) {
+    if let Some(r) = special_getdents(m.sys(), p, a, true) {
         return r;
     }
     let fd = host_fd(p, a[0])?;
@@ -534,7 +535,7 @@ pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
 /// The old `getdents` (`struct linux_dirent`, 32-bit inode and offset): the host's
 /// `linux_dirent64` records, converted (an old record is never longer than its new form).
 pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    if let Some(r) = special_getdents(m, p, a, false) {
+    if let Some(r) = special_getdents(m.sys(), p, a, false) {
         return r;
     }
     let fd = host_fd(p, a[0])?;

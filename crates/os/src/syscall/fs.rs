@@ -67,14 +67,14 @@ pub(super) fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
             m.vfs.guest_path_of(&fd)?
         }
         Resolved::Node(Node::Dir(d)) => d,
-        Resolved::Node(Node::Fd(e)) => dir_of_entry(m, &e)?,
+        Resolved::Node(Node::Fd(e)) => dir_of_entry(&m.vfs, &e)?,
         Resolved::Node(_) => return Err(ENOTDIR),
     };
     Ok(0)
 }
 
 /// The guest path of the directory an open file description is (for `fchdir`).
-pub(super) fn dir_of_entry(m: &Machine, e: &FdEntry) -> Result<String, Errno> {
+pub(super) fn dir_of_entry(vfs: &Vfs, e: &FdEntry) -> Result<String, Errno> {
     match &e.host.kind {
         FileKind::Dir(d) => Ok(d.path.clone()),
         FileKind::Host => {
@@ -82,7 +82,7 @@ pub(super) fn dir_of_entry(m: &Machine, e: &FdEntry) -> Result<String, Errno> {
             if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
                 return Err(ENOTDIR);
             }
-            m.vfs.guest_path_of(e.host.as_ref())
+            vfs.guest_path_of(e.host.as_ref())
         }
         _ => Err(ENOTDIR),
     }
@@ -90,7 +90,7 @@ pub(super) fn dir_of_entry(m: &Machine, e: &FdEntry) -> Result<String, Errno> {
 
 pub(super) fn sys_fchdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
-    p.cwd = dir_of_entry(m, &e)?;
+    p.cwd = dir_of_entry(&m.vfs, &e)?;
     Ok(0)
 }
 
@@ -122,7 +122,7 @@ pub(super) fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 
 pub(super) fn sys_readlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(m, p, a[0], &path)?;
+    let dir = at_dir(&m.vfs, p, a[0], &path)?;
     readlink_common(m, p, &dir, &path, a[2], a[3])
 }
 
@@ -135,7 +135,7 @@ pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8]
     let _ = p;
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).
-    let cached = if f == 0 { cached_file_at(m, &d, &name) } else { None };
+    let cached = if f == 0 { cached_file_at(&m.cache, &d, &name) } else { None };
     let r = host::unlinkat(d.as_raw_fd(), &name, f)?;
     if let Some(key) = cached {
         m.cache.forget_if_unlinked(&m.phys, key);
@@ -150,7 +150,7 @@ pub(super) fn sys_unlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
 
 pub(super) fn sys_unlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(m, p, a[0], &path)?;
+    let dir = at_dir(&m.vfs, p, a[0], &path)?;
     unlink_common(m, p, &dir, &path, a[2])
 }
 
@@ -172,15 +172,15 @@ pub(super) fn at_parent(
     dirfd: u32,
     path: &[u8],
 ) -> Result<(OwnedFd, std::ffi::CString), Errno> {
-    let dir = at_dir(m, p, dirfd, path)?;
+    let dir = at_dir(&m.vfs, p, dirfd, path)?;
     m.vfs.parent(&dir, path)
 }
 
 /// The page-cache key of the file `name` in directory `dir`, if the cache holds it.
-pub(super) fn cached_file_at(m: &Machine, dir: &OwnedFd, name: &std::ffi::CStr) -> Option<FileKey> {
+pub(super) fn cached_file_at(cache: &PageCache, dir: &OwnedFd, name: &std::ffi::CStr) -> Option<FileKey> {
     let st = host::fstatat(dir.as_raw_fd(), name, libc::AT_SYMLINK_NOFOLLOW).ok()?;
     let key = FileKey { dev: st.st_dev, ino: st.st_ino };
-    m.cache.is_cached(key).then_some(key)
+    cache.is_cached(key).then_some(key)
 }
 
 pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysResult {
@@ -188,7 +188,7 @@ pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysRes
     let (od, on) = at_parent(m, p, a[0], &old)?;
     let (nd, nn) = at_parent(m, p, a[2], &new)?;
     // A cached file that the rename replaces loses its last name, as with unlink.
-    let replaced = cached_file_at(m, &nd, &nn);
+    let replaced = cached_file_at(&m.cache, &nd, &nn);
     let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
     if let Some(key) = replaced {
         m.cache.forget_if_unlinked(&m.phys, key);
@@ -293,7 +293,7 @@ pub(super) fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 }
 
 pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = changeable_fd(m, p, a[0])?;
+    let fd = changeable_fd(&m.vfs, p, a[0])?;
     host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
 }
 
@@ -388,12 +388,12 @@ pub(super) fn utimes_common(
     let tp = times.as_ref();
     let Some(path) = path else {
         // utimensat(fd, NULL, ...): the descriptor itself.
-        let fd = changeable_fd(m, p, dirfd)?;
+        let fd = changeable_fd(&m.vfs, p, dirfd)?;
         return host::utimensat(fd.as_raw_fd(), None, tp, 0);
     };
     if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
         // The name itself: its parent inside the root, the last component not followed.
-        let dir = at_dir(m, p, dirfd, path)?;
+        let dir = at_dir(&m.vfs, p, dirfd, path)?;
         let abs = match special::resolve(m.sys(), p, &dir, path, false)? {
             Resolved::Path(abs) => abs,
             Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),

@@ -99,7 +99,7 @@ pub(super) fn do_mmap(
         return Ok(start);
     }
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
-    fill_snapshot(m, p, fd);
+    fill_snapshot(m.sys(), p, fd);
     let raw = entry.host.as_raw_fd();
     let fl = host::getfl(raw).unwrap_or(-1);
     if fl & libc::O_ACCMODE == libc::O_WRONLY
@@ -112,7 +112,7 @@ pub(super) fn do_mmap(
         return Err(ENODEV);
     }
     let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
-    let name = guest_name_of(m, raw);
+    let name = guest_name_of(&m.vfs, raw);
     p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
         MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
         _ => ENOMEM,
@@ -136,10 +136,10 @@ pub(super) fn reclaiming(
 }
 
 /// The guest path of an open host descriptor (for the names in `/proc/self/maps`).
-pub(super) fn guest_name_of(m: &Machine, raw: i32) -> String {
+pub(super) fn guest_name_of(vfs: &Vfs, raw: i32) -> String {
     std::fs::read_link(format!("/proc/self/fd/{raw}"))
         .ok()
-        .and_then(|h| h.strip_prefix(m.vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
+        .and_then(|h| h.strip_prefix(vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
         .unwrap_or_default()
 }
 

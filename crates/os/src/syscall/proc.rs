@@ -282,9 +282,9 @@ fn read_strings(p: &Process, mut ptr: u32, total: &mut usize) -> Result<Vec<Vec<
 }
 
 /// Opens `path` for exec: it must be a regular file the caller may execute.
-fn open_exec(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
+fn open_exec(vfs: &Vfs, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
     // Never a blocking open: a FIFO (or any other non-regular file) is EACCES unopened.
-    let fd = m.vfs.open_exec(&p.cwd, path).map_err(|e| if e == EISDIR { EACCES } else { e })?;
+    let fd = vfs.open_exec(&p.cwd, path).map_err(|e| if e == EISDIR { EACCES } else { e })?;
     if host::access_fd(fd.as_raw_fd(), libc::X_OK, libc::AT_EACCESS).is_err() {
         return Err(EACCES);
     }
@@ -308,7 +308,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let envp = read_strings(p, a[2], &mut total)?;
     let (path, argv) = crate::loader::follow_scripts(path, argv, |path| {
         let path = crate::special::exec_path(m.sys(), p, path)?;
-        let head = open_exec(m, p, &path)?;
+        let head = open_exec(&m.vfs, p, &path)?;
         Ok((path, head))
     })?;
     let spath = String::from_utf8_lossy(&path).into_owned();

@@ -26,18 +26,18 @@ table! {
 
 /// Opens a guest path as `O_PATH` (following or not the last symlink) for the
 /// stat/access family.
-pub(super) fn open_path(m: &Machine, dir: &str, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+pub(super) fn open_path(vfs: &Vfs, dir: &str, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
     let mut flags = libc::O_PATH;
     if !follow {
         flags |= libc::O_NOFOLLOW;
     }
-    m.vfs.open(dir, path, flags, 0)
+    vfs.open(dir, path, flags, 0)
 }
 
 /// What a guest path names, for the calls that look at or change its metadata.
 pub(super) fn path_object(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Object, Errno> {
     match special::resolve(m.sys(), p, dir, path, follow)? {
-        Resolved::Path(abs) => open_path(m, "/", &abs, follow).map(Object::Host),
+        Resolved::Path(abs) => open_path(&m.vfs, "/", &abs, follow).map(Object::Host),
         Resolved::Node(n) => special::object(n),
     }
 }
@@ -68,8 +68,8 @@ pub(super) fn changeable(vfs: &crate::vfs::Vfs, o: Object) -> Result<OwnedFd, Er
 }
 
 /// The host descriptor behind guest `fd` if its metadata may change (see [`changeable`]).
-pub(super) fn changeable_fd(m: &Machine, p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
-    changeable(&m.vfs, special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
+pub(super) fn changeable_fd(vfs: &Vfs, p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
+    changeable(vfs, special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
 }
 
 pub(super) fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
@@ -82,7 +82,7 @@ pub(super) fn fd_stat(m: &mut Machine, p: &Process, fd: u32) -> Result<libc::sta
     if !matches!(e.host.kind, FileKind::Host) {
         return stat_of(&special::object_of_fd(e)?);
     }
-    sync_before_read(m, p, fd); // stores through shared mappings update the mtime
+    sync_before_read(&mut m.cache, &m.phys, p, fd); // stores through shared mappings update the mtime
     host_stat_fd(e.host.as_raw_fd())
 }
 
@@ -142,7 +142,7 @@ pub(super) fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags
         }
         return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
     }
-    let dir = at_dir(m, p, dirfd, path)?;
+    let dir = at_dir(&m.vfs, p, dirfd, path)?;
     path_object(m, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 

@@ -68,7 +68,7 @@ pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
     let unreachable = if how == Use::Bind { EADDRNOTAVAIL } else { ENETUNREACH };
     let v4 = |m: &mut Machine, addr: Vec<u8>| match addr.get(4..8) {
         Some(ip) if ipv4_allowed(ip, how) => Ok(HostAddr::plain(addr)),
-        Some(_) => Err(refuse(m, unreachable)),
+        Some(_) => Err(refuse(&mut m.stats, unreachable)),
         None => Err(EINVAL),
     };
     match family {
@@ -76,7 +76,7 @@ pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
         AF_INET => v4(m, addr),
         AF_INET6 => match addr.get(8..24) {
             Some(ip) if ipv6_allowed(ip, how) => Ok(HostAddr::plain(addr)),
-            Some(_) => Err(refuse(m, unreachable)),
+            Some(_) => Err(refuse(&mut m.stats, unreachable)),
             None => Err(EINVAL),
         },
         // connect(AF_UNSPEC) dissolves an association. IPv4 binds AF_UNSPEC as AF_INET
@@ -84,7 +84,7 @@ pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
         AF_UNSPEC if how == Use::Connect => Ok(HostAddr::plain(addr)),
         AF_UNSPEC if addr.len() >= 8 => v4(m, addr),
         AF_UNSPEC => Ok(HostAddr::plain(addr)),
-        _ => Err(refuse(m, EAFNOSUPPORT)),
+        _ => Err(refuse(&mut m.stats, EAFNOSUPPORT)),
     }
 }
 
@@ -189,11 +189,11 @@ impl AddrBuf {
 
 /// Binds an unnamed `AF_UNIX` socket to a fresh abstract name in the machine's
 /// namespace, as Linux's autobind does in the host's (five hex digits).
-pub(super) fn autobind(m: &mut Machine, raw: i32) -> SysResult {
+pub(super) fn autobind(net: &mut Net, raw: i32) -> SysResult {
     for _ in 0..0x10_0000 {
-        let n = m.net.autobind_next;
-        m.net.autobind_next = (n + 1) & 0xf_ffff;
-        let h = m.net.abstract_host(format!("{n:05x}").as_bytes())?;
+        let n = net.autobind_next;
+        net.autobind_next = (n + 1) & 0xf_ffff;
+        let h = net.abstract_host(format!("{n:05x}").as_bytes())?;
         match host::bind(raw, &h) {
             Err(EADDRINUSE) => continue,
             r => return r,
@@ -204,7 +204,7 @@ pub(super) fn autobind(m: &mut Machine, raw: i32) -> SysResult {
 
 /// Before a connect or send: an unnamed `AF_UNIX` socket with `SO_PASSCRED` would be
 /// autobound by the host, in the host's namespace; morph binds it in the machine's.
-pub(super) fn autobind_if_passcred(m: &mut Machine, raw: i32) -> Result<(), Errno> {
+pub(super) fn autobind_if_passcred(net: &mut Net, raw: i32) -> Result<(), Errno> {
     if int_opt(raw, libc::SOL_SOCKET, libc::SO_PASSCRED) != Some(1) {
         return Ok(());
     }
@@ -213,7 +213,7 @@ pub(super) fn autobind_if_passcred(m: &mut Machine, raw: i32) -> Result<(), Errn
         && b.len() == 2
         && family_of(&b) == Some(AF_UNIX)
     {
-        autobind(m, raw)?;
+        autobind(net, raw)?;
     }
     Ok(())
 }

@@ -31,12 +31,12 @@ pub(super) fn check_socket(m: &mut Machine, domain: u32, ty: u32, proto: u32) ->
             match ty {
                 SOCK_STREAM if proto == 0 || proto == IPPROTO_TCP => Ok(()),
                 SOCK_DGRAM if proto == 0 || proto == IPPROTO_UDP || proto == ping => Ok(()),
-                SOCK_STREAM | SOCK_DGRAM => Err(refuse(m, EPROTONOSUPPORT)),
-                SOCK_RAW => Err(refuse(m, EPERM)),
-                _ => Err(refuse(m, ESOCKTNOSUPPORT)),
+                SOCK_STREAM | SOCK_DGRAM => Err(refuse(&mut m.stats, EPROTONOSUPPORT)),
+                SOCK_RAW => Err(refuse(&mut m.stats, EPERM)),
+                _ => Err(refuse(&mut m.stats, ESOCKTNOSUPPORT)),
             }
         }
-        _ => Err(refuse(m, EAFNOSUPPORT)),
+        _ => Err(refuse(&mut m.stats, EAFNOSUPPORT)),
     }
 }
 
@@ -68,7 +68,7 @@ pub(super) fn sys_bind(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     let f = file(p, a[0])?;
     let addr = read_sockaddr(p, a[1], a[2])?;
     if addr.len() == 2 && family_of(&addr) == Some(AF_UNIX) {
-        return autobind(m, f.as_raw_fd());
+        return autobind(&mut m.net, f.as_raw_fd());
     }
     let h = host_addr(m, p, addr, Use::Bind)?;
     host::bind(f.as_raw_fd(), &h.bytes)?;
@@ -96,7 +96,7 @@ pub(super) fn sys_connect(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     let unix = family_of(&addr) == Some(AF_UNIX);
     let h = host_addr(m, p, addr, Use::Connect)?;
     if unix {
-        autobind_if_passcred(m, f.as_raw_fd())?;
+        autobind_if_passcred(&mut m.net, f.as_raw_fd())?;
     }
     let blocking = f.host_nonblock && !f.guest_nonblock();
     match host::connect(f.as_raw_fd(), &h.bytes) {
@@ -205,7 +205,7 @@ pub(super) fn option_allowed(m: &mut Machine, raw: i32, level: u32, name: u32, s
     if !is_socket(raw) {
         return Ok(());
     }
-    sockopt::check(level, name, set).map_err(|e| refuse(m, e))
+    sockopt::check(level, name, set).map_err(|e| refuse(&mut m.stats, e))
 }
 
 pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {

@@ -16,7 +16,7 @@ pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     let raw = f.as_raw_fd();
     p.aspace.check_read(buf, len).map_err(efault)?;
     let to = if addr != 0 { Some(host_addr(m, p, read_sockaddr(p, addr, alen)?, Use::Send)?) } else { None };
-    autobind_if_passcred(m, raw)?;
+    autobind_if_passcred(&mut m.net, raw)?;
     let (tp, tl) = to.as_ref().map_or((std::ptr::null(), 0), |h| (h.ptr(), h.len()));
     // SAFETY: the guest range was checked readable and is mapped in our window; the
     // address (if any) is our buffer of `tl` bytes.
@@ -105,7 +105,7 @@ pub(super) fn control_out(m: &mut Machine, p: &Process, h: &MsgHdr32) -> Result<
             return Err(EINVAL);
         }
         if !sockopt::control_allowed(level, ty) {
-            return Err(refuse(m, EPERM));
+            return Err(refuse(&mut m.stats, EPERM));
         }
         let mut data = b[off + CMSG_HDR32..off + len].to_vec();
         if level == SOL_SOCKET && ty == SCM_RIGHTS {
@@ -203,7 +203,7 @@ pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     };
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
     let (control, files) = control_out(m, p, &h)?;
-    autobind_if_passcred(m, raw)?;
+    autobind_if_passcred(&mut m.net, raw)?;
     let mut hdr = libc::msghdr::zeroed();
     if let Some(t) = &to {
         hdr.msg_name = t.ptr() as *mut libc::c_void;

@@ -36,8 +36,8 @@ pub(super) fn file(p: &Process, fd: u32) -> Result<Rc<OpenFile>, Errno> {
 }
 
 /// Counts a refusal of the loopback rule and returns its errno.
-pub(super) fn refuse(m: &mut Machine, e: Errno) -> Errno {
-    m.stats.refused_net += 1;
+pub(super) fn refuse(stats: &mut OsStats, e: Errno) -> Errno {
+    stats.refused_net += 1;
     e
 }
 
