@@ -94,15 +94,22 @@ pub(super) fn sys_fchdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     Ok(0)
 }
 
-pub(super) fn readlink_common(m: &Machine, p: &mut Process, dir: &str, path: &[u8], buf: u32, size: u32) -> SysResult {
+pub(super) fn readlink_common(
+    sys: special::Sys<'_>,
+    p: &mut Process,
+    dir: &str,
+    path: &[u8],
+    buf: u32,
+    size: u32,
+) -> SysResult {
     if size as i32 <= 0 {
         return Err(EINVAL);
     }
-    let target = match special::resolve(m.sys(), p, dir, path, false)? {
+    let target = match special::resolve(sys, p, dir, path, false)? {
         Resolved::Node(Node::Link(_, t, _)) => t,
         Resolved::Node(_) => return Err(EINVAL),
         Resolved::Path(abs) => {
-            let (dir, name) = m.vfs.parent("/", &abs)?;
+            let (dir, name) = sys.vfs.parent("/", &abs)?;
             let mut buf = vec![0u8; 4096];
             let n = host::readlinkat(dir.as_raw_fd(), &name, &mut buf)?;
             buf.truncate(n);
@@ -117,13 +124,13 @@ pub(super) fn readlink_common(m: &Machine, p: &mut Process, dir: &str, path: &[u
 pub(super) fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let cwd = p.cwd.clone();
-    readlink_common(m, p, &cwd, &path, a[1], a[2])
+    readlink_common(m.sys(), p, &cwd, &path, a[1], a[2])
 }
 
 pub(super) fn sys_readlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
     let dir = at_dir(&m.vfs, p, a[0], &path)?;
-    readlink_common(m, p, &dir, &path, a[2], a[3])
+    readlink_common(m.sys(), p, &dir, &path, a[2], a[3])
 }
 
 pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
@@ -167,13 +174,13 @@ pub(super) fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 
 /// The parent directory and last component of a `*at` path.
 pub(super) fn at_parent(
-    m: &Machine,
+    vfs: &Vfs,
     p: &Process,
     dirfd: u32,
     path: &[u8],
 ) -> Result<(OwnedFd, std::ffi::CString), Errno> {
-    let dir = at_dir(&m.vfs, p, dirfd, path)?;
-    m.vfs.parent(&dir, path)
+    let dir = at_dir(vfs, p, dirfd, path)?;
+    vfs.parent(&dir, path)
 }
 
 /// The page-cache key of the file `name` in directory `dir`, if the cache holds it.
@@ -185,8 +192,8 @@ pub(super) fn cached_file_at(cache: &PageCache, dir: &OwnedFd, name: &std::ffi::
 
 pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysResult {
     let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
-    let (od, on) = at_parent(m, p, a[0], &old)?;
-    let (nd, nn) = at_parent(m, p, a[2], &new)?;
+    let (od, on) = at_parent(&m.vfs, p, a[0], &old)?;
+    let (nd, nn) = at_parent(&m.vfs, p, a[2], &new)?;
     // A cached file that the rename replaces loses its last name, as with unlink.
     let replaced = cached_file_at(&m.cache, &nd, &nn);
     let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
@@ -204,16 +211,16 @@ pub(super) fn sys_renameat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     rename_common(m, p, [a[0], a[1], a[2], a[3]])
 }
 
-pub(super) fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
+pub(super) fn link_common(sys: special::Sys<'_>, p: &Process, a: [u32; 5]) -> SysResult {
     if a[4] & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
         return Err(EINVAL);
     }
     let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
-    let (nd, nn) = at_parent(m, p, a[2], &new)?;
+    let (nd, nn) = at_parent(sys.vfs, p, a[2], &new)?;
     // The source is opened inside the root (following a final symlink only when asked).
     let src =
-        at_target(m, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
-    let src = changeable(&m.vfs, src)?;
+        at_target(sys, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
+    let src = changeable(sys.vfs, src)?;
     // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
     // no privilege, and it names exactly the object opened inside the root.
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
@@ -221,17 +228,17 @@ pub(super) fn link_common(m: &Machine, p: &Process, a: [u32; 5]) -> SysResult {
 }
 
 pub(super) fn sys_link(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    link_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1], 0])
+    link_common(m.sys(), p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1], 0])
 }
 
 pub(super) fn sys_linkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    link_common(m, p, [a[0], a[1], a[2], a[3], a[4]])
+    link_common(m.sys(), p, [a[0], a[1], a[2], a[3], a[4]])
 }
 
-pub(super) fn symlink_common(m: &Machine, p: &Process, target: u32, dirfd: u32, path: u32) -> SysResult {
+pub(super) fn symlink_common(vfs: &Vfs, p: &Process, target: u32, dirfd: u32, path: u32) -> SysResult {
     let target = read_path(p, target)?;
     let path = read_path(p, path)?;
-    let (d, name) = at_parent(m, p, dirfd, &path)?;
+    let (d, name) = at_parent(vfs, p, dirfd, &path)?;
     let t = std::ffi::CString::new(target).map_err(|_| EINVAL)?;
     // The target is stored as given; it is resolved inside the root whenever it is
     // followed.
@@ -239,11 +246,11 @@ pub(super) fn symlink_common(m: &Machine, p: &Process, target: u32, dirfd: u32, 
 }
 
 pub(super) fn sys_symlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    symlink_common(m, p, a[0], AT_FDCWD as u32, a[1])
+    symlink_common(&m.vfs, p, a[0], AT_FDCWD as u32, a[1])
 }
 
 pub(super) fn sys_symlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    symlink_common(m, p, a[0], a[1], a[2])
+    symlink_common(&m.vfs, p, a[0], a[1], a[2])
 }
 
 /// `mknod` makes FIFOs and regular files only: a device node would be a way out of the
@@ -254,7 +261,7 @@ pub(super) fn mknod_common(m: &mut Machine, p: &mut Process, dirfd: u32, path: u
     if kind != 0 && kind != libc::S_IFIFO && kind != libc::S_IFREG {
         return Err(EPERM);
     }
-    let (d, name) = at_parent(m, p, dirfd, &path)?;
+    let (d, name) = at_parent(&m.vfs, p, dirfd, &path)?;
     let mode = (mode & libc::S_IFMT) | (mode & 0o7777 & !p.umask);
     host::mknodat(d.as_raw_fd(), &name, mode)
 }
@@ -269,7 +276,7 @@ pub(super) fn sys_mknodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
 
 pub(super) fn sys_mkdirat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let (d, name) = at_parent(m, p, a[0], &path)?;
+    let (d, name) = at_parent(&m.vfs, p, a[0], &path)?;
     host::mkdirat(d.as_raw_fd(), &name, a[2] & 0o7777 & !p.umask)
 }
 
@@ -282,13 +289,13 @@ pub(super) fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
 
 pub(super) fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = changeable(&m.vfs, path_object(m, p, &p.cwd, &path, true)?)?;
+    let fd = changeable(&m.vfs, path_object(m.sys(), p, &p.cwd, &path, true)?)?;
     chmod_fd(&fd, a[1])
 }
 
 pub(super) fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = changeable(&m.vfs, at_target(m, p, a[0], &path, 0)?)?;
+    let fd = changeable(&m.vfs, at_target(m.sys(), p, a[0], &path, 0)?)?;
     chmod_fd(&fd, a[2])
 }
 
@@ -304,13 +311,13 @@ pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
 // never vary a run. The object must exist.
 pub(super) fn sys_getxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    path_object(m, p, &p.cwd, &path, true)?;
+    path_object(m.sys(), p, &p.cwd, &path, true)?;
     Err(EOPNOTSUPP)
 }
 
 pub(super) fn sys_lgetxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    path_object(m, p, &p.cwd, &path, false)?;
+    path_object(m.sys(), p, &p.cwd, &path, false)?;
     Err(EOPNOTSUPP)
 }
 
@@ -401,7 +408,7 @@ pub(super) fn utimes_common(
         let (d, name) = m.vfs.parent("/", &abs)?;
         return host::utimensat(d.as_raw_fd(), Some(&name), tp, libc::AT_SYMLINK_NOFOLLOW);
     }
-    let fd = changeable(&m.vfs, at_target(m, p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    let fd = changeable(&m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;

@@ -35,9 +35,15 @@ pub(super) fn open_path(vfs: &Vfs, dir: &str, path: &[u8], follow: bool) -> Resu
 }
 
 /// What a guest path names, for the calls that look at or change its metadata.
-pub(super) fn path_object(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Object, Errno> {
-    match special::resolve(m.sys(), p, dir, path, follow)? {
-        Resolved::Path(abs) => open_path(&m.vfs, "/", &abs, follow).map(Object::Host),
+pub(super) fn path_object(
+    sys: special::Sys<'_>,
+    p: &Process,
+    dir: &str,
+    path: &[u8],
+    follow: bool,
+) -> Result<Object, Errno> {
+    match special::resolve(sys, p, dir, path, follow)? {
+        Resolved::Path(abs) => open_path(sys.vfs, "/", &abs, follow).map(Object::Host),
         Resolved::Node(n) => special::object(n),
     }
 }
@@ -72,8 +78,14 @@ pub(super) fn changeable_fd(vfs: &Vfs, p: &Process, fd: u32) -> Result<OwnedFd, 
     changeable(vfs, special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
 }
 
-pub(super) fn stat_path(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<libc::stat, Errno> {
-    stat_of(&path_object(m, p, dir, path, follow)?)
+pub(super) fn stat_path(
+    sys: special::Sys<'_>,
+    p: &Process,
+    dir: &str,
+    path: &[u8],
+    follow: bool,
+) -> Result<libc::stat, Errno> {
+    stat_of(&path_object(sys, p, dir, path, follow)?)
 }
 
 /// `fstat` of guest `fd`.
@@ -99,13 +111,13 @@ pub(super) fn put_stat(p: &mut Process, ptr: u32, st: &libc::stat) -> SysResult 
 
 pub(super) fn sys_stat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let st = stat_path(m, p, &p.cwd.clone(), &path, true)?;
+    let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, true)?;
     put_stat64(p, a[1], &st)
 }
 
 pub(super) fn sys_lstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let st = stat_path(m, p, &p.cwd.clone(), &path, false)?;
+    let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, false)?;
     put_stat64(p, a[1], &st)
 }
 
@@ -116,13 +128,13 @@ pub(super) fn sys_fstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
 
 pub(super) fn sys_stat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let st = stat_path(m, p, &p.cwd.clone(), &path, true)?;
+    let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, true)?;
     put_stat(p, a[1], &st)
 }
 
 pub(super) fn sys_lstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let st = stat_path(m, p, &p.cwd.clone(), &path, false)?;
+    let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, false)?;
     put_stat(p, a[1], &st)
 }
 
@@ -132,29 +144,35 @@ pub(super) fn sys_fstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 }
 
 /// What a `*at` call with `AT_EMPTY_PATH` or a path refers to.
-pub(super) fn at_target(m: &Machine, p: &Process, dirfd: u32, path: &[u8], flags: u32) -> Result<Object, Errno> {
+pub(super) fn at_target(
+    sys: special::Sys<'_>,
+    p: &Process,
+    dirfd: u32,
+    path: &[u8],
+    flags: u32,
+) -> Result<Object, Errno> {
     if path.is_empty() {
         if flags & AT_EMPTY_PATH == 0 {
             return Err(ENOENT);
         }
         if dirfd as i32 == AT_FDCWD {
-            return path_object(m, p, &p.cwd, b".", true); // the working directory itself
+            return path_object(sys, p, &p.cwd, b".", true); // the working directory itself
         }
         return special::object_of_fd(p.fds.get(dirfd).ok_or(EBADF)?);
     }
-    let dir = at_dir(&m.vfs, p, dirfd, path)?;
-    path_object(m, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
+    let dir = at_dir(sys.vfs, p, dirfd, path)?;
+    path_object(sys, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
 pub(super) fn sys_fstatat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let st = stat_of(&at_target(m, p, a[0], &path, a[3])?)?;
+    let st = stat_of(&at_target(m.sys(), p, a[0], &path, a[3])?)?;
     put_stat64(p, a[2], &st)
 }
 
 pub(super) fn sys_statx(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = match at_target(m, p, a[0], &path, a[2])? {
+    let fd = match at_target(m.sys(), p, a[0], &path, a[2])? {
         Object::Host(fd) | Object::Device(fd) => fd,
         Object::Synthetic(st) => {
             p.aspace.write_bytes(a[4], &statx_bytes(&st)).map_err(efault)?;
@@ -168,11 +186,18 @@ pub(super) fn sys_statx(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     Ok(0)
 }
 
-pub(super) fn access_common(m: &Machine, p: &Process, dirfd: u32, path: &[u8], mode: u32, flags: u32) -> SysResult {
+pub(super) fn access_common(
+    sys: special::Sys<'_>,
+    p: &Process,
+    dirfd: u32,
+    path: &[u8],
+    mode: u32,
+    flags: u32,
+) -> SysResult {
     if mode & !7 != 0 {
         return Err(EINVAL);
     }
-    let fd = match at_target(m, p, dirfd, path, flags)? {
+    let fd = match at_target(sys, p, dirfd, path, flags)? {
         Object::Host(fd) | Object::Device(fd) => fd,
         Object::Synthetic(st) => return special::access(&st, mode).map(|_| 0),
     };
@@ -181,12 +206,12 @@ pub(super) fn access_common(m: &Machine, p: &Process, dirfd: u32, path: &[u8], m
 
 pub(super) fn sys_access(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    access_common(m, p, AT_FDCWD as u32, &path, a[1], 0)
+    access_common(m.sys(), p, AT_FDCWD as u32, &path, a[1], 0)
 }
 
 pub(super) fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    access_common(m, p, a[0], &path, a[2], a[3] & AT_SYMLINK_NOFOLLOW)
+    access_common(m.sys(), p, a[0], &path, a[2], a[3] & AT_SYMLINK_NOFOLLOW)
 }
 
 // ----- file system statistics ------------------------------------------------------------
@@ -239,7 +264,7 @@ pub(super) fn statfs_bytes(st: &HostStatfs, wide: bool) -> Result<Vec<u8>, Errno
 
 pub(super) fn sys_statfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let st = statfs_of(&path_object(m, p, &p.cwd, &path, true)?)?;
+    let st = statfs_of(&path_object(m.sys(), p, &p.cwd, &path, true)?)?;
     p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
     Ok(0)
 }
@@ -255,7 +280,7 @@ pub(super) fn sys_statfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
         return Err(EINVAL);
     }
     let path = read_path(p, a[0])?;
-    let st = statfs_of(&path_object(m, p, &p.cwd, &path, true)?)?;
+    let st = statfs_of(&path_object(m.sys(), p, &p.cwd, &path, true)?)?;
     p.aspace.write_bytes(a[2], &statfs_bytes(&st, true)?).map_err(efault)?;
     Ok(0)
 }

@@ -72,7 +72,7 @@ pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
         None => Err(EINVAL),
     };
     match family {
-        AF_UNIX => unix_addr(m, p, addr, how),
+        AF_UNIX => unix_addr(&mut m.net, &m.vfs, p, addr, how),
         AF_INET => v4(m, addr),
         AF_INET6 => match addr.get(8..24) {
             Some(ip) if ipv6_allowed(ip, how) => Ok(HostAddr::plain(addr)),
@@ -90,23 +90,23 @@ pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
 
 /// An `AF_UNIX` address for the host: a path resolves inside the guest root; an abstract
 /// name is put in the machine's own abstract namespace; an unnamed address passes.
-pub(super) fn unix_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
+pub(super) fn unix_addr(net: &mut Net, vfs: &Vfs, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
     let raw = &addr[2..];
     if raw.is_empty() {
         return Ok(HostAddr::plain(addr));
     }
     if raw[0] == 0 {
-        return m.net.abstract_host(&raw[1..]).map(HostAddr::plain);
+        return net.abstract_host(&raw[1..]).map(HostAddr::plain);
     }
     let path = &raw[..raw.iter().position(|&b| b == 0).unwrap_or(raw.len())];
     let (fd, mut name) = if how == Use::Bind {
         // The new name is created in its parent; a link there is never followed.
-        let (dir, last) = m.vfs.parent(&p.cwd, path)?;
+        let (dir, last) = vfs.parent(&p.cwd, path)?;
         let mut n = format!("/proc/self/fd/{}/", dir.as_raw_fd()).into_bytes();
         n.extend_from_slice(last.as_bytes());
         (dir, n)
     } else {
-        let f = m.vfs.open(&p.cwd, path, libc::O_PATH, 0)?;
+        let f = vfs.open(&p.cwd, path, libc::O_PATH, 0)?;
         let n = format!("/proc/self/fd/{}", f.as_raw_fd()).into_bytes();
         (f, n)
     };
@@ -122,14 +122,14 @@ pub(super) fn unix_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
 /// A host socket address as the guest is to see it: the name of an `AF_UNIX` socket a
 /// guest bound is shown as the guest spelled it, a host path inside the root without
 /// the root.
-pub(super) fn guest_addr(m: &Machine, mut addr: Vec<u8>) -> Vec<u8> {
+pub(super) fn guest_addr(net: &Net, vfs: &Vfs, mut addr: Vec<u8>) -> Vec<u8> {
     if family_of(&addr) != Some(AF_UNIX) || addr.len() <= 2 {
         return addr;
     }
     if addr[2] == 0 {
         // An abstract name: the guest's own without the machine's prefix. Any other
         // (a host process's) is shown unnamed: the guest could not reach it anyway.
-        let own = m.net.abstract_prefix.as_deref().and_then(|pre| addr[3..].strip_prefix(pre)).map(<[u8]>::to_vec);
+        let own = net.abstract_prefix.as_deref().and_then(|pre| addr[3..].strip_prefix(pre)).map(<[u8]>::to_vec);
         addr.truncate(2);
         if let Some(name) = own {
             addr.push(0);
@@ -139,8 +139,8 @@ pub(super) fn guest_addr(m: &Machine, mut addr: Vec<u8>) -> Vec<u8> {
     }
     let end = addr[2..].iter().position(|&b| b == 0).map_or(addr.len(), |i| i + 2);
     let path = &addr[2..end];
-    let root = m.vfs.root_path().as_os_str().as_encoded_bytes();
-    let guest = match m.net.unix_names.get(path) {
+    let root = vfs.root_path().as_os_str().as_encoded_bytes();
+    let guest = match net.unix_names.get(path) {
         Some(g) => Some(g.clone()),
         None if root != b"/" && path.starts_with(root) && path.get(root.len()) == Some(&b'/') => {
             Some(path[root.len()..].to_vec())
@@ -157,12 +157,19 @@ pub(super) fn guest_addr(m: &Machine, mut addr: Vec<u8>) -> Vec<u8> {
 
 /// Gives the guest a socket address: as much as its buffer at `ptr` holds (its size is
 /// at `len_ptr`), and the whole address's length at `len_ptr`.
-pub(super) fn put_sockaddr(m: &Machine, p: &mut Process, ptr: u32, len_ptr: u32, host: &[u8]) -> Result<(), Errno> {
+pub(super) fn put_sockaddr(
+    net: &Net,
+    vfs: &Vfs,
+    p: &mut Process,
+    ptr: u32,
+    len_ptr: u32,
+    host: &[u8],
+) -> Result<(), Errno> {
     let room = p.aspace.read_u32(len_ptr).map_err(efault)?;
     if (room as i32) < 0 {
         return Err(EINVAL);
     }
-    let a = guest_addr(m, host.to_vec());
+    let a = guest_addr(net, vfs, host.to_vec());
     let n = a.len().min(room as usize);
     p.aspace.write_bytes(ptr, &a[..n]).map_err(efault)?;
     p.aspace.write_u32(len_ptr, a.len() as u32).map_err(efault)?;

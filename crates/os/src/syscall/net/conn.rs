@@ -23,7 +23,7 @@ pub(super) fn socket_type(ty: u32) -> Result<(u32, bool, bool), Errno> {
 
 /// The sockets a guest may make: any `AF_UNIX` socket; TCP, UDP and ICMP echo
 /// ("ping") sockets of `AF_INET` and `AF_INET6`.
-pub(super) fn check_socket(m: &mut Machine, domain: u32, ty: u32, proto: u32) -> Result<(), Errno> {
+pub(super) fn check_socket(stats: &mut OsStats, domain: u32, ty: u32, proto: u32) -> Result<(), Errno> {
     match u16::try_from(domain) {
         Ok(AF_UNIX) => Ok(()),
         Ok(AF_INET | AF_INET6) => {
@@ -31,25 +31,25 @@ pub(super) fn check_socket(m: &mut Machine, domain: u32, ty: u32, proto: u32) ->
             match ty {
                 SOCK_STREAM if proto == 0 || proto == IPPROTO_TCP => Ok(()),
                 SOCK_DGRAM if proto == 0 || proto == IPPROTO_UDP || proto == ping => Ok(()),
-                SOCK_STREAM | SOCK_DGRAM => Err(refuse(&mut m.stats, EPROTONOSUPPORT)),
-                SOCK_RAW => Err(refuse(&mut m.stats, EPERM)),
-                _ => Err(refuse(&mut m.stats, ESOCKTNOSUPPORT)),
+                SOCK_STREAM | SOCK_DGRAM => Err(refuse(stats, EPROTONOSUPPORT)),
+                SOCK_RAW => Err(refuse(stats, EPERM)),
+                _ => Err(refuse(stats, ESOCKTNOSUPPORT)),
             }
         }
-        _ => Err(refuse(&mut m.stats, EAFNOSUPPORT)),
+        _ => Err(refuse(stats, EAFNOSUPPORT)),
     }
 }
 
 pub(super) fn sys_socket(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
-    check_socket(m, a[0], ty, a[2])?;
+    check_socket(&mut m.stats, a[0], ty, a[2])?;
     let fd = host::socket(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
     install(p, fd, nonblock, cloexec)
 }
 
 pub(super) fn sys_socketpair(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
-    check_socket(m, a[0], ty, a[2])?;
+    check_socket(&mut m.stats, a[0], ty, a[2])?;
     p.aspace.prepare_write(a[3], 8).map_err(efault)?;
     let (x, y) = host::socketpair(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
     let gx = install(p, x, nonblock, cloexec)?;
@@ -151,7 +151,7 @@ pub(super) fn accept(m: &mut Machine, p: &mut Process, fd: u32, addr: u32, len_p
     };
     let gfd = install(p, conn, flags & SOCK_NONBLOCK != 0, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0
-        && let Err(e) = put_sockaddr(m, p, addr, len_ptr, &peer)
+        && let Err(e) = put_sockaddr(&m.net, &m.vfs, p, addr, len_ptr, &peer)
     {
         p.fds.close(gfd);
         return Err(e);
@@ -166,7 +166,7 @@ pub(super) fn sys_accept4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
 pub(super) fn sockname(m: &mut Machine, p: &mut Process, a: &[u32; 6], peer: bool) -> SysResult {
     let raw = host_fd(p, a[0])?;
     let b = host::sockname(raw, peer)?;
-    put_sockaddr(m, p, a[1], a[2], &b)?;
+    put_sockaddr(&m.net, &m.vfs, p, a[1], a[2], &b)?;
     Ok(0)
 }
 
@@ -201,16 +201,16 @@ pub(super) fn is_socket(raw: i32) -> bool {
 }
 
 /// Checks a socket option against the allowlist ([`sockopt`]); a refusal is counted.
-pub(super) fn option_allowed(m: &mut Machine, raw: i32, level: u32, name: u32, set: bool) -> Result<(), Errno> {
+pub(super) fn option_allowed(stats: &mut OsStats, raw: i32, level: u32, name: u32, set: bool) -> Result<(), Errno> {
     if !is_socket(raw) {
         return Ok(());
     }
-    sockopt::check(level, name, set).map_err(|e| refuse(&mut m.stats, e))
+    sockopt::check(level, name, set).map_err(|e| refuse(stats, e))
 }
 
 pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (raw, level, name) = (host_fd(p, a[0])?, a[1], a[2]);
-    option_allowed(m, raw, level, name, true)?;
+    option_allowed(&mut m.stats, raw, level, name, true)?;
     if (a[4] as i32) < 0 {
         return Err(EINVAL);
     }
@@ -247,7 +247,7 @@ pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
 pub(super) fn sys_getsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let (raw, level, name, val, len_ptr) = (f.as_raw_fd(), a[1], a[2], a[3], a[4]);
-    option_allowed(m, raw, level, name, false)?;
+    option_allowed(&mut m.stats, raw, level, name, false)?;
     let room = p.aspace.read_u32(len_ptr).map_err(efault)?;
     if (room as i32) < 0 {
         return Err(EINVAL);

@@ -55,7 +55,7 @@ pub(super) fn sys_recvfrom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
         };
     }
     if addr != 0 {
-        put_sockaddr(m, p, addr, len_ptr, from.get())?;
+        put_sockaddr(&m.net, &m.vfs, p, addr, len_ptr, from.get())?;
     }
     Ok(r as u32)
 }
@@ -83,7 +83,11 @@ pub(super) fn align(n: usize, to: usize) -> usize {
 /// may be sent ([`sockopt::control_allowed`]). As Linux's 32-bit (compat) path does, a
 /// non-zero length with a NULL buffer or too short for one header is `EINVAL` (no
 /// header found), and an unreadable buffer `EFAULT`.
-pub(super) fn control_out(m: &mut Machine, p: &Process, h: &MsgHdr32) -> Result<(Vec<u8>, Vec<Rc<OpenFile>>), Errno> {
+pub(super) fn control_out(
+    stats: &mut OsStats,
+    p: &Process,
+    h: &MsgHdr32,
+) -> Result<(Vec<u8>, Vec<Rc<OpenFile>>), Errno> {
     let mut out = Vec::new();
     let mut files = Vec::new();
     if h.controllen == 0 {
@@ -105,7 +109,7 @@ pub(super) fn control_out(m: &mut Machine, p: &Process, h: &MsgHdr32) -> Result<
             return Err(EINVAL);
         }
         if !sockopt::control_allowed(level, ty) {
-            return Err(refuse(&mut m.stats, EPERM));
+            return Err(refuse(stats, EPERM));
         }
         let mut data = b[off + CMSG_HDR32..off + len].to_vec();
         if level == SOL_SOCKET && ty == SCM_RIGHTS {
@@ -202,7 +206,7 @@ pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
         None
     };
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
-    let (control, files) = control_out(m, p, &h)?;
+    let (control, files) = control_out(&mut m.stats, p, &h)?;
     autobind_if_passcred(&mut m.net, raw)?;
     let mut hdr = libc::msghdr::zeroed();
     if let Some(t) = &to {
@@ -266,7 +270,7 @@ pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     let (guest_control, trunc) = control_in(m, p, host_control, room, flags & MSG_CMSG_CLOEXEC != 0);
     if h.name != 0 {
         from.len = hdr.msg_namelen;
-        put_sockaddr(m, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
+        put_sockaddr(&m.net, &m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
     }
     if !guest_control.is_empty() {
         p.aspace.write_bytes(h.control, &guest_control).map_err(efault)?;
