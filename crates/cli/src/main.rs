@@ -112,6 +112,9 @@ struct RunArgs {
     /// Trace system calls to stderr.
     #[arg(long)]
     strace: bool,
+    /// Trace system calls to FILE (created or truncated before the guest runs).
+    #[arg(long, value_name = "FILE")]
+    strace_file: Option<PathBuf>,
     /// Guest physical memory limit in MiB.
     #[arg(long, default_value_t = 4096)]
     max_mem: u64,
@@ -251,14 +254,18 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         seed: a.seed,
         aslr,
         kernel,
-        strace: a.strace,
+        strace: a.strace || a.strace_file.is_some(),
         max_mem: a.max_mem << 20,
         timeout: a.timeout.map(Duration::from_secs_f64),
         max_procs: a.max_procs as usize,
         engine,
         ..Config::default()
     };
+    let trace_file = a.strace_file.as_deref().map(create_trace_file).transpose()?;
     let mut machine = Machine::new(cfg)?;
+    if let Some(f) = trace_file {
+        machine.trace_to(Box::new(std::io::BufWriter::new(f)));
+    }
     let path = find_program(&root, &a.program[0], &cwd);
     let argv: Vec<Vec<u8>> = a.program.iter().map(|s| s.as_bytes().to_vec()).collect();
     let mut envp: Vec<Vec<u8>> = if a.clear_env {
@@ -310,6 +317,15 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ExitStatus::Code(c) => (c & 0xff) as u8,
         ExitStatus::Signal(s) => (128 + s) as u8,
     }))
+}
+
+/// The `--strace-file`, created before the guest runs; the error names it.
+fn create_trace_file(f: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    std::fs::File::create(f).map_err(|e| {
+        let msg = e.to_string();
+        let msg = msg.split(" (os error").next().unwrap_or_default().to_string();
+        anyhow::anyhow!("--strace-file {}: {msg}", f.display())
+    })
 }
 
 fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {

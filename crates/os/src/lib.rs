@@ -6,6 +6,9 @@
 //! ([`vfs`]). It drives the CPU engine through [`Machine::run`]: run a process until it
 //! traps, handle the trap, repeat.
 
+pub mod files;
+mod host;
+mod kernel;
 pub mod layout;
 pub mod linux;
 pub mod loader;
@@ -16,5 +19,5 @@ pub mod stop;
 pub mod syscall;
 pub mod vfs;
 
-pub use machine::{Config, DEFAULT_MAX_PROCS, FIRST_PID, Machine, OsStats, RunError};
+pub use kernel::{Config, DEFAULT_MAX_PROCS, FIRST_PID, Machine, OsStats, RunError};
 pub use process::ExitStatus;

@@ -409,6 +409,9 @@ pub const MCAST_JOIN_SOURCE_GROUP: u32 = 46;
 pub const IPV6_ADD_MEMBERSHIP: u32 = 20;
 
 /// `socketcall` sub-call numbers (`SYS_SOCKET` … `SYS_SENDMMSG` of `linux/net.h`).
+/// Process (and thread) identifier.
+pub type Pid = u32;
+
 pub mod socketcall {
     pub const SOCKET: u32 = 1;
     pub const BIND: u32 = 2;

@@ -472,3 +472,48 @@ fn build_stack(
     aspace.write_bytes(sp, &table)?;
     Ok(sp)
 }
+
+// ----- scripts ---------------------------------------------------------------------
+
+/// Follows `#!` lines from `path` (Linux allows a few levels): the program to load and
+/// its argv. `open(path)` gives the path to use and the file's first bytes.
+pub(crate) fn follow_scripts(
+    mut path: Vec<u8>,
+    mut argv: Vec<Vec<u8>>,
+    mut open: impl FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>), i32>,
+) -> Result<(Vec<u8>, Vec<Vec<u8>>), i32> {
+    for depth in 0..=4 {
+        let (resolved, head) = open(&path)?;
+        path = resolved;
+        let Some((interp, arg)) = shebang(&head) else { return Ok((path, argv)) };
+        if depth == 4 {
+            break;
+        }
+        let mut v = vec![interp.clone()];
+        v.extend(arg);
+        v.push(path);
+        v.extend(argv.into_iter().skip(1));
+        argv = v;
+        path = interp;
+    }
+    Err(ELOOP)
+}
+
+/// What `#!` names: the interpreter and its optional single argument.
+pub(crate) fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let line = head.strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let trim = |s: &[u8]| -> Vec<u8> {
+        let start = s.iter().position(|b| !b" \t".contains(b)).unwrap_or(s.len());
+        let end = s.iter().rposition(|b| !b" \t\r".contains(b)).map_or(start, |e| e + 1);
+        s[start..end.max(start)].to_vec()
+    };
+    let line = trim(line);
+    if line.is_empty() {
+        return None;
+    }
+    let cut = line.iter().position(|b| b" \t".contains(b)).unwrap_or(line.len());
+    let interp = line[..cut].to_vec();
+    let arg = trim(&line[cut..]);
+    Some((interp, (!arg.is_empty()).then_some(arg)))
+}

@@ -1,16 +1,22 @@
 //! A guest process: CPU state, address space, file descriptors and the rest of the
 //! per-process kernel state.
 
-use std::cell::{Cell, OnceCell};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use morph_cpu::Cpu;
-use morph_mem::{AddressSpace, FileKey};
+use morph_mem::AddressSpace;
 
-/// Process identifier.
-pub type Pid = u32;
+use crate::linux::{SI_KERNEL, SI_TIMER, SIGALRM, UNBLOCKABLE};
+
+pub use crate::files::{FdEntry, FdTable, FileKind, MAX_FDS, OpenFile, SocketState};
+
+pub use crate::linux::Pid;
+
+/// Guest instructions per clock tick, for `times`, `getrusage` and `/proc/<pid>/stat`:
+/// a 533 MHz TM5600 retiring one instruction per cycle, at 100 ticks a second
+/// (`AT_CLKTCK`). CPU times are counted in guest instructions, not host time, so a run
+/// reports the same times whatever the engine or the host did.
+pub const INSNS_PER_TICK: u64 = 5_330_000;
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,226 +33,6 @@ impl ExitStatus {
         match self {
             ExitStatus::Code(c) => c & 0xff,
             ExitStatus::Signal(s) => 128 + s,
-        }
-    }
-}
-
-/// What kind of object an open file description is, where morph must treat it
-/// specially (see [`crate::special`]).
-#[derive(Debug)]
-pub enum FileKind {
-    /// An ordinary host descriptor.
-    Host,
-    /// A host device served by name (`/dev/null`, ...): used as it is, but its mode and
-    /// times are the host's and cannot be changed.
-    Device(&'static str),
-    /// `/dev/urandom` or `/dev/random` (the name): reads come from the machine's seeded
-    /// RNG; the host descriptor is the host's device, for everything else.
-    Random(&'static str),
-    /// A `/proc` file: text made at its first read, held in a memfd the descriptor
-    /// reads.
-    Snapshot(crate::special::Snapshot),
-    /// A directory of morph's own (`/dev`, `/proc`, ...): listed by morph; the host
-    /// descriptor is an empty memfd.
-    Dir(crate::special::DirState),
-}
-
-/// An open file description: a host descriptor plus the state the guest sees on it.
-/// Shared by `dup`s and across `fork`, as Linux shares a `struct file`.
-pub struct OpenFile {
-    fd: OwnedFd,
-    /// The guest's `O_NONBLOCK` (the host descriptor of a morph-made pipe or socket is
-    /// always non-blocking, so that no guest call can stall the machine).
-    pub nonblock: Cell<bool>,
-    /// The host descriptor is non-blocking whatever the guest asked.
-    pub host_nonblock: bool,
-    /// The host descriptor may block on read or write (pipe, socket, FIFO, terminal,
-    /// character device): morph polls it before a blocking call.
-    pub pollable: bool,
-    /// For a regular file, its (device, inode): which page-cache file reads and writes
-    /// through this descriptor must stay coherent with (found once, at open).
-    pub file: Option<FileKey>,
-    /// Special handling.
-    pub kind: FileKind,
-    /// What morph keeps beside a socket (unused for other files).
-    pub socket: SocketState,
-}
-
-/// What morph keeps beside a host socket, shared like the socket itself (see
-/// `syscall::net`).
-#[derive(Debug, Default)]
-pub struct SocketState {
-    /// A blocking `connect` left the host socket connecting (`EINPROGRESS`): the call,
-    /// re-run when the socket is writable, returns the connection's result.
-    pub connecting: Cell<bool>,
-    /// For an `AF_UNIX` socket bound to a path: the directory it was bound in, held
-    /// open so that the host name of the socket (`/proc/self/fd/N/name`) stays unique
-    /// while the socket lives.
-    pub bound_dir: OnceCell<OwnedFd>,
-}
-
-impl OpenFile {
-    /// Wraps a host descriptor, finding out what it is.
-    pub fn new(fd: OwnedFd) -> OpenFile {
-        let raw = fd.as_raw_fd();
-        let file = FileKey::of_fd(raw).ok().flatten();
-        // SAFETY: `stat` is plain data; all-zero is a valid value.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        let pollable = file.is_none()
-            // SAFETY: fstat on a descriptor we own into a local struct.
-            && unsafe { libc::fstat(raw, &mut st) } == 0
-            && matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR);
-        // SAFETY: F_GETFL on a descriptor we own.
-        let fl = unsafe { libc::fcntl(raw, libc::F_GETFL) };
-        let nonblock = fl >= 0 && fl & libc::O_NONBLOCK != 0;
-        OpenFile {
-            fd,
-            nonblock: Cell::new(nonblock),
-            host_nonblock: false,
-            pollable,
-            file,
-            kind: FileKind::Host,
-            socket: SocketState::default(),
-        }
-    }
-
-    /// Wraps a host descriptor morph made non-blocking (its own pipes and sockets); the
-    /// guest sees `guest_nonblock`.
-    pub fn nonblocking(fd: OwnedFd, guest_nonblock: bool) -> OpenFile {
-        // SAFETY: fcntl on a descriptor we own.
-        unsafe {
-            let fl = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-            libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
-        }
-        OpenFile {
-            fd,
-            nonblock: Cell::new(guest_nonblock),
-            host_nonblock: true,
-            pollable: true,
-            file: None,
-            kind: FileKind::Host,
-            socket: SocketState::default(),
-        }
-    }
-
-    /// Wraps a descriptor morph inherited from the host (the guest's 0-2). A pipe,
-    /// FIFO or terminal is opened again through its `/proc/self/fd` link: a new open
-    /// file description of the same object, made non-blocking on the host like morph's
-    /// own pipes, so that a slow reader or writer on the host side blocks only the
-    /// guest process that waits for it, in the scheduler (and `--timeout` can fire);
-    /// the host's description, shared with whoever started morph, keeps its flags.
-    /// Anything else (a regular file, a socket, `/dev/null`), or an object that cannot
-    /// be opened again, is used as it is.
-    pub fn inherited(fd: OwnedFd) -> OpenFile {
-        let raw = fd.as_raw_fd();
-        // SAFETY: `stat` is plain data; all-zero is a valid value.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstat and F_GETFL on a descriptor we own; isatty takes an integer.
-        let (ok, fl, tty) =
-            unsafe { (libc::fstat(raw, &mut st) == 0, libc::fcntl(raw, libc::F_GETFL), libc::isatty(raw) == 1) };
-        let kind = st.st_mode & libc::S_IFMT;
-        if !ok || fl < 0 || !(kind == libc::S_IFIFO || (kind == libc::S_IFCHR && tty)) {
-            return OpenFile::new(fd);
-        }
-        let via = format!("/proc/self/fd/{raw}\0");
-        let flags = (fl & (libc::O_ACCMODE | libc::O_APPEND)) | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
-        // SAFETY: open with a NUL-terminated path; the result is checked.
-        let again = unsafe { libc::open(via.as_ptr().cast(), flags) };
-        if again < 0 {
-            return OpenFile::new(fd); // e.g. a pipe whose reader has gone (ENXIO)
-        }
-        // SAFETY: a fresh descriptor we own.
-        let again = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(again) };
-        OpenFile::nonblocking(again, fl & libc::O_NONBLOCK != 0)
-    }
-
-    /// The guest's `O_NONBLOCK`.
-    pub fn guest_nonblock(&self) -> bool {
-        self.nonblock.get()
-    }
-}
-
-impl AsRawFd for OpenFile {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-}
-
-impl AsRef<OwnedFd> for OpenFile {
-    fn as_ref(&self) -> &OwnedFd {
-        &self.fd
-    }
-}
-
-/// A guest descriptor: an open file description and the descriptor's own flag.
-#[derive(Clone)]
-pub struct FdEntry {
-    /// The open file description (shared by `dup`s and across `fork`).
-    pub host: Rc<OpenFile>,
-    /// `FD_CLOEXEC`.
-    pub cloexec: bool,
-}
-
-impl FdEntry {
-    /// An entry for the host descriptor `host`, noting what kind of file it is.
-    pub fn new(host: OwnedFd, cloexec: bool) -> FdEntry {
-        FdEntry { host: Rc::new(OpenFile::new(host)), cloexec }
-    }
-
-    /// An entry for an open file description.
-    pub fn of(file: OpenFile, cloexec: bool) -> FdEntry {
-        FdEntry { host: Rc::new(file), cloexec }
-    }
-
-    /// The regular file behind the descriptor, if any.
-    pub fn file(&self) -> Option<FileKey> {
-        self.host.file
-    }
-}
-
-/// The guest descriptor table.
-#[derive(Clone, Default)]
-pub struct FdTable {
-    slots: Vec<Option<FdEntry>>,
-}
-
-/// The most descriptors a process may have open (`RLIMIT_NOFILE`).
-pub const MAX_FDS: usize = 1024;
-
-impl FdTable {
-    /// The entry of guest descriptor `fd`.
-    pub fn get(&self, fd: u32) -> Option<&FdEntry> {
-        self.slots.get(fd as usize).and_then(Option::as_ref)
-    }
-    /// Mutable entry.
-    pub fn get_mut(&mut self, fd: u32) -> Option<&mut FdEntry> {
-        self.slots.get_mut(fd as usize).and_then(Option::as_mut)
-    }
-    /// Installs `e` at the lowest free descriptor ≥ `min`.
-    pub fn install(&mut self, e: FdEntry, min: u32) -> Option<u32> {
-        let start = min as usize;
-        let i = (start..MAX_FDS).find(|&i| self.slots.get(i).is_none_or(Option::is_none))?;
-        self.set(i as u32, e);
-        Some(i as u32)
-    }
-    /// Installs `e` at `fd`, closing what was there.
-    pub fn set(&mut self, fd: u32, e: FdEntry) {
-        let i = fd as usize;
-        if self.slots.len() <= i {
-            self.slots.resize(i + 1, None);
-        }
-        self.slots[i] = Some(e);
-    }
-    /// Closes `fd`.
-    pub fn close(&mut self, fd: u32) -> Option<FdEntry> {
-        self.slots.get_mut(fd as usize).and_then(Option::take)
-    }
-    /// Closes every close-on-exec descriptor.
-    pub fn close_on_exec(&mut self) {
-        for s in &mut self.slots {
-            if s.as_ref().is_some_and(|e| e.cloexec) {
-                *s = None;
-            }
         }
     }
 }
@@ -642,5 +428,66 @@ impl ExitStatus {
             ExitStatus::Code(c) => ((c & 0xff) as u32) << 8,
             ExitStatus::Signal(s) => (s & 0x7f) as u32,
         }
+    }
+}
+
+impl Process {
+    /// Makes `sig` pending with `info` (a second instance of a pending standard signal
+    /// merges with the first, as Linux does).
+    pub fn raise(&mut self, sig: i32, info: SigInfo) {
+        raise_into(&mut self.pending, &mut self.siginfo, sig, info);
+    }
+
+    /// Raises the signals of the `alarm` and interval timers that are due at `now`, and
+    /// re-arms periodic timers (expirations that fall while the signal is still
+    /// pending, or that were missed, count as overruns, as in Linux).
+    pub fn fire_timers(&mut self, now: Instant) {
+        if let Some(t) = self.alarm
+            && now >= t
+        {
+            self.alarm = None;
+            self.raise_group(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+        }
+        for id in 0..self.timers.len() {
+            let Some(t) = self.timers[id] else { continue };
+            let Some(due) = t.next.filter(|&d| now >= d) else { continue };
+            let mut missed = 0u32;
+            let next = if t.interval.is_zero() {
+                None
+            } else {
+                let late = (now - due).as_nanos() / t.interval.as_nanos();
+                missed = late.min(u128::from(u32::MAX)) as u32;
+                Some(due + t.interval * (missed.saturating_add(1)))
+            };
+            let sig = t.signo;
+            let already = sig != 0
+                && self.pending & (1u64 << (sig - 1)) != 0
+                && self.siginfo[(sig - 1) as usize].code == SI_TIMER
+                && self.siginfo[(sig - 1) as usize].pid_or_addr == id as u32;
+            let timer = self.timers[id].as_mut().expect("a timer");
+            timer.next = next;
+            if already {
+                timer.overrun = timer.overrun.saturating_add(missed.saturating_add(1));
+                self.siginfo[(sig - 1) as usize].uid = timer.overrun;
+            } else {
+                timer.overrun = missed;
+                if sig != 0 {
+                    // siginfo `_timer`: si_tid, si_overrun, si_value at the places of
+                    // si_pid, si_uid, si_status.
+                    let info = SigInfo { code: SI_TIMER, pid_or_addr: id as u32, uid: missed, status: t.value as i32 };
+                    self.raise_group(sig, info);
+                }
+            }
+        }
+    }
+
+    /// The earliest armed `alarm` or interval timer.
+    pub fn next_timer(&self) -> Option<Instant> {
+        self.timers.iter().flatten().filter_map(|t| t.next).chain(self.alarm).min()
+    }
+
+    /// Pending signals that are not blocked.
+    pub fn deliverable(&self) -> u64 {
+        self.pending & !(self.sigmask & !UNBLOCKABLE)
     }
 }

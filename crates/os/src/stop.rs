@@ -11,7 +11,10 @@
 //! [`Machine::run`]: crate::Machine::run
 //! [`RunError::Stopped`]: crate::RunError::Stopped
 
+use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
+
+use crate::host::Zeroed;
 
 /// The signal that asked morph to stop, or 0.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
@@ -25,8 +28,8 @@ extern "C" fn on_signal(sig: i32) {
     SIGNAL.store(sig, Ordering::SeqCst);
     let w = PIPE[1].load(Ordering::SeqCst);
     if w >= 0 {
-        // SAFETY: write(2) is async-signal-safe; a full pipe (already woken) is fine.
-        unsafe { libc::write(w, b"x".as_ptr().cast(), 1) };
+        // write(2) is async-signal-safe; a full pipe (already woken) is fine.
+        let _ = crate::host::write(w, b"x");
     }
 }
 
@@ -34,19 +37,17 @@ extern "C" fn on_signal(sig: i32) {
 /// killing morph (see the module documentation).
 pub fn catch() -> std::io::Result<()> {
     if PIPE[0].load(Ordering::SeqCst) < 0 {
-        let mut fds = [0i32; 2];
-        // SAFETY: pipe2 fills the two descriptors of a local array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        PIPE[0].store(fds[0], Ordering::SeqCst);
-        PIPE[1].store(fds[1], Ordering::SeqCst);
+        // The pipe lives as long as morph: its descriptors are kept as plain numbers.
+        let (r, w) =
+            crate::host::pipe2(libc::O_CLOEXEC | libc::O_NONBLOCK).map_err(std::io::Error::from_raw_os_error)?;
+        PIPE[0].store(r.into_raw_fd(), Ordering::SeqCst);
+        PIPE[1].store(w.into_raw_fd(), Ordering::SeqCst);
     }
     for sig in SIGNALS {
         // SAFETY: an all-zero sigaction is valid; the handler only touches atomics and
         // calls write(2). No SA_RESTART: a blocking host call returns EINTR.
         unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
+            let mut sa = libc::sigaction::zeroed();
             sa.sa_sigaction = on_signal as extern "C" fn(i32) as usize;
             libc::sigemptyset(&mut sa.sa_mask);
             if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
@@ -73,7 +74,7 @@ pub fn die_of(sig: i32) -> ! {
     // SAFETY: restoring the default action of a signal and raising it in this thread.
     unsafe {
         libc::signal(sig, libc::SIG_DFL);
-        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut set = libc::sigset_t::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, sig);
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());

@@ -15,18 +15,13 @@
 //! then every open checks where it landed).
 
 use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::host;
 use crate::linux;
 
-/// A guest errno (positive).
-pub type Errno = i32;
-
-/// The last host errno.
-pub fn host_errno() -> Errno {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(linux::EIO)
-}
+pub use crate::host::{Errno, host_errno};
 
 /// The guest file system root.
 pub struct Vfs {
@@ -42,17 +37,13 @@ impl Vfs {
     pub fn new(root: &Path) -> std::io::Result<Vfs> {
         let root_path = root.canonicalize()?;
         let c = CString::new(root_path.as_os_str().as_encoded_bytes())?;
-        // SAFETY: a valid C string; the result is checked.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        let root = host::open(&c, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            .map_err(std::io::Error::from_raw_os_error)?;
         let dev = |p: &Path| std::fs::metadata(p).ok().map(|m| std::os::unix::fs::MetadataExt::dev(&m));
         let root_dev = dev(&root_path);
         let mounted_special =
             [root_path.join("dev"), root_path.join("proc")].iter().any(|d| dev(d).is_some_and(|d| Some(d) != root_dev));
-        // SAFETY: a fresh descriptor we own.
-        Ok(Vfs { root: unsafe { OwnedFd::from_raw_fd(fd) }, root_path, mounted_special })
+        Ok(Vfs { root, root_path, mounted_special })
     }
 
     /// The host directory that is the guest's `/`.
@@ -121,26 +112,9 @@ impl Vfs {
         }
         let abs = Self::absolute(cwd, path);
         let c = CString::new(abs).map_err(|_| linux::EINVAL)?;
-        // SAFETY: open_how is plain data; all-zero is a valid value.
-        let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-        how.flags = (flags | libc::O_CLOEXEC) as u64;
-        how.mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
-        how.resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-        // SAFETY: openat2 with a valid dirfd, C string and open_how of the right size.
-        let fd = unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                self.root.as_raw_fd(),
-                c.as_ptr(),
-                &how as *const libc::open_how,
-                std::mem::size_of::<libc::open_how>(),
-            )
-        };
-        if fd < 0 {
-            return Err(host_errno());
-        }
-        // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        let mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
+        let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
+        let fd = host::openat2(self.root.as_raw_fd(), &c, (flags | libc::O_CLOEXEC) as u64, mode, resolve)?;
         if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(g.as_bytes())) {
             return Err(linux::ENOENT); // a link led into the host's own /dev or /proc
         }
@@ -161,12 +135,7 @@ impl Vfs {
         refuse: impl Fn(u32) -> Errno,
     ) -> Result<OwnedFd, Errno> {
         let obj = self.open(cwd, path, libc::O_PATH, 0)?;
-        // SAFETY: an all-zero stat is a valid value to be overwritten.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: fstat on a descriptor we own, into a local struct.
-        if unsafe { libc::fstat(obj.as_raw_fd(), &mut st) } != 0 {
-            return Err(host_errno());
-        }
+        let st = host::fstat(obj.as_raw_fd())?;
         let kind = st.st_mode & libc::S_IFMT;
         if kind != libc::S_IFREG {
             return Err(refuse(kind));
@@ -252,13 +221,7 @@ impl Vfs {
 /// of the same inode, through its `/proc/self/fd` link), with `flags`.
 fn reopen(obj: &OwnedFd, flags: i32) -> Result<OwnedFd, Errno> {
     let via = CString::new(format!("/proc/self/fd/{}", obj.as_raw_fd())).map_err(|_| linux::EINVAL)?;
-    // SAFETY: open with a valid C string; the result is checked.
-    let fd = unsafe { libc::open(via.as_ptr(), flags | libc::O_CLOEXEC | libc::O_NOCTTY) };
-    if fd < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    host::open(&via, flags | libc::O_CLOEXEC | libc::O_NOCTTY, 0)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Futexes, thread ids and robust lists: what glibc's threads wait and wake with.
 //!
 //! A waiter is a thread blocked in `FUTEX_WAIT` (`Wait::Futex`): it is queued in the
-//! machine's [`FutexTable`] under the futex's key, in arrival order, and the scheduler
+//! machine's [`FutexTable`](crate::kernel::futexes::FutexTable) under the futex's key, in arrival order, and the scheduler
 //! leaves it alone until a wake moves its tid to the *woken* set (or its deadline
 //! passes, or a handled signal interrupts it). The call is then re-run, as every
 //! blocked call is, and returns 0 (woken) or `ETIMEDOUT` from [`Process::resumed`]
@@ -15,11 +15,12 @@
 //! Wakes are FIFO per key and every operation is deterministic: the same seed gives
 //! the same wake order.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use super::*;
-use crate::process::{Blocked, Pid, Wait};
+use super::common::*;
+use super::wait;
+use crate::kernel::futexes::FutexKey;
+use crate::process::{Blocked, Wait};
 
 table! {
     /// Futexes and thread ids.
@@ -30,87 +31,6 @@ table! {
         311 set_robust_list "pu" sys_set_robust_list;
         312 get_robust_list "dpp" sys_get_robust_list;
         422 futex_time64 "pxuxpx" sys_futex_time64;
-    }
-}
-
-/// What a futex is known by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum FutexKey {
-    /// A futex private to a thread group: (pid, virtual address).
-    Private(Pid, u32),
-    /// A futex in shared memory: its physical address.
-    Shared(u64),
-}
-
-#[derive(Debug)]
-struct Waiter {
-    key: FutexKey,
-    tid: Pid,
-    bitset: u32,
-}
-
-/// The threads waiting on futexes (in the order they started waiting) and those woken
-/// whose call has not been re-run yet.
-#[derive(Debug, Default)]
-pub(crate) struct FutexTable {
-    waiters: Vec<Waiter>,
-    woken: BTreeSet<Pid>,
-}
-
-impl FutexTable {
-    /// Forgets thread `tid` (its wait was interrupted or timed out, or it died).
-    pub(crate) fn cancel(&mut self, tid: Pid) {
-        self.waiters.retain(|w| w.tid != tid);
-        self.woken.remove(&tid);
-    }
-
-    /// Whether `tid` has been woken.
-    pub(crate) fn is_woken(&self, tid: Pid) -> bool {
-        self.woken.contains(&tid)
-    }
-
-    /// Whether `tid` has been woken; it is no longer, after.
-    pub(crate) fn take_woken(&mut self, tid: Pid) -> bool {
-        self.woken.remove(&tid)
-    }
-
-    fn wait(&mut self, key: FutexKey, tid: Pid, bitset: u32) {
-        self.cancel(tid);
-        self.waiters.push(Waiter { key, tid, bitset });
-    }
-
-    /// Wakes up to `n` waiters on `key` whose bitset meets `bitset`; returns how many.
-    fn wake(&mut self, key: FutexKey, n: u32, bitset: u32) -> u32 {
-        let mut woken = 0;
-        let mut i = 0;
-        while i < self.waiters.len() && woken < n {
-            let w = &self.waiters[i];
-            if w.key == key && w.bitset & bitset != 0 {
-                let w = self.waiters.remove(i);
-                self.woken.insert(w.tid);
-                woken += 1;
-            } else {
-                i += 1;
-            }
-        }
-        woken
-    }
-
-    /// Wakes up to `nwake` waiters on `from` and moves up to `nmove` more to `to`;
-    /// returns how many were woken plus how many were moved.
-    fn requeue(&mut self, from: FutexKey, to: FutexKey, nwake: u32, nmove: u32) -> u32 {
-        let woken = self.wake(from, nwake, u32::MAX);
-        let mut moved = 0;
-        for w in self.waiters.iter_mut() {
-            if moved >= nmove {
-                break;
-            }
-            if w.key == from {
-                w.key = to;
-                moved += 1;
-            }
-        }
-        woken + moved
     }
 }
 
@@ -169,7 +89,7 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             let deadline = if timeout == 0 {
                 None
             } else {
-                let t = io::read_timespec(p, timeout, wide)?;
+                let t = wait::read_timespec(p, timeout, wide)?;
                 Some(if cmd == FUTEX_WAIT { Instant::now() + t } else { absolute(op & FUTEX_CLOCK_REALTIME != 0, t) })
             };
             if p.aspace.read_u32(uaddr).map_err(efault)? != val {
@@ -258,9 +178,7 @@ fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
 /// The host instant of an absolute time `t` on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
 fn absolute(realtime: bool, t: Duration) -> Instant {
     let clock = if realtime { libc::CLOCK_REALTIME } else { libc::CLOCK_MONOTONIC };
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime of a valid clock into a local struct.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
+    let ts = host::clock_gettime(clock).unwrap_or(libc::timespec { tv_sec: 0, tv_nsec: 0 });
     let now = Duration::new(ts.tv_sec.max(0) as u64, ts.tv_nsec.clamp(0, 999_999_999) as u32);
     Instant::now() + t.saturating_sub(now)
 }
@@ -352,6 +270,7 @@ fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::futexes::FutexTable;
 
     #[test]
     fn wake_op_decoding() {

@@ -10,9 +10,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::*;
-use crate::machine::poll_now;
-use crate::process::{Blocked, FileKind, OpenFile, Wait};
+use super::common::*;
+use super::wait::{block_on, read_timespec};
+use crate::process::OpenFile;
 
 table! {
     /// Pipes, readiness and sleeping.
@@ -36,110 +36,12 @@ table! {
     }
 }
 
-/// Blocks `p` until one of `fds` is ready or `deadline` passes; the call is re-run then.
-pub(crate) fn block_on(
-    p: &mut Process,
-    fds: Vec<libc::pollfd>,
-    deadline: Option<Instant>,
-    restartable: bool,
-) -> SysResult {
-    p.blocked = Some(Blocked { wait: Wait::Fds(fds), deadline, restartable });
-    Err(ERESTARTSYS)
-}
-
-/// Before a call that may block on guest `fd` waiting for `events`: returns if the call
-/// can go ahead without blocking the host thread; else fails with `EAGAIN` (guest
-/// `O_NONBLOCK`) or blocks the process until the descriptor is ready.
-pub(crate) fn ready_or_block(p: &mut Process, fd: u32, events: i16) -> Result<(), Errno> {
-    let e = p.fds.get(fd).ok_or(EBADF)?;
-    if !e.host.pollable {
-        return Ok(());
-    }
-    let pfd = libc::pollfd { fd: e.host.as_raw_fd(), events, revents: 0 };
-    if poll_now(&[pfd]) {
-        return Ok(());
-    }
-    if e.host.guest_nonblock() {
-        return Err(EAGAIN);
-    }
-    block_on(p, vec![pfd], None, true).map(|_| ())
-}
-
-/// After a write through guest `fd`: a host `EAGAIN` (a full morph pipe or socket)
-/// blocks a blocking guest until there is room; `EPIPE` raises `SIGPIPE`.
-pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResult {
-    match r {
-        Err(EAGAIN) => {
-            let e = p.fds.get(fd).ok_or(EBADF)?;
-            if e.host.guest_nonblock() {
-                return Err(EAGAIN);
-            }
-            let pfd = libc::pollfd { fd: e.host.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
-            // The host said writable but took nothing: retry after a short wait.
-            block_on(p, vec![pfd], Some(Instant::now() + Duration::from_millis(1)), true)
-        }
-        Err(EPIPE) => {
-            p.raise(SIGPIPE, crate::process::SigInfo { code: SI_USER, pid_or_addr: p.pid, ..Default::default() });
-            Err(EPIPE)
-        }
-        r => r,
-    }
-}
-
-/// Reads from a descriptor morph serves itself (`/dev/urandom`, a directory of its
-/// own): fills `bufs` (of which the first `valid` bytes may be written, the rest lies
-/// after a fault) and returns the result, or `None` for an ordinary descriptor.
-pub(crate) fn read_special(
-    m: &mut Machine,
-    p: &Process,
-    fd: u32,
-    bufs: &[libc::iovec],
-    valid: u32,
-) -> Option<SysResult> {
-    let e = p.fds.get(fd)?;
-    match &e.host.kind {
-        FileKind::Host | FileKind::Device(_) => None,
-        FileKind::Snapshot(s) => {
-            s.fill(m, p);
-            None
-        }
-        FileKind::Dir(_) => Some(Err(EISDIR)),
-        FileKind::Random(_) => {
-            // SAFETY: F_GETFL on a descriptor we hold.
-            if unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE == libc::O_WRONLY {
-                return Some(Err(EBADF));
-            }
-            // As Linux: the bytes before the first fault, EFAULT if there are none.
-            let total: usize = bufs.iter().map(|b| b.iov_len).sum();
-            if valid == 0 && total > 0 {
-                return Some(Err(EFAULT));
-            }
-            let mut left = valid as usize;
-            for b in bufs {
-                let len = b.iov_len.min(left);
-                // SAFETY: the first `valid` bytes of the iovecs are prepared, writable
-                // guest memory.
-                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), len) };
-                m.rng.fill_bytes(s);
-                left -= len;
-            }
-            Some(Ok(valid))
-        }
-    }
-}
-
 fn make_pipe(p: &mut Process, ptr: u32, flags: u32) -> SysResult {
     if flags & !(O_CLOEXEC | O_NONBLOCK | libc::O_DIRECT as u32) != 0 {
         return Err(EINVAL);
     }
     p.aspace.prepare_write(ptr, 8).map_err(efault)?;
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two descriptors into our array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: two fresh descriptors we own.
-    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (r, w) = host::pipe2(libc::O_CLOEXEC)?;
     let nb = flags & O_NONBLOCK != 0;
     let cloexec = flags & O_CLOEXEC != 0;
     let rfd = p.fds.install(FdEntry::of(OpenFile::nonblocking(r, nb), cloexec), 0).ok_or(EMFILE)?;
@@ -162,22 +64,6 @@ fn sys_pipe2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 // ----- time -----------------------------------------------------------------------
 
-/// Reads a `timespec` (32-bit or 64-bit fields).
-pub(super) fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
-    let (s, ns) = if wide {
-        (p.aspace.read_u64(ptr).map_err(efault)? as i64, p.aspace.read_u64(ptr + 8).map_err(efault)? as i64)
-    } else {
-        (
-            i64::from(p.aspace.read_u32(ptr).map_err(efault)? as i32),
-            i64::from(p.aspace.read_u32(ptr + 4).map_err(efault)? as i32),
-        )
-    };
-    if s < 0 || !(0..1_000_000_000).contains(&ns) {
-        return Err(EINVAL);
-    }
-    Ok(Duration::new(s as u64, ns as u32))
-}
-
 fn sleep(p: &mut Process, d: Duration) -> SysResult {
     if p.resumed == Some(true) || d.is_zero() {
         return Ok(0);
@@ -198,9 +84,7 @@ fn clock_sleep(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     }
     let d = if a[1] & 1 != 0 {
         // TIMER_ABSTIME: sleep until the clock reads `t`.
-        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime into a local struct.
-        unsafe { libc::clock_gettime(clock, &mut now) };
+        let now = host::clock_gettime(clock).unwrap_or(libc::timespec { tv_sec: 0, tv_nsec: 0 });
         t.saturating_sub(Duration::new(now.tv_sec as u64, now.tv_nsec as u32))
     } else {
         t
@@ -243,11 +127,7 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
         };
         host.push(libc::pollfd { fd: raw, events, revents: 0 });
     }
-    // SAFETY: a valid pollfd array; zero timeout.
-    let mut ready = unsafe { libc::poll(host.as_mut_ptr(), host.len() as libc::nfds_t, 0) };
-    if ready < 0 {
-        return Err(host_errno());
-    }
+    let mut ready = host::poll(&mut host, 0)? as i32;
     for (i, bad) in nval.iter().enumerate() {
         if *bad {
             host[i].revents = libc::POLLNVAL;
@@ -342,10 +222,7 @@ fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>)
             which.push(fd);
         }
     }
-    // SAFETY: a valid pollfd array; zero timeout.
-    if unsafe { libc::poll(host.as_mut_ptr(), host.len() as libc::nfds_t, 0) } < 0 {
-        return Err(host_errno());
-    }
+    host::poll(&mut host, 0)?;
     let mut out = [vec![0u32; words], vec![0u32; words], vec![0u32; words]];
     let mut count = 0;
     for (f, &fd) in host.iter().zip(&which) {

@@ -10,7 +10,8 @@
 use morph_cpu::Cpu;
 use morph_mem::AddressSpace;
 
-use super::*;
+use super::common::*;
+use super::mm::{install_tls, set_thread_area};
 use crate::layout::Kernel;
 use crate::loader::LoadError;
 use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
@@ -21,7 +22,7 @@ table! {
         1 exit "d" sys_exit;
         2 fork "" sys_fork;
         7 waitpid "dpx" sys_waitpid;
-        11 execve "spp" sys_execve;
+        11 execve "sae" sys_execve;
         20 getpid "" sys_getpid;
         43 times "p" sys_times;
         57 setpgid "dd" sys_setpgid;
@@ -32,7 +33,7 @@ table! {
         96 getpriority "dd" sys_getpriority;
         97 setpriority "ddd" sys_setpriority;
         114 wait4 "dpxp" sys_wait4;
-        120 clone "xxppp" sys_clone;
+        120 clone "Cpppp" sys_clone;
         132 getpgid "d" sys_getpgid;
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
@@ -239,7 +240,7 @@ fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) ->
         cpu.gpr[reg::ESP] = newsp;
     }
     if flags & CLONE_SETTLS != 0 {
-        super::install_tls(&mut cpu, &mut p.aspace, tls)?;
+        install_tls(&mut cpu, &mut p.aspace, tls)?;
     }
     if flags & CLONE_PARENT_SETTID != 0 {
         p.aspace.write_u32(ptid, tid).map_err(efault)?;
@@ -280,63 +281,16 @@ fn read_strings(p: &Process, mut ptr: u32, total: &mut usize) -> Result<Vec<Vec<
     }
 }
 
-/// What `#!` names: the interpreter and its optional single argument.
-/// Follows `#!` lines from `path` (Linux allows a few levels): the program to load and
-/// its argv. `open(path)` gives the path to use and the file's first bytes.
-pub(crate) fn follow_scripts(
-    mut path: Vec<u8>,
-    mut argv: Vec<Vec<u8>>,
-    mut open: impl FnMut(&[u8]) -> Result<(Vec<u8>, Vec<u8>), Errno>,
-) -> Result<(Vec<u8>, Vec<Vec<u8>>), Errno> {
-    for depth in 0..=4 {
-        let (resolved, head) = open(&path)?;
-        path = resolved;
-        let Some((interp, arg)) = shebang(&head) else { return Ok((path, argv)) };
-        if depth == 4 {
-            break;
-        }
-        let mut v = vec![interp.clone()];
-        v.extend(arg);
-        v.push(path);
-        v.extend(argv.into_iter().skip(1));
-        argv = v;
-        path = interp;
-    }
-    Err(ELOOP)
-}
-
-fn shebang(head: &[u8]) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
-    let line = head.strip_prefix(b"#!")?;
-    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
-    let trim = |s: &[u8]| -> Vec<u8> {
-        let start = s.iter().position(|b| !b" \t".contains(b)).unwrap_or(s.len());
-        let end = s.iter().rposition(|b| !b" \t\r".contains(b)).map_or(start, |e| e + 1);
-        s[start..end.max(start)].to_vec()
-    };
-    let line = trim(line);
-    if line.is_empty() {
-        return None;
-    }
-    let cut = line.iter().position(|b| b" \t".contains(b)).unwrap_or(line.len());
-    let interp = line[..cut].to_vec();
-    let arg = trim(&line[cut..]);
-    Some((interp, (!arg.is_empty()).then_some(arg)))
-}
-
 /// Opens `path` for exec: it must be a regular file the caller may execute.
-fn open_exec(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
+fn open_exec(vfs: &Vfs, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
     // Never a blocking open: a FIFO (or any other non-regular file) is EACCES unopened.
-    let fd = m.vfs.open_exec(&p.cwd, path).map_err(|e| if e == EISDIR { EACCES } else { e })?;
-    // SAFETY: faccessat on a descriptor we hold, with an empty path.
-    let ok =
-        unsafe { libc::faccessat(fd.as_raw_fd(), c"".as_ptr(), libc::X_OK, libc::AT_EMPTY_PATH | libc::AT_EACCESS) };
-    if ok != 0 {
+    let fd = vfs.open_exec(&p.cwd, path).map_err(|e| if e == EISDIR { EACCES } else { e })?;
+    if host::access_fd(fd.as_raw_fd(), libc::X_OK, libc::AT_EACCESS).is_err() {
         return Err(EACCES);
     }
     let mut head = [0u8; 256];
-    // SAFETY: reading into a local buffer from a descriptor we hold.
-    let n = unsafe { libc::pread(fd.as_raw_fd(), head.as_mut_ptr().cast(), head.len(), 0) };
-    Ok(head[..n.max(0) as usize].to_vec())
+    let n = host::pread(fd.as_raw_fd(), &mut head, 0).unwrap_or(0);
+    Ok(head[..n].to_vec())
 }
 
 fn load_errno(e: &LoadError) -> Errno {
@@ -352,9 +306,9 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut total = 0;
     let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
-    let (path, argv) = follow_scripts(path, argv, |path| {
-        let path = crate::special::exec_path(m, p, path)?;
-        let head = open_exec(m, p, &path)?;
+    let (path, argv) = crate::loader::follow_scripts(path, argv, |path| {
+        let path = crate::special::exec_path(m.sys(), p, path)?;
+        let head = open_exec(&m.vfs, p, &path)?;
         Ok((path, head))
     })?;
     let spath = String::from_utf8_lossy(&path).into_owned();
@@ -576,6 +530,7 @@ fn sys_setsid(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::loader::shebang;
 
     #[test]
     fn shebang_lines() {

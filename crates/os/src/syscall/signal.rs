@@ -23,7 +23,8 @@
 
 use morph_cpu::state::{TLS_ENTRY_MIN, flags, seg};
 
-use super::*;
+use super::common::*;
+use super::wait;
 use std::time::{Duration, Instant};
 
 use crate::process::{Blocked, IntervalTimer, SigInfo, Wait};
@@ -459,7 +460,7 @@ fn sigtimedwait(_: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> S
     let deadline = if a[2] == 0 {
         None
     } else {
-        let t = io::read_timespec(p, a[2], wide)?;
+        let t = wait::read_timespec(p, a[2], wide)?;
         if t.is_zero() {
             return Err(EAGAIN);
         }
@@ -536,7 +537,7 @@ fn thread_kill(m: &mut Machine, p: &mut Process, tgid: Option<u32>, tid: u32, si
     if tgid.is_some_and(|g| g != pid) {
         return Err(ESRCH);
     }
-    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::machine::ids()[0], status: 0 };
+    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], status: 0 };
     let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);
@@ -628,8 +629,8 @@ fn timer_gettime(p: &mut Process, id: u32, ptr: u32, wide: bool) -> SysResult {
 fn timer_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     let (id, flags, new, old) = (a[0], a[1], a[2], a[3]);
     let half = if wide { 16 } else { 8 };
-    let interval = io::read_timespec(p, new, wide)?;
-    let value = io::read_timespec(p, new + half, wide)?;
+    let interval = wait::read_timespec(p, new, wide)?;
+    let value = wait::read_timespec(p, new + half, wide)?;
     let clock = timer_mut(p, id)?.clock;
     if old != 0 {
         timer_gettime(p, id, old, wide)?;
@@ -638,9 +639,8 @@ fn timer_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     let next = if value.is_zero() {
         None
     } else if flags & TIMER_ABSTIME != 0 {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-        // SAFETY: clock_gettime into a local struct; the clock id was checked at create.
-        unsafe { libc::clock_gettime(clock, &mut ts) };
+        // The clock id was checked at create.
+        let ts = host::clock_gettime(clock).unwrap_or(libc::timespec { tv_sec: 0, tv_nsec: 0 });
         Some(now + value.saturating_sub(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)))
     } else {
         Some(now + value)

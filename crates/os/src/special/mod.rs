@@ -29,14 +29,29 @@
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
 use std::fmt::Write as _;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use morph_mem::{MapKind, PAGE_SIZE};
 
+use crate::host::{self, Zeroed, ids};
 use crate::linux::*;
-use crate::machine::{Machine, ids};
 use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
-use crate::vfs::{Errno, Vfs, host_errno};
+use crate::vfs::{Errno, Vfs};
+
+mod text;
+use crate::files::Listing;
+pub use crate::files::{DirState, ProcFile, Snapshot};
+pub use text::text;
+
+/// What `/dev` and `/proc` see of the machine: its file system and its processes (the
+/// caller, while it runs, is not among them and is passed beside).
+#[derive(Clone, Copy)]
+pub struct Sys<'a> {
+    /// The guest file system.
+    pub vfs: &'a Vfs,
+    /// Every process but the caller.
+    pub procs: &'a std::collections::BTreeMap<Pid, Process>,
+}
 
 /// The device number of morph's `/proc` (procfs is 0:22 on a typical system).
 pub const PROC_DEV: u64 = 22;
@@ -45,19 +60,6 @@ pub const DEV_DEV: u64 = 5;
 
 /// Links followed in one path before `ELOOP`.
 const MAX_LINKS: usize = 8;
-
-/// A `/proc/<pid>` text file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcFile {
-    /// `maps`: the address space, one line per VMA.
-    Maps,
-    /// `status`: name, ids, memory and signal state.
-    Status,
-    /// `stat`: the one-line form `ps` reads.
-    Stat,
-    /// `cmdline`: the arguments, NUL-terminated.
-    Cmdline,
-}
 
 impl ProcFile {
     fn of(name: &[u8]) -> Option<ProcFile> {
@@ -107,51 +109,20 @@ pub enum Object {
     Synthetic(libc::stat),
 }
 
-/// An open `/proc/<pid>` text file. Its text is made at the first read (or seek, or
-/// mmap), as Linux makes it when read: a shell that opens `/proc/self/cmdline` for a
-/// command it then execs must show the command's, not its own.
-#[derive(Debug)]
-pub struct Snapshot {
-    /// Its guest path.
-    pub path: String,
-    pid: Pid,
-    file: ProcFile,
-    /// A writable descriptor of the memfd, until the text is in it.
-    pending: RefCell<Option<OwnedFd>>,
-}
-
 impl Snapshot {
     /// Puts the text in the memfd if it is not there yet; `p` is the caller.
-    pub fn fill(&self, m: &Machine, p: &Process) {
+    pub fn fill(&self, m: Sys<'_>, p: &Process) {
         let Some(rw) = self.pending.borrow_mut().take() else { return };
         // A process that has gone reads as empty.
         let bytes = process(m, p, self.pid).map(|q| text(q, self.file)).unwrap_or_default();
         let mut done = 0;
         while done < bytes.len() {
-            // SAFETY: writing from a live slice at an offset of a memfd we own.
-            let n =
-                unsafe { libc::pwrite(rw.as_raw_fd(), bytes[done..].as_ptr().cast(), bytes.len() - done, done as i64) };
-            if n <= 0 {
-                return;
+            match host::pwrite(rw.as_raw_fd(), &bytes[done..], done as i64) {
+                Ok(n) if n > 0 => done += n,
+                _ => return,
             }
-            done += n as usize;
         }
     }
-}
-
-/// A directory listing: names and `d_type`s.
-type Listing = Vec<(Vec<u8>, u8)>;
-
-/// The state of an open directory of morph's own.
-#[derive(Debug)]
-pub struct DirState {
-    /// Its canonical guest path.
-    pub path: String,
-    /// The listing, made at the first `getdents` (so `/proc/self/fd` shows the
-    /// descriptor being read, as on Linux).
-    entries: RefCell<Option<Listing>>,
-    /// Index of the next entry (the `d_off` cookie, and what `lseek` sets).
-    pos: Cell<u64>,
 }
 
 impl DirState {
@@ -162,7 +133,7 @@ impl DirState {
 
 /// Resolves a guest path (relative to `dir`) that may lie in `/dev` or `/proc`;
 /// `follow` says whether a final symbolic link is followed.
-pub fn resolve(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Resolved, Errno> {
+pub fn resolve(m: Sys<'_>, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Resolved, Errno> {
     if path.is_empty() {
         return Err(ENOENT);
     }
@@ -197,7 +168,7 @@ pub fn resolve(m: &Machine, p: &Process, dir: &str, path: &[u8], follow: bool) -
 
 /// The guest path an exec of `path` loads: links lead back into the root; morph's own
 /// objects cannot be executed.
-pub fn exec_path(m: &Machine, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
+pub fn exec_path(m: Sys<'_>, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno> {
     match resolve(m, p, &p.cwd, path, true)? {
         Resolved::Path(v) => Ok(v),
         Resolved::Node(Node::Fd(e)) if matches!(e.host.kind, FileKind::Host) => {
@@ -227,10 +198,7 @@ fn is_dir(n: &Node) -> bool {
 }
 
 fn host_mode(fd: i32) -> Option<u32> {
-    // SAFETY: an all-zero stat is a valid value to be overwritten.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat on a descriptor we hold, into a local struct.
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_mode & libc::S_IFMT)
+    host::fstat(fd).ok().map(|st| st.st_mode & libc::S_IFMT)
 }
 
 fn join(base: &[u8], rest: &[&[u8]]) -> Vec<u8> {
@@ -278,7 +246,7 @@ fn dev(c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
 }
 
 /// The live guest process `pid` (the caller is not in the machine's table while it runs).
-fn process<'a>(m: &'a Machine, p: &'a Process, pid: Pid) -> Option<&'a Process> {
+fn process<'a>(m: Sys<'a>, p: &'a Process, pid: Pid) -> Option<&'a Process> {
     if pid == p.pid { Some(p) } else { m.procs.get(&pid) }
 }
 
@@ -289,7 +257,7 @@ fn parse_num(s: &[u8]) -> Option<u32> {
     std::str::from_utf8(s).ok()?.parse().ok()
 }
 
-fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
+fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
     let Some(&name) = c.get(1) else { return Ok(Step::Node(Node::Dir("/proc".into()))) };
     if name == b"self" {
         let to = format!("/proc/{}", p.pid);
@@ -324,8 +292,7 @@ fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Err
             if rest.is_empty() && !follow {
                 let path = format!("{base}/fd/{}", String::from_utf8_lossy(n));
                 // Linux shows how the descriptor is open: r-x for reading, -wx for writing.
-                // SAFETY: F_GETFL on a descriptor we hold.
-                let acc = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE;
+                let acc = host::getfl(e.host.as_raw_fd()).unwrap_or(-1) & libc::O_ACCMODE;
                 let mode = match acc {
                     libc::O_RDONLY => 0o500,
                     libc::O_WRONLY => 0o300,
@@ -357,7 +324,7 @@ fn proc(m: &Machine, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Err
 /// (`pipe:[…]`, `socket:[…]`, `anon_inode:…`), and for a file outside the root (behind
 /// an inherited descriptor) `(unreachable)/` and its last component, in the spirit of
 /// Linux's `getcwd` for a directory outside a chroot: no host directory is shown.
-fn fd_link(m: &Machine, e: &FdEntry) -> Vec<u8> {
+fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
     match &e.host.kind {
         FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
         FileKind::Snapshot(s) => s.path.clone().into_bytes(),
@@ -381,24 +348,12 @@ fn fd_link(m: &Machine, e: &FdEntry) -> Vec<u8> {
 
 fn host_open(path: &str, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
     let c = CString::new(path).map_err(|_| EINVAL)?;
-    // SAFETY: open with a valid C string; the result is checked.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, mode) };
-    if fd < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    host::open(&c, flags | libc::O_CLOEXEC, mode)
 }
 
 /// A new, empty memfd: a read-only descriptor, and a writable one.
 fn memfd() -> Result<(OwnedFd, OwnedFd), Errno> {
-    // SAFETY: memfd_create with a static C string; the result is checked.
-    let fd = unsafe { libc::memfd_create(c"morph-proc".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(host_errno());
-    }
-    // SAFETY: a fresh descriptor we own.
-    let rw = unsafe { OwnedFd::from_raw_fd(fd) };
+    let rw = host::memfd_create(c"morph-proc", libc::MFD_CLOEXEC)?;
     // A second, read-only open file description of the same memfd, for the guest.
     let ro = host_open(&format!("/proc/self/fd/{}", rw.as_raw_fd()), libc::O_RDONLY, 0)?;
     Ok((ro, rw))
@@ -413,7 +368,7 @@ fn snapshot(pid: Pid, file: ProcFile, path: String) -> Result<OpenFile, Errno> {
 }
 
 /// Opens a node with the guest's `open` flags (`mode` already masked by the umask).
-pub fn open(m: &Machine, p: &Process, node: Node, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
+pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
     let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     let acc = flags & O_ACCMODE;
     let with = |fd: OwnedFd, kind: FileKind| {
@@ -450,7 +405,7 @@ pub fn open(m: &Machine, p: &Process, node: Node, flags: u32, mode: u32) -> Resu
             process(m, p, pid).ok_or(ENOENT)?;
             snapshot(pid, f, path)
         }
-        Node::Fd(e) => reopen(&m.vfs, &e, flags, mode),
+        Node::Fd(e) => reopen(m.vfs, &e, flags, mode),
     }
 }
 
@@ -462,8 +417,7 @@ pub fn open(m: &Machine, p: &Process, node: Node, flags: u32, mode: u32) -> Resu
 fn reopen(vfs: &Vfs, e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Errno> {
     let mut host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
     if matches!(e.host.kind, FileKind::Host) && !vfs.holds(e.host.as_ref()) {
-        // SAFETY: F_GETFL on a descriptor we hold.
-        let have = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_GETFL) } as u32 & O_ACCMODE;
+        let have = host::getfl(e.host.as_raw_fd()).unwrap_or(-1) as u32 & O_ACCMODE;
         const O_WRONLY: u32 = 1;
         const O_RDWR: u32 = 2;
         let want = flags & O_ACCMODE;
@@ -516,8 +470,7 @@ fn ino_of(path: &[u8]) -> u64 {
 
 /// The metadata of a made-up object.
 fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
-    // SAFETY: an all-zero stat is a valid value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let mut st = libc::stat::zeroed();
     st.st_dev = if path.starts_with("/proc") { PROC_DEV } else { DEV_DEV };
     st.st_ino = ino_of(path.as_bytes());
     st.st_mode = mode;
@@ -549,15 +502,7 @@ pub fn object(node: Node) -> Result<Object, Errno> {
 
 /// The metadata object of what a guest descriptor holds.
 pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
-    let dup = || {
-        // SAFETY: dup of a descriptor we hold.
-        let d = unsafe { libc::fcntl(e.host.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
-        if d < 0 {
-            return Err(host_errno());
-        }
-        // SAFETY: a fresh descriptor we own.
-        Ok(unsafe { OwnedFd::from_raw_fd(d) })
-    };
+    let dup = || host::dup_cloexec(e.host.as_raw_fd(), 0);
     Ok(match &e.host.kind {
         FileKind::Host => Object::Host(dup()?),
         FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),
@@ -588,7 +533,7 @@ const DT_REG: u8 = 8;
 const DT_LNK: u8 = 10;
 
 /// What a directory of morph's own holds (without `.` and `..`).
-fn listing(m: &Machine, p: &Process, path: &str) -> Listing {
+fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
     let named = |v: &[(&str, u8)]| v.iter().map(|(n, t)| (n.as_bytes().to_vec(), *t)).collect::<Vec<_>>();
     if path == "/dev" {
         return named(&[
@@ -636,7 +581,7 @@ fn listing(m: &Machine, p: &Process, path: &str) -> Listing {
 
 /// `getdents64` (`wide`) or the old `getdents` on a directory of morph's own: fills
 /// `buf` with as many entries as fit from the current position.
-pub fn getdents(m: &Machine, p: &Process, d: &DirState, buf: &mut [u8], wide: bool) -> Result<usize, Errno> {
+pub fn getdents(m: Sys<'_>, p: &Process, d: &DirState, buf: &mut [u8], wide: bool) -> Result<usize, Errno> {
     if d.entries.borrow().is_none() {
         let mut v = vec![(b".".to_vec(), DT_DIR), (b"..".to_vec(), DT_DIR)];
         v.extend(listing(m, p, &d.path));
@@ -693,138 +638,6 @@ pub fn seek_dir(d: &DirState, off: i64, whence: u32) -> Result<u64, Errno> {
     let pos = u64::try_from(pos).map_err(|_| EINVAL)?;
     d.pos.set(pos);
     Ok(pos)
-}
-
-// ----- /proc/<pid> text ------------------------------------------------------------------
-
-/// The name a process goes by (`comm`): the executable's base name, at most 15 bytes.
-fn comm(q: &Process) -> String {
-    let base = q.exe.rsplit('/').next().unwrap_or("");
-    base.char_indices().take_while(|(i, c)| i + c.len_utf8() <= 15).map(|(_, c)| c).collect()
-}
-
-/// Virtual size and resident pages of a process.
-fn memory(q: &Process) -> (u64, u64) {
-    let mut size = 0u64;
-    let mut rss = 0u64;
-    for v in q.aspace.vmas() {
-        size += u64::from(v.end - v.start);
-        rss += (v.start..v.end).step_by(PAGE_SIZE as usize).filter(|&a| q.aspace.pte(a).has_frame()).count() as u64;
-    }
-    (size, rss)
-}
-
-/// Signals whose disposition is `SIG_IGN` (bit `sig - 1`), and those with a handler.
-fn dispositions(q: &Process) -> (u64, u64) {
-    let (mut ign, mut cgt) = (0u64, 0u64);
-    for (i, a) in q.sigactions.iter().enumerate() {
-        if a.handler == SIG_IGN {
-            ign |= 1 << i;
-        } else if a.handler > SIG_IGN {
-            cgt |= 1 << i;
-        }
-    }
-    (ign, cgt)
-}
-
-/// The contents of a `/proc/<pid>` text file.
-pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
-    match f {
-        ProcFile::Maps => maps(q).into_bytes(),
-        ProcFile::Cmdline => q.cmdline.clone(),
-        ProcFile::Status => status(q).into_bytes(),
-        ProcFile::Stat => stat(q).into_bytes(),
-    }
-}
-
-fn state(q: &Process) -> (char, &'static str) {
-    if q.blocked.is_some() { ('S', "sleeping") } else { ('R', "running") }
-}
-
-/// Linux's `/proc/<pid>/maps`, as a 32-bit kernel prints it (the name column starts
-/// after 48 characters plus a space).
-fn maps(q: &Process) -> String {
-    let mut s = String::new();
-    for v in q.aspace.vmas() {
-        let (dev, ino, off) = match &v.kind {
-            MapKind::File { id, page, .. } => (id.dev, id.ino, u64::from(*page) * u64::from(PAGE_SIZE)),
-            MapKind::Anon => (0, 0, 0),
-        };
-        let flag = |b: bool, c: char| if b { c } else { '-' };
-        let start = s.len();
-        let _ = write!(
-            s,
-            "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
-            v.start,
-            v.end,
-            flag(v.prot.has(morph_mem::Prot::READ), 'r'),
-            flag(v.prot.has(morph_mem::Prot::WRITE), 'w'),
-            flag(v.prot.has(morph_mem::Prot::EXEC), 'x'),
-            if v.shared { 's' } else { 'p' },
-            off,
-            libc::major(dev),
-            libc::minor(dev),
-            ino,
-        );
-        if !v.name.is_empty() {
-            while s.len() - start < 48 {
-                s.push(' ');
-            }
-            s.push(' ');
-            s.push_str(&v.name);
-        }
-        s.push('\n');
-    }
-    s
-}
-
-fn status(q: &Process) -> String {
-    let id = ids();
-    let (size, rss) = memory(q);
-    let (ign, cgt) = dispositions(q);
-    let (st, st_name) = state(q);
-    let mut s = String::new();
-    let _ = writeln!(s, "Name:\t{}", comm(q));
-    let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
-    let _ = writeln!(s, "State:\t{st} ({st_name})");
-    let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, q.pid, q.ppid);
-    let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", id[0], id[1], id[1], id[1]);
-    let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
-    let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
-    let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
-    let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
-    let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", q.pending, 0);
-    let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", q.sigmask, ign, cgt);
-    s
-}
-
-fn stat(q: &Process) -> String {
-    let (size, rss) = memory(q);
-    let (ign, cgt) = dispositions(q);
-    let tick = |n: u64| n / crate::syscall::INSNS_PER_TICK;
-    let lo = |v: u64| v & 0xffff_ffff;
-    let utime = tick(q.group_icount());
-    let cutime = tick(q.child_icount);
-    let threads = 1 + q.threads.len();
-    let g = &q.cpu.gpr;
-    format!(
-        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 {threads} 0 0 {size} {rss} 4294967295 \
-         0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
-        q.pid,
-        comm(q),
-        state(q).0,
-        q.ppid,
-        q.pgid,
-        q.sid,
-        g[morph_cpu::state::reg::ESP],
-        q.cpu.eip,
-        lo(q.pending),
-        lo(q.sigmask),
-        lo(ign),
-        lo(cgt),
-        q.exit_signal,
-        q.brk_start,
-    )
 }
 
 #[cfg(test)]

@@ -1,0 +1,262 @@
+//! Open files: what a guest descriptor holds (an open file description over a host
+//! descriptor, with the guest's view of it), the descriptor table, and the state of
+//! morph's own `/proc` files and directories (their behaviour is in [`crate::special`]).
+
+use std::cell::{Cell, OnceCell, RefCell};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::Rc;
+
+use morph_mem::FileKey;
+
+use crate::host;
+use crate::linux::Pid;
+
+/// What kind of object an open file description is, where morph must treat it
+/// specially (see [`crate::special`]).
+#[derive(Debug)]
+pub enum FileKind {
+    /// An ordinary host descriptor.
+    Host,
+    /// A host device served by name (`/dev/null`, ...): used as it is, but its mode and
+    /// times are the host's and cannot be changed.
+    Device(&'static str),
+    /// `/dev/urandom` or `/dev/random` (the name): reads come from the machine's seeded
+    /// RNG; the host descriptor is the host's device, for everything else.
+    Random(&'static str),
+    /// A `/proc` file: text made at its first read, held in a memfd the descriptor
+    /// reads.
+    Snapshot(Snapshot),
+    /// A directory of morph's own (`/dev`, `/proc`, ...): listed by morph; the host
+    /// descriptor is an empty memfd.
+    Dir(DirState),
+}
+
+/// An open file description: a host descriptor plus the state the guest sees on it.
+/// Shared by `dup`s and across `fork`, as Linux shares a `struct file`.
+pub struct OpenFile {
+    fd: OwnedFd,
+    /// The guest's `O_NONBLOCK` (the host descriptor of a morph-made pipe or socket is
+    /// always non-blocking, so that no guest call can stall the machine).
+    pub nonblock: Cell<bool>,
+    /// The host descriptor is non-blocking whatever the guest asked.
+    pub host_nonblock: bool,
+    /// The host descriptor may block on read or write (pipe, socket, FIFO, terminal,
+    /// character device): morph polls it before a blocking call.
+    pub pollable: bool,
+    /// For a regular file, its (device, inode): which page-cache file reads and writes
+    /// through this descriptor must stay coherent with (found once, at open).
+    pub file: Option<FileKey>,
+    /// Special handling.
+    pub kind: FileKind,
+    /// What morph keeps beside a socket (unused for other files).
+    pub socket: SocketState,
+}
+
+/// What morph keeps beside a host socket, shared like the socket itself (see
+/// `syscall::net`).
+#[derive(Debug, Default)]
+pub struct SocketState {
+    /// A blocking `connect` left the host socket connecting (`EINPROGRESS`): the call,
+    /// re-run when the socket is writable, returns the connection's result.
+    pub connecting: Cell<bool>,
+    /// For an `AF_UNIX` socket bound to a path: the directory it was bound in, held
+    /// open so that the host name of the socket (`/proc/self/fd/N/name`) stays unique
+    /// while the socket lives.
+    pub bound_dir: OnceCell<OwnedFd>,
+}
+
+impl OpenFile {
+    /// Wraps a host descriptor, finding out what it is.
+    pub fn new(fd: OwnedFd) -> OpenFile {
+        let raw = fd.as_raw_fd();
+        let file = FileKey::of_fd(raw).ok().flatten();
+        let pollable = file.is_none()
+            && host::fstat(raw)
+                .is_ok_and(|st| matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR));
+        let nonblock = host::getfl(raw).is_ok_and(|fl| fl & libc::O_NONBLOCK != 0);
+        OpenFile {
+            fd,
+            nonblock: Cell::new(nonblock),
+            host_nonblock: false,
+            pollable,
+            file,
+            kind: FileKind::Host,
+            socket: SocketState::default(),
+        }
+    }
+
+    /// Wraps a host descriptor morph made non-blocking (its own pipes and sockets); the
+    /// guest sees `guest_nonblock`.
+    pub fn nonblocking(fd: OwnedFd, guest_nonblock: bool) -> OpenFile {
+        if let Ok(fl) = host::getfl(fd.as_raw_fd()) {
+            let _ = host::setfl(fd.as_raw_fd(), fl | libc::O_NONBLOCK);
+        }
+        OpenFile {
+            fd,
+            nonblock: Cell::new(guest_nonblock),
+            host_nonblock: true,
+            pollable: true,
+            file: None,
+            kind: FileKind::Host,
+            socket: SocketState::default(),
+        }
+    }
+
+    /// Wraps a descriptor morph inherited from the host (the guest's 0-2). A pipe,
+    /// FIFO or terminal is opened again through its `/proc/self/fd` link: a new open
+    /// file description of the same object, made non-blocking on the host like morph's
+    /// own pipes, so that a slow reader or writer on the host side blocks only the
+    /// guest process that waits for it, in the scheduler (and `--timeout` can fire);
+    /// the host's description, shared with whoever started morph, keeps its flags.
+    /// Anything else (a regular file, a socket, `/dev/null`), or an object that cannot
+    /// be opened again, is used as it is.
+    pub fn inherited(fd: OwnedFd) -> OpenFile {
+        let raw = fd.as_raw_fd();
+        let (Ok(st), Ok(fl)) = (host::fstat(raw), host::getfl(raw)) else {
+            return OpenFile::new(fd);
+        };
+        let kind = st.st_mode & libc::S_IFMT;
+        if !(kind == libc::S_IFIFO || (kind == libc::S_IFCHR && host::isatty(raw))) {
+            return OpenFile::new(fd);
+        }
+        let Ok(via) = std::ffi::CString::new(format!("/proc/self/fd/{raw}")) else {
+            return OpenFile::new(fd);
+        };
+        let flags = (fl & (libc::O_ACCMODE | libc::O_APPEND)) | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC;
+        match host::open(&via, flags, 0) {
+            Ok(again) => OpenFile::nonblocking(again, fl & libc::O_NONBLOCK != 0),
+            Err(_) => OpenFile::new(fd), // e.g. a pipe whose reader has gone (ENXIO)
+        }
+    }
+
+    /// The guest's `O_NONBLOCK`.
+    pub fn guest_nonblock(&self) -> bool {
+        self.nonblock.get()
+    }
+}
+
+impl AsRawFd for OpenFile {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
+impl AsRef<OwnedFd> for OpenFile {
+    fn as_ref(&self) -> &OwnedFd {
+        &self.fd
+    }
+}
+
+/// A guest descriptor: an open file description and the descriptor's own flag.
+#[derive(Clone)]
+pub struct FdEntry {
+    /// The open file description (shared by `dup`s and across `fork`).
+    pub host: Rc<OpenFile>,
+    /// `FD_CLOEXEC`.
+    pub cloexec: bool,
+}
+
+impl FdEntry {
+    /// An entry for the host descriptor `host`, noting what kind of file it is.
+    pub fn new(host: OwnedFd, cloexec: bool) -> FdEntry {
+        FdEntry { host: Rc::new(OpenFile::new(host)), cloexec }
+    }
+
+    /// An entry for an open file description.
+    pub fn of(file: OpenFile, cloexec: bool) -> FdEntry {
+        FdEntry { host: Rc::new(file), cloexec }
+    }
+
+    /// The regular file behind the descriptor, if any.
+    pub fn file(&self) -> Option<FileKey> {
+        self.host.file
+    }
+}
+
+/// The guest descriptor table.
+#[derive(Clone, Default)]
+pub struct FdTable {
+    slots: Vec<Option<FdEntry>>,
+}
+
+/// The most descriptors a process may have open (`RLIMIT_NOFILE`).
+pub const MAX_FDS: usize = 1024;
+
+impl FdTable {
+    /// The entry of guest descriptor `fd`.
+    pub fn get(&self, fd: u32) -> Option<&FdEntry> {
+        self.slots.get(fd as usize).and_then(Option::as_ref)
+    }
+    /// Mutable entry.
+    pub fn get_mut(&mut self, fd: u32) -> Option<&mut FdEntry> {
+        self.slots.get_mut(fd as usize).and_then(Option::as_mut)
+    }
+    /// Installs `e` at the lowest free descriptor ≥ `min`.
+    pub fn install(&mut self, e: FdEntry, min: u32) -> Option<u32> {
+        let start = min as usize;
+        let i = (start..MAX_FDS).find(|&i| self.slots.get(i).is_none_or(Option::is_none))?;
+        self.set(i as u32, e);
+        Some(i as u32)
+    }
+    /// Installs `e` at `fd`, closing what was there.
+    pub fn set(&mut self, fd: u32, e: FdEntry) {
+        let i = fd as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, None);
+        }
+        self.slots[i] = Some(e);
+    }
+    /// Closes `fd`.
+    pub fn close(&mut self, fd: u32) -> Option<FdEntry> {
+        self.slots.get_mut(fd as usize).and_then(Option::take)
+    }
+    /// Closes every close-on-exec descriptor.
+    pub fn close_on_exec(&mut self) {
+        for s in &mut self.slots {
+            if s.as_ref().is_some_and(|e| e.cloexec) {
+                *s = None;
+            }
+        }
+    }
+}
+
+/// A `/proc/<pid>` text file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcFile {
+    /// `maps`: the address space, one line per VMA.
+    Maps,
+    /// `status`: name, ids, memory and signal state.
+    Status,
+    /// `stat`: the one-line form `ps` reads.
+    Stat,
+    /// `cmdline`: the arguments, NUL-terminated.
+    Cmdline,
+}
+
+/// An open `/proc/<pid>` text file. Its text is made at the first read (or seek, or
+/// mmap), as Linux makes it when read: a shell that opens `/proc/self/cmdline` for a
+/// command it then execs must show the command's, not its own.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Its guest path.
+    pub path: String,
+    pub(crate) pid: Pid,
+    pub(crate) file: ProcFile,
+    /// A writable descriptor of the memfd, until the text is in it.
+    pub(crate) pending: RefCell<Option<OwnedFd>>,
+}
+
+/// A directory listing: names and `d_type`s.
+pub(crate) type Listing = Vec<(Vec<u8>, u8)>;
+
+/// The state of an open directory of morph's own.
+#[derive(Debug)]
+pub struct DirState {
+    /// Its canonical guest path.
+    pub path: String,
+    /// The listing, made at the first `getdents` (so `/proc/self/fd` shows the
+    /// descriptor being read, as on Linux).
+    pub(crate) entries: RefCell<Option<Listing>>,
+    /// Index of the next entry (the `d_off` cookie, and what `lseek` sets).
+    pub(crate) pos: Cell<u64>,
+}

@@ -1,0 +1,437 @@
+//! Safe wrappers over the host calls the OS layer makes.
+//!
+//! Each wrapper takes Rust values (descriptors, C strings, slices) instead of raw
+//! pointers, checks the result and turns `-1` into the host's errno, so the rest of the
+//! crate needs no `unsafe` for them. Host errnos are Linux's, the same numbers the
+//! guest sees. Calls that read or write guest memory through host pointers (`read`,
+//! `writev`, `recvfrom`, ...) are not here: their callers know the pointers are valid.
+
+use std::ffi::CStr;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+/// A guest errno (positive; the host's numbers are Linux's too).
+pub type Errno = i32;
+
+/// The last host errno.
+pub fn host_errno() -> Errno {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(crate::linux::EIO)
+}
+
+/// A host call's `-1`/errno convention as a result.
+fn check<T: Into<i64> + Copy>(r: T) -> Result<u32, Errno> {
+    let v: i64 = r.into();
+    if v < 0 { Err(host_errno()) } else { Ok(v as u32) }
+}
+
+/// A descriptor a host call just returned, owned.
+fn owned(fd: i64) -> Result<OwnedFd, Errno> {
+    if fd < 0 {
+        return Err(host_errno());
+    }
+    // SAFETY: a fresh descriptor the host just gave us, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Plain C structs for which all-zero bytes are a valid value.
+///
+/// # Safety
+/// Only for types made of integers, arrays of them and raw pointers.
+pub unsafe trait Zeroed: Sized {
+    /// The all-zero value.
+    fn zeroed() -> Self {
+        // SAFETY: the implementor promises that all-zero bytes are a valid value.
+        unsafe { std::mem::zeroed() }
+    }
+}
+// SAFETY: C structs of integers and pointers.
+unsafe impl Zeroed for libc::stat {}
+// SAFETY: as above.
+unsafe impl Zeroed for libc::msghdr {}
+// SAFETY: as above.
+unsafe impl Zeroed for libc::open_how {}
+// SAFETY: as above.
+unsafe impl Zeroed for libc::sigaction {}
+// SAFETY: as above.
+unsafe impl Zeroed for libc::sigset_t {}
+
+// ----- descriptors -------------------------------------------------------------------
+
+/// `open(path, flags, mode)` (`O_CLOEXEC` is the caller's to add).
+pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    // SAFETY: a valid C string.
+    owned(i64::from(unsafe { libc::open(path.as_ptr(), flags, mode) }))
+}
+
+/// `openat2(dir, path, {flags, mode, resolve})`.
+pub fn openat2(dir: RawFd, path: &CStr, flags: u64, mode: u64, resolve: u64) -> Result<OwnedFd, Errno> {
+    let mut how = libc::open_how::zeroed();
+    (how.flags, how.mode, how.resolve) = (flags, mode, resolve);
+    // SAFETY: a valid C string and an open_how of the size given.
+    owned(unsafe {
+        libc::syscall(libc::SYS_openat2, dir, path.as_ptr(), &how as *const libc::open_how, size_of::<libc::open_how>())
+    })
+}
+
+/// `fcntl(fd, F_GETFL)`.
+pub fn getfl(fd: RawFd) -> Result<i32, Errno> {
+    // SAFETY: F_GETFL takes no argument and touches no memory.
+    let r = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    check(r).map(|v| v as i32)
+}
+
+/// `fcntl(fd, F_SETFL, flags)`.
+pub fn setfl(fd: RawFd, flags: i32) -> Result<u32, Errno> {
+    // SAFETY: F_SETFL takes an integer and touches no memory.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })
+}
+
+/// `fcntl(fd, F_DUPFD_CLOEXEC, min)`: a new descriptor for the same open file.
+pub fn dup_cloexec(fd: RawFd, min: i32) -> Result<OwnedFd, Errno> {
+    // SAFETY: F_DUPFD_CLOEXEC takes an integer and touches no memory.
+    owned(i64::from(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) }))
+}
+
+/// `fstat(fd)`.
+pub fn fstat(fd: RawFd) -> Result<libc::stat, Errno> {
+    let mut st = libc::stat::zeroed();
+    // SAFETY: fstat writes one struct stat into our local.
+    check(unsafe { libc::fstat(fd, &mut st) })?;
+    Ok(st)
+}
+
+/// `fstatat(dir, name, flags)`.
+pub fn fstatat(dir: RawFd, name: &CStr, flags: i32) -> Result<libc::stat, Errno> {
+    let mut st = libc::stat::zeroed();
+    // SAFETY: a valid C string; fstatat writes one struct stat into our local.
+    check(unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, flags) })?;
+    Ok(st)
+}
+
+/// `isatty(fd)`.
+pub fn isatty(fd: RawFd) -> bool {
+    // SAFETY: isatty takes an integer.
+    unsafe { libc::isatty(fd) == 1 }
+}
+
+/// `lseek(fd, off, whence)`.
+pub fn lseek(fd: RawFd, off: i64, whence: i32) -> Result<u64, Errno> {
+    // SAFETY: lseek touches no memory.
+    let r = unsafe { libc::lseek(fd, off, whence) };
+    if r < 0 { Err(host_errno()) } else { Ok(r as u64) }
+}
+
+/// `pread(fd, buf, off)`.
+pub fn pread(fd: RawFd, buf: &mut [u8], off: i64) -> Result<usize, Errno> {
+    // SAFETY: pread writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), off) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `pwrite(fd, buf, off)`.
+pub fn pwrite(fd: RawFd, buf: &[u8], off: i64) -> Result<usize, Errno> {
+    // SAFETY: pwrite reads at most `buf.len()` bytes from `buf`.
+    let r = unsafe { libc::pwrite(fd, buf.as_ptr().cast(), buf.len(), off) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `write(fd, buf)`.
+pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
+    // SAFETY: write reads at most `buf.len()` bytes from `buf`.
+    let r = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `ftruncate(fd, len)`.
+pub fn ftruncate(fd: RawFd, len: i64) -> Result<u32, Errno> {
+    // SAFETY: ftruncate touches no memory.
+    check(unsafe { libc::ftruncate(fd, len) })
+}
+
+/// `ioctl(fd, FIONBIO, on)`.
+pub fn set_nonblocking(fd: RawFd, on: bool) -> Result<u32, Errno> {
+    let v = libc::c_int::from(on);
+    // SAFETY: FIONBIO reads one int from our local.
+    check(unsafe { libc::ioctl(fd, libc::FIONBIO, &v) })
+}
+
+/// `ioctl(fd, FIONREAD)`: bytes queued for reading.
+pub fn queued(fd: RawFd) -> Result<i32, Errno> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int into our local.
+    check(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) })?;
+    Ok(n)
+}
+
+/// `getdents64(fd, buf)`.
+pub fn getdents64(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: getdents64 writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+    check(r).map(|n| n as usize)
+}
+
+/// `pipe2(flags)`: (read end, write end).
+pub fn pipe2(flags: i32) -> Result<(OwnedFd, OwnedFd), Errno> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two ints into our array.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), flags) })?;
+    Ok((owned(fds[0].into())?, owned(fds[1].into())?))
+}
+
+/// `memfd_create(name, flags)`.
+pub fn memfd_create(name: &CStr, flags: u32) -> Result<OwnedFd, Errno> {
+    // SAFETY: a valid C string.
+    owned(i64::from(unsafe { libc::memfd_create(name.as_ptr(), flags) }))
+}
+
+/// `poll(fds, ms)`: how many are ready.
+pub fn poll(fds: &mut [libc::pollfd], ms: i32) -> Result<usize, Errno> {
+    // SAFETY: poll reads and writes `fds.len()` pollfds of our slice.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    check(r).map(|n| n as usize)
+}
+
+/// True if any of `fds` is ready now.
+pub(crate) fn poll_now(fds: &[libc::pollfd]) -> bool {
+    let mut v = fds.to_vec();
+    poll(&mut v, 0).is_ok_and(|n| n > 0)
+}
+
+/// Whether two of morph's descriptors are the same open file description (`kcmp`);
+/// `None` if the host cannot tell.
+pub fn same_open_file(a: RawFd, b: RawFd) -> Option<bool> {
+    const KCMP_FILE: i32 = 0;
+    let pid = getpid();
+    // SAFETY: kcmp compares two of our own descriptors and touches no memory.
+    let r = unsafe { libc::syscall(libc::SYS_kcmp, pid, pid, KCMP_FILE, a, b) };
+    (r >= 0).then_some(r == 0)
+}
+
+// ----- names ---------------------------------------------------------------------------
+
+/// `unlinkat(dir, name, flags)`.
+pub fn unlinkat(dir: RawFd, name: &CStr, flags: i32) -> Result<u32, Errno> {
+    // SAFETY: a valid C string.
+    check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) })
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
+    // SAFETY: a valid C string.
+    check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) })
+}
+
+/// `mknodat(dir, name, mode, 0)`.
+pub fn mknodat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
+    // SAFETY: a valid C string.
+    check(unsafe { libc::mknodat(dir, name.as_ptr(), mode, 0) })
+}
+
+/// `renameat(old_dir, old, new_dir, new)`.
+pub fn renameat(od: RawFd, on: &CStr, nd: RawFd, nn: &CStr) -> Result<u32, Errno> {
+    // SAFETY: valid C strings.
+    check(unsafe { libc::renameat(od, on.as_ptr(), nd, nn.as_ptr()) })
+}
+
+/// `linkat(AT_FDCWD, from, new_dir, new, AT_SYMLINK_FOLLOW)`.
+pub fn link_following(from: &CStr, nd: RawFd, nn: &CStr) -> Result<u32, Errno> {
+    // SAFETY: valid C strings.
+    check(unsafe { libc::linkat(libc::AT_FDCWD, from.as_ptr(), nd, nn.as_ptr(), libc::AT_SYMLINK_FOLLOW) })
+}
+
+/// `symlinkat(target, dir, name)`.
+pub fn symlinkat(target: &CStr, dir: RawFd, name: &CStr) -> Result<u32, Errno> {
+    // SAFETY: valid C strings.
+    check(unsafe { libc::symlinkat(target.as_ptr(), dir, name.as_ptr()) })
+}
+
+/// `readlinkat(dir, name, buf)`: the length of the link's text.
+pub fn readlinkat(dir: RawFd, name: &CStr, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: a valid C string; at most `buf.len()` bytes are written into `buf`.
+    let r = unsafe { libc::readlinkat(dir, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `chmod(path, mode)`.
+pub fn chmod(path: &CStr, mode: u32) -> Result<u32, Errno> {
+    // SAFETY: a valid C string.
+    check(unsafe { libc::chmod(path.as_ptr(), mode) })
+}
+
+/// `fchmod(fd, mode)`.
+pub fn fchmod(fd: RawFd, mode: u32) -> Result<u32, Errno> {
+    // SAFETY: fchmod touches no memory.
+    check(unsafe { libc::fchmod(fd, mode) })
+}
+
+/// `utimensat(dir, name, times, flags)`; `name` `None` is the descriptor itself (the
+/// kernel's NULL path, which glibc's wrapper does not pass); `times` `None` is now.
+pub fn utimensat(
+    dir: RawFd,
+    name: Option<&CStr>,
+    times: Option<&[libc::timespec; 2]>,
+    flags: i32,
+) -> Result<u32, Errno> {
+    let tp = times.map_or(std::ptr::null(), |t| t.as_ptr());
+    let np = name.map_or(std::ptr::null(), |n| n.as_ptr());
+    // SAFETY: a valid C string or NULL, two timespecs or NULL.
+    check(unsafe { libc::syscall(libc::SYS_utimensat, dir, np, tp, flags) })
+}
+
+/// `faccessat(fd, "", mode, AT_EMPTY_PATH | flags)`.
+pub fn access_fd(fd: RawFd, mode: i32, flags: i32) -> Result<u32, Errno> {
+    // SAFETY: an empty C string.
+    check(unsafe { libc::faccessat(fd, c"".as_ptr(), mode, libc::AT_EMPTY_PATH | flags) })
+}
+
+/// `faccessat2(fd, "", mode, AT_EMPTY_PATH)`.
+pub fn access2_fd(fd: RawFd, mode: u32) -> Result<u32, Errno> {
+    // SAFETY: an empty C string.
+    check(unsafe { libc::syscall(libc::SYS_faccessat2, fd, c"".as_ptr(), mode, libc::AT_EMPTY_PATH) })
+}
+
+/// `statx(fd, "", AT_EMPTY_PATH, mask)` into `buf` (the kernel's 256-byte struct).
+pub fn statx_fd(fd: RawFd, mask: u32, buf: &mut [u8; 256]) -> Result<u32, Errno> {
+    // SAFETY: an empty C string; statx writes one 256-byte struct into `buf`.
+    check(unsafe { libc::syscall(libc::SYS_statx, fd, c"".as_ptr(), libc::AT_EMPTY_PATH, mask, buf.as_mut_ptr()) })
+}
+
+/// `fstatfs(fd)` as the x86-64 kernel's `struct statfs` in 64-bit words.
+pub fn fstatfs(fd: RawFd) -> Result<[u64; 15], Errno> {
+    let mut st = [0u64; 15];
+    // SAFETY: fstatfs writes one 120-byte struct statfs into our array.
+    check(unsafe { libc::syscall(libc::SYS_fstatfs, fd, st.as_mut_ptr()) })?;
+    Ok(st)
+}
+
+// ----- sockets --------------------------------------------------------------------------
+
+/// `socket(domain, ty, proto)`.
+pub fn socket(domain: i32, ty: i32, proto: i32) -> Result<OwnedFd, Errno> {
+    // SAFETY: socket touches no memory.
+    owned(i64::from(unsafe { libc::socket(domain, ty, proto) }))
+}
+
+/// `socketpair(domain, ty, proto)`.
+pub fn socketpair(domain: i32, ty: i32, proto: i32) -> Result<(OwnedFd, OwnedFd), Errno> {
+    let mut fds = [0; 2];
+    // SAFETY: socketpair writes two ints into our array.
+    check(unsafe { libc::socketpair(domain, ty, proto, fds.as_mut_ptr()) })?;
+    Ok((owned(fds[0].into())?, owned(fds[1].into())?))
+}
+
+/// `bind(fd, addr)`.
+pub fn bind(fd: RawFd, addr: &[u8]) -> Result<u32, Errno> {
+    // SAFETY: bind reads `addr.len()` bytes of address.
+    check(unsafe { libc::bind(fd, addr.as_ptr().cast(), addr.len() as libc::socklen_t) })
+}
+
+/// `connect(fd, addr)`.
+pub fn connect(fd: RawFd, addr: &[u8]) -> Result<u32, Errno> {
+    // SAFETY: connect reads `addr.len()` bytes of address.
+    check(unsafe { libc::connect(fd, addr.as_ptr().cast(), addr.len() as libc::socklen_t) })
+}
+
+/// `listen(fd, backlog)`.
+pub fn listen(fd: RawFd, backlog: i32) -> Result<u32, Errno> {
+    // SAFETY: listen touches no memory.
+    check(unsafe { libc::listen(fd, backlog) })
+}
+
+/// `shutdown(fd, how)`.
+pub fn shutdown(fd: RawFd, how: i32) -> Result<u32, Errno> {
+    // SAFETY: shutdown touches no memory.
+    check(unsafe { libc::shutdown(fd, how) })
+}
+
+/// A socket address buffer (`sockaddr_storage` size) and its length.
+fn name_call(
+    f: impl FnOnce(*mut libc::sockaddr, *mut libc::socklen_t) -> libc::c_int,
+) -> Result<(i32, Vec<u8>), Errno> {
+    let mut b = [0u8; 128];
+    let mut len = b.len() as libc::socklen_t;
+    let r = f(b.as_mut_ptr().cast(), &mut len);
+    if r < 0 {
+        return Err(host_errno());
+    }
+    Ok((r, b[..(len as usize).min(b.len())].to_vec()))
+}
+
+/// `accept4(fd, flags)`: the connection and the peer's address.
+pub fn accept4(fd: RawFd, flags: i32) -> Result<(OwnedFd, Vec<u8>), Errno> {
+    // SAFETY: accept4 writes at most `len` bytes of address into the buffer.
+    let (r, addr) = name_call(|a, l| unsafe { libc::accept4(fd, a, l, flags) })?;
+    Ok((owned(r.into())?, addr))
+}
+
+/// `getsockname(fd)` or, with `peer`, `getpeername(fd)`.
+pub fn sockname(fd: RawFd, peer: bool) -> Result<Vec<u8>, Errno> {
+    // SAFETY: both write at most `len` bytes of address into the buffer.
+    let (_, addr) =
+        name_call(|a, l| unsafe { if peer { libc::getpeername(fd, a, l) } else { libc::getsockname(fd, a, l) } })?;
+    Ok(addr)
+}
+
+/// `getsockopt(fd, level, name)` into `buf`: the option's length.
+pub fn getsockopt(fd: RawFd, level: i32, name: i32, buf: &mut [u8]) -> Result<usize, Errno> {
+    let mut l = buf.len() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `l` bytes into `buf`.
+    check(unsafe { libc::getsockopt(fd, level, name, buf.as_mut_ptr().cast(), &mut l) })?;
+    Ok(l as usize)
+}
+
+/// An integer socket option.
+pub fn getsockopt_int(fd: RawFd, level: i32, name: i32) -> Option<i32> {
+    let mut b = [0u8; 4];
+    getsockopt(fd, level, name, &mut b).ok()?;
+    Some(i32::from_ne_bytes(b))
+}
+
+/// `setsockopt(fd, level, name, value)`.
+pub fn setsockopt(fd: RawFd, level: i32, name: i32, value: &[u8]) -> Result<u32, Errno> {
+    // SAFETY: setsockopt reads `value.len()` bytes.
+    check(unsafe { libc::setsockopt(fd, level, name, value.as_ptr().cast(), value.len() as libc::socklen_t) })
+}
+
+// ----- the host process -------------------------------------------------------------------
+
+/// `clock_gettime(clock)`.
+pub fn clock_gettime(clock: i32) -> Result<libc::timespec, Errno> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into our local.
+    check(unsafe { libc::clock_gettime(clock, &mut ts) })?;
+    Ok(ts)
+}
+
+/// `getrandom(buf, 0)`: how many bytes were filled.
+pub fn getrandom(buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: getrandom writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// morph's own pid on the host.
+pub fn getpid() -> i32 {
+    // SAFETY: getpid has no preconditions.
+    unsafe { libc::getpid() }
+}
+
+/// `getrlimit(resource)`: (soft, hard).
+pub fn getrlimit(resource: u32) -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one struct rlimit into our local.
+    (unsafe { libc::getrlimit(resource as _, &mut lim) } == 0).then_some((lim.rlim_cur, lim.rlim_max))
+}
+
+/// The nice value morph runs at, which the first process inherits.
+pub(crate) fn host_nice() -> i32 {
+    // SAFETY: getpriority of our own process has no preconditions; errors read as 0.
+    unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }.clamp(-20, 19)
+}
+
+/// The host's user and group ids (the guest runs as the user running morph), read once:
+/// morph never changes them.
+pub(crate) fn ids() -> [u32; 4] {
+    static IDS: std::sync::OnceLock<[u32; 4]> = std::sync::OnceLock::new();
+    // SAFETY: these calls cannot fail and have no preconditions.
+    *IDS.get_or_init(|| unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] })
+}

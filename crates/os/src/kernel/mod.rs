@@ -1,0 +1,381 @@
+//! The machine's state: physical memory, page cache, CPU engine, file system, every
+//! guest process, the futex waiters and the socket namespace.
+//!
+//! This module holds the state and what creates and changes it as a whole (loading a
+//! program, the first process, `kill`); the scheduler that runs it is
+//! [`crate::machine`], the system calls that change it are [`crate::syscall`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+pub(crate) mod futexes;
+pub(crate) mod sockets;
+
+use morph_cpu::Cpu;
+use morph_dbt::{Engine, EngineConfig};
+use morph_mem::{AddressSpace, PageCache, PhysMem};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::host::{self, host_nice, ids};
+use crate::layout::{Aslr, Kernel, Layout};
+use crate::linux::*;
+use crate::loader::{self, Image, LoadArgs, LoadError};
+use crate::process::{ExitStatus, FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo, Zombie};
+use crate::special;
+use crate::vfs::Vfs;
+
+/// Default of [`Config::max_procs`].
+pub const DEFAULT_MAX_PROCS: usize = 256;
+
+/// Machine configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Host directory that is the guest's `/`.
+    pub root: PathBuf,
+    /// Seed of the machine's one RNG (ASLR, `AT_RANDOM`, `getrandom`, `/dev/urandom`).
+    pub seed: u64,
+    /// Which layout components are randomized.
+    pub aslr: Aslr,
+    /// The kernel whose ASLR and fork scheduling (2.6.12: child first) are modeled.
+    pub kernel: Kernel,
+    /// Trace every system call in strace's format (to stderr, or to [`Machine::trace_to`]'s
+    /// writer).
+    pub strace: bool,
+    /// Guest physical memory limit in bytes.
+    pub max_mem: u64,
+    /// Wall-clock limit.
+    pub timeout: Option<Duration>,
+    /// Guest instructions per time slice.
+    pub slice: u64,
+    /// Most guest processes alive at once, the caller included (`fork` fails with
+    /// `EAGAIN` beyond, as with `RLIMIT_NPROC`).
+    pub max_procs: usize,
+    /// The execution engine: interpreter only, or translation with a key policy.
+    pub engine: EngineConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            root: PathBuf::from("/"),
+            seed: 0,
+            aslr: Aslr::default(),
+            kernel: Kernel::Modern,
+            strace: false,
+            max_mem: 4 << 30,
+            timeout: None,
+            slice: 1 << 20,
+            max_procs: DEFAULT_MAX_PROCS,
+            engine: EngineConfig::default(),
+        }
+    }
+}
+
+/// OS-layer counters.
+#[derive(Clone, Debug, Default)]
+pub struct OsStats {
+    /// System calls by number.
+    pub syscalls: BTreeMap<u32, u64>,
+    /// Calls answered `-ENOSYS` (not implemented), by number.
+    pub enosys: BTreeMap<u32, u64>,
+    /// Host nanoseconds spent in the OS layer.
+    pub os_ns: u64,
+    /// Host nanoseconds spent in the engine.
+    pub engine_ns: u64,
+    /// Host nanoseconds the machine slept with every process blocked.
+    pub idle_ns: u64,
+    /// Processes created.
+    pub processes: u64,
+    /// `exec`s done.
+    pub execs: u64,
+    /// `clone` calls refused: `CLONE_VM` without `CLONE_THREAD` or `CLONE_VFORK`.
+    pub unsupported_clones: u64,
+    /// Threads created (`clone` with `CLONE_THREAD`).
+    pub threads: u64,
+    /// `futex` waits that blocked, and wakes that woke a waiter.
+    pub futex_waits: u64,
+    /// Waiters woken by `futex` (wake, requeue, wake-op, thread exit).
+    pub futex_wakes: u64,
+    /// Socket calls refused because they would leave the loopback network (an address
+    /// other than loopback, a family other than `AF_UNIX`/`AF_INET`/`AF_INET6`, raw
+    /// sockets, multicast membership, binding to a device).
+    pub refused_net: u64,
+}
+
+/// Why a run ended abnormally (not a guest exit).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The wall-clock limit was reached.
+    #[error("time limit of {0:?} exceeded")]
+    Timeout(Duration),
+    /// Every process waits for something no process or host event can bring.
+    #[error("deadlock: every guest process is blocked for good (pids {0})")]
+    Deadlock(String),
+    /// morph was asked to stop by this host signal (see [`crate::stop`]).
+    #[error("stopped by host signal {0}")]
+    Stopped(i32),
+}
+
+/// The guest machine.
+pub struct Machine {
+    pub(crate) cfg: Config,
+    pub(crate) phys: Rc<PhysMem>,
+    pub(crate) cache: PageCache,
+    pub(crate) engine: Engine,
+    pub(crate) vfs: Vfs,
+    pub(crate) rng: ChaCha8Rng,
+    pub(crate) procs: BTreeMap<Pid, Process>,
+    /// Every live thread: tid → its group's pid (a single-threaded process has tid = pid).
+    pub(crate) tids: BTreeMap<Pid, Pid>,
+    /// Threads waiting in `futex`, and those woken.
+    pub(crate) futexes: futexes::FutexTable,
+    pub(crate) zombies: BTreeMap<Pid, Zombie>,
+    pub(crate) next_pid: Pid,
+    pub(crate) first_status: Option<ExitStatus>,
+    pub(crate) stats: OsStats,
+    pub(crate) started: Instant,
+    pub(crate) ioctl_unknown: HashMap<u32, u64>,
+    pub(crate) net: sockets::Net,
+    /// Set by a system call to end the running process's time slice (fork: the child
+    /// runs first).
+    pub(crate) yield_slice: bool,
+    /// Where `--strace` lines go (stderr if `None`).
+    trace_out: Option<Box<dyn std::io::Write>>,
+}
+
+/// The first pid handed out.
+pub const FIRST_PID: Pid = 100;
+
+impl Machine {
+    /// A machine with no processes.
+    pub fn new(cfg: Config) -> std::io::Result<Machine> {
+        let phys = Rc::new(PhysMem::new(cfg.max_mem).map_err(std::io::Error::other)?);
+        let vfs = Vfs::new(&cfg.root)?;
+        let engine = Engine::new(cfg.engine.clone())?;
+        Ok(Machine {
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            cfg,
+            phys,
+            cache: PageCache::new(),
+            engine,
+            vfs,
+            procs: BTreeMap::new(),
+            tids: BTreeMap::new(),
+            futexes: Default::default(),
+            zombies: BTreeMap::new(),
+            next_pid: FIRST_PID,
+            first_status: None,
+            stats: OsStats::default(),
+            started: Instant::now(),
+            ioctl_unknown: HashMap::new(),
+            net: sockets::Net::default(),
+            yield_slice: false,
+            trace_out: None,
+        })
+    }
+
+    /// The guest file system.
+    pub fn vfs(&self) -> &Vfs {
+        &self.vfs
+    }
+
+    /// OS counters.
+    pub fn stats(&self) -> &OsStats {
+        &self.stats
+    }
+
+    /// The execution engine (for its counters).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Physical memory (for its counters).
+    pub fn phys(&self) -> &PhysMem {
+        &self.phys
+    }
+
+    /// The page cache (for its counters).
+    pub fn page_cache(&self) -> &PageCache {
+        &self.cache
+    }
+
+    /// Sends the `--strace` lines (see [`Config::strace`]) to `out` instead of stderr.
+    pub fn trace_to(&mut self, out: Box<dyn std::io::Write>) {
+        self.trace_out = Some(out);
+    }
+
+    /// Writes one `--strace` line.
+    pub(crate) fn trace(&mut self, line: &str) {
+        use std::io::Write as _;
+        match &mut self.trace_out {
+            Some(out) => {
+                let _ = writeln!(out, "{line}");
+            }
+            None => eprintln!("{line}"),
+        }
+    }
+
+    /// What `/dev` and `/proc` see: the file system and every process but the caller.
+    pub(crate) fn sys(&self) -> special::Sys<'_> {
+        special::Sys { vfs: &self.vfs, procs: &self.procs }
+    }
+
+    /// Loads `path` into a fresh address space with a new layout; used by spawn and exec.
+    pub(crate) fn load_image(
+        &mut self,
+        cwd: &str,
+        path: &str,
+        argv: &[Vec<u8>],
+        envp: &[Vec<u8>],
+    ) -> Result<(AddressSpace, Image), LoadError> {
+        let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, &mut self.rng);
+        let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+        let vfs = &self.vfs;
+        let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
+        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
+        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
+        let img = match loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng) {
+            // Out of guest memory: the page cache gives back every page no process maps
+            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
+            Err(LoadError::NoMemory(_)) if self.cache.reclaim(&self.phys, u32::MAX, None) > 0 => {
+                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+                loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?
+            }
+            r => r?,
+        };
+        aspace.set_mmap_base(layout.mmap_base);
+        Ok((aspace, img))
+    }
+
+    /// Creates the first process, running `path` with `argv` and `envp`, with the host's
+    /// standard descriptors 0-2 and the host's current directory (inside the root).
+    pub fn spawn(&mut self, path: &str, argv: &[Vec<u8>], envp: &[Vec<u8>], cwd: &str) -> Result<Pid, LoadError> {
+        // A `#!` script runs its interpreter, as execve does (a file that cannot be
+        // read is left for the loader to report).
+        let (path, argv) = loader::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
+            let mut head = [0u8; 256];
+            let n = match self.vfs.open_exec(cwd, path) {
+                Ok(fd) => host::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut head, 0).unwrap_or(0),
+                Err(_) => 0,
+            };
+            Ok((path.to_vec(), head[..n].to_vec()))
+        })
+        .map_err(|errno| LoadError::Io {
+            path: path.to_string(),
+            msg: "too many levels of #! interpreters".into(),
+            errno,
+        })?;
+        let path = String::from_utf8_lossy(&path).into_owned();
+        let (aspace, img) = self.load_image(cwd, &path, &argv, envp)?;
+        let mut fds = FdTable::default();
+        for fd in 0..3 {
+            if let Ok(d) = host::dup_cloexec(fd, 3) {
+                fds.set(fd as u32, FdEntry::of(OpenFile::inherited(d), false));
+            }
+        }
+        let pid = self.next_pid;
+        self.next_pid += 1;
+        let mut rlimits = [(u64::MAX, u64::MAX); 16];
+        for (i, r) in rlimits.iter_mut().enumerate() {
+            if let Some(lim) = host::getrlimit(i as u32) {
+                *r = lim;
+            }
+        }
+        let mut cpu = Cpu::new();
+        cpu.eip = img.entry;
+        cpu.gpr[morph_cpu::state::reg::ESP] = img.sp;
+        let p = Process {
+            pid,
+            tid: pid,
+            ppid: 1,
+            cpu,
+            aspace,
+            fds,
+            cwd: cwd.to_string(),
+            exe: img.exe.clone(),
+            brk_start: img.brk,
+            brk: img.brk,
+            sigactions: [SigAction::default(); 64],
+            sigmask: 0,
+            umask: 0o022,
+            nice: host_nice(),
+            rlimits,
+            exit: None,
+            pgid: pid,
+            sid: pid,
+            pending: 0,
+            siginfo: [SigInfo::default(); 64],
+            altstack: (0, 0, SS_DISABLE),
+            saved_mask: None,
+            blocked: None,
+            resumed: None,
+            clear_child_tid: 0,
+            robust_list: (0, 0),
+            threads: Vec::new(),
+            thread_exited: false,
+            leader_exit: None,
+            dead_threads_icount: 0,
+            vfork_parent: None,
+            vfork_lent: false,
+            alarm: None,
+            timers: Vec::new(),
+            exit_signal: SIGCHLD,
+            start_icount: 0,
+            child_icount: 0,
+            cmdline: crate::process::cmdline_of(&argv),
+        };
+        self.stats.processes += 1;
+        self.procs.insert(pid, p);
+        self.tids.insert(pid, pid);
+        Ok(pid)
+    }
+
+    /// A `vfork` child running in its parent's address space is done with it (exit or
+    /// exec): the parent gets it back (`p` keeps the parent's empty one).
+    pub(crate) fn give_back_aspace(&mut self, p: &mut Process) {
+        if !std::mem::take(&mut p.vfork_lent) {
+            return;
+        }
+        if let Some(parent) = p.vfork_parent.and_then(|pp| self.procs.get_mut(&pp)) {
+            std::mem::swap(&mut parent.aspace, &mut p.aspace);
+        }
+    }
+
+    /// Queues `sig` for every process `target` names (`kill` semantics: a pid, 0 for
+    /// the caller's group, -1 for all, -pgid). `p` is the caller (not in the table
+    /// while it runs). Returns how many processes were signalled.
+    pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], status: 0 };
+        let mut n = 0;
+        // A thread id names its group.
+        let target = match self.tids.get(&(target as Pid)) {
+            Some(&pid) if target > 0 => pid as i32,
+            _ => target,
+        };
+        let hit = |q: &Process| match target {
+            t if t > 0 => q.pid == t as Pid,
+            0 => q.pgid == p.pgid,
+            -1 => q.pid != 1,
+            t => q.pgid == t.unsigned_abs(),
+        };
+        let self_hit = hit(p);
+        for q in self.procs.values_mut() {
+            if hit(q) {
+                n += 1;
+                if sig != 0 {
+                    q.raise_group(sig, info);
+                }
+            }
+        }
+        if self_hit && (target != -1) {
+            n += 1;
+            if sig != 0 {
+                p.raise_group(sig, info);
+            }
+        }
+        n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
+    }
+}

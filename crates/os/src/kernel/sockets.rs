@@ -1,0 +1,142 @@
+//! The machine's socket namespace: the guest spelling of `AF_UNIX` names bound to paths,
+//! the machine's abstract namespace, and the open files in flight in `SCM_RIGHTS`
+//! messages (the socket calls are in [`crate::syscall`]'s net family).
+
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::rc::{Rc, Weak};
+
+use crate::host;
+use crate::linux::{AF_UNIX, EINVAL};
+use crate::process::{FileKind, OpenFile};
+use crate::vfs::Errno;
+
+/// Machine-wide socket state.
+#[derive(Default)]
+pub(crate) struct Net {
+    /// Host names of the `AF_UNIX` sockets guests bound to paths → the guest's spelling.
+    pub(crate) unix_names: HashMap<Vec<u8>, Vec<u8>>,
+    /// The machine's abstract namespace: every abstract `AF_UNIX` name a guest uses is
+    /// this prefix (random, made at the first use) plus the guest's name on the host.
+    pub(crate) abstract_prefix: Option<Vec<u8>>,
+    /// The next name an autobind tries (five hex digits, as Linux's).
+    pub(crate) autobind_next: u32,
+    /// Open files sent with `SCM_RIGHTS` and not received yet, oldest first.
+    in_flight: VecDeque<InFlight>,
+}
+
+/// An open file a guest sent with `SCM_RIGHTS`. The host holds the file in the message;
+/// morph holds no descriptor of its own (a message that is never received must not keep
+/// a pipe open), only what it needs to give the receiver the same guest view.
+struct InFlight {
+    /// The sender's open file, while some guest still has it: the receiver shares it.
+    file: Weak<OpenFile>,
+    /// Else: the object's (device, inode), to know the received descriptor, and the
+    /// guest's view of the file, for a new open file around it.
+    id: Option<(u64, u64)>,
+    nonblock: bool,
+    host_nonblock: bool,
+    /// What the file was, when that is plain data (not a `/proc` snapshot).
+    kind: Option<FileKind>,
+}
+
+/// How many sent open files morph remembers; beyond, the oldest is forgotten and its
+/// receiver gets a fresh wrapping of the host descriptor (the host's flags then show).
+const IN_FLIGHT_MAX: usize = 256;
+
+/// Length of the machine's abstract-name prefix: `morph-`, 16 hex digits, `/`.
+const ABSTRACT_PREFIX_LEN: usize = 23;
+
+/// `sizeof(struct sockaddr_un)`: the longest `AF_UNIX` address.
+pub(crate) const SOCKADDR_UN_MAX: usize = 110;
+
+impl Net {
+    /// The machine's abstract-name prefix (made at the first use, from the host's
+    /// entropy: it must differ between machines, and drawing it from the machine's
+    /// seeded RNG would change what guests see).
+    pub(crate) fn make_abstract_prefix(&mut self) -> &[u8] {
+        self.abstract_prefix.get_or_insert_with(|| {
+            let mut r = [0u8; 8];
+            if host::getrandom(&mut r) != Ok(8) {
+                // No entropy: the pid and the time still tell machines apart.
+                let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let v = (u64::from(host::getpid() as u32) << 32) ^ t.as_nanos() as u64;
+                r = v.to_le_bytes();
+            }
+            let p = format!("morph-{:016x}/", u64::from_le_bytes(r)).into_bytes();
+            debug_assert_eq!(p.len(), ABSTRACT_PREFIX_LEN);
+            p
+        })
+    }
+
+    /// The host address of the guest's abstract name `name` (without its leading NUL):
+    /// the name inside the machine's namespace (`EINVAL` if it no longer fits).
+    pub(crate) fn abstract_host(&mut self, name: &[u8]) -> Result<Vec<u8>, Errno> {
+        if 3 + ABSTRACT_PREFIX_LEN + name.len() > SOCKADDR_UN_MAX {
+            return Err(EINVAL);
+        }
+        let mut b = AF_UNIX.to_le_bytes().to_vec();
+        b.push(0);
+        b.extend_from_slice(self.make_abstract_prefix());
+        b.extend_from_slice(name);
+        Ok(b)
+    }
+
+    /// Remembers an open file a guest just sent.
+    pub(crate) fn sent(&mut self, f: &Rc<OpenFile>) {
+        if self.in_flight.len() == IN_FLIGHT_MAX {
+            self.in_flight.pop_front();
+        }
+        self.in_flight.push_back(InFlight {
+            file: Rc::downgrade(f),
+            id: object_id(f.as_raw_fd()),
+            nonblock: f.guest_nonblock(),
+            host_nonblock: f.host_nonblock,
+            kind: match &f.kind {
+                FileKind::Host => Some(FileKind::Host),
+                FileKind::Device(n) => Some(FileKind::Device(n)),
+                FileKind::Random(n) => Some(FileKind::Random(n)),
+                _ => None,
+            },
+        });
+    }
+
+    /// The open file behind a host descriptor received with `SCM_RIGHTS`: the one the
+    /// sender had, if a guest still has it (the receiver then shares the open file
+    /// description and its guest flags, as Linux passes the `struct file` itself), else
+    /// a new one with the guest view it had when it was sent; a descriptor morph did not
+    /// see sent is wrapped as found.
+    pub(crate) fn adopt(&mut self, fd: OwnedFd) -> Rc<OpenFile> {
+        let id = object_id(fd.as_raw_fd());
+        let found = self.in_flight.iter().position(|e| match e.file.upgrade() {
+            Some(f) => same_file(f.as_raw_fd(), fd.as_raw_fd()),
+            None => id.is_some() && e.id == id,
+        });
+        let Some(e) = found.and_then(|i| self.in_flight.remove(i)) else {
+            return Rc::new(OpenFile::new(fd));
+        };
+        if let Some(f) = e.file.upgrade() {
+            return f; // the received descriptor is a duplicate: closed here
+        }
+        let mut f = if e.host_nonblock { OpenFile::nonblocking(fd, e.nonblock) } else { OpenFile::new(fd) };
+        f.nonblock.set(e.nonblock);
+        if let Some(k) = e.kind {
+            f.kind = k;
+        }
+        Rc::new(f)
+    }
+}
+
+/// The (device, inode) of the object behind a host descriptor.
+pub(crate) fn object_id(raw: i32) -> Option<(u64, u64)> {
+    host::fstat(raw).ok().map(|st| (st.st_dev, st.st_ino))
+}
+
+/// Whether two of morph's host descriptors are the same open file description.
+pub(crate) fn same_file(a: i32, b: i32) -> bool {
+    if let Some(same) = host::same_open_file(a, b) {
+        return same;
+    }
+    // Without kcmp: the same object (a socket or a pipe end is opened only once).
+    object_id(a).is_some() && object_id(a) == object_id(b)
+}

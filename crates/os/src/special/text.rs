@@ -1,0 +1,133 @@
+//! The text of `/proc/<pid>/maps`, `status`, `stat` and `cmdline`, in Linux's format.
+
+use super::*;
+
+/// The name a process goes by (`comm`): the executable's base name, at most 15 bytes.
+pub(super) fn comm(q: &Process) -> String {
+    let base = q.exe.rsplit('/').next().unwrap_or("");
+    base.char_indices().take_while(|(i, c)| i + c.len_utf8() <= 15).map(|(_, c)| c).collect()
+}
+
+/// Virtual size and resident pages of a process.
+pub(super) fn memory(q: &Process) -> (u64, u64) {
+    let mut size = 0u64;
+    let mut rss = 0u64;
+    for v in q.aspace.vmas() {
+        size += u64::from(v.end - v.start);
+        rss += (v.start..v.end).step_by(PAGE_SIZE as usize).filter(|&a| q.aspace.pte(a).has_frame()).count() as u64;
+    }
+    (size, rss)
+}
+
+/// Signals whose disposition is `SIG_IGN` (bit `sig - 1`), and those with a handler.
+pub(super) fn dispositions(q: &Process) -> (u64, u64) {
+    let (mut ign, mut cgt) = (0u64, 0u64);
+    for (i, a) in q.sigactions.iter().enumerate() {
+        if a.handler == SIG_IGN {
+            ign |= 1 << i;
+        } else if a.handler > SIG_IGN {
+            cgt |= 1 << i;
+        }
+    }
+    (ign, cgt)
+}
+
+/// The contents of a `/proc/<pid>` text file.
+pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
+    match f {
+        ProcFile::Maps => maps(q).into_bytes(),
+        ProcFile::Cmdline => q.cmdline.clone(),
+        ProcFile::Status => status(q).into_bytes(),
+        ProcFile::Stat => stat(q).into_bytes(),
+    }
+}
+
+pub(super) fn state(q: &Process) -> (char, &'static str) {
+    if q.blocked.is_some() { ('S', "sleeping") } else { ('R', "running") }
+}
+
+/// Linux's `/proc/<pid>/maps`, as a 32-bit kernel prints it (the name column starts
+/// after 48 characters plus a space).
+pub(super) fn maps(q: &Process) -> String {
+    let mut s = String::new();
+    for v in q.aspace.vmas() {
+        let (dev, ino, off) = match &v.kind {
+            MapKind::File { id, page, .. } => (id.dev, id.ino, u64::from(*page) * u64::from(PAGE_SIZE)),
+            MapKind::Anon => (0, 0, 0),
+        };
+        let flag = |b: bool, c: char| if b { c } else { '-' };
+        let start = s.len();
+        let _ = write!(
+            s,
+            "{:08x}-{:08x} {}{}{}{} {:08x} {:02x}:{:02x} {} ",
+            v.start,
+            v.end,
+            flag(v.prot.has(morph_mem::Prot::READ), 'r'),
+            flag(v.prot.has(morph_mem::Prot::WRITE), 'w'),
+            flag(v.prot.has(morph_mem::Prot::EXEC), 'x'),
+            if v.shared { 's' } else { 'p' },
+            off,
+            libc::major(dev),
+            libc::minor(dev),
+            ino,
+        );
+        if !v.name.is_empty() {
+            while s.len() - start < 48 {
+                s.push(' ');
+            }
+            s.push(' ');
+            s.push_str(&v.name);
+        }
+        s.push('\n');
+    }
+    s
+}
+
+pub(super) fn status(q: &Process) -> String {
+    let id = ids();
+    let (size, rss) = memory(q);
+    let (ign, cgt) = dispositions(q);
+    let (st, st_name) = state(q);
+    let mut s = String::new();
+    let _ = writeln!(s, "Name:\t{}", comm(q));
+    let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
+    let _ = writeln!(s, "State:\t{st} ({st_name})");
+    let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, q.pid, q.ppid);
+    let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", id[0], id[1], id[1], id[1]);
+    let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
+    let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
+    let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
+    let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
+    let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", q.pending, 0);
+    let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", q.sigmask, ign, cgt);
+    s
+}
+
+pub(super) fn stat(q: &Process) -> String {
+    let (size, rss) = memory(q);
+    let (ign, cgt) = dispositions(q);
+    let tick = |n: u64| n / crate::process::INSNS_PER_TICK;
+    let lo = |v: u64| v & 0xffff_ffff;
+    let utime = tick(q.group_icount());
+    let cutime = tick(q.child_icount);
+    let threads = 1 + q.threads.len();
+    let g = &q.cpu.gpr;
+    format!(
+        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 {threads} 0 0 {size} {rss} 4294967295 \
+         0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
+        q.pid,
+        comm(q),
+        state(q).0,
+        q.ppid,
+        q.pgid,
+        q.sid,
+        g[morph_cpu::state::reg::ESP],
+        q.cpu.eip,
+        lo(q.pending),
+        lo(q.sigmask),
+        lo(ign),
+        lo(cgt),
+        q.exit_signal,
+        q.brk_start,
+    )
+}

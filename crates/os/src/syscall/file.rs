@@ -1,0 +1,615 @@
+//! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, directory listings.
+
+use super::common::*;
+use super::wait;
+
+table! {
+    /// Descriptors and their I/O.
+    pub(super) TABLE {
+        3 read "fbu" sys_read;
+        4 write "fBu" sys_write;
+        5 open "sOo" sys_open;
+        6 close "f" sys_close;
+        19 lseek "fdw" sys_lseek;
+        41 dup "f" sys_dup;
+        54 ioctl "fxx" sys_ioctl;
+        55 fcntl "fdx" sys_fcntl;
+        63 dup2 "ff" sys_dup2;
+        92 truncate "su" sys_truncate;
+        93 ftruncate "fu" sys_ftruncate;
+        140 _llseek "fQrw" sys_llseek;
+        141 getdents "fpu" sys_getdents;
+        145 readv "fvu" sys_readv;
+        146 writev "fVu" sys_writev;
+        180 pread64 "fbuq" sys_pread64;
+        181 pwrite64 "fBuq" sys_pwrite64;
+        193 truncate64 "sq" sys_truncate64;
+        194 ftruncate64 "fq" sys_ftruncate64;
+        220 getdents64 "fpu" sys_getdents64;
+        221 fcntl64 "fdx" sys_fcntl;
+        295 openat "fsOo" sys_openat;
+        330 dup3 "ffx" sys_dup3;
+    }
+}
+
+// Coherence with the page cache: the host file is the backing store of the machine's
+// page cache (see `morph_mem::PageCache`). Before the host reads a file that may have
+// shared writable mappings, their stores are written back; after the host writes or
+// truncates a file with cached pages, the cache takes the change. Descriptors know their
+// (device, inode) from open time, so the common case (no cached pages, or not a regular
+// file) costs a hash lookup.
+
+/// Writes back stores made through shared mappings of the file behind guest `fd`, so a
+/// host read sees them. A failure is not the reader's: it reads what the file holds.
+pub(super) fn sync_before_read(cache: &mut PageCache, phys: &PhysMem, p: &Process, fd: u32) {
+    if let Some(key) = p.fds.get(fd).and_then(|e| e.file()) {
+        let _ = cache.write_back(phys, key);
+    }
+}
+
+/// The cached file behind guest `fd`, if it is a regular file with cached pages.
+pub(super) fn cached_file(cache: &PageCache, p: &Process, fd: u32) -> Option<FileKey> {
+    p.fds.get(fd).and_then(|e| e.file()).filter(|&k| cache.is_cached(k))
+}
+
+/// After `n` bytes were written through guest `fd` at `off` (or, for `write`, just
+/// before the file offset): the cached pages take the new bytes.
+pub(super) fn wrote(cache: &mut PageCache, phys: &PhysMem, p: &Process, fd: u32, off: Option<u64>, n: u32) {
+    let Some(key) = cached_file(cache, p, fd) else { return };
+    let off = match off {
+        Some(off) => off,
+        None => {
+            let Ok(raw) = host_fd(p, fd) else { return };
+            match host::lseek(raw, 0, libc::SEEK_CUR) {
+                Ok(end) => end.saturating_sub(u64::from(n)),
+                Err(_) => return,
+            }
+        }
+    };
+    let _ = cache.written(phys, key, off, u64::from(n));
+}
+
+/// The most bytes one `read` or `write` transfers (Linux's `MAX_RW_COUNT`).
+pub(super) const MAX_RW: u32 = 0x7fff_f000;
+
+// Buffers the host kernel reads or fills in place. Linux transfers what it can: a
+// buffer whose tail is unmapped gives a short count, `EFAULT` only when nothing could be
+// transferred, and bytes it never touches are never checked (`/dev/null` takes any
+// count). morph gets exactly that by giving the host the whole buffer after preparing
+// the part of it the guest may access, up to its first page the guest may not: the
+// window is inaccessible to the host in the same direction there (a hole, or a page
+// mapped without that right), so the host stops where Linux would, with Linux's own
+// rules for partial copies (a pipe drops a partly copied page and says `EFAULT`). The
+// host touches only this process's window slot (4 GiB plus a 4 GiB guard, and one
+// transfer is below 2 GiB).
+
+/// Prepares guest buffer `[va, va+len)` for the host to write into: its part before the
+/// first page the guest may not write (copy-on-write broken, code writes reported,
+/// hosted). Returns that part's length.
+pub(super) fn guest_out(p: &mut Process, va: u32, len: u32) -> Result<u32, Errno> {
+    let n = p.aspace.valid_prefix(va, len, true);
+    p.aspace.prepare_write(va, n).map_err(efault)?;
+    Ok(n)
+}
+
+/// Prepares guest buffer `[va, va+len)` for the host to read: its part before the first
+/// page the guest may not read (hosted). Returns that part's length.
+pub(super) fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
+    let n = p.aspace.valid_prefix(va, len, false);
+    p.aspace.check_read(va, n).map_err(efault)?;
+    Ok(n)
+}
+
+pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(MAX_RW);
+    let valid = guest_out(p, a[1], len)?;
+    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
+    if let Some(r) = read_special(m, p, a[0], &one, valid) {
+        return r;
+    }
+    wait::ready_or_block(p, a[0], libc::POLLIN)?;
+    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
+    // SAFETY: a range of our window slot, prepared up to the first page the guest may
+    // not write (the host stops there).
+    host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+}
+
+pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(MAX_RW);
+    guest_in(p, a[1], len)?;
+    wait::ready_or_block(p, a[0], libc::POLLOUT)?;
+    // SAFETY: a range of our window slot, hosted up to the first page the guest may not
+    // read (the host stops there).
+    let n =
+        wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
+    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    Ok(n)
+}
+
+pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(MAX_RW);
+    let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
+    let valid = guest_out(p, a[1], len)?;
+    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
+    if let Some(r) = read_special(m, p, a[0], &one, valid) {
+        return r;
+    }
+    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
+    // SAFETY: as in `sys_read`.
+    host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
+}
+
+pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(MAX_RW);
+    let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
+    guest_in(p, a[1], len)?;
+    // SAFETY: as in `sys_write`.
+    let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
+    wrote(&mut m.cache, &m.phys, p, a[0], Some(off as u64), n);
+    Ok(n)
+}
+
+/// After the file `key` was truncated (or extended) to `len` bytes.
+pub(super) fn truncated(cache: &mut PageCache, phys: &PhysMem, key: Option<FileKey>, len: u64) {
+    if let Some(key) = key {
+        cache.truncated(phys, key, len);
+    }
+}
+
+pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(EINVAL); // before the descriptor is looked up, as Linux
+    }
+    let fd = host_fd(p, guest_fd)?;
+    let r = host::ftruncate(fd, len)?;
+    let key = cached_file(&m.cache, p, guest_fd);
+    truncated(&mut m.cache, &m.phys, key, len as u64);
+    Ok(r)
+}
+
+pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: i64) -> SysResult {
+    if len < 0 {
+        return Err(EINVAL); // before the path is read, as Linux
+    }
+    let path = read_path(p, path)?;
+    // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
+    let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
+    let r = host::ftruncate(fd.as_raw_fd(), len)?;
+    truncated(&mut m.cache, &m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    Ok(r)
+}
+
+pub(super) fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ftruncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
+}
+
+pub(super) fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    truncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
+}
+
+/// `ftruncate` without large-file support: a signed 32-bit length (negative:
+/// `EINVAL`, before the descriptor is looked up), as Linux since 6.10 reads it (older
+/// kernels took it unsigned and then refused lengths past 2 GiB − 1 for a descriptor
+/// opened without `O_LARGEFILE`: the same answers except for a bad descriptor).
+pub(super) fn sys_ftruncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    ftruncate_common(m, p, a[0], i64::from(a[1] as i32))
+}
+
+/// `truncate` without large-file support: a signed 32-bit length (negative: `EINVAL`).
+pub(super) fn sys_truncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    truncate_common(m, p, a[0], i64::from(a[1] as i32))
+}
+
+/// The host iovecs of the guest's `iovec` array at `ptr` (`n` entries), each buffer
+/// prepared as by `guest_out` (`write_to_guest`) or `guest_in` up to the first fault
+/// (the host stops there; see `guest_out`).
+pub(super) fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {
+    iovecs_valid(p, ptr, n, write_to_guest).map(|(v, _)| v)
+}
+
+/// `iovecs`, and how many bytes of them lie before the first fault (at most `MAX_RW`).
+pub(super) fn iovecs_valid(
+    p: &mut Process,
+    ptr: u32,
+    n: u32,
+    write_to_guest: bool,
+) -> Result<(Vec<libc::iovec>, u32), Errno> {
+    if n > 1024 {
+        return Err(EINVAL);
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    let mut valid = 0u32;
+    let mut faulted = false;
+    for i in 0..n {
+        let base = p.aspace.read_u32(ptr + 8 * i).map_err(efault)?;
+        let len = p.aspace.read_u32(ptr + 8 * i + 4).map_err(efault)?;
+        // A compat `iov_len` is signed: a negative one is EINVAL (the total is clamped
+        // to `MAX_RW_COUNT` by the host, as by Linux).
+        if len > i32::MAX as u32 {
+            return Err(EINVAL);
+        }
+        if !faulted {
+            let ok = if write_to_guest { guest_out(p, base, len)? } else { guest_in(p, base, len)? };
+            valid = valid.saturating_add(ok).min(MAX_RW);
+            faulted = ok < len;
+        }
+        v.push(libc::iovec { iov_base: p.aspace.host_ptr(base).cast(), iov_len: len as usize });
+    }
+    Ok((v, valid))
+}
+
+pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
+    if let Some(r) = read_special(m, p, a[0], &v, valid) {
+        return r;
+    }
+    wait::ready_or_block(p, a[0], libc::POLLIN)?;
+    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
+    // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
+    host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
+}
+
+pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let v = iovecs(p, a[1], a[2], false)?;
+    wait::ready_or_block(p, a[0], libc::POLLOUT)?;
+    // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
+    let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
+    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    Ok(n)
+}
+
+/// Guest `open` flags → host flags (the values are the same on i386 and x86-64; only
+/// close-on-exec is kept by morph itself).
+pub(super) fn open_common(
+    m: &mut Machine,
+    p: &mut Process,
+    dir: &str,
+    path: &[u8],
+    flags: u32,
+    mode: u32,
+) -> SysResult {
+    let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    let mode = mode & !p.umask;
+    let resolved = special::resolve(m.sys(), p, dir, path, flags & O_NOFOLLOW == 0).map_err(|e| {
+        // A new name directly in /dev: not the caller's to make (it is root's on Linux).
+        let (norm, _) = crate::vfs::Vfs::normalize(dir, path);
+        let in_dev = norm.strip_prefix(b"/dev/").is_some_and(|n| !n.contains(&b'/'));
+        if e == ENOENT && flags & O_CREAT != 0 && in_dev { EACCES } else { e }
+    })?;
+    let file = match resolved {
+        Resolved::Path(abs) => open_host(m, p, &abs, host_flags, mode, flags)?,
+        Resolved::Node(n) => special::open(m.sys(), p, n, flags, mode)?,
+    };
+    let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
+    if flags & O_TRUNC != 0
+        && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
+        && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
+    {
+        m.cache.truncated(&m.phys, key, st.st_size as u64);
+    }
+    p.fds.install(entry, 0).ok_or(EMFILE)
+}
+
+/// Opens a file of the root. The host open is always non-blocking, since opening a
+/// FIFO would otherwise stall the whole machine until its other end opens: a FIFO
+/// becomes a morph-managed non-blocking description (reads and writes wait through
+/// the scheduler); a write-only open with no reader yet waits in the scheduler (polled)
+/// as Linux's blocking open does. Anything else gets the guest's own flags back.
+pub(super) fn open_host(
+    m: &Machine,
+    p: &mut Process,
+    abs: &[u8],
+    host_flags: i32,
+    mode: u32,
+    flags: u32,
+) -> Result<OpenFile, Errno> {
+    let guest_nb = flags & O_NONBLOCK != 0;
+    match m.vfs.open("/", abs, host_flags | libc::O_NONBLOCK, mode) {
+        Ok(fd) => {
+            let st = host_stat_fd(fd.as_raw_fd())?;
+            if st.st_mode & libc::S_IFMT == libc::S_IFIFO {
+                return Ok(OpenFile::nonblocking(fd, guest_nb));
+            }
+            if !guest_nb {
+                let _ = host::setfl(fd.as_raw_fd(), host_flags & !libc::O_NONBLOCK & !libc::O_ACCMODE);
+            }
+            Ok(OpenFile::new(fd))
+        }
+        // A FIFO with no reader: a blocking writer waits for one.
+        Err(ENXIO) if !guest_nb && host_flags & libc::O_ACCMODE == libc::O_WRONLY => {
+            let retry = std::time::Instant::now() + std::time::Duration::from_millis(2);
+            Err(wait::block_on(p, Vec::new(), Some(retry), true).err().unwrap_or(ERESTARTSYS))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The directory a `*at` call's relative path starts from, as a guest path.
+pub(super) fn at_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, Errno> {
+    if path.first() == Some(&b'/') || dirfd as i32 == AT_FDCWD {
+        return Ok(p.cwd.clone());
+    }
+    let e = p.fds.get(dirfd).ok_or(EBADF)?;
+    match &e.host.kind {
+        FileKind::Dir(d) => Ok(d.path.clone()),
+        FileKind::Host => vfs.guest_path_of(e.host.as_ref()),
+        _ => Err(ENOTDIR),
+    }
+}
+
+pub(super) fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let cwd = p.cwd.clone();
+    open_common(m, p, &cwd, &path, a[1], a[2])
+}
+
+pub(super) fn sys_openat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    open_common(m, p, &dir, &path, a[2], a[3])
+}
+
+pub(super) fn sys_close(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.fds.close(a[0]).map(|_| 0).ok_or(EBADF)
+}
+
+/// The state of guest `fd` if it is a directory of morph's own.
+pub(super) fn special_dir(p: &Process, fd: u32) -> Option<&special::DirState> {
+    match &p.fds.get(fd)?.host.kind {
+        FileKind::Dir(d) => Some(d),
+        _ => None,
+    }
+}
+
+/// Makes the text of a `/proc` file behind guest `fd` before the host looks at it.
+pub(super) fn fill_snapshot(sys: special::Sys<'_>, p: &Process, fd: u32) {
+    if let Some(FileKind::Snapshot(s)) = p.fds.get(fd).map(|e| &e.host.kind) {
+        s.fill(sys, p);
+    }
+}
+
+pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fill_snapshot(m.sys(), p, a[0]);
+    if let Some(d) = special_dir(p, a[0]) {
+        return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
+    }
+    let fd = host_fd(p, a[0])?;
+    let r = host::lseek(fd, i64::from(a[1] as i32), a[2] as i32)?;
+    if r > i32::MAX as u64 {
+        return Err(EOVERFLOW);
+    }
+    Ok(r as u32)
+}
+
+pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fill_snapshot(m.sys(), p, a[0]);
+    let fd = host_fd(p, a[0])?;
+    let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
+    p.aspace.prepare_write(a[3], 8).map_err(efault)?;
+    if let Some(d) = special_dir(p, a[0]) {
+        let r = special::seek_dir(d, off, a[4])?;
+        p.aspace.write_u64(a[3], r).map_err(efault)?;
+        return Ok(0);
+    }
+    let r = host::lseek(fd, off, a[4] as i32)?;
+    p.aspace.write_u64(a[3], r).map_err(efault)?;
+    Ok(0)
+}
+
+pub(super) fn sys_dup(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    e.cloexec = false;
+    p.fds.install(e, 0).ok_or(EMFILE)
+}
+
+pub(super) fn sys_dup2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    if a[0] == a[1] {
+        return Ok(a[1]);
+    }
+    if a[1] as usize >= crate::process::MAX_FDS {
+        return Err(EBADF);
+    }
+    e.cloexec = false;
+    p.fds.set(a[1], e);
+    Ok(a[1])
+}
+
+pub(super) fn sys_dup3(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] == a[1] || a[2] & !O_CLOEXEC != 0 {
+        return Err(EINVAL);
+    }
+    let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    if a[1] as usize >= crate::process::MAX_FDS {
+        return Err(EBADF);
+    }
+    e.cloexec = a[2] & O_CLOEXEC != 0;
+    p.fds.set(a[1], e);
+    Ok(a[1])
+}
+
+pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const F_DUPFD: u32 = 0;
+    const F_GETFD: u32 = 1;
+    const F_SETFD: u32 = 2;
+    const F_GETFL: u32 = 3;
+    const F_SETFL: u32 = 4;
+    const F_DUPFD_CLOEXEC: u32 = 1030;
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    match a[1] {
+        F_DUPFD | F_DUPFD_CLOEXEC => {
+            let mut e = e;
+            e.cloexec = a[1] == F_DUPFD_CLOEXEC;
+            p.fds.install(e, a[2]).ok_or(EMFILE)
+        }
+        F_GETFD => Ok(u32::from(e.cloexec)),
+        F_SETFD => {
+            if let Some(x) = p.fds.get_mut(a[0]) {
+                x.cloexec = a[2] & 1 != 0;
+            }
+            Ok(0)
+        }
+        F_GETFL => {
+            let mut fl = host::getfl(e.host.as_raw_fd())? as u32 | O_LARGEFILE;
+            if e.host.host_nonblock {
+                // The host descriptor is always non-blocking; the guest sees its own flag.
+                fl &= !O_NONBLOCK;
+                if e.host.guest_nonblock() {
+                    fl |= O_NONBLOCK;
+                }
+            }
+            Ok(fl)
+        }
+        F_SETFL => {
+            let mut fl = a[2] & !O_LARGEFILE;
+            if e.host.host_nonblock {
+                fl |= O_NONBLOCK;
+            }
+            let r = host::setfl(e.host.as_raw_fd(), fl as i32)?;
+            e.host.nonblock.set(a[2] & O_NONBLOCK != 0);
+            Ok(r)
+        }
+        _ => Err(EINVAL),
+    }
+}
+
+pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    if a[1] == FIONBIO {
+        // The guest's O_NONBLOCK, as F_SETFL sets it.
+        let on = p.aspace.read_u32(a[2]).map_err(efault)? != 0;
+        let e = p.fds.get(a[0]).ok_or(EBADF)?;
+        if !e.host.host_nonblock {
+            host::set_nonblocking(fd, on)?;
+        }
+        e.host.nonblock.set(on);
+        return Ok(0);
+    }
+    let size = match a[1] {
+        TCGETS => 36,
+        TIOCGWINSZ => 8,
+        TIOCGPGRP | FIONREAD => 4,
+        _ => {
+            *m.ioctl_unknown.entry(a[1]).or_default() += 1;
+            return Err(ENOTTY);
+        }
+    };
+    let mut buf = [0u8; 64];
+    // SAFETY: each request writes at most `size` ≤ 64 bytes into our buffer (the
+    // structures have the same layout on i386 and x86-64).
+    let r = unsafe { libc::ioctl(fd, u64::from(a[1]), buf.as_mut_ptr()) };
+    if r < 0 {
+        return Err(host_errno());
+    }
+    p.aspace.write_bytes(a[2], &buf[..size]).map_err(efault)?;
+    Ok(r as u32)
+}
+
+/// `getdents` on a directory of morph's own, if guest `fd` is one.
+pub(super) fn special_getdents(sys: special::Sys<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> Option<SysResult> {
+    special_dir(p, a[0])?;
+    let mut buf = vec![0u8; a[2].min(1 << 20) as usize];
+    let n = match special::getdents(sys, p, special_dir(p, a[0])?, &mut buf, wide) {
+        Ok(n) => n,
+        Err(e) => return Some(Err(e)),
+    };
+    Some(p.aspace.write_bytes(a[1], &buf[..n]).map_err(efault).map(|_| n as u32))
+}
+
+pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if let Some(r) = special_getdents(m.sys(), p, a, true) {
+        return r;
+    }
+    let fd = host_fd(p, a[0])?;
+    p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
+    // SAFETY: linux_dirent64 has the same layout on both sides; the buffer is checked.
+    host(unsafe { libc::syscall(libc::SYS_getdents64, fd, p.aspace.host_ptr(a[1]), a[2] as usize) } as isize)
+}
+
+/// The old `getdents` (`struct linux_dirent`, 32-bit inode and offset): the host's
+/// `linux_dirent64` records, converted (an old record is never longer than its new form).
+pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if let Some(r) = special_getdents(m.sys(), p, a, false) {
+        return r;
+    }
+    let fd = host_fd(p, a[0])?;
+    let len = a[2].min(1 << 20) as usize;
+    p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
+    let mut wide = vec![0u8; len];
+    let n = host::getdents64(fd, &mut wide)?;
+    let mut out = Vec::with_capacity(n);
+    let mut i = 0;
+    while i + 19 <= n {
+        let ino = u64::from_le_bytes(wide[i..i + 8].try_into().unwrap_or_default());
+        let off = u64::from_le_bytes(wide[i + 8..i + 16].try_into().unwrap_or_default());
+        let reclen = usize::from(u16::from_le_bytes([wide[i + 16], wide[i + 17]]));
+        if reclen < 20 {
+            break; // not a record the kernel makes
+        }
+        let typ = wide[i + 18];
+        let name_area = &wide[i + 19..(i + reclen).min(n)];
+        let name = &name_area[..name_area.iter().position(|&b| b == 0).unwrap_or(name_area.len())];
+        if ino > u64::from(u32::MAX) {
+            return Err(EOVERFLOW);
+        }
+        let rec = (10 + name.len() + 2).next_multiple_of(4);
+        let start = out.len();
+        out.resize(start + rec, 0);
+        let r = &mut out[start..];
+        r[0..4].copy_from_slice(&(ino as u32).to_le_bytes());
+        r[4..8].copy_from_slice(&(off as u32).to_le_bytes());
+        r[8..10].copy_from_slice(&(rec as u16).to_le_bytes());
+        r[10..10 + name.len()].copy_from_slice(name);
+        r[rec - 1] = typ;
+        i += reclen;
+    }
+    p.aspace.write_bytes(a[1], &out).map_err(efault)?;
+    Ok(out.len() as u32)
+}
+
+/// Reads from a descriptor morph serves itself (`/dev/urandom`, a directory of its
+/// own): fills `bufs` (of which the first `valid` bytes may be written, the rest lies
+/// after a fault) and returns the result, or `None` for an ordinary descriptor.
+pub(crate) fn read_special(
+    m: &mut Machine,
+    p: &Process,
+    fd: u32,
+    bufs: &[libc::iovec],
+    valid: u32,
+) -> Option<SysResult> {
+    let e = p.fds.get(fd)?;
+    match &e.host.kind {
+        FileKind::Host | FileKind::Device(_) => None,
+        FileKind::Snapshot(s) => {
+            s.fill(m.sys(), p);
+            None
+        }
+        FileKind::Dir(_) => Some(Err(EISDIR)),
+        FileKind::Random(_) => {
+            if host::getfl(e.host.as_raw_fd()).unwrap_or(-1) & libc::O_ACCMODE == libc::O_WRONLY {
+                return Some(Err(EBADF));
+            }
+            // As Linux: the bytes before the first fault, EFAULT if there are none.
+            let total: usize = bufs.iter().map(|b| b.iov_len).sum();
+            if valid == 0 && total > 0 {
+                return Some(Err(EFAULT));
+            }
+            let mut left = valid as usize;
+            for b in bufs {
+                let len = b.iov_len.min(left);
+                // SAFETY: the first `valid` bytes of the iovecs are prepared, writable
+                // guest memory.
+                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), len) };
+                m.rng.fill_bytes(s);
+                left -= len;
+            }
+            Some(Ok(valid))
+        }
+    }
+}

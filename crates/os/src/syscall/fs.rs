@@ -1,0 +1,446 @@
+//! Path operations: the working directory, links, renames, directories, modes, extended attributes and file times.
+
+use super::common::*;
+use super::file::at_dir;
+use super::stat::{at_target, changeable, changeable_fd, path_object};
+
+table! {
+    /// Names in the file system.
+    pub(super) TABLE {
+        9 link "ss" sys_link;
+        10 unlink "s" sys_unlink;
+        12 chdir "s" sys_chdir;
+        14 mknod "sox" sys_mknod;
+        15 chmod "so" sys_chmod;
+        30 utime "sp" sys_utime;
+        38 rename "ss" sys_rename;
+        39 mkdir "so" sys_mkdir;
+        40 rmdir "s" sys_rmdir;
+        60 umask "o" sys_umask;
+        83 symlink "ss" sys_symlink;
+        85 readlink "sbu" sys_readlink;
+        94 fchmod "fo" sys_fchmod;
+        133 fchdir "f" sys_fchdir;
+        183 getcwd "pu" sys_getcwd;
+        229 getxattr "sspu" sys_getxattr;
+        230 lgetxattr "sspu" sys_lgetxattr;
+        231 fgetxattr "fspu" sys_fgetxattr;
+        232 listxattr "spu" sys_getxattr;
+        233 llistxattr "spu" sys_lgetxattr;
+        234 flistxattr "fpu" sys_fgetxattr;
+        271 utimes "sp" sys_utimes;
+        296 mkdirat "fso" sys_mkdirat;
+        297 mknodat "fsox" sys_mknodat;
+        299 futimesat "fsp" sys_futimesat;
+        301 unlinkat "fsx" sys_unlinkat;
+        302 renameat "fsfs" sys_renameat;
+        303 linkat "fsfsx" sys_linkat;
+        304 symlinkat "sfs" sys_symlinkat;
+        305 readlinkat "fsbu" sys_readlinkat;
+        306 fchmodat "fso" sys_fchmodat;
+        320 utimensat "fspx" sys_utimensat;
+        412 utimensat_time64 "fspx" sys_utimensat_time64;
+    }
+}
+
+pub(super) fn sys_umask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let old = p.umask;
+    p.umask = a[0] & 0o777;
+    Ok(old)
+}
+
+pub(super) fn sys_getcwd(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut s = p.cwd.clone().into_bytes();
+    s.push(0);
+    if s.len() > a[1] as usize {
+        return Err(ERANGE);
+    }
+    p.aspace.write_bytes(a[0], &s).map_err(efault)?;
+    Ok(s.len() as u32)
+}
+
+pub(super) fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    p.cwd = match special::resolve(m.sys(), p, &p.cwd, &path, true)? {
+        Resolved::Path(abs) => {
+            let fd = m.vfs.open("/", &abs, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            m.vfs.guest_path_of(&fd)?
+        }
+        Resolved::Node(Node::Dir(d)) => d,
+        Resolved::Node(Node::Fd(e)) => dir_of_entry(&m.vfs, &e)?,
+        Resolved::Node(_) => return Err(ENOTDIR),
+    };
+    Ok(0)
+}
+
+/// The guest path of the directory an open file description is (for `fchdir`).
+pub(super) fn dir_of_entry(vfs: &Vfs, e: &FdEntry) -> Result<String, Errno> {
+    match &e.host.kind {
+        FileKind::Dir(d) => Ok(d.path.clone()),
+        FileKind::Host => {
+            let st = host_stat_fd(e.host.as_raw_fd())?;
+            if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+                return Err(ENOTDIR);
+            }
+            vfs.guest_path_of(e.host.as_ref())
+        }
+        _ => Err(ENOTDIR),
+    }
+}
+
+pub(super) fn sys_fchdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    p.cwd = dir_of_entry(&m.vfs, &e)?;
+    Ok(0)
+}
+
+pub(super) fn readlink_common(
+    sys: special::Sys<'_>,
+    p: &mut Process,
+    dir: &str,
+    path: &[u8],
+    buf: u32,
+    size: u32,
+) -> SysResult {
+    if size as i32 <= 0 {
+        return Err(EINVAL);
+    }
+    let target = match special::resolve(sys, p, dir, path, false)? {
+        Resolved::Node(Node::Link(_, t, _)) => t,
+        Resolved::Node(_) => return Err(EINVAL),
+        Resolved::Path(abs) => {
+            let (dir, name) = sys.vfs.parent("/", &abs)?;
+            let mut buf = vec![0u8; 4096];
+            let n = host::readlinkat(dir.as_raw_fd(), &name, &mut buf)?;
+            buf.truncate(n);
+            buf
+        }
+    };
+    let n = target.len().min(size as usize);
+    p.aspace.write_bytes(buf, &target[..n]).map_err(efault)?;
+    Ok(n as u32)
+}
+
+pub(super) fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let cwd = p.cwd.clone();
+    readlink_common(m.sys(), p, &cwd, &path, a[1], a[2])
+}
+
+pub(super) fn sys_readlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    readlink_common(m.sys(), p, &dir, &path, a[2], a[3])
+}
+
+pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
+    let (d, name) = m.vfs.parent(dir, path)?;
+    let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
+    if let Some(e) = crate::vfs::Vfs::rmdir_not_a_name(path).filter(|_| f != 0) {
+        return Err(e);
+    }
+    let _ = p;
+    // A cached file that loses its last name and is mapped by no one leaves the cache
+    // (its descriptor there would keep it on disk).
+    let cached = if f == 0 { cached_file_at(&m.cache, &d, &name) } else { None };
+    let r = host::unlinkat(d.as_raw_fd(), &name, f)?;
+    if let Some(key) = cached {
+        m.cache.forget_if_unlinked(&m.phys, key);
+    }
+    Ok(r)
+}
+
+pub(super) fn sys_unlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    unlink_common(m, p, &p.cwd.clone(), &path, 0)
+}
+
+pub(super) fn sys_unlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    unlink_common(m, p, &dir, &path, a[2])
+}
+
+pub(super) fn sys_rmdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    unlink_common(m, p, &p.cwd.clone(), &path, AT_REMOVEDIR)
+}
+
+pub(super) fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let (d, name) = m.vfs.parent(&p.cwd, &path)?;
+    host::mkdirat(d.as_raw_fd(), &name, a[1] & 0o7777 & !p.umask)
+}
+
+/// The parent directory and last component of a `*at` path.
+pub(super) fn at_parent(
+    vfs: &Vfs,
+    p: &Process,
+    dirfd: u32,
+    path: &[u8],
+) -> Result<(OwnedFd, std::ffi::CString), Errno> {
+    let dir = at_dir(vfs, p, dirfd, path)?;
+    vfs.parent(&dir, path)
+}
+
+/// The page-cache key of the file `name` in directory `dir`, if the cache holds it.
+pub(super) fn cached_file_at(cache: &PageCache, dir: &OwnedFd, name: &std::ffi::CStr) -> Option<FileKey> {
+    let st = host::fstatat(dir.as_raw_fd(), name, libc::AT_SYMLINK_NOFOLLOW).ok()?;
+    let key = FileKey { dev: st.st_dev, ino: st.st_ino };
+    cache.is_cached(key).then_some(key)
+}
+
+pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysResult {
+    let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
+    let (od, on) = at_parent(&m.vfs, p, a[0], &old)?;
+    let (nd, nn) = at_parent(&m.vfs, p, a[2], &new)?;
+    // A cached file that the rename replaces loses its last name, as with unlink.
+    let replaced = cached_file_at(&m.cache, &nd, &nn);
+    let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
+    if let Some(key) = replaced {
+        m.cache.forget_if_unlinked(&m.phys, key);
+    }
+    Ok(r)
+}
+
+pub(super) fn sys_rename(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    rename_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1]])
+}
+
+pub(super) fn sys_renameat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    rename_common(m, p, [a[0], a[1], a[2], a[3]])
+}
+
+pub(super) fn link_common(sys: special::Sys<'_>, p: &Process, a: [u32; 5]) -> SysResult {
+    if a[4] & !(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
+    let (nd, nn) = at_parent(sys.vfs, p, a[2], &new)?;
+    // The source is opened inside the root (following a final symlink only when asked).
+    let src =
+        at_target(sys, p, a[0], &old, if a[4] & AT_SYMLINK_FOLLOW != 0 { a[4] } else { a[4] | AT_SYMLINK_NOFOLLOW })?;
+    let src = changeable(sys.vfs, src)?;
+    // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
+    // no privilege, and it names exactly the object opened inside the root.
+    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
+    host::link_following(&via, nd.as_raw_fd(), &nn)
+}
+
+pub(super) fn sys_link(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    link_common(m.sys(), p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1], 0])
+}
+
+pub(super) fn sys_linkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    link_common(m.sys(), p, [a[0], a[1], a[2], a[3], a[4]])
+}
+
+pub(super) fn symlink_common(vfs: &Vfs, p: &Process, target: u32, dirfd: u32, path: u32) -> SysResult {
+    let target = read_path(p, target)?;
+    let path = read_path(p, path)?;
+    let (d, name) = at_parent(vfs, p, dirfd, &path)?;
+    let t = std::ffi::CString::new(target).map_err(|_| EINVAL)?;
+    // The target is stored as given; it is resolved inside the root whenever it is
+    // followed.
+    host::symlinkat(&t, d.as_raw_fd(), &name)
+}
+
+pub(super) fn sys_symlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    symlink_common(&m.vfs, p, a[0], AT_FDCWD as u32, a[1])
+}
+
+pub(super) fn sys_symlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    symlink_common(&m.vfs, p, a[0], a[1], a[2])
+}
+
+/// `mknod` makes FIFOs and regular files only: a device node would be a way out of the
+/// sandbox (and needs privileges on Linux too).
+pub(super) fn mknod_common(m: &mut Machine, p: &mut Process, dirfd: u32, path: u32, mode: u32) -> SysResult {
+    let path = read_path(p, path)?;
+    let kind = mode & libc::S_IFMT;
+    if kind != 0 && kind != libc::S_IFIFO && kind != libc::S_IFREG {
+        return Err(EPERM);
+    }
+    let (d, name) = at_parent(&m.vfs, p, dirfd, &path)?;
+    let mode = (mode & libc::S_IFMT) | (mode & 0o7777 & !p.umask);
+    host::mknodat(d.as_raw_fd(), &name, mode)
+}
+
+pub(super) fn sys_mknod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    mknod_common(m, p, AT_FDCWD as u32, a[0], a[1])
+}
+
+pub(super) fn sys_mknodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    mknod_common(m, p, a[0], a[1], a[2])
+}
+
+pub(super) fn sys_mkdirat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let (d, name) = at_parent(&m.vfs, p, a[0], &path)?;
+    host::mkdirat(d.as_raw_fd(), &name, a[2] & 0o7777 & !p.umask)
+}
+
+/// chmod of an object already opened (as `O_PATH`) inside the root, through its
+/// `/proc/self/fd` link (fchmod does not take `O_PATH` descriptors).
+pub(super) fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
+    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    host::chmod(&path, mode & 0o7777)
+}
+
+pub(super) fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let fd = changeable(&m.vfs, path_object(m.sys(), p, &p.cwd, &path, true)?)?;
+    chmod_fd(&fd, a[1])
+}
+
+pub(super) fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[1])?;
+    let fd = changeable(&m.vfs, at_target(m.sys(), p, a[0], &path, 0)?)?;
+    chmod_fd(&fd, a[2])
+}
+
+pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = changeable_fd(&m.vfs, p, a[0])?;
+    host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
+}
+
+// ----- extended attributes --------------------------------------------------------------
+
+// Extended attributes: the guest's file system has none (`EOPNOTSUPP`, which `ls` and
+// `cp` take as "no ACL, no security label"), so the host's labels never show and
+// never vary a run. The object must exist.
+pub(super) fn sys_getxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    path_object(m.sys(), p, &p.cwd, &path, true)?;
+    Err(EOPNOTSUPP)
+}
+
+pub(super) fn sys_lgetxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    path_object(m.sys(), p, &p.cwd, &path, false)?;
+    Err(EOPNOTSUPP)
+}
+
+pub(super) fn sys_fgetxattr(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.fds.get(a[0]).ok_or(EBADF)?;
+    Err(EOPNOTSUPP)
+}
+
+// ----- file times ----------------------------------------------------------------------
+
+/// Which clock values a `utime*` call sets: `None` = both now, else (atime, mtime) as
+/// host timespecs (`UTIME_NOW` and `UTIME_OMIT` pass through).
+pub(super) type Times = Option<[libc::timespec; 2]>;
+
+/// Reads the two timestamps at `ptr`: `timespec` with 32- or 64-bit seconds, `timeval`
+/// (microseconds) or `utimbuf` (whole seconds).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum TimeFormat {
+    Timespec32,
+    Timespec64,
+    Timeval,
+    Utimbuf,
+}
+
+pub(super) fn read_times(p: &Process, ptr: u32, f: TimeFormat) -> Result<Times, Errno> {
+    if ptr == 0 {
+        return Ok(None);
+    }
+    let mut t = [libc::timespec { tv_sec: 0, tv_nsec: 0 }; 2];
+    for (i, ts) in t.iter_mut().enumerate() {
+        let i = i as u32;
+        let (sec, frac) = match f {
+            TimeFormat::Timespec32 | TimeFormat::Timeval => {
+                let b = ptr.wrapping_add(8 * i);
+                let sec = i64::from(p.aspace.read_u32(b).map_err(efault)? as i32);
+                (sec, i64::from(p.aspace.read_u32(b.wrapping_add(4)).map_err(efault)? as i32))
+            }
+            TimeFormat::Timespec64 => {
+                let b = ptr.wrapping_add(16 * i);
+                let sec = p.aspace.read_u64(b).map_err(efault)? as i64;
+                (sec, i64::from(p.aspace.read_u32(b.wrapping_add(8)).map_err(efault)? as i32))
+            }
+            TimeFormat::Utimbuf => (i64::from(p.aspace.read_u32(ptr.wrapping_add(4 * i)).map_err(efault)? as i32), 0),
+        };
+        let nsec = match f {
+            TimeFormat::Timeval => {
+                if !(0..1_000_000).contains(&frac) {
+                    return Err(EINVAL);
+                }
+                frac * 1000
+            }
+            _ => frac,
+        };
+        let special = nsec == libc::UTIME_NOW || nsec == libc::UTIME_OMIT;
+        if !special && !(0..1_000_000_000).contains(&nsec) {
+            return Err(EINVAL);
+        }
+        *ts = libc::timespec { tv_sec: sec, tv_nsec: nsec };
+    }
+    Ok(Some(t))
+}
+
+/// Sets the times of what (`dirfd`, `path`, `flags`) names, resolved inside the root.
+pub(super) fn utimes_common(
+    m: &Machine,
+    p: &Process,
+    dirfd: u32,
+    path: Option<&[u8]>,
+    times: Times,
+    flags: u32,
+) -> SysResult {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let tp = times.as_ref();
+    let Some(path) = path else {
+        // utimensat(fd, NULL, ...): the descriptor itself.
+        let fd = changeable_fd(&m.vfs, p, dirfd)?;
+        return host::utimensat(fd.as_raw_fd(), None, tp, 0);
+    };
+    if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
+        // The name itself: its parent inside the root, the last component not followed.
+        let dir = at_dir(&m.vfs, p, dirfd, path)?;
+        let abs = match special::resolve(m.sys(), p, &dir, path, false)? {
+            Resolved::Path(abs) => abs,
+            Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),
+        };
+        let (d, name) = m.vfs.parent("/", &abs)?;
+        return host::utimensat(d.as_raw_fd(), Some(&name), tp, libc::AT_SYMLINK_NOFOLLOW);
+    }
+    let fd = changeable(&m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
+    // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
+    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    host::utimensat(libc::AT_FDCWD, Some(&via), tp, 0)
+}
+
+pub(super) fn sys_utimensat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
+    let times = read_times(p, a[2], TimeFormat::Timespec32)?;
+    utimes_common(m, p, a[0], path.as_deref(), times, a[3])
+}
+
+pub(super) fn sys_utimensat_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
+    let times = read_times(p, a[2], TimeFormat::Timespec64)?;
+    utimes_common(m, p, a[0], path.as_deref(), times, a[3])
+}
+
+pub(super) fn sys_futimesat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
+    let times = read_times(p, a[2], TimeFormat::Timeval)?;
+    utimes_common(m, p, a[0], path.as_deref(), times, 0)
+}
+
+pub(super) fn sys_utimes(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let times = read_times(p, a[1], TimeFormat::Timeval)?;
+    utimes_common(m, p, AT_FDCWD as u32, Some(&path), times, 0)
+}
+
+pub(super) fn sys_utime(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let times = read_times(p, a[1], TimeFormat::Utimbuf)?;
+    utimes_common(m, p, AT_FDCWD as u32, Some(&path), times, 0)
+}

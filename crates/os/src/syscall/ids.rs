@@ -1,0 +1,92 @@
+//! Who and where the guest runs: user and group ids, `uname`, resource limits, `sysinfo`, `getrandom`.
+
+use super::common::*;
+
+table! {
+    /// Identity, limits and system information.
+    pub(super) TABLE {
+        24 getuid "" |_, _, _| Ok(ids()[0]);
+        47 getgid "" |_, _, _| Ok(ids()[2]);
+        49 geteuid "" |_, _, _| Ok(ids()[1]);
+        50 getegid "" |_, _, _| Ok(ids()[3]);
+        116 sysinfo "p" sys_sysinfo;
+        122 uname "p" sys_uname;
+        191 ugetrlimit "dp" sys_getrlimit;
+        199 getuid32 "" |_, _, _| Ok(ids()[0]);
+        200 getgid32 "" |_, _, _| Ok(ids()[2]);
+        201 geteuid32 "" |_, _, _| Ok(ids()[1]);
+        202 getegid32 "" |_, _, _| Ok(ids()[3]);
+        340 prlimit64 "ddpp" sys_prlimit64;
+        355 getrandom "pux" sys_getrandom;
+    }
+}
+
+pub(super) fn sys_uname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    // struct new_utsname: six 65-byte fields.
+    let mut buf = [0u8; 65 * 6];
+    // glibc refuses kernels older than 3.2, so the 2.6.12 model also reports a modern
+    // release; only its ASLR behaviour is modeled.
+    let _ = m.cfg.kernel;
+    let release: &[u8] = b"6.1.0-morph";
+    for (i, f) in [&b"Linux"[..], b"morph", release, b"#1 SMP morph", b"i686", b"(none)"].iter().enumerate() {
+        buf[i * 65..i * 65 + f.len()].copy_from_slice(f);
+    }
+    p.aspace.write_bytes(a[0], &buf).map_err(efault)?;
+    Ok(0)
+}
+
+pub(super) fn sys_getrlimit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (cur, max) = *p.rlimits.get(a[0] as usize).ok_or(EINVAL)?;
+    let clip = |v: u64| if v > u64::from(u32::MAX) { u32::MAX } else { v as u32 };
+    let mut b = clip(cur).to_le_bytes().to_vec();
+    b.extend_from_slice(&clip(max).to_le_bytes());
+    p.aspace.write_bytes(a[1], &b).map_err(efault)?;
+    Ok(0)
+}
+
+pub(super) fn sys_prlimit64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] != 0 && a[0] != p.pid {
+        return Err(ESRCH);
+    }
+    let r = a[1] as usize;
+    let old = *p.rlimits.get(r).ok_or(EINVAL)?;
+    if a[2] != 0 {
+        let cur = p.aspace.read_u64(a[2]).map_err(efault)?;
+        let max = p.aspace.read_u64(a[2] + 8).map_err(efault)?;
+        if cur > max {
+            return Err(EINVAL);
+        }
+        if max > old.1 && ids()[1] != 0 {
+            return Err(EPERM);
+        }
+        p.rlimits[r] = (cur, max);
+    }
+    if a[3] != 0 {
+        let mut b = old.0.to_le_bytes().to_vec();
+        b.extend_from_slice(&old.1.to_le_bytes());
+        p.aspace.write_bytes(a[3], &b).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+pub(super) fn sys_sysinfo(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut b = [0u8; 64];
+    let put = |b: &mut [u8; 64], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    put(&mut b, 0, m.started.elapsed().as_secs() as u32);
+    let total = m.cfg.max_mem.min(u64::from(u32::MAX)) as u32;
+    let used = (m.phys.stats().frames_in_use * u64::from(PAGE_SIZE)).min(u64::from(total)) as u32;
+    put(&mut b, 16, total);
+    put(&mut b, 20, total - used);
+    b[40..42].copy_from_slice(&(m.procs.len() as u16 + 1).to_le_bytes());
+    put(&mut b, 52, 1); // mem_unit
+    p.aspace.write_bytes(a[0], &b).map_err(efault)?;
+    Ok(0)
+}
+
+pub(super) fn sys_getrandom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let len = a[1].min(1 << 25);
+    let mut buf = vec![0u8; len as usize];
+    m.rng.fill_bytes(&mut buf);
+    p.aspace.write_bytes(a[0], &buf).map_err(efault)?;
+    Ok(len)
+}

@@ -1,0 +1,295 @@
+//! Memory: `brk`, `mmap`, `mremap`, `munmap`, `mprotect`, `msync`, and the TLS descriptor (`set_thread_area`).
+
+use super::common::*;
+use super::file::fill_snapshot;
+
+table! {
+    /// Memory.
+    pub(super) TABLE {
+        45 brk "p" sys_brk;
+        90 mmap "p" sys_old_mmap;
+        91 munmap "pu" sys_munmap;
+        125 mprotect "puP" sys_mprotect;
+        144 msync "xux" sys_msync;
+        163 mremap "puuRp" sys_mremap;
+        192 mmap2 "puPMfg" sys_mmap2;
+        243 set_thread_area "p" sys_set_thread_area;
+    }
+}
+
+pub(super) fn sys_brk(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let want = a[0];
+    if want < p.brk_start {
+        return Ok(p.brk);
+    }
+    let old_end = morph_mem::page_align_up(u64::from(p.brk)) as u32;
+    let new_end = morph_mem::page_align_up(u64::from(want));
+    if new_end > u64::from(p.aspace.mmap_base()) {
+        return Ok(p.brk);
+    }
+    let new_end = new_end as u32;
+    if new_end > old_end {
+        if !p.aspace.is_free(old_end, new_end - old_end) {
+            return Ok(p.brk);
+        }
+        let grow = |p: &mut Process| p.aspace.map_anon(old_end, new_end - old_end, Prot::RW, false, "[heap]");
+        if reclaiming(m, p, (new_end - old_end) / PAGE_SIZE, grow).is_err() {
+            return Ok(p.brk);
+        }
+    } else if new_end < old_end && p.aspace.unmap(new_end, old_end - new_end).is_err() {
+        return Ok(p.brk);
+    }
+    p.brk = want;
+    Ok(want)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn do_mmap(
+    m: &mut Machine,
+    p: &mut Process,
+    addr: u32,
+    len: u32,
+    prot: u32,
+    flags: u32,
+    fd: u32,
+    off: u64,
+) -> SysResult {
+    if len == 0 {
+        return Err(EINVAL);
+    }
+    let typ = flags & MAP_TYPE;
+    if typ != MAP_SHARED && typ != MAP_PRIVATE && typ != 3 {
+        return Err(EINVAL);
+    }
+    if off & u64::from(PAGE_SIZE - 1) != 0 {
+        return Err(EINVAL);
+    }
+    let alen = morph_mem::page_align_up(u64::from(len));
+    if alen > u64::from(crate::layout::TASK_SIZE) {
+        return Err(ENOMEM);
+    }
+    let alen = alen as u32;
+    let fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE) != 0;
+    let start = if fixed {
+        if addr & (PAGE_SIZE - 1) != 0 {
+            return Err(EINVAL);
+        }
+        if u64::from(addr) + u64::from(alen) > u64::from(crate::layout::TASK_SIZE) || addr < MMAP_MIN_ADDR {
+            return Err(ENOMEM);
+        }
+        if flags & MAP_FIXED_NOREPLACE != 0 && !p.aspace.is_free(addr, alen) {
+            return Err(EEXIST);
+        }
+        addr
+    } else {
+        let hint = addr & !(PAGE_SIZE - 1);
+        if hint >= MMAP_MIN_ADDR
+            && u64::from(hint) + u64::from(alen) <= u64::from(p.aspace.mmap_base())
+            && p.aspace.is_free(hint, alen)
+        {
+            hint
+        } else {
+            p.aspace.find_free_top_down(alen, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?
+        }
+    };
+    let shared = typ == MAP_SHARED;
+    let prot = Prot(prot & 7);
+    if flags & MAP_ANONYMOUS != 0 {
+        reclaiming(m, p, alen / PAGE_SIZE, |p| p.aspace.map_anon(start, alen, prot, shared, "")).map_err(|_| ENOMEM)?;
+        return Ok(start);
+    }
+    let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
+    fill_snapshot(m.sys(), p, fd);
+    let raw = entry.host.as_raw_fd();
+    let fl = host::getfl(raw).unwrap_or(-1);
+    if fl & libc::O_ACCMODE == libc::O_WRONLY
+        || (shared && prot.has(Prot::WRITE) && fl & libc::O_ACCMODE != libc::O_RDWR)
+    {
+        return Err(EACCES);
+    }
+    let file = std::fs::File::from(host::dup_cloexec(raw, 0)?);
+    if file.metadata().map(|md| !md.is_file()).unwrap_or(true) {
+        return Err(ENODEV);
+    }
+    let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
+    let name = guest_name_of(&m.vfs, raw);
+    p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
+        MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
+        _ => ENOMEM,
+    })?;
+    Ok(start)
+}
+
+/// Runs `f`, and again each time the page cache gave back idle pages (about `pages`
+/// at a time, whole files) while it fails for want of memory under the machine's limit.
+pub(super) fn reclaiming(
+    m: &mut Machine,
+    p: &mut Process,
+    pages: u32,
+    mut f: impl FnMut(&mut Process) -> Result<(), MemError>,
+) -> Result<(), MemError> {
+    let mut r = f(p);
+    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(&m.phys, pages, None) > 0 {
+        r = f(p);
+    }
+    r
+}
+
+/// The guest path of an open host descriptor (for the names in `/proc/self/maps`).
+pub(super) fn guest_name_of(vfs: &Vfs, raw: i32) -> String {
+    std::fs::read_link(format!("/proc/self/fd/{raw}"))
+        .ok()
+        .and_then(|h| h.strip_prefix(vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
+        .unwrap_or_default()
+}
+
+pub(super) fn sys_mmap2(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    do_mmap(m, p, a[0], a[1], a[2], a[3], a[4], u64::from(a[5]) * u64::from(PAGE_SIZE))
+}
+
+pub(super) fn sys_old_mmap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let mut w = [0u32; 6];
+    for (i, v) in w.iter_mut().enumerate() {
+        *v = p.aspace.read_u32(a[0] + 4 * i as u32).map_err(efault)?;
+    }
+    do_mmap(m, p, w[0], w[1], w[2], w[3], w[4], u64::from(w[5]))
+}
+
+pub(super) fn sys_mremap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MREMAP_MAYMOVE: u32 = 1;
+    const MREMAP_FIXED: u32 = 2;
+    let (old, flags) = (a[0], a[3]);
+    if old & (PAGE_SIZE - 1) != 0 || a[2] == 0 || flags & !(MREMAP_MAYMOVE | MREMAP_FIXED) != 0 {
+        return Err(EINVAL);
+    }
+    if flags & MREMAP_FIXED != 0 {
+        return Err(EINVAL); // MREMAP_FIXED is not supported: say so rather than misplace
+    }
+    let old_len = morph_mem::page_align_up(u64::from(a[1])) as u32;
+    let new_len = morph_mem::page_align_up(u64::from(a[2]));
+    if new_len > u64::from(crate::layout::TASK_SIZE) {
+        return Err(ENOMEM);
+    }
+    let new_len = new_len as u32;
+    let vma = p.aspace.vma_at(old).ok_or(EFAULT)?.clone();
+    if u64::from(old) + u64::from(old_len) > u64::from(vma.end) {
+        return Err(EFAULT);
+    }
+    if new_len <= old_len {
+        p.aspace.unmap(old + new_len, old_len - new_len).map_err(|_| ENOMEM)?;
+        return Ok(old);
+    }
+    let extra = new_len - old_len;
+    // Growing a file mapping would need the file itself; morph grows anonymous ones.
+    if !matches!(vma.kind, morph_mem::MapKind::Anon) {
+        return Err(ENOMEM);
+    }
+    let grow_at = |p: &mut Process, base: u32| -> SysResult {
+        p.aspace.map_anon(base + old_len, extra, vma.prot, vma.shared, &vma.name).map_err(|_| ENOMEM)?;
+        Ok(base)
+    };
+    if old + old_len == vma.end && p.aspace.is_free(old + old_len, extra) {
+        return grow_at(p, old);
+    }
+    if flags & MREMAP_MAYMOVE == 0 {
+        return Err(ENOMEM);
+    }
+    let dest = p.aspace.find_free_top_down(new_len, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?;
+    p.aspace.move_pages(old, dest, old_len).map_err(|_| ENOMEM)?;
+    let _ = m;
+    grow_at(p, dest)
+}
+
+pub(super) fn sys_munmap(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] & (PAGE_SIZE - 1) != 0
+        || a[1] == 0
+        || u64::from(a[0]) + u64::from(a[1]) > u64::from(crate::layout::TASK_SIZE)
+    {
+        return Err(EINVAL);
+    }
+    p.aspace.unmap(a[0], a[1]).map_err(|_| ENOMEM)?;
+    Ok(0)
+}
+
+pub(super) fn sys_mprotect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] & (PAGE_SIZE - 1) != 0 || a[2] & !7 != 0 {
+        return Err(EINVAL);
+    }
+    if a[1] == 0 {
+        return Ok(0);
+    }
+    p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|k| match k {
+        MemFaultKind::Protection => EACCES,
+        MemFaultKind::Unmapped => ENOMEM,
+    })?;
+    Ok(0)
+}
+
+pub(super) fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MS_ASYNC: u32 = 1;
+    const MS_INVALIDATE: u32 = 2;
+    const MS_SYNC: u32 = 4;
+    let (start, flags) = (a[0], a[2]);
+    if start & (PAGE_SIZE - 1) != 0
+        || flags & !(MS_ASYNC | MS_INVALIDATE | MS_SYNC) != 0
+        || (flags & MS_ASYNC != 0 && flags & MS_SYNC != 0)
+    {
+        return Err(EINVAL);
+    }
+    let len = morph_mem::page_align_up(u64::from(a[1]));
+    if u64::from(start) + len > 1 << 32 {
+        return Err(ENOMEM);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let len = u32::try_from(len).map_err(|_| ENOMEM)?;
+    // Every flag writes back: the host's own page cache then holds the bytes, which is
+    // all MS_SYNC promises other readers too.
+    let mapped = p.aspace.is_mapped(start, len);
+    p.aspace.write_back(start, len).map_err(|_| EIO)?;
+    if mapped { Ok(0) } else { Err(ENOMEM) }
+}
+
+pub(super) fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    set_thread_area(p, a[0])
+}
+
+/// Installs the TLS descriptor (`struct user_desc`) at guest address `ptr`.
+pub(crate) fn set_thread_area(p: &mut Process, ptr: u32) -> SysResult {
+    install_tls(&mut p.cpu, &mut p.aspace, ptr)
+}
+
+/// Installs the TLS descriptor at `ptr` into `cpu`'s per-thread TLS entries (also for
+/// a new thread: `clone`'s `CLONE_SETTLS`).
+pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::AddressSpace, ptr: u32) -> SysResult {
+    use morph_cpu::state::{TLS_ENTRIES, TLS_ENTRY_MIN, seg};
+    let a = [ptr];
+    let mut d = [0u8; 16];
+    aspace.read_bytes(a[0], &mut d).map_err(efault)?;
+    let w = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
+    let (entry, base, limit, flags) = (w(0), w(4), w(8), w(12));
+    let idx = if entry == u32::MAX {
+        let free = cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
+        let n = (TLS_ENTRY_MIN + free) as u32;
+        aspace.write_u32(a[0], n).map_err(efault)?;
+        free
+    } else {
+        let i = (entry as usize).wrapping_sub(TLS_ENTRY_MIN);
+        if i >= TLS_ENTRIES {
+            return Err(EINVAL);
+        }
+        i
+    };
+    let empty = base == 0 && limit == 0 && flags & (1 << 3) != 0; // read_exec_only "empty" desc
+    let present = flags & (1 << 5) == 0 && !empty; // seg_not_present
+    cpu.tls[idx] = morph_cpu::TlsDescriptor { base, limit, limit_in_pages: flags & (1 << 4) != 0, present };
+    // Reload segment registers that use this entry.
+    for s in [seg::FS, seg::GS] {
+        let sel = cpu.sel[s];
+        if usize::from(sel >> 3) == TLS_ENTRY_MIN + idx {
+            cpu.seg_base[s] = if present { base } else { 0 };
+        }
+    }
+    Ok(0)
+}

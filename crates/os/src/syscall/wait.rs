@@ -1,0 +1,76 @@
+//! Waiting inside a system call: a call that would block on a host descriptor first
+//! asks the host (`poll` with a zero timeout); if the descriptor is not ready the
+//! process blocks (see [`crate::process::Blocked`]) and the scheduler runs someone else,
+//! re-running the call when the descriptor is ready or the deadline passes.
+
+use std::time::{Duration, Instant};
+
+use super::common::*;
+use crate::host::poll_now;
+use crate::process::{Blocked, Wait};
+
+/// Blocks `p` until one of `fds` is ready or `deadline` passes; the call is re-run then.
+pub(crate) fn block_on(
+    p: &mut Process,
+    fds: Vec<libc::pollfd>,
+    deadline: Option<Instant>,
+    restartable: bool,
+) -> SysResult {
+    p.blocked = Some(Blocked { wait: Wait::Fds(fds), deadline, restartable });
+    Err(ERESTARTSYS)
+}
+
+/// Before a call that may block on guest `fd` waiting for `events`: returns if the call
+/// can go ahead without blocking the host thread; else fails with `EAGAIN` (guest
+/// `O_NONBLOCK`) or blocks the process until the descriptor is ready.
+pub(crate) fn ready_or_block(p: &mut Process, fd: u32, events: i16) -> Result<(), Errno> {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    if !e.host.pollable {
+        return Ok(());
+    }
+    let pfd = libc::pollfd { fd: e.host.as_raw_fd(), events, revents: 0 };
+    if poll_now(&[pfd]) {
+        return Ok(());
+    }
+    if e.host.guest_nonblock() {
+        return Err(EAGAIN);
+    }
+    block_on(p, vec![pfd], None, true).map(|_| ())
+}
+
+/// After a write through guest `fd`: a host `EAGAIN` (a full morph pipe or socket)
+/// blocks a blocking guest until there is room; `EPIPE` raises `SIGPIPE`.
+pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResult {
+    match r {
+        Err(EAGAIN) => {
+            let e = p.fds.get(fd).ok_or(EBADF)?;
+            if e.host.guest_nonblock() {
+                return Err(EAGAIN);
+            }
+            let pfd = libc::pollfd { fd: e.host.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+            // The host said writable but took nothing: retry after a short wait.
+            block_on(p, vec![pfd], Some(Instant::now() + Duration::from_millis(1)), true)
+        }
+        Err(EPIPE) => {
+            p.raise(SIGPIPE, crate::process::SigInfo { code: SI_USER, pid_or_addr: p.pid, ..Default::default() });
+            Err(EPIPE)
+        }
+        r => r,
+    }
+}
+
+/// Reads a `timespec` (32-bit or 64-bit fields).
+pub(super) fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
+    let (s, ns) = if wide {
+        (p.aspace.read_u64(ptr).map_err(efault)? as i64, p.aspace.read_u64(ptr + 8).map_err(efault)? as i64)
+    } else {
+        (
+            i64::from(p.aspace.read_u32(ptr).map_err(efault)? as i32),
+            i64::from(p.aspace.read_u32(ptr + 4).map_err(efault)? as i32),
+        )
+    };
+    if s < 0 || !(0..1_000_000_000).contains(&ns) {
+        return Err(EINVAL);
+    }
+    Ok(Duration::new(s as u64, ns as u32))
+}
