@@ -173,13 +173,12 @@ fn install_workload(root: &Path) -> anyhow::Result<()> {
     if std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(&format!("{stamp:016x}")) {
         return Ok(());
     }
-    let src = std::env::temp_dir().join(format!("morph-seed-src-{}", std::process::id()));
-    std::fs::create_dir_all(&src)?;
+    let src = tempfile::Builder::new().prefix("morph-seed-src-").tempdir()?;
     for (name, text) in SEED_SOURCES {
-        std::fs::write(src.join(name), text)?;
+        std::fs::write(src.path().join(name), text)?;
     }
-    let st = Command::new("bash").arg(src.join("build.sh")).arg(&dest).status();
-    let _ = std::fs::remove_dir_all(&src);
+    let st = Command::new("bash").arg(src.path().join("build.sh")).arg(&dest).status();
+    drop(src);
     if !st.context("cannot run bash")?.success() {
         bail!("building the seed workload failed (needs gcc and gcc-multilib)");
     }
@@ -243,7 +242,8 @@ const GUEST_ENV: &[(&str, &str)] =
 /// Runs one cell once.
 fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> anyhow::Result<Row> {
     let rounds = rounds_of(c.workload)?.to_string();
-    let json = std::env::temp_dir().join(format!("morph-exp-{}-{}.json", std::process::id(), c.seed));
+    let json_file = tempfile::Builder::new().prefix("morph-exp-").suffix(".json").tempfile()?;
+    let json = json_file.path();
     let mut cmd = match native {
         Some(prefix) => {
             let mut cmd = Command::new(&prefix[0]);
@@ -254,7 +254,7 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
             let mut cmd = Command::new(std::env::current_exe()?);
             cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", c.key]);
             cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
-            cmd.args(["--seed", &c.seed.to_string(), "--timeout", "600"]).arg("--stats-json").arg(&json);
+            cmd.args(["--seed", &c.seed.to_string(), "--timeout", "600"]).arg("--stats-json").arg(json);
             cmd.args(["/seed/seed.sh", &rounds]);
             cmd
         }
@@ -304,8 +304,7 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
         counts: morph_model::Counts::default(),
     };
     if native.is_none() {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
-        let _ = std::fs::remove_file(&json);
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json)?)?;
         let g = |a: &str, b: &str| v[a][b].as_u64().unwrap_or(0);
         row.user_s = g("os", "engine_ns") as f64 / 1e9;
         row.sys_s = g("os", "os_ns") as f64 / 1e9;
