@@ -152,6 +152,7 @@ fn main() -> ExitCode {
             let r = match e {
                 exp::ExpCmd::Seed(a) => exp::seed(a),
                 exp::ExpCmd::Sweep(a) => exp::sweep(a),
+                exp::ExpCmd::Fit(a) => exp::fit(a),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

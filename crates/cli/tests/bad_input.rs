@@ -158,7 +158,8 @@ fn version_names_the_commit() {
     let commit = commit.unwrap_or_else(|| panic!("no commit in {line:?}"));
     // A hex commit in a git checkout, "unknown" when built from a tarball.
     assert!(commit == "unknown" || commit.chars().all(|c| c.is_ascii_hexdigit()), "{line:?}");
-    let git = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(workspace()).output();
+    let git =
+        std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(workspace()).output();
     if let Some(o) = git.ok().filter(|o| o.status.success()) {
         assert_eq!(commit, String::from_utf8_lossy(&o.stdout).trim(), "built from another commit? rebuild");
     }
