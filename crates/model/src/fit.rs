@@ -12,6 +12,9 @@
 //! keeps parameters the data cannot identify at their assumed values. It is solved by
 //! Levenberg–Marquardt; the model is linear in the prices, so this converges quickly.
 
+// Small dense linear algebra (4 targets, about 10 parameters) reads best with indices.
+#![allow(clippy::needless_range_loop)]
+
 use serde::Serialize;
 
 use crate::params::{CLOCK, SPECS, Side};
