@@ -89,6 +89,10 @@ pub struct Fit {
     pub residuals: Vec<Residual>,
     /// For each assumption alone, the factor that gives the report's user on/off ratio.
     pub alone: Vec<AloneFactor>,
+    /// The user-side counter with the largest on/off ratio, and that ratio: user time is
+    /// a positive combination of these counters, so no choice of prices gives a user
+    /// on/off ratio above it; a larger measured ratio must come from the counts.
+    pub user_ratio_bound: Option<(&'static str, f64)>,
     /// Whether the fit is plausible: every residual within `TOLERANCE` and every fitted
     /// parameter within `PLAUSIBLE_FACTOR` of its assumption.
     pub plausible: bool,
@@ -264,7 +268,12 @@ pub fn fit(model: &CostModel, off: &Counts, on: &Counts, target: &Target, prior_
         .collect();
     let alone = alone_factors(&l, &assumed, target.user_on_s / target.user_off_s);
     let (plausible, verdict) = verdict(&params, &residuals);
-    Fit { params, residuals, alone, plausible, verdict, prior_weight }
+    let user_ratio_bound = SPECS
+        .iter()
+        .filter(|s| s.side == Side::User && (s.count)(off) > 0)
+        .map(|s| (s.counter, (s.count)(on) as f64 / (s.count)(off) as f64))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    Fit { params, residuals, alone, user_ratio_bound, plausible, verdict, prior_weight }
 }
 
 /// For each assumption alone: the factor `f` with `user_on(f) / user_off(f) = ratio`,

@@ -21,6 +21,9 @@ pub struct FitArgs {
     /// Runs per ASLR setting (when running); the median run is fitted.
     #[arg(long, default_value_t = 3)]
     runs: u32,
+    /// Translation threshold (when running).
+    #[arg(long, default_value_t = morph_dbt::DEFAULT_THRESHOLD)]
+    threshold: u32,
     /// First seed (when running).
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -64,14 +67,14 @@ fn runs(a: &FitArgs) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
         for aslr in ["0", "1"] {
             let seed = a.seed + u64::from(i);
             pb.set_message(format!("{} aslr={aslr} seed {seed}", a.key));
-            let cell = Cell { key: &a.key, aslr, threshold: morph_dbt::DEFAULT_THRESHOLD, workload: &workload, seed };
+            let cell = Cell { key: &a.key, aslr, threshold: a.threshold, workload: &workload, seed };
             rows.push(run_one(&root, &a.kernel, &cell, None)?);
             pb.inc(1);
         }
     }
     pb.finish_and_clear();
     let source = serde_json::json!({
-        "rounds": a.rounds, "runs": a.runs, "first_seed": a.seed, "kernel_profile": a.kernel,
+        "rounds": a.rounds, "runs": a.runs, "threshold": a.threshold, "first_seed": a.seed, "kernel_profile": a.kernel,
         "root": root.display().to_string(), "sysroot": crate::meta::sysroot(&root),
     });
     Ok((rows, source))
@@ -116,8 +119,8 @@ fn print_fit(f: &Fit, a: &FitArgs, off: &Row, on: &Row) {
          `morph exp seed` shows the unfitted model)"
     );
     println!(
-        "counts: key {}, workload {}, median runs: seed {} (ASLR off), seed {} (ASLR on); prior weight {}",
-        a.key, off.workload, off.seed, on.seed, f.prior_weight
+        "counts: key {}, workload {}, threshold {}, median runs: seed {} (ASLR off), seed {} (ASLR on); prior weight {}",
+        a.key, off.workload, off.threshold, off.seed, on.seed, f.prior_weight
     );
     println!("{:<16} {:>12} {:>12} {:>8}  unit", "parameter", "assumed", "fitted", "factor");
     for p in &f.params {
@@ -163,6 +166,17 @@ fn print_fit(f: &Fit, a: &FitArgs, off: &Row, on: &Row) {
         })
         .collect();
     println!("each assumption alone, to give the 2005 user on/off ratio x{:.2}: {}", t.0, alone.join(", "));
+    if let Some((counter, bound)) = f.user_ratio_bound {
+        println!(
+            "bound: modeled user time is a positive sum over counters; the largest on/off ratio of a user-side counter \
+             is {counter} x{bound:.2}, so no choice of prices gives a user on/off ratio above x{bound:.2}{}",
+            if bound < t.0 {
+                " (the 2005 ratio is larger: the gap must come from the counts, not the prices)"
+            } else {
+                ""
+            }
+        );
+    }
     println!("sourced parameters (clock_hz, syscall, fork, exec, page_cache_fill) are never fitted.");
     println!("verdict: {}", f.verdict);
 }
