@@ -104,11 +104,11 @@ fn panel<DB: DrawingBackend>(
         .flat_map(|(_, b)| b.iter().flatten().map(|v| v.2))
         .chain(marks.iter().map(|m| m.1))
         .fold(0.1f64, f64::max)
-        * 1.15;
+        * 1.45; // room for the legend above the highest bar or mark
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", 15))
         .margin(12)
-        .x_label_area_size(60)
+        .x_label_area_size(48)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..n, 0f64..top)
         .map_err(e)?;
@@ -134,10 +134,12 @@ fn panel<DB: DrawingBackend>(
             b[slot].map(|(lo, med, hi)| ErrorBar::new_vertical(x0(i) + 0.18, lo, med, hi, BLACK.stroke_width(1), 8))
         });
         chart.draw_series(whiskers).map_err(e)?;
+        let above = TextStyle::from(("sans-serif", 11).into_font()).pos(plotters::style::text_anchor::Pos::new(
+            plotters::style::text_anchor::HPos::Center,
+            plotters::style::text_anchor::VPos::Bottom,
+        ));
         let values = bars.iter().enumerate().filter_map(|(i, (_, b))| {
-            b[slot].map(|(_, med, hi)| {
-                Text::new(format!("{med:.2}"), (x0(i) + 0.05, hi + top * 0.015), ("sans-serif", 11).into_font())
-            })
+            b[slot].map(|(_, med, hi)| Text::new(format!("{med:.2}"), (x0(i) + 0.18, hi + top * 0.01), above.clone()))
         });
         chart.draw_series(values).map_err(e)?;
     }
