@@ -210,7 +210,12 @@ fn seed_outputs_are_self_describing_and_fit_runs_on_them() {
     }
     // The default plot went beside the CSV, and the output says where.
     let svg = dir.join("runs.svg");
-    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<svg"));
+    // The table and the plot say what made them.
+    let made = r.stdout.lines().find(|l| l.starts_with("made by morph ")).expect("a provenance line");
+    assert!(made.contains("(commit ") && made.contains("libc6 "), "{made}");
+    assert!(svg_text.contains("made by morph ") && svg_text.contains("ASLR on"), "no provenance or legend in the plot");
     assert!(r.stdout.contains(&format!("plot: {}", svg.display())), "{}", r.stdout);
     assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
 

@@ -21,19 +21,20 @@ pub enum Format {
 
 const OFF: RGBColor = RGBColor(70, 130, 180);
 const ON: RGBColor = RGBColor(230, 120, 40);
-const SIZE: (u32, u32) = (1200, 520);
+const SIZE: (u32, u32) = (1200, 540);
 
 fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("plot {}: {e}", path.display())
 }
 
 /// Draws the seed plot of `cells` into `path`.
-pub fn seed_plot(path: &Path, cells: &[Summary], f: Format) -> anyhow::Result<()> {
+/// `footer` (what made the numbers) goes under the panels.
+pub fn seed_plot(path: &Path, cells: &[Summary], footer: &str, f: Format) -> anyhow::Result<()> {
     match f {
-        Format::Svg => draw(SVGBackend::new(path, SIZE).into_drawing_area(), cells).map_err(err(path)),
+        Format::Svg => draw(SVGBackend::new(path, SIZE).into_drawing_area(), cells, footer).map_err(err(path)),
         Format::Png => {
             let area = BitMapBackend::new(path, SIZE).into_drawing_area();
-            draw(area, cells).map_err(err(path))
+            draw(area, cells, footer).map_err(err(path))
         }
     }
 }
@@ -59,10 +60,13 @@ fn groups(cells: &[Summary], value: fn(&Summary) -> Option<(f64, f64, f64)>) -> 
     out
 }
 
-fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, cells: &[Summary]) -> Result<(), String> {
+fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, cells: &[Summary], footer: &str) -> Result<(), String> {
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let (title, body) = root.split_vertically(40);
+    let (title, rest) = root.split_vertically(40);
+    let (body, foot) = rest.split_vertically(SIZE.1 - 40 - 22);
+    foot.draw(&Text::new(footer.to_string(), (10, 4), ("sans-serif", 11).into_font().color(&RGBColor(90, 90, 90))))
+        .map_err(e)?;
     title
         .draw(&Text::new(
             "Seed workload (guests/seed/seed.sh): ASLR off vs on; bars = median, whiskers = min-max over the runs",

@@ -77,8 +77,6 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
     let summaries: Vec<_> = per_cell.iter().map(|r| summarize(r)).collect();
     let rows: Vec<_> = per_cell.into_iter().flatten().collect();
     pb.finish_and_clear();
-    print_seed_table(&summaries, &a);
-    print_sensitivity(&rows, &a.keys);
     let config = serde_json::json!({
         "rounds": a.rounds,
         "runs_per_cell": c.runs,
@@ -94,13 +92,17 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
         "root": root.display().to_string(),
     });
     let metadata = output::metadata("seed", config, &root);
+    let provenance = provenance(&metadata);
+    print_seed_table(&summaries, &a);
+    println!("{provenance}");
+    print_sensitivity(&rows, &a.keys);
     output::write_outputs(c, &metadata, &summaries, &rows)?;
     if let Some(p) = &svg {
-        plot::seed_plot(p, &summaries, plot::Format::Svg)?;
+        plot::seed_plot(p, &summaries, &provenance, plot::Format::Svg)?;
         println!("plot: {}", p.display());
     }
     if let Some(p) = &a.png {
-        plot::seed_plot(p, &summaries, plot::Format::Png)?;
+        plot::seed_plot(p, &summaries, &provenance, plot::Format::Png)?;
         println!("plot: {}", p.display());
     }
     for (what, p) in [("cells and runs (JSON)", &c.json), ("runs (CSV)", &c.csv)] {
@@ -112,6 +114,25 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
         println!("metadata of the CSV: {}", output::sidecar(p).display());
     }
     Ok(())
+}
+
+/// One line saying what made these numbers: morph's version and commit, the host, the
+/// sysroot's libc and the date (the full record is the JSON's or the CSV sidecar's
+/// `metadata`).
+fn provenance(m: &serde_json::Value) -> String {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("unknown").to_string();
+    format!(
+        "made by morph {} (commit {}) on {}, {}, randomize_va_space={}; sysroot {} {} libc6 {}; {}",
+        s(&m["morph_version"]),
+        s(&m["morph_commit"]),
+        s(&m["host_cpu"]),
+        s(&m["host_kernel"]),
+        m["host_randomize_va_space"],
+        s(&m["sysroot"]["suite"]),
+        s(&m["sysroot"]["arch"]),
+        s(&m["sysroot"]["packages"]["libc6"]),
+        s(&m["date_utc"])
+    )
 }
 
 /// Checks that the native runs really get ASLR off: a process started the same way
