@@ -229,3 +229,31 @@ fn stats_json_records_configuration_and_metadata_and_keeps_the_guest_status() {
         assert!(m[f].as_str().is_some_and(|s| !s.is_empty()), "metadata without {f}: {m}");
     }
 }
+
+#[test]
+fn unwritable_experiment_output_fails_before_any_run() {
+    let dir = scratch("unwritable-exp-out");
+    let root = sysroot();
+    for flag in ["--csv", "--json", "--svg", "--png"] {
+        let bad = dir.join("no/such/dir/out");
+        let r = morph_raw(
+            &[
+                "exp",
+                "seed",
+                "--root",
+                root.to_str().unwrap(),
+                "--runs",
+                "1",
+                "--rounds",
+                "1",
+                "--quiet",
+                flag,
+                bad.to_str().unwrap(),
+            ],
+            &dir,
+        );
+        assert_morph_error(&r, &format!("{flag} {}", bad.display()));
+    }
+    // Nothing was written beside them either (the default plot is not made).
+    assert!(!dir.join("seed.svg").exists());
+}
