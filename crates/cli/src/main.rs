@@ -10,6 +10,7 @@ use morph_os::layout::{Aslr, Kernel};
 use morph_os::{Config, ExitStatus, Machine};
 
 mod exp;
+mod meta;
 
 /// Exit status for morph's own usage and load errors.
 const EXIT_MORPH: u8 = 125;
@@ -17,7 +18,7 @@ const EXIT_MORPH: u8 = 125;
 #[derive(Parser)]
 #[command(
     name = "morph",
-    version,
+    version = meta::VERSION,
     about = "An IA-32 Linux user-mode machine with a Code Morphing-style dynamic binary translator"
 )]
 struct Cli {
@@ -124,8 +125,9 @@ struct RunArgs {
     /// Most guest processes alive at once (fork then fails with EAGAIN).
     #[arg(long, default_value_t = morph_os::DEFAULT_MAX_PROCS as u64, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_procs: u64,
-    /// The program (a guest path) and its arguments.
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The program (a guest path) and its arguments, passed verbatim (use `--` before a
+    /// program whose name starts with `-`). Options of morph go before the program.
+    #[arg(required = true, trailing_var_arg = true, value_name = "PROGRAM [ARGS]...")]
     program: Vec<String>,
 }
 
@@ -150,6 +152,7 @@ fn main() -> ExitCode {
             let r = match e {
                 exp::ExpCmd::Seed(a) => exp::seed(a),
                 exp::ExpCmd::Sweep(a) => exp::sweep(a),
+                exp::ExpCmd::Fit(a) => exp::fit(a),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,
@@ -226,6 +229,13 @@ fn key_parser() -> impl clap::builder::TypedValueParser<Value = morph_dbt::KeyPo
 }
 
 fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
+    // Output files are checked before the guest runs: a typo must not cost the run.
+    if let Some(f) = &a.stats_json {
+        meta::check_writable("--stats-json", f)?;
+    }
+    if let Some(f) = &a.code_map {
+        meta::check_writable("--code-map", f)?;
+    }
     let engine = morph_dbt::EngineConfig {
         translate: a.engine == Engine::Dbt,
         key: a.key,
@@ -288,6 +298,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         envp.push(kv.as_bytes().to_vec());
     }
     check_executable(&machine, &path, &cwd)?;
+    let config = run_config(&a, &root, &path, &argv);
     machine.spawn(&path, &argv, &envp, &cwd)?;
     // SIGTERM, SIGINT and SIGHUP end the run like --timeout does (shared file mappings
     // are written back when the machine is dropped), then kill morph as they would have.
@@ -305,12 +316,18 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     let wall = t0.elapsed();
     let _ = std::io::stdout().flush();
     if a.stats || a.stats_json.is_some() {
-        let s = stats_json(&machine, wall);
+        let mut s = stats_json(&machine, wall);
         if a.stats {
             print_stats(&s);
         }
         if let Some(f) = &a.stats_json {
-            std::fs::write(f, serde_json::to_string_pretty(&s)? + "\n")?;
+            s["config"] = config;
+            s["metadata"] = meta::metadata();
+            // The guest's exit status stays the status: a failed write is reported only.
+            let text = serde_json::to_string_pretty(&s).unwrap_or_default() + "\n";
+            if let Err(e) = std::fs::write(f, text) {
+                eprintln!("morph: --stats-json {}: cannot write: {e}", escaped(&f.display().to_string()));
+            }
         }
     }
     Ok(ExitCode::from(match status {
@@ -325,6 +342,31 @@ fn create_trace_file(f: &std::path::Path) -> anyhow::Result<std::fs::File> {
         let msg = e.to_string();
         let msg = msg.split(" (os error").next().unwrap_or_default().to_string();
         anyhow::anyhow!("--strace-file {}: {msg}", f.display())
+    })
+}
+
+/// The run's full configuration, as `--stats-json` records it under `config`.
+fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>]) -> serde_json::Value {
+    use clap::ValueEnum;
+    let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
+    serde_json::json!({
+        "engine": name(a.engine.to_possible_value()),
+        "key": a.key.name(),
+        "threshold": a.threshold,
+        "chain": !a.no_chain,
+        "tc_size": a.tc_size,
+        "aslr": a.aslr,
+        "kernel": name(a.kernel.to_possible_value()),
+        "seed": a.seed,
+        "root": root.display().to_string(),
+        "sysroot": meta::sysroot(root),
+        "max_mem_mib": a.max_mem,
+        "max_procs": a.max_procs,
+        "timeout_s": a.timeout,
+        "clear_env": a.clear_env,
+        "env": a.env,
+        "program": path,
+        "argv": argv.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect::<Vec<_>>(),
     })
 }
 
@@ -446,9 +488,8 @@ fn sysroot(cache: Option<PathBuf>, packages: Option<String>) -> anyhow::Result<(
 /// Assembles (on first use) or locates the Debian i386 sysroot with the embedded
 /// `mksysroot.py`, whose progress goes to stderr; returns its path.
 pub(crate) fn sysroot_path(cache: Option<PathBuf>, packages: Option<String>) -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("morph-mksysroot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let script = dir.join("mksysroot.py");
+    let dir = tempfile::Builder::new().prefix("morph-mksysroot-").tempdir()?;
+    let script = dir.path().join("mksysroot.py");
     std::fs::write(&script, MKSYSROOT)?;
     let mut cmd = std::process::Command::new("python3");
     cmd.arg(&script).stderr(std::process::Stdio::inherit());
@@ -459,7 +500,7 @@ pub(crate) fn sysroot_path(cache: Option<PathBuf>, packages: Option<String>) -> 
         cmd.arg("--packages").arg(p);
     }
     let out = cmd.output();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(dir);
     let out = out.map_err(|e| anyhow::anyhow!("cannot run python3: {e}"))?;
     if !out.status.success() {
         anyhow::bail!("sysroot assembly failed");

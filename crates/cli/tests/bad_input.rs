@@ -129,3 +129,131 @@ fn null_dereference_is_sigsegv() {
 fn divide_by_zero_is_sigfpe() {
     guest_dies("fault_div", 128 + 8, "divide error");
 }
+
+#[test]
+fn unknown_flags_are_rejected_but_the_guests_arguments_pass_verbatim() {
+    // An unknown option of morph is a usage error (clap's message, exit 125), not a
+    // program called "--bogus"; a qemu habit such as `-L DIR` likewise.
+    for args in [&["run", "--bogus", "/bin/true"][..], &["run", "-L", "/", "/bin/true"]] {
+        let r = morph_raw(args, Path::new("/"));
+        assert_eq!(r.status, 125, "{r:?}");
+        assert!(r.stderr.contains(&format!("unexpected argument '{}'", args[1])), "{r:?}");
+        assert!(!r.stderr.contains("No such file"), "{r:?}");
+    }
+    // After the program, and after `--`, every argument is the guest's.
+    let root = sysroot();
+    let root = root.to_str().unwrap();
+    let r = morph_raw(&["run", "--root", root, "/bin/echo", "--bogus", "-n", "x"], Path::new("/"));
+    assert_eq!((r.status, r.stdout.as_str()), (0, "--bogus -n x\n"), "{r:?}");
+    let r = morph_raw(&["run", "--root", root, "--", "/bin/echo", "--", "--stats"], Path::new("/"));
+    assert_eq!((r.status, r.stdout.as_str()), (0, "-- --stats\n"), "{r:?}");
+}
+
+#[test]
+fn version_names_the_commit() {
+    let r = morph_raw(&["--version"], Path::new("/"));
+    assert_eq!(r.status, 0, "{r:?}");
+    let line = r.stdout.trim();
+    let commit = line.split("(commit ").nth(1).and_then(|s| s.strip_suffix(')'));
+    let commit = commit.unwrap_or_else(|| panic!("no commit in {line:?}"));
+    // A hex commit in a git checkout, "unknown" when built from a tarball.
+    assert!(commit == "unknown" || commit.chars().all(|c| c.is_ascii_hexdigit()), "{line:?}");
+    let git =
+        std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(workspace()).output();
+    if let Some(o) = git.ok().filter(|o| o.status.success()) {
+        assert_eq!(commit, String::from_utf8_lossy(&o.stdout).trim(), "built from another commit? rebuild");
+    }
+}
+
+#[test]
+fn unwritable_output_fails_before_the_guest_runs_and_names_the_file() {
+    let dir = scratch("unwritable-out");
+    let marker = dir.join("ran");
+    let root = sysroot();
+    for (flag, bad) in [("--stats-json", dir.join("no/such/dir/s.json")), ("--code-map", dir.clone())] {
+        let r = morph_raw(
+            &[
+                "run",
+                "--root",
+                root.to_str().unwrap(),
+                "--engine",
+                "dbt",
+                flag,
+                bad.to_str().unwrap(),
+                "/bin/sh",
+                "-c",
+                &format!("touch {}", marker.display()),
+            ],
+            &dir,
+        );
+        assert_morph_error(&r, &format!("{flag} {}", bad.display()));
+        assert!(!marker.exists(), "the guest ran before {flag} was checked");
+    }
+}
+
+#[test]
+fn stats_json_records_configuration_and_metadata_and_keeps_the_guest_status() {
+    let dir = scratch("stats-meta");
+    let out = dir.join("s.json");
+    let root = sysroot();
+    let r = morph_raw(
+        &[
+            "run",
+            "--root",
+            root.to_str().unwrap(),
+            "--engine",
+            "dbt",
+            "--key",
+            "virtual",
+            "--seed",
+            "7",
+            "--stats-json",
+            out.to_str().unwrap(),
+            "/bin/sh",
+            "-c",
+            "exit 3",
+        ],
+        &dir,
+    );
+    assert_eq!(r.status, 3, "{r:?}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let c = &v["config"];
+    assert_eq!((c["engine"].as_str(), c["key"].as_str(), c["seed"].as_u64()), (Some("dbt"), Some("virtual"), Some(7)));
+    assert_eq!(c["argv"], serde_json::json!(["/bin/sh", "-c", "exit 3"]), "{c}");
+    for f in ["threshold", "chain", "aslr", "kernel", "root"] {
+        assert!(!c[f].is_null(), "config without {f}: {c}");
+    }
+    assert!(c["sysroot"]["packages"]["libc6"].is_string(), "{c}");
+    let m = &v["metadata"];
+    for f in ["morph_version", "morph_commit", "host_cpu", "host_kernel", "date_utc"] {
+        assert!(m[f].as_str().is_some_and(|s| !s.is_empty()), "metadata without {f}: {m}");
+    }
+}
+
+#[test]
+fn unwritable_experiment_output_fails_before_any_run() {
+    let dir = scratch("unwritable-exp-out");
+    let root = sysroot();
+    for flag in ["--csv", "--json", "--svg", "--png"] {
+        let bad = dir.join("no/such/dir/out");
+        let r = morph_raw(
+            &[
+                "exp",
+                "seed",
+                "--root",
+                root.to_str().unwrap(),
+                "--runs",
+                "1",
+                "--rounds",
+                "1",
+                "--quiet",
+                flag,
+                bad.to_str().unwrap(),
+            ],
+            &dir,
+        );
+        assert_morph_error(&r, &format!("{flag} {}", bad.display()));
+    }
+    // Nothing was written beside them either (the default plot is not made).
+    assert!(!dir.join("seed.svg").exists());
+}

@@ -44,31 +44,32 @@ fn seed_experiment_reproduces_the_mechanism_and_is_deterministic() {
     );
     assert_eq!(r.status, 0, "morph exp seed failed:\n{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("2005 report") && r.stdout.contains("sensitivity, key virtual"), "{}", r.stdout);
-    let cells: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
-    let cells = cells.as_array().expect("an array of cells");
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let cells = doc["cells"].as_array().expect("an array of cells");
     assert_eq!(cells.len(), 4, "{cells:?}");
+    assert_eq!(doc["runs"].as_array().map(Vec::len), Some(8), "{doc}");
     for cell in cells {
         for f in [
             "key",
             "aslr",
             "runs",
-            "real_s",
-            "user_s",
-            "sys_s",
-            "modeled_s",
-            "translations",
-            "retranslations",
-            "lookups",
-            "hits",
+            "real_median_s",
+            "user_median_s",
+            "sys_median_s",
+            "modeled_tm5600_median_s",
+            "translations_median",
+            "retranslations_median",
+            "lookups_median",
+            "hits_median",
         ] {
             assert!(cell.get(f).is_some(), "cell without {f}: {cell}");
         }
         assert_eq!(cell["runs"], 2);
-        assert!(cell["modeled_s"].as_f64().unwrap() > 0.0);
-        assert!(cell["translations"].as_u64().unwrap() > 0);
+        assert!(cell["modeled_tm5600_median_s"].as_f64().unwrap() > 0.0);
+        assert!(cell["translations_median"].as_u64().unwrap() > 0);
     }
     let cell = |k: &str, a: &str| cells.iter().find(|c| c["key"] == k && c["aslr"] == a).unwrap();
-    let retr = |k: &str, a: &str| cell(k, a)["retranslations"].as_u64().unwrap();
+    let retr = |k: &str, a: &str| cell(k, a)["retranslations_median"].as_u64().unwrap();
     // The 2005 mechanism: library code at new virtual addresses is translated again
     // under the virtual key; the physical key reuses translations whatever the layout.
     assert!(
@@ -172,4 +173,101 @@ fn sweep_writes_one_row_per_run_and_resumes() {
     // Nothing left to do: nothing runs, nothing is added.
     sweep(true);
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), again);
+}
+
+/// `morph exp seed` with native rows (ASLR really off and really on), its metadata in
+/// every output, the default plot beside the CSV, and `morph exp fit` on its JSON.
+#[test]
+fn seed_outputs_are_self_describing_and_fit_runs_on_them() {
+    let root = sysroot();
+    let dir = scratch("exp-seed-meta");
+    let (j, c, png) = (dir.join("cells.json"), dir.join("runs.csv"), dir.join("plot.png"));
+    let r = morph_raw(
+        &[
+            "exp",
+            "seed",
+            "--root",
+            root.to_str().unwrap(),
+            "--runs",
+            "1",
+            "--rounds",
+            "2",
+            "--keys",
+            "virtual",
+            "--quiet",
+            "--json",
+            j.to_str().unwrap(),
+            "--csv",
+            c.to_str().unwrap(),
+            "--png",
+            png.to_str().unwrap(),
+        ],
+        &dir,
+    );
+    assert_eq!(r.status, 0, "morph exp seed failed:\n{}\n{}", r.stdout, r.stderr);
+    for label in ["native (host CPU)", "off (personality)", "on (host, rva=", "real s", "legend:", "morph / native"] {
+        assert!(r.stdout.contains(label), "no {label:?} in\n{}", r.stdout);
+    }
+    // The default plot went beside the CSV, and the output says where.
+    let svg = dir.join("runs.svg");
+    let svg_text = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg_text.starts_with("<svg"));
+    // The table and the plot say what made them.
+    let made = r.stdout.lines().find(|l| l.starts_with("made by morph ")).expect("a provenance line");
+    assert!(made.contains("(commit ") && made.contains("libc6 "), "{made}");
+    assert!(svg_text.contains("made by morph ") && svg_text.contains("ASLR on"), "no provenance or legend in the plot");
+    assert!(r.stdout.contains(&format!("plot: {}", svg.display())), "{}", r.stdout);
+    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
+    let meta = &doc["metadata"];
+    for f in ["morph_version", "morph_commit", "host_cpu", "host_kernel", "date_utc"] {
+        assert!(meta[f].as_str().is_some_and(|s| !s.is_empty()), "metadata without {f}: {meta}");
+    }
+    assert_eq!(meta["config"]["seeds"], serde_json::json!([1]), "{meta}");
+    assert_eq!(meta["config"]["kernel_profile"], "2.6.12", "{meta}");
+    assert!(meta["sysroot"]["packages"]["libc6"].is_string(), "{meta}");
+    assert!(meta["cost_model"]["interp_insn"]["assumption"].as_bool().unwrap(), "{meta}");
+    let runs = doc["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "native off, native on, virtual off, virtual on");
+    for run in runs {
+        let native = run["engine"] == "native";
+        for f in ["key", "threshold", "seed", "kernel_profile", "modeled_tm5600_s", "translations", "counts"] {
+            assert_eq!(run[f].is_null(), native, "{f} in {run}");
+        }
+        assert!(run["real_s"].as_f64().unwrap() > 0.0, "{run}");
+    }
+    let native_aslr: Vec<&str> =
+        runs.iter().filter(|r| r["engine"] == "native").map(|r| r["aslr"].as_str().unwrap()).collect();
+    assert_eq!(native_aslr, ["0", "host"]);
+    // The CSV: native cells empty (not zero) where nothing applies; metadata in the sidecar.
+    let mut rd = csv::Reader::from_path(&c).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let recs: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(recs.len(), 4);
+    for rec in &recs {
+        let native = &rec[col("engine")] == "native";
+        for f in ["threshold", "modeled_tm5600_s", "modeled_tm5600_user_s", "retranslations"] {
+            assert_eq!(rec[col(f)].is_empty(), native, "{f}: {rec:?}");
+        }
+    }
+    let side: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("runs.csv.meta.json")).unwrap()).unwrap();
+    assert_eq!(side["morph_commit"], meta["morph_commit"]);
+
+    // The fit, from those runs: a separate, labelled result over the assumptions only.
+    let fit_json = dir.join("fit.json");
+    let r = morph_raw(&["exp", "fit", "--from", j.to_str().unwrap(), "--json", fit_json.to_str().unwrap()], &dir);
+    assert_eq!(r.status, 0, "morph exp fit failed:\n{}\n{}", r.stdout, r.stderr);
+    for label in ["ASSUMPTION parameters", "interp_insn", "user_on_s", "residual", "verdict: "] {
+        assert!(r.stdout.contains(label), "no {label:?} in\n{}", r.stdout);
+    }
+    let fit: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&fit_json).unwrap()).unwrap();
+    let names: Vec<&str> =
+        fit["fit"]["params"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"interp_insn") && !names.contains(&"fork") && !names.contains(&"clock_hz"), "{names:?}");
+    assert_eq!(fit["fit"]["residuals"].as_array().unwrap().len(), 4);
+    assert!(fit["fit"]["plausible"].is_boolean());
+    assert!(fit["metadata"]["morph_commit"].is_string());
 }

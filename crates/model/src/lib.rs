@@ -42,9 +42,11 @@
 //!
 //! Layout: [`counts`] (what a run did, read from `--stats-json`), [`params`] (the one
 //! table of prices and sources), [`model`] (applying it),
-//! [`sensitivity`](mod@sensitivity) (robustness of an ASLR-off/on comparison).
+//! [`sensitivity`](mod@sensitivity) (robustness of an ASLR-off/on comparison), [`fit`](mod@fit)
+//! (the assumptions fitted to the 2005 report: a separate, labelled result).
 
 pub mod counts;
+pub mod fit;
 pub mod model;
 pub mod params;
 pub mod sensitivity;

@@ -28,6 +28,9 @@ pub enum ExpCmd {
     Seed(SeedArgs),
     /// A cartesian sweep over key × ASLR components × threshold × workload × seeds.
     Sweep(SweepArgs),
+    /// Fit the cost model's assumption parameters to the 2005 report (a separate result;
+    /// the `seed` table stays unfitted).
+    Fit(fit::FitArgs),
 }
 
 /// Options shared by the experiments.
@@ -73,6 +76,12 @@ pub struct SeedArgs {
     /// Skip the native reference runs.
     #[arg(long)]
     no_native: bool,
+    /// Write the plot as PNG too.
+    #[arg(long, value_name = "FILE")]
+    png: Option<PathBuf>,
+    /// Do not write the default plot (an SVG beside --csv or --json, else ./seed.svg).
+    #[arg(long)]
+    no_plot: bool,
 }
 
 /// `morph exp sweep`.
@@ -97,14 +106,23 @@ pub struct SweepArgs {
     resume: bool,
 }
 
-/// One measured run.
+/// One measured run. Written as an [`output::RowRecord`]: units in the column names,
+/// empty where a value does not apply (a native run has no key, model or counters).
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(into = "output::RowRecord", from = "output::RowRecord")]
 pub struct Row {
+    /// A native run (no morph): the fields below that describe morph do not apply.
+    pub native: bool,
     /// `native` or the key.
     pub key: String,
-    /// The `--aslr` value.
+    /// The `--aslr` value; for a native run `0` (ASLR off by `personality`) or `host`
+    /// (the host's `randomize_va_space`).
     pub aslr: String,
-    /// Translation threshold (0 for native).
+    /// The host's `randomize_va_space` when the run was made.
+    pub host_aslr: Option<u32>,
+    /// The `--kernel` profile (morph runs).
+    pub kernel: String,
+    /// Translation threshold (morph runs).
     pub threshold: u32,
     /// Workload name.
     pub workload: String,
@@ -112,10 +130,15 @@ pub struct Row {
     pub seed: u64,
     /// Host wall-clock seconds.
     pub real_s: f64,
-    /// Guest execution, interpretation and translation seconds (host-measured).
+    /// Host user CPU seconds of the run's processes (`getrusage(RUSAGE_CHILDREN)`, the
+    /// same for native and morph runs).
     pub user_s: f64,
-    /// OS-layer seconds (host-measured).
+    /// Host system CPU seconds, taken the same way.
     pub sys_s: f64,
+    /// morph's own split (morph runs): seconds in the engine (guest code).
+    pub morph_engine_s: f64,
+    /// morph's own split: seconds in its OS layer.
+    pub morph_os_s: f64,
     /// Modeled TM5600 seconds: total, user, sys.
     pub modeled_s: f64,
     /// Modeled user seconds.
@@ -139,7 +162,6 @@ pub struct Row {
     /// Exit status of the workload.
     pub status: i32,
     /// The run's counts as the cost model reads them.
-    #[serde(skip)]
     pub counts: morph_model::Counts,
 }
 
@@ -173,13 +195,12 @@ fn install_workload(root: &Path) -> anyhow::Result<()> {
     if std::fs::read_to_string(&stamp_file).ok().as_deref() == Some(&format!("{stamp:016x}")) {
         return Ok(());
     }
-    let src = std::env::temp_dir().join(format!("morph-seed-src-{}", std::process::id()));
-    std::fs::create_dir_all(&src)?;
+    let src = tempfile::Builder::new().prefix("morph-seed-src-").tempdir()?;
     for (name, text) in SEED_SOURCES {
-        std::fs::write(src.join(name), text)?;
+        std::fs::write(src.path().join(name), text)?;
     }
-    let st = Command::new("bash").arg(src.join("build.sh")).arg(&dest).status();
-    let _ = std::fs::remove_dir_all(&src);
+    let st = Command::new("bash").arg(src.path().join("build.sh")).arg(&dest).status();
+    drop(src);
     if !st.context("cannot run bash")?.success() {
         bail!("building the seed workload failed (needs gcc and gcc-multilib)");
     }
@@ -193,7 +214,8 @@ fn install_workload(root: &Path) -> anyhow::Result<()> {
 pub(crate) fn native_prefix(root: &Path) -> anyhow::Result<Vec<String>> {
     let r = root.display().to_string();
     let script =
-        r#"r=$1; shift; mount --rbind /dev "$r/dev" && mount --rbind /proc "$r/proc" && exec chroot "$r" "$@""#;
+        // chroot lives in /usr/sbin, which a user's PATH may lack.
+        r#"r=$1; shift; c=$(command -v chroot || echo /usr/sbin/chroot); mount --rbind /dev "$r/dev" && mount --rbind /proc "$r/proc" && exec "$c" "$r" "$@""#;
     let mut tried = Vec::new();
     for userns in [false, true] {
         let mut p: Vec<String> = vec!["unshare".into()];
@@ -240,21 +262,48 @@ fn rounds_of(workload: &str) -> anyhow::Result<u32> {
 const GUEST_ENV: &[(&str, &str)] =
     &[("PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"), ("HOME", "/"), ("LC_ALL", "C")];
 
+/// The `aslr` of a native cell run with ASLR off; `host` leaves the host's setting.
+pub(crate) const NATIVE_ASLR_OFF: &str = "0";
+/// The `aslr` of a native cell run with the host's `randomize_va_space`.
+pub(crate) const NATIVE_ASLR_HOST: &str = "host";
+
+/// Makes `cmd` (and everything it execs: personality survives `execve`) run with
+/// `ADDR_NO_RANDOMIZE`, as `setarch -R` does.
+pub(crate) fn no_randomize(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs between fork and exec and only makes the personality
+    // system call, which is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            // 0xffffffff queries the current persona without changing it.
+            let cur = libc::personality(0xffff_ffff);
+            if cur == -1 || libc::personality((cur as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Runs one cell once.
 fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> anyhow::Result<Row> {
     let rounds = rounds_of(c.workload)?.to_string();
-    let json = std::env::temp_dir().join(format!("morph-exp-{}-{}.json", std::process::id(), c.seed));
+    let json_file = tempfile::Builder::new().prefix("morph-exp-").suffix(".json").tempfile()?;
+    let json = json_file.path();
     let mut cmd = match native {
         Some(prefix) => {
             let mut cmd = Command::new(&prefix[0]);
             cmd.args(&prefix[1..]).args(["/seed/seed.sh", &rounds]);
+            if c.aslr == NATIVE_ASLR_OFF {
+                no_randomize(&mut cmd);
+            }
             cmd
         }
         None => {
             let mut cmd = Command::new(std::env::current_exe()?);
             cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", c.key]);
             cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
-            cmd.args(["--seed", &c.seed.to_string(), "--timeout", "600"]).arg("--stats-json").arg(&json);
+            cmd.args(["--seed", &c.seed.to_string(), "--timeout", "600"]).arg("--stats-json").arg(json);
             cmd.args(["/seed/seed.sh", &rounds]);
             cmd
         }
@@ -282,14 +331,20 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
         );
     }
     let mut row = Row {
+        native: native.is_some(),
         key: c.key.to_string(),
         aslr: c.aslr.to_string(),
+        host_aslr: crate::meta::host_randomize_va_space(),
+        kernel: kernel.to_string(),
         threshold: c.threshold,
         workload: c.workload.to_string(),
         seed: c.seed,
         real_s,
-        user_s: u1 - u0,
-        sys_s: s1 - s0,
+        // getrusage counts microseconds: round away the subtraction's float noise.
+        user_s: ((u1 - u0) * 1e6).round() / 1e6,
+        sys_s: ((s1 - s0) * 1e6).round() / 1e6,
+        morph_engine_s: 0.0,
+        morph_os_s: 0.0,
         modeled_s: 0.0,
         modeled_user_s: 0.0,
         modeled_sys_s: 0.0,
@@ -304,11 +359,10 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
         counts: morph_model::Counts::default(),
     };
     if native.is_none() {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json)?)?;
-        let _ = std::fs::remove_file(&json);
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json)?)?;
         let g = |a: &str, b: &str| v[a][b].as_u64().unwrap_or(0);
-        row.user_s = g("os", "engine_ns") as f64 / 1e9;
-        row.sys_s = g("os", "os_ns") as f64 / 1e9;
+        row.morph_engine_s = g("os", "engine_ns") as f64 / 1e9;
+        row.morph_os_s = g("os", "os_ns") as f64 / 1e9;
         row.translations = g("engine", "translations");
         row.retranslations = g("engine", "retranslations");
         row.lookups = g("engine", "lookups");
@@ -346,9 +400,12 @@ fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// A cell's summary: medians and min–max spread over its runs.
-#[derive(Clone, Debug, Serialize)]
+/// A cell's summary: medians and min–max spread over its runs (written as an
+/// [`output::CellRecord`]).
+#[derive(Clone, Debug)]
 pub struct Summary {
+    /// Native runs (no morph).
+    pub native: bool,
     /// `native` or the key.
     pub key: String,
     /// The `--aslr` value.
@@ -361,10 +418,16 @@ pub struct Summary {
     pub real_range: (f64, f64),
     /// Median user seconds.
     pub user_s: f64,
+    /// Spread of user seconds.
+    pub user_range: (f64, f64),
     /// Median sys seconds.
     pub sys_s: f64,
+    /// Spread of sys seconds.
+    pub sys_range: (f64, f64),
     /// Median modeled TM5600 seconds.
     pub modeled_s: f64,
+    /// Spread of modeled seconds.
+    pub modeled_range: (f64, f64),
     /// Median modeled user seconds.
     pub modeled_user_s: f64,
     /// Median modeled sys seconds.
@@ -384,16 +447,23 @@ pub struct Summary {
 fn summarize(rows: &[Row]) -> Summary {
     let f = |get: fn(&Row) -> f64| median(&mut rows.iter().map(get).collect::<Vec<_>>());
     let u = |get: fn(&Row) -> u64| median(&mut rows.iter().map(|r| get(r) as f64).collect::<Vec<_>>()) as u64;
-    let reals: Vec<f64> = rows.iter().map(|r| r.real_s).collect();
+    let range = |get: fn(&Row) -> f64| {
+        let v = rows.iter().map(get);
+        (v.clone().fold(f64::INFINITY, f64::min), v.fold(f64::NEG_INFINITY, f64::max))
+    };
     Summary {
+        native: rows[0].native,
         key: rows[0].key.clone(),
         aslr: rows[0].aslr.clone(),
         runs: rows.len(),
         real_s: f(|r| r.real_s),
-        real_range: (reals.iter().copied().fold(f64::INFINITY, f64::min), reals.iter().copied().fold(0.0, f64::max)),
+        real_range: range(|r| r.real_s),
         user_s: f(|r| r.user_s),
+        user_range: range(|r| r.user_s),
         sys_s: f(|r| r.sys_s),
+        sys_range: range(|r| r.sys_s),
         modeled_s: f(|r| r.modeled_s),
+        modeled_range: range(|r| r.modeled_s),
         modeled_user_s: f(|r| r.modeled_user_s),
         modeled_sys_s: f(|r| r.modeled_sys_s),
         translations: u(|r| r.translations),
@@ -404,23 +474,13 @@ fn summarize(rows: &[Row]) -> Summary {
     }
 }
 
-fn write_outputs<T: Serialize>(c: &Common, cells: &[T], rows: &[Row]) -> anyhow::Result<()> {
-    if let Some(j) = &c.json {
-        // An array of cells (medians over their runs); the runs themselves go to --csv.
-        std::fs::write(j, serde_json::to_string_pretty(cells)? + "\n")?;
-    }
-    if let Some(p) = &c.csv {
-        let mut w = csv::Writer::from_path(p)?;
-        for r in rows {
-            w.serialize(r)?;
-        }
-        w.flush()?;
-    }
-    Ok(())
-}
-
+mod fit;
+mod output;
+mod plot;
 mod seed;
 mod sweep;
+
+pub use fit::fit;
 
 pub use seed::seed;
 pub use sweep::sweep;

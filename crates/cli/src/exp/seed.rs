@@ -2,25 +2,59 @@
 
 use super::*;
 
+/// The 2005 report (TM5600 at 533 MHz, Linux 2.6.12.2, `../shared/seed/`): real, user
+/// and sys seconds with `randomize_va_space` 0 and 1.
+pub const REPORT_2005: [(&str, f64, f64); 3] = [("real", 0.671, 3.310), ("user", 0.293, 2.712), ("sys", 0.325, 0.401)];
+
+/// The cells of the table, in table (and plot) order: native with ASLR off and on, then
+/// every key with ASLR off and on.
+fn cells(keys: &[String], native: bool) -> Vec<(String, &'static str)> {
+    let mut cells: Vec<(String, &str)> = Vec::new();
+    if native {
+        cells.push(("native".into(), NATIVE_ASLR_OFF));
+        cells.push(("native".into(), NATIVE_ASLR_HOST));
+    }
+    for k in keys {
+        for aslr in ["0", "1"] {
+            cells.push((k.clone(), aslr));
+        }
+    }
+    cells
+}
+
+/// Where the default plot goes: beside `--csv` (or `--json`) with the extension
+/// `.svg`, else `./seed.svg`.
+fn default_plot(c: &Common) -> PathBuf {
+    match c.csv.as_ref().or(c.json.as_ref()) {
+        Some(p) => p.with_extension("svg"),
+        None => PathBuf::from("seed.svg"),
+    }
+}
+
 /// `morph exp seed`.
 pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
     let c = &a.common;
+    let svg = c.svg.clone().or_else(|| (!a.no_plot).then(|| default_plot(c)));
+    let mut extra: Vec<(&str, &Path)> = Vec::new();
+    if let Some(p) = &svg {
+        extra.push(("--svg", p));
+    }
+    if let Some(p) = &a.png {
+        extra.push(("--png", p));
+    }
+    output::check_outputs(c, &extra)?;
     let root = match &c.root {
         Some(r) => r.canonicalize()?,
         None => crate::sysroot_path(None, None)?,
     };
     install_workload(&root)?;
     let native = if a.no_native { None } else { Some(native_prefix(&root)?) };
+    let no_randomize_checked = match &native {
+        Some(p) => Some(native_aslr_off_works(p)?),
+        None => None,
+    };
     let workload = format!("seed:{}", a.rounds);
-    let mut cells: Vec<(String, &str)> = Vec::new();
-    if native.is_some() {
-        cells.push(("native".into(), "0"));
-    }
-    for aslr in ["0", "1"] {
-        for k in &a.keys {
-            cells.push((k.clone(), aslr));
-        }
-    }
+    let cells = cells(&a.keys, native.is_some());
     let pb = progress((cells.len() as u64) * u64::from(c.runs), c.quiet);
     // Round after round, every cell once per round: a slow spell of a shared host
     // then spreads over all cells instead of inflating the ones that ran during it.
@@ -43,18 +77,100 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
     let summaries: Vec<_> = per_cell.iter().map(|r| summarize(r)).collect();
     let rows: Vec<_> = per_cell.into_iter().flatten().collect();
     pb.finish_and_clear();
+    let config = serde_json::json!({
+        "rounds": a.rounds,
+        "runs_per_cell": c.runs,
+        "seeds": (0..c.runs).map(|i| c.seed + u64::from(i)).collect::<Vec<_>>(),
+        "kernel_profile": c.kernel,
+        "keys": a.keys,
+        "threshold": morph_dbt::DEFAULT_THRESHOLD,
+        "workload": "guests/seed/seed.sh",
+        "native": native.is_some(),
+        "native_aslr_off": "personality(ADDR_NO_RANDOMIZE), as setarch -R",
+        "native_aslr_off_checked": no_randomize_checked,
+        "native_command": native,
+        "root": root.display().to_string(),
+    });
+    let metadata = output::metadata("seed", config, &root);
+    let provenance = provenance(&metadata);
     print_seed_table(&summaries, &a);
+    println!("{provenance}");
     print_sensitivity(&rows, &a.keys);
-    write_outputs(c, &summaries, &rows)?;
-    if let Some(svg) = &c.svg {
-        std::fs::write(svg, seed_svg(&summaries))?;
+    output::write_outputs(c, &metadata, &summaries, &rows)?;
+    if let Some(p) = &svg {
+        plot::seed_plot(p, &summaries, &provenance, plot::Format::Svg)?;
+        println!("plot: {}", p.display());
+    }
+    if let Some(p) = &a.png {
+        plot::seed_plot(p, &summaries, &provenance, plot::Format::Png)?;
+        println!("plot: {}", p.display());
+    }
+    for (what, p) in [("cells and runs (JSON)", &c.json), ("runs (CSV)", &c.csv)] {
+        if let Some(p) = p {
+            println!("{what}: {}", p.display());
+        }
+    }
+    if let Some(p) = &c.csv {
+        println!("metadata of the CSV: {}", output::sidecar(p).display());
     }
     Ok(())
 }
 
+/// One line saying what made these numbers: morph's version and commit, the host, the
+/// sysroot's libc and the date (the full record is the JSON's or the CSV sidecar's
+/// `metadata`).
+fn provenance(m: &serde_json::Value) -> String {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("unknown").to_string();
+    format!(
+        "made by morph {} (commit {}) on {}, {}, randomize_va_space={}; sysroot {} {} libc6 {}; {}",
+        s(&m["morph_version"]),
+        s(&m["morph_commit"]),
+        s(&m["host_cpu"]),
+        s(&m["host_kernel"]),
+        m["host_randomize_va_space"],
+        s(&m["sysroot"]["suite"]),
+        s(&m["sysroot"]["arch"]),
+        s(&m["sysroot"]["packages"]["libc6"]),
+        s(&m["date_utc"])
+    )
+}
+
+/// Checks that the native runs really get ASLR off: a process started the same way
+/// reads its personality from /proc.
+fn native_aslr_off_works(prefix: &[String]) -> anyhow::Result<bool> {
+    let mut cmd = Command::new(&prefix[0]);
+    cmd.args(&prefix[1..]).args(["/bin/cat", "/proc/self/personality"]);
+    no_randomize(&mut cmd);
+    let out = cmd.stdin(Stdio::null()).output().context("cannot start the native personality check")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let persona = u64::from_str_radix(text.trim(), 16).unwrap_or(0);
+    if persona & libc::ADDR_NO_RANDOMIZE as u64 == 0 {
+        bail!("native runs cannot turn ASLR off (personality {:?}); use --no-native", text.trim());
+    }
+    Ok(true)
+}
+
+/// How a cell's ASLR setting reads in the table.
+pub(crate) fn aslr_label(s: &Summary) -> String {
+    match (s.native, s.aslr.as_str()) {
+        (true, NATIVE_ASLR_OFF) => "off (personality)".into(),
+        (true, _) => match crate::meta::host_randomize_va_space() {
+            Some(v) => format!("on (host, rva={v})"),
+            None => "host setting".into(),
+        },
+        (false, "0") => "off (--aslr 0)".into(),
+        (false, a) => format!("on (--aslr {a})"),
+    }
+}
+
+/// How a cell's configuration reads in the table.
+pub(crate) fn run_label(s: &Summary) -> String {
+    if s.native { "native (host CPU)".into() } else { format!("morph, key {}", s.key) }
+}
+
 fn print_seed_table(s: &[Summary], a: &SeedArgs) {
     println!(
-        "morph exp seed: {} rounds, kernel {}, {} run(s) per cell, seeds {}..{}; medians (real min-max)",
+        "morph exp seed: {} rounds of guests/seed/seed.sh, kernel profile {}, {} run(s) per cell, seeds {}..{}",
         a.rounds,
         a.common.kernel,
         a.common.runs,
@@ -62,31 +178,31 @@ fn print_seed_table(s: &[Summary], a: &SeedArgs) {
         a.common.seed + u64::from(a.common.runs) - 1
     );
     println!(
-        "{:<9} {:>4} | {:>7} {:>15} {:>7} {:>7} | {:>8} {:>7} {:>7} | {:>7} {:>7} {:>6} {:>11}",
-        "key",
-        "aslr",
-        "real",
-        "(spread)",
-        "user",
-        "sys",
-        "TM5600",
-        "user",
-        "sys",
-        "transl",
-        "retrans",
-        "hit%",
-        "interp-ins"
+        "{:<20} {:<18} | {:>7} {:>15} {:>7} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>9} {:>6} {:>12}",
+        "run",
+        "ASLR",
+        "real s",
+        "real min-max s",
+        "user s",
+        "sys s",
+        "model s",
+        "m.user s",
+        "m.sys s",
+        "transl.",
+        "retransl.",
+        "hit %",
+        "interp. ins."
     );
     for x in s {
         let hit = if x.lookups > 0 { 100.0 * x.hits as f64 / x.lookups as f64 } else { 0.0 };
         // Native runs have no model and no translator: dashes.
-        let morph = |v: String| if x.key == "native" { "-".to_string() } else { v };
+        let morph = |v: String| if x.native { "-".to_string() } else { v };
         println!(
-            "{:<9} {:>4} | {:>7.3} {:>15} {:>7.3} {:>7.3} | {:>8} {:>7} {:>7} | {:>7} {:>7} {:>6} {:>11}",
-            x.key,
-            x.aslr,
+            "{:<20} {:<18} | {:>7.3} {:>15} {:>7.3} {:>7.3} | {:>8} {:>8} {:>8} | {:>7} {:>9} {:>6} {:>12}",
+            run_label(x),
+            aslr_label(x),
             x.real_s,
-            format!("({:.3}-{:.3})", x.real_range.0, x.real_range.1),
+            format!("{:.3}-{:.3}", x.real_range.0, x.real_range.1),
             x.user_s,
             x.sys_s,
             morph(format!("{:.3}", x.modeled_s)),
@@ -98,29 +214,93 @@ fn print_seed_table(s: &[Summary], a: &SeedArgs) {
             morph(x.interp_instructions.to_string()),
         );
     }
-    println!("on/off ratios (aslr 1 / aslr 0):");
-    for k in &a.keys {
-        let off = s.iter().find(|x| &x.key == k && x.aslr == "0");
-        let on = s.iter().find(|x| &x.key == k && x.aslr == "1");
-        if let (Some(off), Some(on)) = (off, on) {
-            println!(
-                "  {k:<9} real x{:.2}  user x{:.2}  modeled TM5600 x{:.2}  retranslations {} -> {}",
-                on.real_s / off.real_s,
-                on.user_s / off.user_s,
-                on.modeled_s / off.modeled_s,
-                off.retranslations,
-                on.retranslations
-            );
-        }
-    }
+    print_legend();
+    print_ratios(s);
+}
+
+fn print_legend() {
     println!(
-        "2005 report (TM5600 533 MHz, Linux 2.6.12.2): off real 0.671 user 0.293 sys 0.325; on real 3.310 user 2.712 sys 0.401; x4.93"
+        "legend: real/user/sys s = host-measured seconds on this machine, median over the runs \
+         (user and sys from getrusage of the run's processes, native and morph alike);\n\
+         \x20       model s = modeled seconds on a 533 MHz Crusoe TM5600 (docs/model.md; m.user/m.sys its user/sys \
+         parts);\n\
+         \x20       transl. = blocks translated; retransl. = blocks translated again (code already translated, \
+         met under a new key);\n\
+         \x20       hit % = translation-cache lookups that found a translation; interp. ins. = guest instructions \
+         interpreted; '-' = does not apply."
     );
 }
 
+fn ratio(on: f64, off: f64) -> String {
+    if off > 0.0 { format!("x{:.2}", on / off) } else { "-".into() }
+}
+
+fn print_ratios(s: &[Summary]) {
+    let find =
+        |native: bool, key: &str, aslr: &str| s.iter().find(|x| x.native == native && x.key == key && x.aslr == aslr);
+    println!("ASLR on / ASLR off (xN: the run took N times as long with ASLR on):");
+    if let (Some(off), Some(on)) = (find(true, "native", NATIVE_ASLR_OFF), find(true, "native", NATIVE_ASLR_HOST)) {
+        println!(
+            "  {:<22} real {:>6}  user {:>6}  sys {:>6}",
+            "native (host CPU)",
+            ratio(on.real_s, off.real_s),
+            ratio(on.user_s, off.user_s),
+            ratio(on.sys_s, off.sys_s)
+        );
+    }
+    let keys: Vec<&Summary> = s.iter().filter(|x| !x.native && x.aslr == "0").collect();
+    for off in &keys {
+        let Some(on) = find(false, &off.key, "1") else { continue };
+        println!(
+            "  {:<22} real {:>6}  user {:>6}  sys {:>6}  | modeled TM5600 {:>6} (user {}, sys {})  retranslations {} -> {}",
+            format!("morph, key {}", off.key),
+            ratio(on.real_s, off.real_s),
+            ratio(on.user_s, off.user_s),
+            ratio(on.sys_s, off.sys_s),
+            ratio(on.modeled_s, off.modeled_s),
+            ratio(on.modeled_user_s, off.modeled_user_s),
+            ratio(on.modeled_sys_s, off.modeled_sys_s),
+            off.retranslations,
+            on.retranslations
+        );
+    }
+    let [r, u, y] = REPORT_2005;
+    println!(
+        "  {:<22} real {:>6}  user {:>6}  sys {:>6}  (TM5600 533 MHz, Linux 2.6.12.2: off real {} user {} sys {}; on real {} user {} sys {} s)",
+        "2005 report",
+        ratio(r.2, r.1),
+        ratio(u.2, u.1),
+        ratio(y.2, y.1),
+        r.1,
+        u.1,
+        y.1,
+        r.2,
+        u.2,
+        y.2
+    );
+    let (Some(n_off), Some(n_on)) = (find(true, "native", NATIVE_ASLR_OFF), find(true, "native", NATIVE_ASLR_HOST))
+    else {
+        return;
+    };
+    println!("morph / native (xN: morph took N times the host time native did, same ASLR setting):");
+    for off in &keys {
+        let Some(on) = find(false, &off.key, "1") else { continue };
+        println!(
+            "  {:<22} ASLR off: real {:>7}  user {:>7}  sys {:>7}  | ASLR on: real {:>7}  user {:>7}  sys {:>7}",
+            format!("morph, key {}", off.key),
+            ratio(off.real_s, n_off.real_s),
+            ratio(off.user_s, n_off.user_s),
+            ratio(off.sys_s, n_off.sys_s),
+            ratio(on.real_s, n_on.real_s),
+            ratio(on.user_s, n_on.user_s),
+            ratio(on.sys_s, n_on.sys_s)
+        );
+    }
+}
+
 /// The run whose modeled time is the median of its cell.
-fn median_run<'a>(rows: &'a [Row], key: &str, aslr: &str) -> Option<&'a Row> {
-    let mut v: Vec<&Row> = rows.iter().filter(|r| r.key == key && r.aslr == aslr).collect();
+pub(crate) fn median_run<'a>(rows: &'a [Row], key: &str, aslr: &str) -> Option<&'a Row> {
+    let mut v: Vec<&Row> = rows.iter().filter(|r| !r.native && r.key == key && r.aslr == aslr).collect();
     v.sort_by(|a, b| a.modeled_s.total_cmp(&b.modeled_s));
     v.get(v.len() / 2).copied()
 }
@@ -148,76 +328,4 @@ fn print_sensitivity(rows: &[Row], keys: &[String]) {
             None => println!(),
         }
     }
-}
-
-/// A grouped bar chart: modeled TM5600 seconds and measured seconds per key, ASLR off
-/// beside on, with the 2005 figures as reference lines.
-fn seed_svg(s: &[Summary]) -> String {
-    let keys: Vec<&str> =
-        s.iter().filter(|x| x.key != "native").map(|x| x.key.as_str()).collect::<BTreeSet<_>>().into_iter().collect();
-    let val = |k: &str, aslr: &str| s.iter().find(|x| x.key == k && x.aslr == aslr).map_or(0.0, |x| x.modeled_s);
-    let max = keys.iter().flat_map(|k| [val(k, "0"), val(k, "1")]).fold(3.5f64, f64::max) * 1.1;
-    let (w, h, left, bottom, top) = (720.0, 360.0, 60.0, 300.0, 40.0);
-    let y = |v: f64| bottom - (v / max) * (bottom - top);
-    let mut o = String::new();
-    o += &format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-    );
-    o += "<text x=\"360\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">Seed workload, modeled TM5600 seconds: ASLR off vs on, by translation-cache key</text>\n";
-    o += &format!("<line x1=\"{left}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\" stroke=\"black\"/>\n", w - 20.0);
-    o += &format!("<line x1=\"{left}\" y1=\"{top}\" x2=\"{left}\" y2=\"{bottom}\" stroke=\"black\"/>\n");
-    o += &format!(
-        "<text transform=\"rotate(-90)\" x=\"{}\" y=\"16\" text-anchor=\"middle\">modeled TM5600 seconds</text>\n",
-        -(top + bottom) / 2.0
-    );
-    let mut t = 0.0;
-    while t <= max {
-        o += &format!("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{t:.1}</text>\n", left - 5.0, y(t) + 4.0);
-        t += 0.5;
-    }
-    for (label, v, color) in [("2005 off 0.671 s", 0.671, "#2a7"), ("2005 on 3.310 s", 3.310, "#c33")] {
-        o += &format!(
-            "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"{color}\" stroke-dasharray=\"4 3\"/>\n",
-            y(v),
-            w - 130.0
-        );
-        o += &format!("<text x=\"{}\" y=\"{}\" fill=\"{color}\">{label}</text>\n", w - 125.0, y(v) + 4.0);
-    }
-    // Bars to the left of the reference labels.
-    let slot = (w - 135.0 - left) / keys.len().max(1) as f64;
-    for (i, k) in keys.iter().enumerate() {
-        let x0 = left + slot * i as f64 + slot * 0.2;
-        for (j, (aslr, color)) in [("0", "#7ab"), ("1", "#e94")].iter().enumerate() {
-            let v = val(k, aslr);
-            let x = x0 + j as f64 * slot * 0.3;
-            o += &format!(
-                "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{color}\"/>\n",
-                y(v),
-                slot * 0.28,
-                bottom - y(v)
-            );
-            o += &format!(
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{v:.2}</text>\n",
-                x + slot * 0.14,
-                y(v) - 3.0
-            );
-        }
-        o +=
-            &format!("<text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\">{k}</text>\n", x0 + slot * 0.29, bottom + 16.0);
-    }
-    o += &format!(
-        "<rect x=\"{left}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#7ab\"/><text x=\"{}\" y=\"{}\">ASLR off</text>\n",
-        h - 30.0,
-        left + 14.0,
-        h - 21.0
-    );
-    o += &format!(
-        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"#e94\"/><text x=\"{}\" y=\"{}\">ASLR on (2.6.12: stack + mmap)</text>\n",
-        left + 90.0,
-        h - 30.0,
-        left + 104.0,
-        h - 21.0
-    );
-    o += "</svg>\n";
-    o
 }
