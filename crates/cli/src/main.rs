@@ -150,6 +150,8 @@ fn main() -> ExitCode {
             let r = match e {
                 exp::ExpCmd::Seed(a) => exp::seed(a),
                 exp::ExpCmd::Sweep(a) => exp::sweep(a),
+                exp::ExpCmd::SweepCell(a) => exp::sweep_cell(a),
+                exp::ExpCmd::SweepMerge(a) => exp::sweep_merge(a),
             };
             match r {
                 Ok(()) => ExitCode::SUCCESS,

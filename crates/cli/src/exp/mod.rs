@@ -28,6 +28,10 @@ pub enum ExpCmd {
     Seed(SeedArgs),
     /// A cartesian sweep over key × ASLR components × threshold × workload × seeds.
     Sweep(SweepArgs),
+    /// Run one cell of a sweep plan (`sweep --plan-out`) into a result file.
+    SweepCell(plan::SweepCellArgs),
+    /// Merge a plan's cell results into what `sweep` writes.
+    SweepMerge(plan::SweepMergeArgs),
 }
 
 /// Options shared by the experiments.
@@ -73,28 +77,6 @@ pub struct SeedArgs {
     /// Skip the native reference runs.
     #[arg(long)]
     no_native: bool,
-}
-
-/// `morph exp sweep`.
-#[derive(clap::Args)]
-pub struct SweepArgs {
-    #[command(flatten)]
-    common: Common,
-    /// Keys.
-    #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process")]
-    keys: Vec<String>,
-    /// ASLR settings (each a --aslr value; `;`-separated because component lists use commas).
-    #[arg(long, value_delimiter = ';', default_value = "none;stack;mmap;exec;brk;stack,mmap;1")]
-    aslr: Vec<String>,
-    /// Translation thresholds.
-    #[arg(long, value_delimiter = ',', default_value = "50")]
-    thresholds: Vec<u32>,
-    /// Workloads: seed (the full script) or seed:N (N rounds).
-    #[arg(long, value_delimiter = ',', default_value = "seed:20")]
-    workloads: Vec<String>,
-    /// Rows already in the CSV are kept and not run again (resume after an interruption).
-    #[arg(long)]
-    resume: bool,
 }
 
 /// One measured run.
@@ -419,8 +401,12 @@ fn write_outputs<T: Serialize>(c: &Common, cells: &[T], rows: &[Row]) -> anyhow:
     Ok(())
 }
 
+mod plan;
 mod seed;
+mod slurm;
 mod sweep;
+mod sweep_plot;
 
+pub use plan::{sweep_cell, sweep_merge};
 pub use seed::seed;
-pub use sweep::sweep;
+pub use sweep::{SweepArgs, sweep};
