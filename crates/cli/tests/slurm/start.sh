@@ -22,6 +22,10 @@ for tool in munged slurmctld slurmd sinfo sbatch; do
 done
 [ "$(id -u)" = 0 ] || { echo "start.sh: must run as root (slurmd runs jobs as their user)" >&2; exit 2; }
 
+# One start at a time (tests of several worktrees may call this together).
+exec 9>"$dir/start.lock"
+flock 9
+
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # munge: its own key, socket, pid and log under $dir.
