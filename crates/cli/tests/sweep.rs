@@ -58,7 +58,8 @@ fn jobs_and_cells_with_merge_give_the_same_counts() {
     let with = |extra: &[&str]| [&base[..], extra].concat().iter().map(|s| s.to_string()).collect::<Vec<String>>();
     let okv = |v: Vec<String>| ok(&v.iter().map(String::as_str).collect::<Vec<_>>(), &dir);
     okv(with(&["--plan-out", &p("plan.json")]));
-    let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json")).unwrap()).unwrap();
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json")).unwrap()).unwrap();
     let cells = plan["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 8, "{plan}");
     assert_eq!(plan["settings"]["aslr"], serde_json::json!(["none", "1"]));
@@ -144,7 +145,8 @@ fn resume_refuses_a_csv_of_other_settings_and_nothing_is_written_unasked() {
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stderr.contains("other settings") && r.stderr.contains("aslr: [\"none\",\"1\"]"), "{}", r.stderr);
     assert!(!r.stderr.contains("kernel"), "{}", r.stderr);
-    let r = morph_raw(&[sweep_args(root, "none", "1"), vec!["--csv", c, "--resume", "--kernel", "2.6.20"]].concat(), &dir);
+    let r =
+        morph_raw(&[sweep_args(root, "none", "1"), vec!["--csv", c, "--resume", "--kernel", "2.6.20"]].concat(), &dir);
     assert_eq!(r.status, 125, "{}", r.stderr);
     assert!(r.stderr.contains("kernel: \"2.6.20\"") && r.stderr.contains("\"2.6.12\""), "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), before);
@@ -160,7 +162,10 @@ fn resume_refuses_a_csv_of_other_settings_and_nothing_is_written_unasked() {
 
 /// The SVG's text elements, in document order.
 fn texts(svg: &str) -> Vec<String> {
-    svg.split("<text").skip(1).filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string())).collect()
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t.split_once('>')?.1.split_once("</text>")?.0.trim().to_string()))
+        .collect()
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub enum ExpCmd {
     /// The 2005 seed workload: ASLR off/on × key, with native for reference.
     Seed(SeedArgs),
     /// A cartesian sweep over key × ASLR components × threshold × workload × seeds.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
     /// Run one cell of a sweep plan (`sweep --plan-out`) into a result file.
     SweepCell(plan::SweepCellArgs),
     /// Merge a plan's cell results into what `sweep` writes.

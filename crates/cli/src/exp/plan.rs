@@ -198,7 +198,14 @@ pub fn read_result(dir: &Path, plan: &Plan, cell: &PlanCell) -> anyhow::Result<O
         );
     }
     if r.index != cell.index || r.row.id() != cell.id() {
-        bail!("{} holds cell {} ({}), expected cell {} ({})", path.display(), r.index, r.row.id(), cell.index, cell.id());
+        bail!(
+            "{} holds cell {} ({}), expected cell {} ({})",
+            path.display(),
+            r.index,
+            r.row.id(),
+            cell.index,
+            cell.id()
+        );
     }
     Ok(Some(r.row))
 }
@@ -221,12 +228,19 @@ pub struct SweepCellArgs {
 pub fn sweep_cell(a: SweepCellArgs) -> anyhow::Result<()> {
     let plan = Plan::read(&a.plan)?;
     let Some(cell) = plan.cells.get(a.index) else {
-        bail!("{}: no cell {} (the plan has {} cells, 0..{})", a.plan.display(), a.index, plan.cells.len(), plan.cells.len())
+        bail!(
+            "{}: no cell {} (the plan has {} cells, 0..{})",
+            a.plan.display(),
+            a.index,
+            plan.cells.len(),
+            plan.cells.len()
+        )
     };
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     let s = &plan.settings;
     install_workload(&s.root)?;
-    let c = Cell { key: &cell.key, aslr: &cell.aslr, threshold: cell.threshold, workload: &cell.workload, seed: cell.seed };
+    let c =
+        Cell { key: &cell.key, aslr: &cell.aslr, threshold: cell.threshold, workload: &cell.workload, seed: cell.seed };
     let row = run_one(&s.root, &s.kernel, &c, None)?;
     let result = CellResult { settings_hash: plan.settings_hash.clone(), index: cell.index, row };
     let path = result_path(&a.out, cell.index);

@@ -136,7 +136,8 @@ fn resumed_rows(plan: &Plan, csv: Option<&Path>) -> anyhow::Result<BTreeMap<Stri
             side.display()
         )
     })?;
-    let s: Sidecar = serde_json::from_str(&text).with_context(|| format!("{} is not a sweep settings file", side.display()))?;
+    let s: Sidecar =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a sweep settings file", side.display()))?;
     if s.settings != plan.settings || s.settings_hash != plan.settings_hash {
         bail!(
             "--resume: {} was written with other settings (settings hash {}, now {}): {}; run with the same settings, or without --resume to start over",
@@ -317,7 +318,8 @@ pub fn finish(plan: &Plan, rows: &[Row], out: &Outputs) -> anyhow::Result<()> {
         write_sidecar(plan, p)?;
     }
     if let Some(j) = &out.json {
-        std::fs::write(j, serde_json::to_string_pretty(&rows)? + "\n").with_context(|| format!("cannot write {}", j.display()))?;
+        std::fs::write(j, serde_json::to_string_pretty(&rows)? + "\n")
+            .with_context(|| format!("cannot write {}", j.display()))?;
     }
     let gs = groups(rows);
     if let Some(p) = &out.svg {

@@ -117,18 +117,10 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, gs: &[Group]) -> anyho
     let whiskers = if runs > 1 { format!("median of {runs} seeds, whiskers min–max") } else { "one seed".into() };
     let (plots, legend) = root.split_horizontally(SIZE.0 - LEGEND_W);
     let (top, bottom) = plots.split_vertically(SIZE.1 / 2);
-    let panels: [(&DrawingArea<DB, Shift>, String, &str, fn(&Row) -> f64); 2] = [
-        (
-            &top,
-            format!("Blocks translated again ({whiskers})"),
-            "retranslations / blocks",
-            |r| r.retranslations as f64,
-        ),
-        (&bottom, format!("Modeled TM5600 time ({whiskers})"), "modeled time / s", |r| r.modeled_s),
-    ];
-    for (area, title, ydesc, val) in panels {
-        panel(area, gs, &keys, &series, &title, ydesc, val)?;
-    }
+    let title = format!("Blocks translated again ({whiskers})");
+    panel(&top, gs, &keys, &series, &title, "retranslations / blocks", |r| r.retranslations as f64)?;
+    let title = format!("Modeled TM5600 time ({whiskers})");
+    panel(&bottom, gs, &keys, &series, &title, "modeled time / s", |r| r.modeled_s)?;
     legend.draw(&Text::new("configuration", (10, 40), ("sans-serif", 15).into_font())).map_err(err)?;
     for (j, s) in series.iter().enumerate() {
         let y = 66 + 22 * j as i32;
@@ -237,9 +229,11 @@ fn panel<DB: DrawingBackend>(
             )
             .map_err(err)?;
         chart
-            .draw_series(bars.iter().filter(|b| b.4 > b.2).map(|b| {
-                ErrorBar::new_vertical((b.0 + b.1) / 2.0, b.2, b.3, b.4, BLACK.stroke_width(1), 6)
-            }))
+            .draw_series(
+                bars.iter()
+                    .filter(|b| b.4 > b.2)
+                    .map(|b| ErrorBar::new_vertical((b.0 + b.1) / 2.0, b.2, b.3, b.4, BLACK.stroke_width(1), 6)),
+            )
             .map_err(err)?;
     }
     Ok(())
