@@ -135,6 +135,15 @@ fn resume_refuses_a_csv_of_other_settings_and_nothing_is_written_unasked() {
     assert_eq!(r.status, 125);
     assert!(r.stderr.contains("--resume needs --csv"), "{}", r.stderr);
 
+    // Values `morph run` would refuse are refused before any cell runs.
+    for (opt, bad, msg) in [("--keys", "bogus", "unknown key bogus"), ("--aslr", "none;foo", "--aslr foo")] {
+        let mut a = sweep_args(root, "none", "1");
+        a.extend([opt, bad]);
+        let r = morph_raw(&a, &dir);
+        assert_eq!(r.status, 125);
+        assert!(r.stderr.contains(msg), "{}", r.stderr);
+    }
+
     let csv = dir.join("s.csv");
     let c = csv.to_str().unwrap();
     ok(&[sweep_args(root, "none", "1"), vec!["--csv", c]].concat(), &dir);
@@ -146,9 +155,9 @@ fn resume_refuses_a_csv_of_other_settings_and_nothing_is_written_unasked() {
     assert!(r.stderr.contains("other settings") && r.stderr.contains("aslr: [\"none\",\"1\"]"), "{}", r.stderr);
     assert!(!r.stderr.contains("kernel"), "{}", r.stderr);
     let r =
-        morph_raw(&[sweep_args(root, "none", "1"), vec!["--csv", c, "--resume", "--kernel", "2.6.20"]].concat(), &dir);
+        morph_raw(&[sweep_args(root, "none", "1"), vec!["--csv", c, "--resume", "--kernel", "modern"]].concat(), &dir);
     assert_eq!(r.status, 125, "{}", r.stderr);
-    assert!(r.stderr.contains("kernel: \"2.6.20\"") && r.stderr.contains("\"2.6.12\""), "{}", r.stderr);
+    assert!(r.stderr.contains("kernel: \"modern\"") && r.stderr.contains("\"2.6.12\""), "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&csv).unwrap(), before);
     // The same settings resume (nothing left to run: the file is unchanged).
     ok(&[sweep_args(root, "none", "1"), vec!["--csv", c, "--resume"]].concat(), &dir);

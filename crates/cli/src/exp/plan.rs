@@ -46,6 +46,24 @@ impl Settings {
         format!("{h:016x}")
     }
 
+    /// Refuses values `morph run` would refuse, before any cell runs.
+    fn check(&self) -> anyhow::Result<()> {
+        let kernel = match self.kernel.as_str() {
+            "2.6.12" => morph_os::layout::Kernel::Linux2612,
+            "modern" => morph_os::layout::Kernel::Modern,
+            k => bail!("unknown kernel {k} (2.6.12 or modern)"),
+        };
+        for k in &self.keys {
+            if !["virtual", "physical", "process"].contains(&k.as_str()) {
+                bail!("unknown key {k} (virtual, physical or process)");
+            }
+        }
+        for a in &self.aslr {
+            morph_os::layout::Aslr::parse(a, kernel).map_err(|e| anyhow::anyhow!("--aslr {a}: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// The settings that differ from `other`'s, each as "name: ours vs theirs".
     pub fn differences(&self, other: &Settings) -> Vec<String> {
         let a = serde_json::to_value(self).unwrap_or_default();
@@ -99,6 +117,7 @@ impl Plan {
     /// The plan of `settings`: workload × key × ASLR × threshold × seed, in that nesting.
     pub fn new(settings: Settings) -> anyhow::Result<Plan> {
         let s = &settings;
+        s.check()?;
         let mut cells = Vec::new();
         for w in &s.workloads {
             rounds_of(w)?;

@@ -55,8 +55,8 @@ pub fn run(plan: &Plan, a: &SlurmArgs, have: &BTreeMap<String, Row>, quiet: bool
     match (r, tmp) {
         (Ok(rows), _) => Ok(rows),
         (Err(e), Some(t)) => {
-            let kept = t.keep();
-            Err(e.context(format!("the plan, results and logs are kept in {}", kept.display())))
+            let _kept = t.keep();
+            Err(e.context(format!("the plan, results and logs are kept in {}", work.display())))
         }
         (Err(e), None) => Err(e),
     }

@@ -267,7 +267,9 @@ fn run_cell_child(exe: &Path, plan_path: &Path, dir: &Path, plan: &Plan, i: usiz
         .output()
         .context("cannot start morph exp sweep-cell")?;
     if !out.status.success() {
-        bail!("morph exp sweep-cell failed ({}):\n{}", out.status, String::from_utf8_lossy(&out.stderr).trim_end());
+        let err = String::from_utf8_lossy(&out.stderr);
+        let err = err.trim_end();
+        bail!("morph exp sweep-cell failed ({}): {}", out.status, err.strip_prefix("morph: ").unwrap_or(err));
     }
     read_result(dir, plan, &plan.cells[i])?.context("morph exp sweep-cell wrote no result")
 }

@@ -23,8 +23,9 @@ done
 [ "$(id -u)" = 0 ] || { echo "start.sh: must run as root (slurmd runs jobs as their user)" >&2; exit 2; }
 
 # One start at a time (tests of several worktrees may call this together).
+# The daemons get `9>&-`: holding the lock they would block every later start.
 exec 9>"$dir/start.lock"
-flock 9
+flock -w 120 9 || { echo "start.sh: $dir/start.lock is held by another start for 120 s" >&2; exit 1; }
 
 alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -39,7 +40,7 @@ if ! alive "$dir/munge/munged.pid"; then
   rm -f "$dir/munge/munge.sock"
   munged --force --socket="$dir/munge/munge.sock" --key-file="$dir/munge/munge.key" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
-    --seed-file="$dir/munge/munged.seed"
+    --seed-file="$dir/munge/munged.seed" 9>&-
 fi
 
 mkdir -p "$dir/state" "$dir/spool" "$dir/log"
@@ -91,10 +92,10 @@ if [ "$changed" = 1 ]; then
   done
 fi
 if ! alive "$dir/slurmctld.pid"; then
-  slurmctld -f "$conf"
+  slurmctld -f "$conf" 9>&-
 fi
 if ! alive "$dir/slurmd.pid"; then
-  slurmd -f "$conf" -N localhost
+  slurmd -f "$conf" -N localhost 9>&-
 fi
 
 # Wait (up to 60 s) for the node to be idle (or mixed/allocated when jobs already run).
