@@ -187,7 +187,9 @@ fn the_plot_has_labelled_axes_round_ticks_whiskers_and_the_table_order() {
     let r = ok(&a, &dir);
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg"), "{}", &text[..100.min(text.len())]);
-    for label in ["retranslations / blocks", "modeled time / s", "translation-cache key", "physical", "virtual"] {
+    for label in
+        ["retranslations / blocks", "modeled time / s", "host real time / s", "translation-cache key", "virtual"]
+    {
         assert!(text.contains(label), "no {label:?} in the SVG");
     }
     // Legend in the table's order: ASLR 1 first, as asked.

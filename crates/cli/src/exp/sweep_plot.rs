@@ -1,5 +1,5 @@
-//! The sweep's plot (plotters, SVG or PNG): retranslations and modeled TM5600 seconds
-//! per key, one bar per configuration (median over its runs, whiskers min–max), the
+//! The sweep's plot (plotters, SVG or PNG): retranslations, modeled TM5600 seconds and
+//! measured host seconds per key, one bar per configuration (median over its runs, whiskers min–max), the
 //! legend in the table's order.
 
 use std::sync::OnceLock;
@@ -16,11 +16,11 @@ use super::*;
 pub enum Format {
     /// Scalable vector graphics.
     Svg,
-    /// A 960×820 PNG image.
+    /// A 1000×1200 PNG image.
     Png,
 }
 
-const SIZE: (u32, u32) = (1000, 820);
+const SIZE: (u32, u32) = (1000, 1200);
 const LEGEND_W: u32 = 250;
 
 /// Colours of the bars, in legend order (distinguishable, also in grey).
@@ -116,11 +116,13 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, gs: &[Group]) -> anyho
     let runs = gs.iter().map(|g| g.rows.len()).max().unwrap_or(0);
     let whiskers = if runs > 1 { format!("median of {runs} seeds, whiskers min–max") } else { "one seed".into() };
     let (plots, legend) = root.split_horizontally(SIZE.0 - LEGEND_W);
-    let (top, bottom) = plots.split_vertically(SIZE.1 / 2);
+    let rows = plots.split_evenly((3, 1));
     let title = format!("Blocks translated again ({whiskers})");
-    panel(&top, gs, &keys, &series, &title, "retranslations / blocks", |r| r.retranslations as f64)?;
+    panel(&rows[0], gs, &keys, &series, &title, "retranslations / blocks", |r| r.retranslations as f64)?;
     let title = format!("Modeled TM5600 time ({whiskers})");
-    panel(&bottom, gs, &keys, &series, &title, "modeled time / s", |r| r.modeled_s)?;
+    panel(&rows[1], gs, &keys, &series, &title, "modeled time / s", |r| r.modeled_s)?;
+    let title = format!("Measured host time, wall clock ({whiskers})");
+    panel(&rows[2], gs, &keys, &series, &title, "host real time / s", |r| r.real_s)?;
     legend.draw(&Text::new("configuration", (10, 40), ("sans-serif", 15).into_font())).map_err(err)?;
     for (j, s) in series.iter().enumerate() {
         let y = 66 + 22 * j as i32;
