@@ -199,16 +199,21 @@ fn the_plot_has_labelled_axes_round_ticks_whiskers_and_the_table_order() {
     assert!(l1 < l0, "legend order differs from the table's");
     let (t1, t0) = (r.stdout.find("physical  1 ").unwrap(), r.stdout.find("physical  none").unwrap());
     assert!(t1 < t0, "{}", r.stdout);
-    // Ticks at round numbers: steps of 1, 2 or 5 times a power of ten (in both panels;
-    // one step, from one panel's labels to the other's, is not a tick step).
+    // Ticks at round numbers: in each panel (its ticks start at 0), equal steps of 1, 2
+    // or 5 times a power of ten.
     let ticks: Vec<f64> = labels.iter().filter_map(|t| t.parse().ok()).collect();
-    assert!(ticks.len() >= 8, "{ticks:?}");
+    let panels: Vec<&[f64]> = ticks.chunk_by(|_, b| *b != 0.0).collect();
+    assert_eq!(panels.len(), 3, "{ticks:?}");
     let round = |d: f64| {
         let mant = d / 10f64.powf(d.log10().floor());
         [1.0, 2.0, 5.0, 10.0].iter().any(|m| (mant - m).abs() < 1e-6)
     };
-    let odd = ticks.windows(2).map(|w| (w[1] - w[0]).abs()).filter(|&d| !round(d)).count();
-    assert!(odd <= 1, "ticks not at round numbers: {ticks:?}");
+    for p in &panels {
+        assert!(p.len() >= 4, "{ticks:?}");
+        let step = p[1] - p[0];
+        assert!(round(step), "ticks not at round numbers: {p:?}");
+        assert!(p.windows(2).all(|w| (w[1] - w[0] - step).abs() < step * 1e-6), "uneven ticks: {p:?}");
+    }
     // Whiskers: runs differ by seed under virtual+ASLR, so error bars are drawn.
     assert!(text.contains("whiskers min–max"), "no whisker note");
     let bytes = std::fs::read(&png).unwrap();
