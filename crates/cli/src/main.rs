@@ -151,7 +151,9 @@ fn main() -> ExitCode {
         Cmd::Exp(e) => {
             let r = match e {
                 exp::ExpCmd::Seed(a) => exp::seed(a),
-                exp::ExpCmd::Sweep(a) => exp::sweep(a),
+                exp::ExpCmd::Sweep(a) => exp::sweep(*a),
+                exp::ExpCmd::SweepCell(a) => exp::sweep_cell(a),
+                exp::ExpCmd::SweepMerge(a) => exp::sweep_merge(a),
                 exp::ExpCmd::Fit(a) => exp::fit(a),
             };
             match r {

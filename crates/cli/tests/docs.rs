@@ -34,7 +34,16 @@ fn readme_usage() -> String {
 #[test]
 fn every_long_option_of_every_command_is_in_the_readme_usage() {
     let usage = readme_usage();
-    for cmd in [&["run"][..], &["exp", "seed"], &["exp", "sweep"], &["sysroot"]] {
+    let cmds: [&[&str]; 7] = [
+        &["run"],
+        &["exp", "seed"],
+        &["exp", "fit"],
+        &["exp", "sweep"],
+        &["exp", "sweep-cell"],
+        &["exp", "sweep-merge"],
+        &["sysroot"],
+    ];
+    for cmd in cmds {
         let out = Command::new(env!("CARGO_BIN_EXE_morph")).args(cmd).arg("--help").output().unwrap();
         assert!(out.status.success(), "{cmd:?} --help failed");
         let help = String::from_utf8(out.stdout).unwrap();

@@ -27,7 +27,11 @@ pub enum ExpCmd {
     /// The 2005 seed workload: ASLR off/on × key, with native for reference.
     Seed(SeedArgs),
     /// A cartesian sweep over key × ASLR components × threshold × workload × seeds.
-    Sweep(SweepArgs),
+    Sweep(Box<SweepArgs>),
+    /// Run one cell of a sweep plan (`sweep --plan-out`) into a result file.
+    SweepCell(plan::SweepCellArgs),
+    /// Merge a plan's cell results into what `sweep` writes.
+    SweepMerge(plan::SweepMergeArgs),
     /// Fit the cost model's assumption parameters to the 2005 report (a separate result;
     /// the `seed` table stays unfitted).
     Fit(fit::FitArgs),
@@ -82,28 +86,6 @@ pub struct SeedArgs {
     /// Do not write the default plot (an SVG beside --csv or --json, else ./seed.svg).
     #[arg(long)]
     no_plot: bool,
-}
-
-/// `morph exp sweep`.
-#[derive(clap::Args)]
-pub struct SweepArgs {
-    #[command(flatten)]
-    common: Common,
-    /// Keys.
-    #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process")]
-    keys: Vec<String>,
-    /// ASLR settings (each a --aslr value; `;`-separated because component lists use commas).
-    #[arg(long, value_delimiter = ';', default_value = "none;stack;mmap;exec;brk;stack,mmap;1")]
-    aslr: Vec<String>,
-    /// Translation thresholds.
-    #[arg(long, value_delimiter = ',', default_value = "50")]
-    thresholds: Vec<u32>,
-    /// Workloads: seed (the full script) or seed:N (N rounds).
-    #[arg(long, value_delimiter = ',', default_value = "seed:20")]
-    workloads: Vec<String>,
-    /// Rows already in the CSV are kept and not run again (resume after an interruption).
-    #[arg(long)]
-    resume: bool,
 }
 
 /// One measured run. Written as an [`output::RowRecord`]: units in the column names,
@@ -476,11 +458,14 @@ fn summarize(rows: &[Row]) -> Summary {
 
 mod fit;
 mod output;
+mod plan;
 mod plot;
 mod seed;
+mod slurm;
 mod sweep;
+mod sweep_plot;
 
 pub use fit::fit;
-
+pub use plan::{sweep_cell, sweep_merge};
 pub use seed::seed;
-pub use sweep::sweep;
+pub use sweep::{SweepArgs, sweep};

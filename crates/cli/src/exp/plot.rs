@@ -3,6 +3,7 @@
 //! marked; bars are medians, whiskers the min–max over the runs; groups in table order.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -15,7 +16,7 @@ use super::seed::{REPORT_2005, run_label};
 pub enum Format {
     /// Scalable vector graphics.
     Svg,
-    /// A bitmap (text drawn with a system font found by fontconfig).
+    /// A bitmap.
     Png,
 }
 
@@ -27,9 +28,44 @@ fn err<E: std::fmt::Display>(path: &Path) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("plot {}: {e}", path.display())
 }
 
+/// TrueType fonts tried for the plot's text ($MORPH_FONT first).
+const FONTS: &[&str] = &[
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu-sans-fonts/DejaVuSans.ttf",
+    "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/liberation-sans/LiberationSans-Regular.ttf",
+    "/usr/share/fonts/truetype/freefont/FreeSans.ttf",
+];
+
+/// Registers a system font as plotters' "sans-serif" (plotters lays out text with it,
+/// for SVG and PNG alike; ab_glyph reads the file, no fontconfig or freetype).
+pub fn load_font() -> anyhow::Result<()> {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let env = std::env::var("MORPH_FONT").ok();
+        for p in env.iter().map(String::as_str).chain(FONTS.iter().copied()) {
+            let Ok(bytes) = std::fs::read(p) else { continue };
+            // Plotters keeps fonts for the process's lifetime: this one is read once.
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                return Ok(());
+            }
+        }
+        Err(format!(
+            "no TrueType font for the plot's text (tried $MORPH_FONT and {}; install fonts-dejavu-core)",
+            FONTS.join(", ")
+        ))
+    })
+    .clone()
+    .map_err(anyhow::Error::msg)
+}
+
 /// Draws the seed plot of `cells` into `path`.
 /// `footer` (what made the numbers) goes under the panels.
 pub fn seed_plot(path: &Path, cells: &[Summary], footer: &str, f: Format) -> anyhow::Result<()> {
+    load_font()?;
     match f {
         Format::Svg => draw(SVGBackend::new(path, SIZE).into_drawing_area(), cells, footer).map_err(err(path)),
         Format::Png => {
