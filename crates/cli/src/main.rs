@@ -77,6 +77,15 @@ struct RunArgs {
     /// (14 MiB, the Crusoe's); the whole cache is flushed when it is full (dbt engine).
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = morph_dbt::parse_tc_size)]
     tc_size: usize,
+    /// Keep translations of file-backed code in DIR across runs, and load them at a
+    /// block's first execution (dbt engine; made 0700 with a private key, shareable by
+    /// concurrent runs; see docs/engine.md).
+    #[arg(long, value_name = "DIR")]
+    tcache_dir: Option<PathBuf>,
+    /// Size limit of --tcache-dir: bytes with an optional K, M or G suffix; least
+    /// recently used module files are evicted beyond it.
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = morph_dbt::parse_tc_size)]
+    tcache_size: usize,
 
     /// Write one line per translation to FILE: code-buffer offset, size, guest EIP, guest PA,
     /// host code (dbt engine; see benches/code-map.py)
@@ -238,6 +247,9 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(f) = &a.code_map {
         meta::check_writable("--code-map", f)?;
     }
+    if let Some(d) = a.tcache_dir.as_ref().filter(|_| a.engine == Engine::Dbt) {
+        std::fs::create_dir_all(d).map_err(|e| anyhow::anyhow!("--tcache-dir {}: {e}", d.display()))?;
+    }
     let engine = morph_dbt::EngineConfig {
         translate: a.engine == Engine::Dbt,
         key: a.key,
@@ -245,6 +257,8 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         chain: !a.no_chain,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
+        tcache_dir: a.tcache_dir.clone(),
+        tcache_size: a.tcache_size as u64,
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
@@ -317,6 +331,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let wall = t0.elapsed();
     let _ = std::io::stdout().flush();
+    machine.save_tcache();
     if a.stats || a.stats_json.is_some() {
         let mut s = stats_json(&machine, wall);
         if a.stats {
@@ -357,6 +372,8 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "threshold": a.threshold,
         "chain": !a.no_chain,
         "tc_size": a.tc_size,
+        "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
+        "tcache_size": a.tcache_size,
         "aslr": a.aslr,
         "kernel": name(a.kernel.to_possible_value()),
         "seed": a.seed,
@@ -402,6 +419,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "misses": e.misses,
             "translations": e.translations,
             "reuses": e.reuses,
+            "tcache_loads": e.tcache_loads,
             "retranslations": e.retranslations,
             "chain_patches": e.chain_patches,
             "jump_cache_hits": e.jump_cache_hits,
@@ -429,6 +447,16 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "interp_blocks_rebased": i.blocks_rebased,
             "fpu_instructions": i.fpu_instructions,
         },
+        "tcache": m.engine().tcache_stats().map(|t| json!({
+            "files_loaded": t.files_loaded,
+            "loaded": t.loaded,
+            "validated": t.validated,
+            "rejected": t.rejected,
+            "stored": t.stored,
+            "cold": t.cold,
+            "lost": t.lost,
+            "evicted": t.evicted,
+        })),
         "os": {
             "syscalls_total": os.syscalls.values().sum::<u64>(),
             "syscalls": names(&os.syscalls),

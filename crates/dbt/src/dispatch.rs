@@ -74,7 +74,16 @@ impl Engine {
                     None => {
                         self.stats.misses += 1;
                         slot.count += 1;
-                        if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
+                        let loaded = if slot.count == 1 && self.tcache.is_some() {
+                            self.load_persistent(key, eip, frame, mem, ctx)
+                        } else {
+                            None
+                        };
+                        let slot = &mut self.slots[i as usize];
+                        if let Some(t) = loaded {
+                            let body = self.trans[t as usize].body;
+                            self.enter(body, frame, ctx, cpu, mem, budget - used)
+                        } else if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
                             let r = interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut slot.block);
                             if let Some(h) = slot.block.as_ref().map(CachedBlock::prefetch_hint)
                                 && let Some(p) = self.slots.get_mut(self.pred_slot as usize)

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use crate::clock::Activity;
 use crate::key::Key;
 use crate::slots::{FrameEntry, Live, NO_FRAME};
+use crate::tcache::Tcache;
 use crate::translate::{self, Fixup, Site};
 use crate::{Engine, abi::helper};
 
@@ -40,6 +41,7 @@ pub(crate) struct Made {
     pub(crate) entry: usize,
     pub(crate) sites: Vec<Site>,
     pub(crate) fixups: Vec<(usize, Fixup)>,
+    pub(crate) relocs: Vec<(usize, translate::Reloc)>,
     pub(crate) points: Vec<(u32, u32, u32)>,
     pub(crate) instructions: u32,
     pub(crate) guest_len: u32,
@@ -57,6 +59,7 @@ impl From<translate::Translated> for Made {
             entry: t.entry,
             sites: t.sites,
             fixups: t.fixups,
+            relocs: t.relocs,
             points: t.points,
             instructions: t.instructions,
             guest_len: t.guest_len,
@@ -72,6 +75,19 @@ impl From<translate::Translated> for Made {
 enum Origin {
     Translated,
     Reused,
+    /// Loaded from the persistent cache (`tcache`).
+    Loaded,
+}
+
+/// The extent a block at `eip` may have: the bytes to its page end, the next page's
+/// frame if the last instruction may straddle into it (readable, and not past the top of
+/// the address space), and the most guest bytes a translation of it may span.
+fn span(eip: u32, mem: &AddressSpace) -> (u32, Option<u32>, u32) {
+    let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+    let len = page_end.wrapping_sub(eip);
+    let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
+    let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
+    (len, frame2, max)
 }
 
 impl Engine {
@@ -96,12 +112,7 @@ impl Engine {
         ctx: u32,
     ) -> Option<u32> {
         self.ticks.switch(Activity::Translate);
-        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
-        let len = page_end.wrapping_sub(eip);
-        // The last instruction may straddle into the next page if that page can be read
-        // (and is not past the top of the address space).
-        let frame2 = if page_end != 0 { next_frame(mem, eip) } else { None };
-        let max = len + if frame2.is_some() { MAX_INSN_LEN - 1 } else { 0 };
+        let (len, frame2, max) = span(eip, mem);
         let identity = self.cfg.key.identity(eip, frame, mem);
         let (mut made, mut origin) = match identity.and_then(|h| self.reuse(h, eip, max, mem)) {
             Some(m) => (m, Origin::Reused),
@@ -118,8 +129,40 @@ impl Engine {
         {
             self.remember(h, eip, &made, mem);
         }
+        if origin == Origin::Translated
+            && let Some(tc) = &mut self.tcache
+            && let Some((m, offset)) = Tcache::place_of(eip, frame, mem)
+            && let Some(fields) = crate::reuse::id_fields(&made, self.trans.len() as u32)
+        {
+            let mut bytes = vec![0u8; made.guest_len as usize];
+            if mem.read_bytes(eip, &mut bytes).is_ok() {
+                tc.keep(m, offset, eip, &made, &fields, &bytes);
+            }
+        }
         let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);
         self.place(made, origin, key, eip, frame, frame2, mem, ctx)
+    }
+
+    /// At the first miss of `key` (the block at `eip`, in `frame`): the translation the
+    /// persistent cache holds for it, placed, if there is one (see `tcache`).
+    pub(crate) fn load_persistent(
+        &mut self,
+        key: Key,
+        eip: u32,
+        frame: Frame,
+        mem: &mut AddressSpace,
+        ctx: u32,
+    ) -> Option<u32> {
+        let place = Tcache::place_of(eip, frame, mem)?;
+        self.ticks.switch(Activity::Translate);
+        let (len, frame2, max) = span(eip, mem);
+        let id = self.trans.len() as u32;
+        let made = self.tcache.as_mut()?.find(place, eip, max, mem, helper as *const () as usize, id)?;
+        if self.code.offset() + made.code.len() > self.code.capacity() {
+            return None; // the dispatcher interprets; translating later flushes
+        }
+        let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);
+        self.place(made, Origin::Loaded, key, eip, frame, frame2, mem, ctx)
     }
 
     /// Puts `made` in the code buffer as the live translation of `key`, made from
@@ -160,6 +203,8 @@ impl Engine {
         let seen = !self.seen_pa.insert(pa);
         if origin == Origin::Reused {
             self.stats.reuses += 1;
+        } else if origin == Origin::Loaded {
+            self.stats.tcache_loads += 1;
         } else {
             self.stats.retranslations += u64::from(seen);
             self.stats.translations += 1;

@@ -59,10 +59,12 @@ pub mod persist;
 mod reuse;
 mod runtime;
 mod slots;
+mod tcache;
 pub mod translate;
 
 pub use capacity::{CRUSOE_TC_SIZE, DEFAULT_TC_SIZE, MIN_TC_SIZE, TC_PROFILES, parse_tc_size};
 pub use key::{KeyPolicy, UnknownKey};
+pub use tcache::TcacheStats;
 
 use clock::Clock;
 use code::CodeBuffer;
@@ -94,7 +96,15 @@ pub struct EngineConfig {
     /// The translation cache's capacity in bytes (`--tc-size`): host code and the
     /// records of keys and translations; the whole cache is flushed when it is reached.
     pub tc_size: usize,
+    /// The persistent translation cache's directory (`--tcache-dir`), if any.
+    pub tcache_dir: Option<std::path::PathBuf>,
+    /// The most bytes of module files it keeps (`--tcache-size`); the least recently
+    /// used files are evicted beyond it.
+    pub tcache_size: u64,
 }
+
+/// The persistent cache's default size limit.
+pub const DEFAULT_TCACHE_SIZE: u64 = 256 << 20;
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -105,6 +115,8 @@ impl Default for EngineConfig {
             chain: true,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
+            tcache_dir: None,
+            tcache_size: DEFAULT_TCACHE_SIZE,
         }
     }
 }
@@ -129,6 +141,9 @@ pub struct EngineStats {
     /// Translations copied from another frame's translation of the same code instead of
     /// translated (`file` and `content` policies).
     pub reuses: u64,
+    /// Translations loaded from the persistent cache (`--tcache-dir`) instead of
+    /// interpreted and translated.
+    pub tcache_loads: u64,
     /// Translations of physical code that had been translated before under another key.
     pub retranslations: u64,
     /// Direct jumps patched to chain two translations.
@@ -218,6 +233,8 @@ pub struct Engine {
     template_bytes: usize,
     /// The code map file, when `EngineConfig::code_map` is set.
     code_map: Option<std::fs::File>,
+    /// The persistent translation cache, when `EngineConfig::tcache_dir` is set.
+    tcache: Option<tcache::Tcache>,
 }
 
 impl Engine {
@@ -227,6 +244,10 @@ impl Engine {
             runtime::install_fault_handler();
         }
         let cap = cfg.tc_size.max(MIN_TC_SIZE);
+        let tcache = match &cfg.tcache_dir {
+            Some(dir) if cfg.translate => Some(tcache::Tcache::open(dir, cfg.tcache_size)?),
+            _ => None,
+        };
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
@@ -257,6 +278,7 @@ impl Engine {
             templates: Vec::new(),
             identities: HashMap::default(),
             template_bytes: 0,
+            tcache,
         };
         if let Some(path) = &e.cfg.code_map {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.
@@ -284,8 +306,36 @@ impl Engine {
         s
     }
 
+    /// The persistent cache's counters, if it is on.
+    pub fn tcache_stats(&self) -> Option<TcacheStats> {
+        self.tcache.as_ref().map(tcache::Tcache::stats)
+    }
+
+    /// Writes the translations made this run to the persistent cache (the hot ones are
+    /// also written when the engine is dropped; call this first to count them in
+    /// [`Engine::tcache_stats`]). With `phys`, the blocks of file-backed code that ran
+    /// but never became hot are translated and kept too, so that a later run interprets
+    /// none of this run's code (under the keys that dispatch by physical address).
+    pub fn save_tcache(&mut self, phys: Option<&morph_mem::PhysMem>) {
+        if self.tcache.is_none() {
+            return;
+        }
+        if let Some(phys) = phys {
+            self.keep_cold(phys);
+        }
+        if let Some(t) = &mut self.tcache {
+            t.save();
+        }
+    }
+
     /// The interpreter (for its own counters).
     pub fn interp(&self) -> &Interp {
         &self.interp
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.save_tcache(None);
     }
 }

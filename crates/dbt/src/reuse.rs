@@ -46,7 +46,7 @@ impl Template {
 
 /// Where translation number `id`'s chain-site stubs write their exit word, one offset per
 /// site; `None` if one cannot be found exactly once (the code is then not copied).
-fn id_fields(made: &Made, id: u32) -> Option<Vec<usize>> {
+pub(crate) fn id_fields(made: &Made, id: u32) -> Option<Vec<usize>> {
     (0..made.sites.len() as u32)
         .map(|i| {
             let needle = runtime::store_imm(off::EXIT_SITE, (id << 8) | i);

@@ -315,11 +315,15 @@ pub fn exit_nosave() -> Vec<u8> {
     })
 }
 
-/// Spills guest state, calls `helper(state, ins)`, and reloads it. Followed by a
-/// `jnz rel32` to `exit_nosave` that the caller emits (the helper returns non-zero to
-/// leave). `k` is the number of the block's instructions completed before this one,
-/// `eip_off` the instruction's offset from the page start (r14d).
-pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>, Vec<u8>) {
+/// The helper call assembled once with placeholder operands (see [`helper_call`]), and
+/// where its operands go: `at` = [k, eip_off, ins, helper].
+struct HelperTemplate {
+    before: Vec<u8>,
+    after: Vec<u8>,
+    at: [usize; 4],
+}
+
+fn helper_template() -> &'static HelperTemplate {
     // Assembled once with placeholder operands, then copied and patched: a block with a
     // helper call is translated thousands of times a second at start-up, and the
     // assembler is most of its cost. The placeholders are wide enough to take the
@@ -328,13 +332,8 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
     const EIP_OFF: i32 = 0x3c3c_c3c3;
     const INS: u64 = 0x6b6b_b6b6_6b6b_b6b6;
     const HELPER: u64 = 0x7d7d_d7d7_7d7d_d7d7;
-    struct Template {
-        before: Vec<u8>,
-        after: Vec<u8>,
-        at: [usize; 4],
-    }
-    static T: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
-    let t = T.get_or_init(|| {
+    static T: std::sync::OnceLock<HelperTemplate> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
         let before = assemble(|a| {
             a.pushfq()?;
             a.pop(r13)?;
@@ -379,8 +378,24 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
             find(&INS.to_le_bytes()),
             find(&HELPER.to_le_bytes()),
         ];
-        Template { before, after, at }
-    });
+        HelperTemplate { before, after, at }
+    })
+}
+
+/// Where a helper call (the first part [`helper_call`] returns) holds its two absolute
+/// host addresses, the boxed instruction's and the helper function's: the relocations
+/// of a translation kept across runs (`tcache`).
+pub fn helper_call_relocs() -> (usize, usize) {
+    let t = helper_template();
+    (t.at[2], t.at[3])
+}
+
+/// Spills guest state, calls `helper(state, ins)`, and reloads it. Followed by a
+/// `jnz rel32` to `exit_nosave` that the caller emits (the helper returns non-zero to
+/// leave). `k` is the number of the block's instructions completed before this one,
+/// `eip_off` the instruction's offset from the page start (r14d).
+pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>, Vec<u8>) {
+    let t = helper_template();
     let mut before = t.before.clone();
     let mut put = |at: usize, b: &[u8]| before[at..at + b.len()].copy_from_slice(b);
     put(t.at[0], &k.to_le_bytes());

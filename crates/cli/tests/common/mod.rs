@@ -50,7 +50,7 @@ pub fn sysroot() -> &'static Path {
 }
 
 /// What a run produced.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
     pub stdout: String,
     pub stderr: String,

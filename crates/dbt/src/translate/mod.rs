@@ -69,6 +69,16 @@ pub enum Fixup {
     ExitNosave,
 }
 
+/// An absolute host address baked into a translation: what a translation kept across
+/// runs (`tcache`) must patch when it is loaded into another process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reloc {
+    /// The helper function's address (`imm64`).
+    Helper,
+    /// The address of boxed helper instruction number `n` (`imm64`).
+    Instruction(u32),
+}
+
 /// A translated block, not yet placed in the code buffer.
 pub struct Translated {
     /// Host code (position-independent except for the fixups).
@@ -82,6 +92,8 @@ pub struct Translated {
     pub sites: Vec<Site>,
     /// rel32 fields to resolve against shared routines.
     pub fixups: Vec<(usize, Fixup)>,
+    /// The 8-byte fields holding absolute host addresses, by offset.
+    pub relocs: Vec<(usize, Reloc)>,
     /// `(host offset, guest offset from the page start, instructions before)` per guest
     /// instruction.
     pub points: Vec<(u32, u32, u32)>,
@@ -130,6 +142,7 @@ pub fn translate_decoded(
     let body = e.code.len();
     let mut points = Vec::with_capacity(4 * instrs.len());
     let mut helper_instrs = Vec::new();
+    let mut relocs = Vec::new();
     let mut fallbacks = 0;
     let mut uses_fpu = false;
     let n = instrs.len() as u32;
@@ -161,7 +174,11 @@ pub fn translate_decoded(
         if l.helper {
             fallbacks += u32::from(k < n);
             let boxed = Box::new(*ins);
+            let at = e.code.len();
             helper_call(&mut e, helper, &boxed, pending, goff);
+            let (ins_at, helper_at) = runtime::helper_call_relocs();
+            relocs.push((at + ins_at, Reloc::Instruction(helper_instrs.len() as u32)));
+            relocs.push((at + helper_at, Reloc::Helper));
             helper_instrs.push(boxed);
             if ins.flow_control() != FlowControl::Next {
                 // The interpreter has set EIP: leave through the dispatcher.
@@ -188,6 +205,7 @@ pub fn translate_decoded(
         entry,
         sites,
         fixups: e.fixups,
+        relocs,
         points,
         instructions: n,
         guest_len,

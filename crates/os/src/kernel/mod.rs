@@ -192,6 +192,12 @@ impl Machine {
         &self.engine
     }
 
+    /// Writes the engine's persistent translation cache (`--tcache-dir`), with the
+    /// blocks that ran but never became hot (see `Engine::save_tcache`).
+    pub fn save_tcache(&mut self) {
+        self.engine.save_tcache(Some(&self.phys));
+    }
+
     /// Physical memory (for its counters).
     pub fn phys(&self) -> &PhysMem {
         &self.phys

@@ -1,0 +1,407 @@
+//! The persistent translation cache in the engine (`--tcache-dir DIR`): translations of
+//! file-backed code are written to the store ([`crate::persist`]) when the run ends, and
+//! a later run loads them at a block's **first** miss, before it is interpreted once.
+//!
+//! A kept translation is position-independent host code (every EIP-dependent value is
+//! `r14d + offset`) plus its relocation records: the rel32 exits to the runtime stubs
+//! (fixups, resolved at placement like any translation's), the exit-stub immediates that
+//! hold the translation's number, and the two absolute host addresses a helper call
+//! bakes in (`translate::Reloc`): the helper function's, different in every run of a
+//! position-independent morph, and the boxed instruction the helper runs, which is not
+//! stored but decoded again from the guest bytes at load. A translation is filed under
+//! its module (the file's identity), the offset of its first byte in the file and a
+//! hash of its guest bytes; it is used only where the guest bytes at hand hash the same,
+//! so a changed file, another mapping or a hash of other code costs a miss, never a
+//! wrong translation. Code that no file backs (anonymous, copy-on-write copies, pages
+//! written through `write(2)`) is not kept.
+
+use std::io;
+use std::path::Path;
+
+use iced_x86::{Decoder, DecoderOptions, Instruction};
+use morph_mem::{AddressSpace, FileId, Frame, PAGE_SIZE};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::generate::Made;
+use crate::persist::{self, Entry, ModuleId, Store, StoreStats};
+use crate::translate::{Fixup, Reloc, Site};
+
+/// The engine's side of the persistent cache.
+pub(crate) struct Tcache {
+    store: Store,
+    /// Entries of each module seen this run (loaded at its first block), by file offset.
+    loaded: HashMap<ModuleId, HashMap<u64, Vec<Entry>>>,
+    /// Translations made this run, to be stored.
+    pending: HashMap<ModuleId, Vec<Entry>>,
+    /// Loaded translations used (their guest bytes hashed the same).
+    pub(crate) used: u64,
+    /// Entries whose payload did not decode (counted with the rejected files).
+    pub(crate) bad: u64,
+    /// Entries that could not be written (an I/O error at the end of the run).
+    pub(crate) lost: u64,
+    /// Cold blocks translated at the end of the run to be kept.
+    pub(crate) cold: u64,
+}
+
+/// The persistent cache's counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcacheStats {
+    /// Module files read and accepted.
+    pub files_loaded: u64,
+    /// Translations read from them.
+    pub loaded: u64,
+    /// Loaded translations used: the guest bytes matched (validated), placed and run.
+    pub validated: u64,
+    /// Files rejected (truncated, corrupt, foreign build, failed MAC) and entries that did
+    /// not decode: ignored, never executed.
+    pub rejected: u64,
+    /// Translations added to the store by this run.
+    pub stored: u64,
+    /// Of the kept translations, cold blocks (run, never hot) translated at the end of
+    /// the run only to be stored.
+    pub cold: u64,
+    /// Translations that could not be written (an I/O error).
+    pub lost: u64,
+    /// Module files evicted by the size limit.
+    pub evicted: u64,
+}
+
+/// The module of a file page, as the store names it.
+fn module(f: FileId) -> ModuleId {
+    ModuleId { dev: f.dev, ino: f.ino, size: f.size, mtime_ns: f.mtime_ns }
+}
+
+/// The build identity: a hash of morph's own executable (any rebuild makes the cache
+/// foreign) and the package version.
+fn build_id() -> io::Result<[u8; 32]> {
+    let exe = std::fs::read("/proc/self/exe")?;
+    let mut h = blake3::Hasher::new();
+    h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
+    h.update(&exe);
+    Ok(*h.finalize().as_bytes())
+}
+
+impl Tcache {
+    /// Opens the store in `dir`, keeping at most `limit` bytes.
+    pub(crate) fn open(dir: &Path, limit: u64) -> io::Result<Tcache> {
+        Ok(Tcache {
+            store: Store::open(dir, limit, build_id()?)?,
+            loaded: HashMap::default(),
+            pending: HashMap::default(),
+            used: 0,
+            bad: 0,
+            lost: 0,
+            cold: 0,
+        })
+    }
+
+    /// The counters.
+    pub(crate) fn stats(&self) -> TcacheStats {
+        let s: StoreStats = self.store.stats();
+        TcacheStats {
+            files_loaded: s.files_loaded,
+            loaded: s.entries_loaded,
+            validated: self.used,
+            rejected: s.rejected + self.bad,
+            stored: s.stored,
+            cold: self.cold,
+            lost: self.lost,
+            evicted: s.evicted,
+        }
+    }
+
+    /// Where the block at `eip` (in `frame`) lies in a file: its module and offset.
+    pub(crate) fn place_of(eip: u32, frame: Frame, mem: &AddressSpace) -> Option<(ModuleId, u64)> {
+        let fp = mem.phys().file_page(frame)?;
+        Some((module(fp.file), u64::from(fp.index) * u64::from(PAGE_SIZE) + u64::from(eip & (PAGE_SIZE - 1))))
+    }
+
+    /// A stored translation of the block at `eip`, found in module `m` at `offset`
+    /// (`place`), made ready to be placed as translation number `id`: the first entry
+    /// there whose guest bytes are the block's.
+    pub(crate) fn find(
+        &mut self,
+        (m, offset): (ModuleId, u64),
+        eip: u32,
+        max: u32,
+        mem: &AddressSpace,
+        helper: usize,
+        id: u32,
+    ) -> Option<Made> {
+        let store = &mut self.store;
+        let by_offset = self.loaded.entry(m).or_insert_with(|| {
+            let mut map: HashMap<u64, Vec<Entry>> = HashMap::default();
+            for e in store.load(&m) {
+                map.entry(u64::from(e.offset)).or_default().push(e);
+            }
+            map
+        });
+        let list = by_offset.get(&offset)?;
+        let mut bytes = Vec::new();
+        for e in list {
+            if e.guest_len == 0 || e.guest_len > max {
+                continue;
+            }
+            bytes.resize(e.guest_len as usize, 0);
+            if mem.read_bytes(eip, &mut bytes).is_err() || persist::guest_hash(&bytes) != e.guest_hash {
+                continue;
+            }
+            match decode(&e.payload, &bytes, eip, helper, id) {
+                Some(made) => {
+                    self.used += 1;
+                    return Some(made);
+                }
+                None => self.bad += 1,
+            }
+        }
+        None
+    }
+
+    /// Keeps `made` (numbered as it was translated, with the exit-stub immediates at
+    /// `id_fields`), the translation of the block at `eip` whose guest bytes are `bytes`,
+    /// found in module `m` at `offset`, to be stored at the end of the run.
+    pub(crate) fn keep(&mut self, m: ModuleId, offset: u64, eip: u32, made: &Made, id_fields: &[usize], bytes: &[u8]) {
+        let Ok(offset) = u32::try_from(offset) else { return };
+        let Some(bytes) = bytes.get(..made.guest_len as usize) else { return };
+        let guest_hash = persist::guest_hash(bytes);
+        let known = |l: &[Entry]| l.iter().any(|e| e.offset == offset && e.guest_hash == guest_hash);
+        if self.loaded.get(&m).and_then(|l| l.get(&u64::from(offset))).is_some_and(|l| known(l))
+            || self.pending.get(&m).is_some_and(|l| known(l))
+        {
+            return; // stored already, or kept already (made again after a flush)
+        }
+        let Some(payload) = encode(made, id_fields, eip) else { return };
+        let e = Entry { offset, guest_len: made.guest_len, guest_hash, payload };
+        self.pending.entry(m).or_default().push(e);
+    }
+
+    /// Writes the translations kept this run to the store (once; later calls write what
+    /// was kept since).
+    pub(crate) fn save(&mut self) {
+        for (m, entries) in std::mem::take(&mut self.pending) {
+            if self.store.store(&m, &entries).is_err() {
+                self.lost += entries.len() as u64;
+            }
+        }
+    }
+}
+
+/// A little-endian writer of the payload.
+struct W(Vec<u8>);
+
+impl W {
+    fn u32(&mut self, v: usize) -> Option<()> {
+        self.0.extend_from_slice(&u32::try_from(v).ok()?.to_le_bytes());
+        Some(())
+    }
+}
+
+/// A bounds-checked reader of the payload.
+struct R<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl R<'_> {
+    fn u32(&mut self) -> Option<u32> {
+        let v = self.b.get(self.at..self.at + 4)?;
+        self.at += 4;
+        Some(u32::from_le_bytes(v.try_into().ok()?))
+    }
+    fn usize(&mut self) -> Option<usize> {
+        self.u32().map(|v| v as usize)
+    }
+    /// A count of items of at least `each` bytes that the rest can hold.
+    fn count(&mut self, each: usize) -> Option<usize> {
+        let n = self.usize()?;
+        (n.checked_mul(each)? <= self.b.len() - self.at).then_some(n)
+    }
+}
+
+/// The payload of `made` (the translation of the block at `eip`): its code and records,
+/// with helper instructions named by their offset in the block.
+fn encode(made: &Made, id_fields: &[usize], eip: u32) -> Option<Vec<u8>> {
+    let mut w = W(Vec::with_capacity(made.code.len() + 64));
+    w.u32(made.code.len())?;
+    w.0.extend_from_slice(&made.code);
+    for v in [made.body, made.entry, made.instructions as usize, made.fallbacks as usize, usize::from(made.uses_fpu)] {
+        w.u32(v)?;
+    }
+    w.u32(made.sites.len())?;
+    for s in &made.sites {
+        w.u32(s.rel)?;
+        w.u32(s.target_delta as u32 as usize)?;
+        w.u32(s.exit_jmp)?;
+    }
+    w.u32(made.fixups.len())?;
+    for &(at, f) in &made.fixups {
+        w.u32(at)?;
+        w.u32(match f {
+            Fixup::ExitCommon => 0,
+            Fixup::ExitNosave => 1,
+        })?;
+    }
+    w.u32(made.points.len())?;
+    for &(h, g, k) in &made.points {
+        for v in [h, g, k] {
+            w.u32(v as usize)?;
+        }
+    }
+    w.u32(id_fields.len())?;
+    for &f in id_fields {
+        w.u32(f)?;
+    }
+    w.u32(made.helpers.len())?;
+    for ins in made.helpers.iter() {
+        w.u32(ins.ip32().wrapping_sub(eip) as usize)?;
+    }
+    w.u32(made.relocs.len())?;
+    for &(at, r) in &made.relocs {
+        w.u32(at)?;
+        w.u32(match r {
+            Reloc::Helper => 0,
+            Reloc::Instruction(n) => 1 + n as usize,
+        })?;
+    }
+    Some(w.0)
+}
+
+/// `made` again from its payload, for the block at `eip` whose guest bytes are `guest`,
+/// placed as translation number `id` in a run whose helper is at `helper`. Every offset
+/// is checked against the code; `None` if anything is out of place.
+fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Made> {
+    let mut r = R { b: p, at: 0 };
+    let n = r.count(1)?;
+    let mut code = p.get(r.at..r.at + n)?.to_vec();
+    r.at += n;
+    let len = code.len();
+    let field = |at: usize, size: usize| (at.checked_add(size)? <= len).then_some(at);
+    let body = field(r.usize()?, 1)?;
+    let entry = field(r.usize()?, 1)?;
+    let instructions = r.u32()?;
+    let fallbacks = r.u32()?;
+    let uses_fpu = r.u32()? != 0;
+    let mut sites = Vec::new();
+    for _ in 0..r.count(12)? {
+        let rel = field(r.usize()?, 4)?;
+        let target_delta = r.u32()? as i32;
+        let exit_jmp = field(r.usize()?, 4)?;
+        sites.push(Site { rel, target_delta, exit_jmp });
+    }
+    let mut fixups = Vec::new();
+    for _ in 0..r.count(8)? {
+        let at = field(r.usize()?, 4)?;
+        let f = match r.u32()? {
+            0 => Fixup::ExitCommon,
+            1 => Fixup::ExitNosave,
+            _ => return None,
+        };
+        fixups.push((at, f));
+    }
+    let mut points = Vec::new();
+    for _ in 0..r.count(12)? {
+        let (h, g, k) = (r.u32()?, r.u32()?, r.u32()?);
+        field(h as usize, 0)?;
+        points.push((h, g, k));
+    }
+    let id_fields = (0..r.count(4)?).map(|_| field(r.usize()?, 4)).collect::<Option<Vec<_>>>()?;
+    if id_fields.len() != sites.len() {
+        return None;
+    }
+    // The helper instructions, decoded again from the guest bytes at this address.
+    let mut helpers = Vec::new();
+    for _ in 0..r.count(4)? {
+        let g = r.usize()?;
+        let ins = decode_one(guest.get(g..)?, eip.wrapping_add(g as u32))?;
+        helpers.push(Box::new(ins));
+    }
+    let mut relocs = Vec::new();
+    for _ in 0..r.count(8)? {
+        let at = field(r.usize()?, 8)?;
+        let value = match r.usize()? {
+            0 => (Reloc::Helper, helper as u64),
+            n => {
+                let i = (n - 1) as u32;
+                let b: &Instruction = helpers.get(i as usize)?;
+                (Reloc::Instruction(i), b as *const Instruction as u64)
+            }
+        };
+        code[at..at + 8].copy_from_slice(&value.1.to_le_bytes());
+        relocs.push((at, value.0));
+    }
+    if r.at != p.len() {
+        return None;
+    }
+    for (site, &at) in id_fields.iter().enumerate() {
+        code[at..at + 4].copy_from_slice(&((id << 8) | site as u32).to_le_bytes());
+    }
+    Some(Made {
+        code,
+        body,
+        entry,
+        sites,
+        fixups,
+        relocs,
+        points,
+        instructions,
+        guest_len: guest.len() as u32,
+        helpers: std::rc::Rc::new(helpers),
+        fallbacks,
+        uses_fpu,
+    })
+}
+
+/// The instruction at the start of `bytes`, decoded at `eip` (all of it in `bytes`).
+fn decode_one(bytes: &[u8], eip: u32) -> Option<Instruction> {
+    let mut d = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
+    let ins = d.decode();
+    (!ins.is_invalid() && ins.len() <= bytes.len()).then_some(ins)
+}
+
+/// The number cold translations are made under before they are stored (any number
+/// works: a loaded translation is renumbered; this one is unlikely to appear in code by
+/// chance, so its exit-stub immediates are found exactly).
+const COLD_ID: u32 = 0x00a5_c3e1;
+
+/// Where cold blocks are translated: any address works (translations are
+/// position-independent); only the page offset matters.
+const COLD_BASE: u32 = 0x4000_0000;
+
+impl crate::Engine {
+    /// Translates and keeps the blocks of file-backed code that ran (a key with a
+    /// profile count) but have no live translation: cold blocks, never hot enough to be
+    /// translated this run. Only under the keys that dispatch by physical address (the
+    /// key names the frame; its page-cache identity and bytes are read now).
+    pub(crate) fn keep_cold(&mut self, phys: &morph_mem::PhysMem) {
+        use crate::KeyPolicy;
+        if !matches!(self.cfg.key, KeyPolicy::Physical | KeyPolicy::File | KeyPolicy::Content) {
+            return;
+        }
+        let Some(tc) = &mut self.tcache else { return };
+        let mut cold: Vec<u64> = self
+            .index
+            .iter()
+            .filter(|&(k, &i)| {
+                let s = &self.slots[i as usize];
+                s.count > 0 && s.live.is_none() && !self.untranslatable.contains(k)
+            })
+            .map(|(k, _)| k.0)
+            .collect();
+        cold.sort_unstable(); // the store's contents do not depend on hash order
+        let helper = crate::abi::helper as *const () as usize;
+        for pa in cold {
+            let Ok(frame) = u32::try_from(pa >> morph_mem::PAGE_SHIFT).map(Frame) else { continue };
+            let Some(fp) = phys.file_page(frame) else { continue };
+            let offset = (pa & u64::from(PAGE_SIZE - 1)) as u32;
+            let bytes = &phys.frame_bytes(frame)[offset as usize..];
+            let eip = COLD_BASE | offset;
+            let Some(made) = crate::translate::translate(bytes, eip, helper, COLD_ID).map(Made::from) else {
+                continue;
+            };
+            let Some(fields) = crate::reuse::id_fields(&made, COLD_ID) else { continue };
+            let at = u64::from(fp.index) * u64::from(PAGE_SIZE) + u64::from(offset);
+            tc.keep(module(fp.file), at, eip, &made, &fields, bytes);
+            tc.cold += 1;
+        }
+    }
+}
