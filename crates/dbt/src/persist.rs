@@ -14,8 +14,9 @@
 //!
 //! A cache file is loaded only if all of these hold; otherwise it is ignored and
 //! counted in [`StoreStats::rejected`], never executed:
-//! - its magic, format version and **build** (a hash of morph's version, commit and
-//!   translator revision) are this morph's: code from another build is foreign;
+//! - its magic, format version and **build** (given by the engine: a hash of morph's
+//!   version, the translator revision and the identity of morph's executable) are this
+//!   morph's: code from another build is foreign;
 //! - it names the module it is read for (the name is a hash of the identity, so a
 //!   collision or a renamed file is caught);
 //! - every length is consistent with the file's size (a truncated file is caught);
@@ -215,8 +216,9 @@ impl Store {
         if added > 0 {
             let bytes = self.serialize(module, &all);
             let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+            // No fsync: after a crash a file that lost its data fails its MAC and is
+            // rejected, and the rename keeps readers from ever seeing half a file.
             tmp.write_all(&bytes)?;
-            tmp.as_file().sync_data()?;
             tmp.persist(&path).map_err(|e| e.error)?;
             self.stats.stored += added;
         }

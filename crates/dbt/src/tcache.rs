@@ -71,13 +71,17 @@ fn module(f: FileId) -> ModuleId {
     ModuleId { dev: f.dev, ino: f.ino, size: f.size, mtime_ns: f.mtime_ns }
 }
 
-/// The build identity: a hash of morph's own executable (any rebuild makes the cache
-/// foreign) and the package version.
+/// The build identity: morph's package version and its executable's identity (device,
+/// inode, size and modification time), so any rebuild makes the cache foreign. (Hashing
+/// the executable itself would cost a read of tens of MiB per run.)
 fn build_id() -> io::Result<[u8; 32]> {
-    let exe = std::fs::read("/proc/self/exe")?;
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
-    h.update(&exe);
+    for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
+        h.update(&v.to_le_bytes());
+    }
     Ok(*h.finalize().as_bytes())
 }
 

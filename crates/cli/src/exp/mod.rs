@@ -74,8 +74,9 @@ pub struct SeedArgs {
     /// Rounds of the workload loop (the report's script ran each program about 50 times).
     #[arg(long, default_value_t = 50)]
     rounds: u32,
-    /// Keys to measure.
-    #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process")]
+    /// Keys to measure: `--key` policies, each optionally `+warm` (a persistent
+    /// translation cache primed by an unmeasured run under another seed).
+    #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process,file,content,file+warm")]
     keys: Vec<String>,
     /// Skip the native reference runs.
     #[arg(long)]
@@ -267,11 +268,35 @@ pub(crate) fn no_randomize(cmd: &mut Command) {
     }
 }
 
+/// A key of an experiment: a `--key` policy, or `POLICY+warm`: that policy with a
+/// persistent translation cache (`--tcache-dir`) primed by one unmeasured run of the
+/// same workload under another seed, so the measured run is a warm start.
+pub(crate) fn parse_key(k: &str) -> anyhow::Result<(morph_dbt::KeyPolicy, bool)> {
+    let (policy, warm) = match k.strip_suffix("+warm") {
+        Some(p) => (p, true),
+        None => (k, false),
+    };
+    let names = morph_dbt::KeyPolicy::ALL.map(|k| k.name()).join(", ");
+    let p = policy
+        .parse::<morph_dbt::KeyPolicy>()
+        .map_err(|_| anyhow::anyhow!("unknown key {k} ({names}, each optionally +warm)"))?;
+    Ok((p, warm))
+}
+
+/// Seed offset of the unmeasured run that primes a `+warm` cell's cache: another ASLR
+/// layout than the measured run's.
+const WARM_PRIME_SEED: u64 = 1_000_003;
+
 /// Runs one cell once.
 fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> anyhow::Result<Row> {
     let rounds = rounds_of(c.workload)?.to_string();
     let json_file = tempfile::Builder::new().prefix("morph-exp-").suffix(".json").tempfile()?;
     let json = json_file.path();
+    // A `+warm` cell's persistent cache, made fresh for each run (removed when dropped).
+    let tcache = match native {
+        None if c.key.ends_with("+warm") => Some(tempfile::Builder::new().prefix("morph-tcache-").tempdir()?),
+        _ => None,
+    };
     let mut cmd = match native {
         Some(prefix) => {
             let mut cmd = Command::new(&prefix[0]);
@@ -282,11 +307,28 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
             cmd
         }
         None => {
-            let mut cmd = Command::new(std::env::current_exe()?);
-            cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", c.key]);
-            cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
-            cmd.args(["--seed", &c.seed.to_string(), "--timeout", "600"]).arg("--stats-json").arg(json);
-            cmd.args(["/seed/seed.sh", &rounds]);
+            let (policy, warm) = parse_key(c.key)?;
+            let morph = |seed: u64| -> anyhow::Result<Command> {
+                let mut cmd = Command::new(std::env::current_exe()?);
+                cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", policy.name()]);
+                cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
+                cmd.args(["--seed", &seed.to_string(), "--timeout", "600"]);
+                if let Some(d) = &tcache {
+                    cmd.arg("--tcache-dir").arg(d.path());
+                }
+                cmd.env_clear().envs(GUEST_ENV.iter().copied());
+                Ok(cmd)
+            };
+            if warm {
+                let mut prime = morph(c.seed + WARM_PRIME_SEED)?;
+                prime.args(["/seed/seed.sh", &rounds]).stdin(Stdio::null()).stdout(Stdio::null());
+                let st = prime.status().context("cannot start the priming run")?;
+                if !st.success() {
+                    bail!("the run priming the cache of {} aslr={} failed: {st}", c.key, c.aslr);
+                }
+            }
+            let mut cmd = morph(c.seed)?;
+            cmd.arg("--stats-json").arg(json).args(["/seed/seed.sh", &rounds]);
             cmd
         }
     };

@@ -54,9 +54,7 @@ impl Settings {
             k => bail!("unknown kernel {k} (2.6.12 or modern)"),
         };
         for k in &self.keys {
-            if !["virtual", "physical", "process"].contains(&k.as_str()) {
-                bail!("unknown key {k} (virtual, physical or process)");
-            }
+            super::parse_key(k)?;
         }
         for a in &self.aslr {
             morph_os::layout::Aslr::parse(a, kernel).map_err(|e| anyhow::anyhow!("--aslr {a}: {e}"))?;

@@ -43,6 +43,9 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
         extra.push(("--png", p));
     }
     output::check_outputs(c, &extra)?;
+    for k in &a.keys {
+        parse_key(k)?;
+    }
     let root = match &c.root {
         Some(r) => r.canonicalize()?,
         None => crate::sysroot_path(None, None)?,
