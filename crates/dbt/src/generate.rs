@@ -9,7 +9,8 @@ use std::rc::Rc;
 
 use crate::clock::Activity;
 use crate::key::Key;
-use crate::slots::{FrameEntry, Live, NO_FRAME};
+use crate::made::Made;
+use crate::slots::{FrameEntry, Live, NO_FRAME, next_frame};
 use crate::tcache::Tcache;
 use crate::translate::{self, Fixup, Site};
 use crate::{Engine, abi::helper};
@@ -30,44 +31,6 @@ pub(crate) struct Translation {
     /// the copies of a reused translation, which point at the same ones).
     #[allow(clippy::vec_box)]
     pub(crate) _helpers: Rc<Vec<Box<Instruction>>>,
-}
-
-/// A translation ready to be placed: made by the translator, or copied from another
-/// frame's translation of the same code (`reuse`). Host code before its fixups.
-#[derive(Clone)]
-pub(crate) struct Made {
-    pub(crate) code: Vec<u8>,
-    pub(crate) body: usize,
-    pub(crate) entry: usize,
-    pub(crate) sites: Vec<Site>,
-    pub(crate) fixups: Vec<(usize, Fixup)>,
-    pub(crate) relocs: Vec<(usize, translate::Reloc)>,
-    pub(crate) points: Vec<(u32, u32, u32)>,
-    pub(crate) instructions: u32,
-    pub(crate) guest_len: u32,
-    #[allow(clippy::vec_box)]
-    pub(crate) helpers: Rc<Vec<Box<Instruction>>>,
-    pub(crate) fallbacks: u32,
-    pub(crate) uses_fpu: bool,
-}
-
-impl From<translate::Translated> for Made {
-    fn from(t: translate::Translated) -> Made {
-        Made {
-            code: t.code,
-            body: t.body,
-            entry: t.entry,
-            sites: t.sites,
-            fixups: t.fixups,
-            relocs: t.relocs,
-            points: t.points,
-            instructions: t.instructions,
-            guest_len: t.guest_len,
-            helpers: Rc::new(t.helper_instrs),
-            fallbacks: t.fallbacks,
-            uses_fpu: t.uses_fpu,
-        }
-    }
 }
 
 /// Where a translation about to be placed comes from.
@@ -250,12 +213,4 @@ impl Engine {
         }
         Some(id)
     }
-}
-
-/// The frame of the page after `eip`'s, if that page is mapped readable.
-#[inline]
-pub(crate) fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
-    let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
-    let p = mem.pte(next);
-    (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
 }

@@ -33,6 +33,8 @@
 //! | `slots` | per-key slots (live translation, profile count, decoded block), the index, successor prediction |
 //! | `dispatch` | the dispatch loop: lookup, interpret or translate, enter |
 //! | `generate` | fetching a hot block, translating it, placing its host code |
+//! | `made` | a translation ready to be placed (translated, copied or loaded) |
+//! | `tcache` | the persistent translation cache across runs (`--tcache-dir`; the store is `persist`) |
 //! | `maintain` | retiring, invalidating written code, dropping a process's keys, flushing |
 //! | `capacity` | the cache's size against `--tc-size` |
 //! | `reuse` | copying another frame's translation of the same code (`file`, `content`) |
@@ -54,6 +56,7 @@ mod dispatch;
 mod generate;
 mod jump_cache;
 mod key;
+mod made;
 mod maintain;
 pub mod persist;
 mod reuse;

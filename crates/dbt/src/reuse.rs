@@ -18,7 +18,7 @@
 use morph_mem::{AddressSpace, PAGE_SIZE};
 
 use crate::Engine;
-use crate::generate::Made;
+use crate::made::Made;
 use crate::runtime::{self, off};
 
 /// A translation kept to be copied: its code before fixups, the guest bytes it was made

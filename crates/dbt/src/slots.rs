@@ -3,11 +3,10 @@
 //! dispatch's slot that saves the index probe on most dispatches.
 
 use morph_cpu::CachedBlock;
-use morph_mem::{AddressSpace, Frame};
+use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 use std::num::NonZeroU32;
 
 use crate::Engine;
-use crate::generate::next_frame;
 use crate::key::Key;
 
 /// No slot (an unset prediction).
@@ -153,4 +152,12 @@ impl Engine {
     pub(crate) fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
         self.index.get(&key).and_then(|&i| self.slots[i as usize].live).filter(|l| l.frame == frame)
     }
+}
+
+/// The frame of the page after `eip`'s, if that page is mapped readable.
+#[inline]
+pub(crate) fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {
+    let next = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+    let p = mem.pte(next);
+    (next != 0 && p.readable() && p.has_frame()).then(|| p.frame().0)
 }

@@ -22,7 +22,7 @@ use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_mem::{AddressSpace, FileId, Frame, PAGE_SIZE};
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::generate::Made;
+use crate::made::Made;
 use crate::persist::{self, Entry, ModuleId, Store, StoreStats};
 use crate::translate::{Fixup, Reloc, Site};
 

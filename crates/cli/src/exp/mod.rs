@@ -31,7 +31,7 @@ pub enum ExpCmd {
     /// Run one cell of a sweep plan (`sweep --plan-out`) into a result file.
     SweepCell(plan::SweepCellArgs),
     /// Merge a plan's cell results into what `sweep` writes.
-    SweepMerge(plan::SweepMergeArgs),
+    SweepMerge(sweep::SweepMergeArgs),
     /// Fit the cost model's assumption parameters to the 2005 report (a separate result;
     /// the `seed` table stays unfitted).
     Fit(fit::FitArgs),
@@ -508,6 +508,6 @@ mod sweep;
 mod sweep_plot;
 
 pub use fit::fit;
-pub use plan::{sweep_cell, sweep_merge};
+pub use plan::sweep_cell;
 pub use seed::seed;
-pub use sweep::{SweepArgs, sweep};
+pub use sweep::{SweepArgs, sweep, sweep_merge};

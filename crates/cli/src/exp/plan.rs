@@ -266,26 +266,6 @@ pub fn sweep_cell(a: SweepCellArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `morph exp sweep-merge`.
-#[derive(clap::Args)]
-pub struct SweepMergeArgs {
-    /// The plan the cells were run from.
-    #[arg(long, value_name = "FILE")]
-    plan: PathBuf,
-    /// Directory of the cells' result files (`--out` of `sweep-cell`).
-    #[arg(long, value_name = "DIR")]
-    dir: PathBuf,
-    #[command(flatten)]
-    out: super::sweep::Outputs,
-}
-
-/// `morph exp sweep-merge`: the cells' results as a local sweep reports them.
-pub fn sweep_merge(a: SweepMergeArgs) -> anyhow::Result<()> {
-    let plan = Plan::read(&a.plan)?;
-    let rows = collect(&plan, &a.dir, &BTreeMap::new())?;
-    super::sweep::finish(&plan, &rows, &a.out)
-}
-
 /// Every cell's row in plan order: from `have` (rows already known by id) or the result
 /// files in `dir`; an error naming the cells that have neither.
 pub fn collect(plan: &Plan, dir: &Path, have: &BTreeMap<String, Row>) -> anyhow::Result<Vec<Row>> {

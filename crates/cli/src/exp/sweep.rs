@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use super::plan::{Plan, Settings, read_result, write_atomic};
+use super::sweep_plot::{Group, groups};
 use super::*;
 
 /// `morph exp sweep`.
@@ -283,39 +284,24 @@ fn run_cell_child(exe: &Path, plan_path: &Path, dir: &Path, plan: &Plan, i: usiz
     read_result(dir, plan, &plan.cells[i])?.context("morph exp sweep-cell wrote no result")
 }
 
-/// One line of the table (and one bar of the plot): the runs of one configuration.
-pub struct Group<'a> {
-    /// Key, ASLR, threshold and workload.
-    pub key: &'a str,
-    /// The `--aslr` value.
-    pub aslr: &'a str,
-    /// Threshold.
-    pub threshold: u32,
-    /// Workload.
-    pub workload: &'a str,
-    /// Its runs, in seed order.
-    pub rows: Vec<&'a Row>,
+/// `morph exp sweep-merge`.
+#[derive(clap::Args)]
+pub struct SweepMergeArgs {
+    /// The plan the cells were run from.
+    #[arg(long, value_name = "FILE")]
+    plan: PathBuf,
+    /// Directory of the cells' result files (`--out` of `sweep-cell`).
+    #[arg(long, value_name = "DIR")]
+    dir: PathBuf,
+    #[command(flatten)]
+    out: Outputs,
 }
 
-/// Rows grouped by configuration, in the order of their first row.
-pub fn groups(rows: &[Row]) -> Vec<Group<'_>> {
-    let mut gs: Vec<Group> = Vec::new();
-    for r in rows {
-        match gs
-            .iter_mut()
-            .find(|g| g.key == r.key && g.aslr == r.aslr && g.threshold == r.threshold && g.workload == r.workload)
-        {
-            Some(g) => g.rows.push(r),
-            None => gs.push(Group {
-                key: &r.key,
-                aslr: &r.aslr,
-                threshold: r.threshold,
-                workload: &r.workload,
-                rows: vec![r],
-            }),
-        }
-    }
-    gs
+/// `morph exp sweep-merge`: the cells' results as a local sweep reports them.
+pub fn sweep_merge(a: SweepMergeArgs) -> anyhow::Result<()> {
+    let plan = Plan::read(&a.plan)?;
+    let rows = super::plan::collect(&plan, &a.dir, &BTreeMap::new())?;
+    finish(&plan, &rows, &a.out)
 }
 
 /// Writes a sweep's outputs (`rows` in plan order) and prints its table.

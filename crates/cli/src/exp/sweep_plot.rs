@@ -7,8 +7,42 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::prelude::*;
 
 use super::plot::{Format, load_font};
-use super::sweep::Group;
 use super::*;
+
+/// One line of the table (and one bar of the plot): the runs of one configuration.
+pub struct Group<'a> {
+    /// Key, ASLR, threshold and workload.
+    pub key: &'a str,
+    /// The `--aslr` value.
+    pub aslr: &'a str,
+    /// Threshold.
+    pub threshold: u32,
+    /// Workload.
+    pub workload: &'a str,
+    /// Its runs, in seed order.
+    pub rows: Vec<&'a Row>,
+}
+
+/// Rows grouped by configuration, in the order of their first row.
+pub fn groups(rows: &[Row]) -> Vec<Group<'_>> {
+    let mut gs: Vec<Group> = Vec::new();
+    for r in rows {
+        match gs
+            .iter_mut()
+            .find(|g| g.key == r.key && g.aslr == r.aslr && g.threshold == r.threshold && g.workload == r.workload)
+        {
+            Some(g) => g.rows.push(r),
+            None => gs.push(Group {
+                key: &r.key,
+                aslr: &r.aslr,
+                threshold: r.threshold,
+                workload: &r.workload,
+                rows: vec![r],
+            }),
+        }
+    }
+    gs
+}
 
 const SIZE: (u32, u32) = (1000, 1200);
 const LEGEND_W: u32 = 250;
