@@ -5,17 +5,20 @@
 //! runs (W^X) and no `mprotect` is needed to add a translation or patch a chain (with a
 //! growable buffer that flips protections on every commit, `mprotect` was a fifth of
 //! the time of an exec-heavy workload). The region never moves, so host addresses of
-//! translations stay valid until the cache is flushed.
+//! translations stay valid until the cache is flushed. Both views are `memmap2` maps of
+//! the memfd (`map_mut` and `map_exec`), unmapped when the buffer drops.
 
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// A dual-mapped code region.
+use memmap2::{Mmap, MmapMut, MmapOptions};
+
+/// A dual-mapped code region: two `memmap2` views of one memfd.
 pub(crate) struct CodeBuffer {
-    _fd: OwnedFd,
-    rw: *mut u8,
-    rx: *mut u8,
-    cap: usize,
+    file: File,
+    rw: MmapMut,
+    rx: Mmap,
     len: usize,
 }
 
@@ -28,26 +31,15 @@ impl CodeBuffer {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: a fresh descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sizing our own memfd.
-        if unsafe { libc::ftruncate(fd.as_raw_fd(), cap as libc::off_t) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let map = |prot| {
-            // SAFETY: a shared mapping of our memfd at a kernel-chosen address.
-            let p = unsafe { libc::mmap(std::ptr::null_mut(), cap, prot, libc::MAP_SHARED, fd.as_raw_fd(), 0) };
-            if p == libc::MAP_FAILED { Err(io::Error::last_os_error()) } else { Ok(p.cast::<u8>()) }
-        };
-        let rw = map(libc::PROT_READ | libc::PROT_WRITE)?;
-        let rx = match map(libc::PROT_READ | libc::PROT_EXEC) {
-            Ok(p) => p,
-            Err(e) => {
-                // SAFETY: unmapping the view we just made.
-                unsafe { libc::munmap(rw.cast(), cap) };
-                return Err(e);
-            }
-        };
-        Ok(CodeBuffer { _fd: fd, rw, rx, cap, len: 0 })
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        file.set_len(cap as u64)?;
+        // SAFETY: both views map our own memfd, which nothing else can reach (it has no
+        // name in any file system and is close-on-exec), so its contents change only
+        // through `rw`. `rx` is never read as a Rust slice while `rw` is written: the
+        // engine only takes its address, and the CPU executes it.
+        let (rw, rx) =
+            unsafe { (MmapOptions::new().len(cap).map_mut(&file)?, MmapOptions::new().len(cap).map_exec(&file)?) };
+        Ok(CodeBuffer { file, rw, rx, len: 0 })
     }
 
     /// Bytes in use: the offset the next code goes to.
@@ -57,22 +49,18 @@ impl CodeBuffer {
 
     /// Host address of offset 0 in the executable view.
     pub fn base(&self) -> usize {
-        self.rx as usize
+        self.rx.as_ptr() as usize
     }
 
     /// Capacity in bytes.
     pub fn capacity(&self) -> usize {
-        self.cap
+        self.rw.len()
     }
 
     /// Appends `code`; false if it does not fit.
     pub fn extend(&mut self, code: &[u8]) -> bool {
-        if code.len() > self.cap - self.len {
-            return false;
-        }
-        // SAFETY: `len + code.len() <= cap`: the write stays inside our RW view, which
-        // does not overlap `code` (a Rust slice elsewhere).
-        unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), self.rw.add(self.len), code.len()) };
+        let Some(dst) = self.rw.get_mut(self.len..self.len + code.len()) else { return false };
+        dst.copy_from_slice(code);
         self.len += code.len();
         true
     }
@@ -81,12 +69,13 @@ impl CodeBuffer {
     /// the engine patches (one host thread), and x86 keeps instruction fetch coherent
     /// with stores to the same physical memory through another mapping.
     pub fn patch(&mut self, off: usize, bytes: &[u8]) -> bool {
-        if off.checked_add(bytes.len()).is_none_or(|end| end > self.len) {
-            return false;
+        match off.checked_add(bytes.len()).filter(|&end| end <= self.len) {
+            Some(end) => {
+                self.rw[off..end].copy_from_slice(bytes);
+                true
+            }
+            None => false,
         }
-        // SAFETY: in bounds of the emitted part of our RW view (checked above).
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.rw.add(off), bytes.len()) };
-        true
     }
 
     /// Forgets every byte (a cache flush); the region is reused from offset 0, and the
@@ -99,7 +88,7 @@ impl CodeBuffer {
             // flush. Failure (a kernel without hole punching in shmem) only keeps the pages.
             unsafe {
                 libc::fallocate(
-                    self._fd.as_raw_fd(),
+                    self.file.as_raw_fd(),
                     libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
                     0,
                     self.len as libc::off_t,
@@ -107,16 +96,6 @@ impl CodeBuffer {
             }
         }
         self.len = 0;
-    }
-}
-
-impl Drop for CodeBuffer {
-    fn drop(&mut self) {
-        // SAFETY: unmapping our two views; no translation runs after the engine drops.
-        unsafe {
-            libc::munmap(self.rw.cast(), self.cap);
-            libc::munmap(self.rx.cast(), self.cap);
-        }
     }
 }
 
