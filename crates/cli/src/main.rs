@@ -232,6 +232,26 @@ fn check_executable(machine: &Machine, path: &str, cwd: &str) -> anyhow::Result<
     Ok(())
 }
 
+/// `path` made absolute with every symbolic link resolved, also where it does not exist
+/// yet: its deepest existing ancestor canonicalized, the rest appended.
+fn resolved(path: &std::path::Path) -> std::io::Result<PathBuf> {
+    let abs = std::env::current_dir()?.join(path);
+    let mut rest = Vec::new();
+    let mut at = abs.as_path();
+    loop {
+        match at.canonicalize() {
+            Ok(c) => return Ok(rest.iter().rev().fold(c, |p, n| p.join(n))),
+            Err(e) => match (at.parent(), at.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    at = parent;
+                }
+                _ => return Err(e),
+            },
+        }
+    }
+}
+
 /// `--key`: the engine's policies, parsed by the engine, listed with their meaning.
 fn key_parser() -> impl clap::builder::TypedValueParser<Value = morph_dbt::KeyPolicy> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -246,9 +266,6 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(f) = &a.code_map {
         meta::check_writable("--code-map", f)?;
-    }
-    if let Some(d) = a.tcache_dir.as_ref().filter(|_| a.engine == Engine::Dbt) {
-        std::fs::create_dir_all(d).map_err(|e| anyhow::anyhow!("--tcache-dir {}: {e}", d.display()))?;
     }
     let engine = morph_dbt::EngineConfig {
         translate: a.engine == Engine::Dbt,
@@ -270,6 +287,27 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--root {}: not a directory", root.display());
     }
     let root = root.canonicalize()?;
+    if let Some(d) = a.tcache_dir.as_ref().filter(|_| a.engine == Engine::Dbt) {
+        // The cache holds host code and the key that authenticates it: a guest that could
+        // read or write it could make morph run code of its choosing.
+        // (With the default root `/` the guest has the user's own file access anyway.)
+        let inside = |real: &std::path::Path| -> anyhow::Result<()> {
+            if root != std::path::Path::new("/") && real.starts_with(&root) {
+                anyhow::bail!(
+                    "--tcache-dir {} is inside the guest's root {}: the guest could reach the cache",
+                    real.display(),
+                    root.display()
+                );
+            }
+            Ok(())
+        };
+        let err = |e: std::io::Error| anyhow::anyhow!("--tcache-dir {}: {e}", d.display());
+        // Checked before the directory is made, and again once it exists (`..` after a
+        // component that did not exist yet).
+        inside(&resolved(d).map_err(err)?)?;
+        std::fs::create_dir_all(d).map_err(err)?;
+        inside(&d.canonicalize().map_err(err)?)?;
+    }
     let host_cwd = std::env::current_dir()?;
     let cwd = match host_cwd.strip_prefix(&root) {
         Ok(rel) => format!("/{}", rel.display()),

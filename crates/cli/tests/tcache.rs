@@ -139,3 +139,17 @@ fn a_tcache_dir_that_cannot_be_made_is_a_clear_error() {
     assert_eq!(r.status, 125, "{r:?}");
     assert!(r.stderr.contains("--tcache-dir /proc/self/no/such"), "{}", r.stderr);
 }
+
+#[test]
+fn a_tcache_dir_the_guest_could_reach_is_refused() {
+    let root = sysroot();
+    let inside = GuestDir::new(root, "tcache-inside");
+    let d = inside.host.to_str().unwrap();
+    let r = morph_raw(
+        &["run", "--engine", "dbt", "--root", root.to_str().unwrap(), "--tcache-dir", d, "/bin/true"],
+        Path::new("/"),
+    );
+    assert_eq!(r.status, 125, "{r:?}");
+    assert!(r.stderr.contains("inside the guest's root"), "{}", r.stderr);
+    assert!(std::fs::read_dir(&inside.host).unwrap().next().is_none(), "nothing written there");
+}
