@@ -54,7 +54,7 @@ fn cache_files(dir: &Path) -> Vec<PathBuf> {
 #[test]
 fn a_warm_run_loads_what_a_cold_run_made_and_matches_native() {
     let want = native("warm");
-    for key in ["file", "physical"] {
+    for key in ["file", "physical", "virtual"] {
         let dir = scratch(&format!("tcache-warm-{key}"));
         let (cold, c) = run(&dir, key, 1, &format!("cold-{key}"));
         assert_eq!(cold, want, "cold run under {key}:\n{}", diff(&want.stdout, &cold.stdout));

@@ -120,7 +120,10 @@ impl Engine {
         self.ticks.switch(Activity::Translate);
         let (len, frame2, max) = span(eip, mem);
         let id = self.trans.len() as u32;
-        let made = self.tcache.as_mut()?.find(place, eip, max, mem, helper as *const () as usize, id)?;
+        let tc = self.tcache.as_mut()?;
+        // Where the key's code is, for the end of the run if it never becomes hot.
+        tc.seen.push((key, frame, eip & (PAGE_SIZE - 1)));
+        let made = tc.find(place, eip, max, mem, helper as *const () as usize, id)?;
         if self.code.offset() + made.code.len() > self.code.capacity() {
             return None; // the dispatcher interprets; translating later flushes
         }

@@ -22,6 +22,7 @@ use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_mem::{AddressSpace, FileId, Frame, PAGE_SIZE};
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::key::Key;
 use crate::made::Made;
 use crate::persist::{self, Entry, ModuleId, Store, StoreStats};
 use crate::translate::{Fixup, Reloc, Site};
@@ -41,6 +42,9 @@ pub(crate) struct Tcache {
     pub(crate) lost: u64,
     /// Cold blocks translated at the end of the run to be kept.
     pub(crate) cold: u64,
+    /// Each key met this run with file-backed code: its frame and page offset (the key
+    /// alone names no frame under `virtual` and `process`).
+    pub(crate) seen: Vec<(Key, Frame, u32)>,
 }
 
 /// The persistent cache's counters.
@@ -96,6 +100,7 @@ impl Tcache {
             bad: 0,
             lost: 0,
             cold: 0,
+            seen: Vec::new(),
         })
     }
 
@@ -164,19 +169,29 @@ impl Tcache {
     /// Keeps `made` (numbered as it was translated, with the exit-stub immediates at
     /// `id_fields`), the translation of the block at `eip` whose guest bytes are `bytes`,
     /// found in module `m` at `offset`, to be stored at the end of the run.
-    pub(crate) fn keep(&mut self, m: ModuleId, offset: u64, eip: u32, made: &Made, id_fields: &[usize], bytes: &[u8]) {
-        let Ok(offset) = u32::try_from(offset) else { return };
-        let Some(bytes) = bytes.get(..made.guest_len as usize) else { return };
+    /// Returns whether it was kept (not already stored or kept).
+    pub(crate) fn keep(
+        &mut self,
+        m: ModuleId,
+        offset: u64,
+        eip: u32,
+        made: &Made,
+        id_fields: &[usize],
+        bytes: &[u8],
+    ) -> bool {
+        let Ok(offset) = u32::try_from(offset) else { return false };
+        let Some(bytes) = bytes.get(..made.guest_len as usize) else { return false };
         let guest_hash = persist::guest_hash(bytes);
         let known = |l: &[Entry]| l.iter().any(|e| e.offset == offset && e.guest_hash == guest_hash);
         if self.loaded.get(&m).and_then(|l| l.get(&u64::from(offset))).is_some_and(|l| known(l))
             || self.pending.get(&m).is_some_and(|l| known(l))
         {
-            return; // stored already, or kept already (made again after a flush)
+            return false; // stored already, or kept already (made again after a flush)
         }
-        let Some(payload) = encode(made, id_fields, eip) else { return };
+        let Some(payload) = encode(made, id_fields, eip) else { return false };
         let e = Entry { offset, guest_len: made.guest_len, guest_hash, payload };
         self.pending.entry(m).or_default().push(e);
+        true
     }
 
     /// Writes the translations kept this run to the store (once; later calls write what
@@ -374,29 +389,24 @@ const COLD_BASE: u32 = 0x4000_0000;
 impl crate::Engine {
     /// Translates and keeps the blocks of file-backed code that ran (a key with a
     /// profile count) but have no live translation: cold blocks, never hot enough to be
-    /// translated this run. Only under the keys that dispatch by physical address (the
-    /// key names the frame; its page-cache identity and bytes are read now).
+    /// translated this run. Their frames were noted at their first miss; the frame's
+    /// page-cache identity and bytes are read now (a frame given to other data since has
+    /// another identity or none, and its bytes are filed under that one).
     pub(crate) fn keep_cold(&mut self, phys: &morph_mem::PhysMem) {
-        use crate::KeyPolicy;
-        if !matches!(self.cfg.key, KeyPolicy::Physical | KeyPolicy::File | KeyPolicy::Content) {
-            return;
-        }
         let Some(tc) = &mut self.tcache else { return };
-        let mut cold: Vec<u64> = self
-            .index
-            .iter()
-            .filter(|&(k, &i)| {
-                let s = &self.slots[i as usize];
-                s.count > 0 && s.live.is_none() && !self.untranslatable.contains(k)
+        let mut cold: Vec<(Frame, u32)> = std::mem::take(&mut tc.seen)
+            .into_iter()
+            .filter(|(k, _, _)| {
+                self.index.get(k).is_some_and(|&i| self.slots[i as usize].live.is_none())
+                    && !self.untranslatable.contains(k)
             })
-            .map(|(k, _)| k.0)
+            .map(|(_, f, o)| (f, o))
             .collect();
-        cold.sort_unstable(); // the store's contents do not depend on hash order
+        cold.sort_unstable_by_key(|&(f, o)| (f.0, o));
+        cold.dedup();
         let helper = crate::abi::helper as *const () as usize;
-        for pa in cold {
-            let Ok(frame) = u32::try_from(pa >> morph_mem::PAGE_SHIFT).map(Frame) else { continue };
+        for (frame, offset) in cold {
             let Some(fp) = phys.file_page(frame) else { continue };
-            let offset = (pa & u64::from(PAGE_SIZE - 1)) as u32;
             let bytes = &phys.frame_bytes(frame)[offset as usize..];
             let eip = COLD_BASE | offset;
             let Some(made) = crate::translate::translate(bytes, eip, helper, COLD_ID).map(Made::from) else {
@@ -404,8 +414,9 @@ impl crate::Engine {
             };
             let Some(fields) = crate::reuse::id_fields(&made, COLD_ID) else { continue };
             let at = u64::from(fp.index) * u64::from(PAGE_SIZE) + u64::from(offset);
-            tc.keep(module(fp.file), at, eip, &made, &fields, bytes);
-            tc.cold += 1;
+            if tc.keep(module(fp.file), at, eip, &made, &fields, bytes) {
+                tc.cold += 1;
+            }
         }
     }
 }
