@@ -158,9 +158,10 @@ impl Row {
     }
 }
 
-/// The identity of a run: what a sweep's rows and cells are matched by.
+/// The identity of a run: what a sweep's rows and cells are matched by
+/// (`virtual|1|50|64M|seed:20|3`).
 fn cell_id(key: &str, aslr: &str, threshold: u32, tc_size_bytes: u64, workload: &str, seed: u64) -> String {
-    format!("{key}|{aslr}|{threshold}|{tc_size_bytes}|{workload}|{seed}")
+    format!("{key}|{aslr}|{threshold}|{}|{workload}|{seed}", plan::fmt_size(tc_size_bytes))
 }
 
 const SEED_SOURCES: &[(&str, &str)] = &[
