@@ -96,7 +96,7 @@ fn a_sweep_through_slurm_equals_the_local_sweep() {
         assert!(work.join(format!("logs/cell-{i}.out")).exists(), "no log of task {i}");
     }
     let log = std::fs::read_to_string(work.join("logs/cell-3.out")).unwrap();
-    assert!(log.contains("cell 3 (virtual|1|50|seed:2|1)"), "{log}");
+    assert!(log.contains("cell 3 (virtual|1|50|64M|seed:2|1)"), "{log}");
     // Again with the same work directory: every cell has its result, nothing is submitted,
     // the merge is the same.
     std::fs::remove_file(work.join("logs/cell-0.out")).unwrap();

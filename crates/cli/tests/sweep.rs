@@ -221,3 +221,78 @@ fn the_plot_has_labelled_axes_round_ticks_whiskers_and_the_table_order() {
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
 }
+
+#[test]
+fn capacities_are_a_dimension_with_their_flushes() {
+    let root = sysroot();
+    let dir = scratch("sweep-tc");
+    let (csv, svg) = (dir.join("tc.csv"), dir.join("tc.svg"));
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["exp", "sweep", "--root", root.to_str().unwrap(), "--keys", "virtual", "--aslr", "1"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(["--thresholds", "2", "--workloads", "seed:2", "--runs", "1", "--quiet"].map(String::from));
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |v: Vec<String>| morph_raw(&v.iter().map(String::as_str).collect::<Vec<_>>(), &dir);
+    // Refused before any cell runs: a size `morph run --tc-size` refuses, or two names
+    // of one capacity.
+    for (bad, msg) in [("bogus", "--tc-sizes bogus"), ("64K,1", "below the minimum"), ("14M,crusoe", "same capacity")] {
+        let r = run([args(&["--tc-sizes"]), vec![bad.to_string()]].concat());
+        assert_eq!(r.status, 125, "{bad}: {}", r.stderr);
+        assert!(r.stderr.contains(msg), "{bad}: {}", r.stderr);
+    }
+    // The plan has the capacity in every cell, nested after the threshold.
+    let r = run(args(&["--tc-sizes", "256K,64M", "--plan-out", "plan.json"]));
+    assert_eq!(r.status, 0, "{}", r.stderr);
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json")).unwrap()).unwrap();
+    let sizes: Vec<u64> =
+        plan["cells"].as_array().unwrap().iter().map(|c| c["tc_size_bytes"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [256 << 10, 64 << 20], "{plan}");
+    assert_eq!(plan["settings"]["tc_sizes"], serde_json::json!(["256K", "64M"]));
+
+    let r = run(args(&["--tc-sizes", "256K,64M", "--csv", csv.to_str().unwrap(), "--svg", svg.to_str().unwrap()]));
+    assert_eq!(r.status, 0, "{}\n{}", r.stdout, r.stderr);
+    let mut rd = csv::Reader::from_path(&csv).unwrap();
+    let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    let num = |r: &csv::StringRecord, c: &str| r[col(c)].parse::<u64>().unwrap();
+    let (small, big) = (&rows[0], &rows[1]);
+    assert_eq!((num(small, "tc_size_bytes"), num(big, "tc_size_bytes")), (256 << 10, 64 << 20));
+    // The guest's results are the same (the workload checks its own output).
+    assert_eq!((&small[col("exit_status")], &big[col("exit_status")]), ("0", "0"));
+    assert!(num(small, "flushes") > 0, "no flush at 256K: {small:?}");
+    assert_eq!(num(big, "flushes"), 0, "{big:?}");
+    assert!(num(small, "retranslations") > num(big, "retranslations"), "{small:?} vs {big:?}");
+    // The table and the plot tell the two capacities apart.
+    assert!(r.stdout.contains("tc size") && r.stdout.contains("256K") && r.stdout.contains("64M"), "{}", r.stdout);
+    let labels = texts(&std::fs::read_to_string(&svg).unwrap());
+    for l in ["aslr 1, tc 256K", "aslr 1, tc 64M"] {
+        assert!(labels.iter().any(|t| t == l), "no {l:?} in {labels:?}");
+    }
+}
+
+#[test]
+fn plans_of_older_morphs_without_capacities_still_read() {
+    let root = sysroot();
+    let dir = scratch("sweep-tc-old");
+    ok(&[sweep_args(root, "none", "1"), vec!["--plan-out", "plan.json"]].concat(), &dir);
+    let text = std::fs::read_to_string(dir.join("plan.json")).unwrap();
+    let mut plan: serde_json::Value = serde_json::from_str(&text).unwrap();
+    // The default capacity is not in the settings (so the hash is an older morph's).
+    assert!(plan["settings"].get("tc_sizes").is_none(), "{plan}");
+    for c in plan["cells"].as_array_mut().unwrap() {
+        assert_eq!(c["tc_size_bytes"], 64 << 20);
+        c.as_object_mut().unwrap().remove("tc_size_bytes");
+    }
+    std::fs::write(dir.join("old.json"), plan.to_string()).unwrap();
+    // The plan reads: what is missing is the cells' results, not a consistent plan.
+    let r = morph_raw(&["exp", "sweep-merge", "--plan", "old.json", "--dir", "cells"], &dir);
+    assert_eq!(r.status, 125);
+    assert!(r.stderr.contains("2 of 2 cells have no result"), "{}", r.stderr);
+}

@@ -67,7 +67,8 @@ fn runs(a: &FitArgs) -> anyhow::Result<(Vec<Row>, serde_json::Value)> {
         for aslr in ["0", "1"] {
             let seed = a.seed + u64::from(i);
             pb.set_message(format!("{} aslr={aslr} seed {seed}", a.key));
-            let cell = Cell { key: &a.key, aslr, threshold: a.threshold, workload: &workload, seed };
+            let tc_size_bytes = morph_dbt::DEFAULT_TC_SIZE as u64;
+            let cell = Cell { key: &a.key, aslr, threshold: a.threshold, tc_size_bytes, workload: &workload, seed };
             rows.push(run_one(&root, &a.kernel, &cell, None)?);
             pb.inc(1);
         }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 pub enum ExpCmd {
     /// The 2005 seed workload: ASLR off/on × key, with native for reference.
     Seed(SeedArgs),
-    /// A cartesian sweep over key × ASLR components × threshold × workload × seeds.
+    /// A cartesian sweep over key × ASLR components × threshold × cache capacity × workload × seeds.
     Sweep(Box<SweepArgs>),
     /// Run one cell of a sweep plan (`sweep --plan-out`) into a result file.
     SweepCell(plan::SweepCellArgs),
@@ -107,6 +107,8 @@ pub struct Row {
     pub kernel: String,
     /// Translation threshold (morph runs).
     pub threshold: u32,
+    /// Translation-cache capacity in bytes (`--tc-size`, morph runs).
+    pub tc_size_bytes: u64,
     /// Workload name.
     pub workload: String,
     /// Seed of the run.
@@ -132,6 +134,8 @@ pub struct Row {
     pub translations: u64,
     /// Blocks translated again (same physical code, new key).
     pub retranslations: u64,
+    /// Translation caches flushed because they were full (`engine.flushes`).
+    pub flushes: u64,
     /// Translation cache lookups.
     pub lookups: u64,
     /// Lookup hits.
@@ -150,8 +154,14 @@ pub struct Row {
 
 impl Row {
     fn id(&self) -> String {
-        format!("{}|{}|{}|{}|{}", self.key, self.aslr, self.threshold, self.workload, self.seed)
+        cell_id(&self.key, &self.aslr, self.threshold, self.tc_size_bytes, &self.workload, self.seed)
     }
+}
+
+/// The identity of a run: what a sweep's rows and cells are matched by
+/// (`virtual|1|50|64M|seed:20|3`).
+fn cell_id(key: &str, aslr: &str, threshold: u32, tc_size_bytes: u64, workload: &str, seed: u64) -> String {
+    format!("{key}|{aslr}|{threshold}|{}|{workload}|{seed}", plan::fmt_size(tc_size_bytes))
 }
 
 const SEED_SOURCES: &[(&str, &str)] = &[
@@ -229,6 +239,8 @@ struct Cell<'a> {
     key: &'a str,
     aslr: &'a str,
     threshold: u32,
+    /// Translation-cache capacity in bytes (`--tc-size`).
+    tc_size_bytes: u64,
     workload: &'a str,
     seed: u64,
 }
@@ -312,6 +324,7 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
                 let mut cmd = Command::new(std::env::current_exe()?);
                 cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", policy.name()]);
                 cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
+                cmd.args(["--tc-size", &c.tc_size_bytes.to_string()]);
                 cmd.args(["--seed", &seed.to_string(), "--timeout", "600"]);
                 if let Some(d) = &tcache {
                     cmd.arg("--tcache-dir").arg(d.path());
@@ -361,6 +374,7 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
         host_aslr: crate::meta::host_randomize_va_space(),
         kernel: kernel.to_string(),
         threshold: c.threshold,
+        tc_size_bytes: c.tc_size_bytes,
         workload: c.workload.to_string(),
         seed: c.seed,
         real_s,
@@ -374,6 +388,7 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
         modeled_sys_s: 0.0,
         translations: 0,
         retranslations: 0,
+        flushes: 0,
         lookups: 0,
         hits: 0,
         interp_instructions: 0,
@@ -389,6 +404,7 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
         row.morph_os_s = g("os", "os_ns") as f64 / 1e9;
         row.translations = g("engine", "translations");
         row.retranslations = g("engine", "retranslations");
+        row.flushes = g("engine", "flushes");
         row.lookups = g("engine", "lookups");
         row.hits = g("engine", "hits");
         row.interp_instructions = g("engine", "interp_instructions");

@@ -28,12 +28,45 @@ pub struct Settings {
     pub aslr: Vec<String>,
     /// Translation thresholds.
     pub thresholds: Vec<u32>,
+    /// Translation-cache capacities (`--tc-size` values, as given). Left out of the JSON
+    /// (and so of the hash) when it is the default, so that plans and CSVs written before
+    /// the option existed still read, with the capacity their runs had.
+    #[serde(default = "default_tc_sizes", skip_serializing_if = "is_default_tc_sizes")]
+    pub tc_sizes: Vec<String>,
     /// Workloads.
     pub workloads: Vec<String>,
     /// Runs (seeds) per cell group.
     pub runs: u32,
     /// First seed.
     pub seed: u64,
+}
+
+/// `--tc-sizes`' default: the default capacity alone.
+pub const DEFAULT_TC_SIZES: &str = "64M";
+
+fn default_tc_sizes() -> Vec<String> {
+    vec![DEFAULT_TC_SIZES.to_string()]
+}
+
+fn is_default_tc_sizes(v: &[String]) -> bool {
+    v == [DEFAULT_TC_SIZES]
+}
+
+/// A capacity of `--tc-sizes` in bytes, or why `morph run --tc-size` would refuse it.
+fn tc_size_bytes(s: &str) -> anyhow::Result<u64> {
+    let n = morph_dbt::parse_tc_size(s).map_err(|e| anyhow::anyhow!("--tc-sizes {s}: {e}"))?;
+    Ok(n as u64)
+}
+
+/// A capacity for a table or a label: `256K`, `14M`, or bytes when not a whole KiB.
+pub fn fmt_size(bytes: u64) -> String {
+    match bytes {
+        0 => "0".into(),
+        b if b % (1 << 30) == 0 => format!("{}G", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{}M", b >> 20),
+        b if b % (1 << 10) == 0 => format!("{}K", b >> 10),
+        b => b.to_string(),
+    }
 }
 
 impl Settings {
@@ -58,6 +91,12 @@ impl Settings {
         }
         for a in &self.aslr {
             morph_os::layout::Aslr::parse(a, kernel).map_err(|e| anyhow::anyhow!("--aslr {a}: {e}"))?;
+        }
+        let mut seen = BTreeMap::new();
+        for t in &self.tc_sizes {
+            if let Some(other) = seen.insert(tc_size_bytes(t)?, t) {
+                bail!("--tc-sizes {other} and {t} are the same capacity");
+            }
         }
         Ok(())
     }
@@ -85,16 +124,24 @@ pub struct PlanCell {
     pub aslr: String,
     /// Translation threshold.
     pub threshold: u32,
+    /// Translation-cache capacity in bytes (`--tc-size`); plans written before the option
+    /// had the default.
+    #[serde(default = "default_tc_size_bytes")]
+    pub tc_size_bytes: u64,
     /// Workload.
     pub workload: String,
     /// Seed.
     pub seed: u64,
 }
 
+fn default_tc_size_bytes() -> u64 {
+    morph_dbt::DEFAULT_TC_SIZE as u64
+}
+
 impl PlanCell {
     /// The identity a row of this cell has (`Row::id`).
     pub fn id(&self) -> String {
-        format!("{}|{}|{}|{}|{}", self.key, self.aslr, self.threshold, self.workload, self.seed)
+        cell_id(&self.key, &self.aslr, self.threshold, self.tc_size_bytes, &self.workload, self.seed)
     }
 }
 
@@ -112,7 +159,8 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of `settings`: workload × key × ASLR × threshold × seed, in that nesting.
+    /// The plan of `settings`: workload × key × ASLR × threshold × capacity × seed, in
+    /// that nesting.
     pub fn new(settings: Settings) -> anyhow::Result<Plan> {
         let s = &settings;
         s.check()?;
@@ -122,22 +170,28 @@ impl Plan {
             for k in &s.keys {
                 for aslr in &s.aslr {
                     for &threshold in &s.thresholds {
-                        for i in 0..s.runs {
-                            cells.push(PlanCell {
-                                index: cells.len(),
-                                key: k.clone(),
-                                aslr: aslr.clone(),
-                                threshold,
-                                workload: w.clone(),
-                                seed: s.seed + u64::from(i),
-                            });
+                        for tc in &s.tc_sizes {
+                            let tc_size_bytes = tc_size_bytes(tc)?;
+                            for i in 0..s.runs {
+                                cells.push(PlanCell {
+                                    index: cells.len(),
+                                    key: k.clone(),
+                                    aslr: aslr.clone(),
+                                    threshold,
+                                    tc_size_bytes,
+                                    workload: w.clone(),
+                                    seed: s.seed + u64::from(i),
+                                });
+                            }
                         }
                     }
                 }
             }
         }
         if cells.is_empty() {
-            bail!("the sweep has no cells (an empty --keys, --aslr, --thresholds or --workloads, or --runs 0)");
+            bail!(
+                "the sweep has no cells (an empty --keys, --aslr, --thresholds, --tc-sizes or --workloads, or --runs 0)"
+            );
         }
         Ok(Plan { format: FORMAT.into(), settings_hash: settings.hash(), settings, cells })
     }
@@ -256,8 +310,14 @@ pub fn sweep_cell(a: SweepCellArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("cannot create {}", a.out.display()))?;
     let s = &plan.settings;
     install_workload(&s.root)?;
-    let c =
-        Cell { key: &cell.key, aslr: &cell.aslr, threshold: cell.threshold, workload: &cell.workload, seed: cell.seed };
+    let c = Cell {
+        key: &cell.key,
+        aslr: &cell.aslr,
+        threshold: cell.threshold,
+        tc_size_bytes: cell.tc_size_bytes,
+        workload: &cell.workload,
+        seed: cell.seed,
+    };
     let row = run_one(&s.root, &s.kernel, &c, None)?;
     let result = CellResult { settings_hash: plan.settings_hash.clone(), index: cell.index, row };
     let path = result_path(&a.out, cell.index);

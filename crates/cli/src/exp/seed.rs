@@ -69,6 +69,7 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
                 key,
                 aslr,
                 threshold: morph_dbt::DEFAULT_THRESHOLD,
+                tc_size_bytes: morph_dbt::DEFAULT_TC_SIZE as u64,
                 workload: &workload,
                 seed: c.seed + u64::from(i),
             };

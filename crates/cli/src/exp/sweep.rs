@@ -27,6 +27,10 @@ pub struct SweepArgs {
     /// Translation thresholds.
     #[arg(long, value_delimiter = ',', default_value = "50")]
     thresholds: Vec<u32>,
+    /// Translation-cache capacities (each a --tc-size value: bytes with K, M or G, or
+    /// `crusoe`).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = super::plan::DEFAULT_TC_SIZES)]
+    tc_sizes: Vec<String>,
     /// Workloads: seed (the full script) or seed:N (N rounds).
     #[arg(long, value_delimiter = ',', default_value = "seed:20")]
     workloads: Vec<String>,
@@ -92,6 +96,7 @@ pub fn sweep(a: SweepArgs) -> anyhow::Result<()> {
         keys: a.keys.clone(),
         aslr: a.aslr.clone(),
         thresholds: a.thresholds.clone(),
+        tc_sizes: a.tc_sizes.clone(),
         workloads: a.workloads.clone(),
         runs: c.runs,
         seed: c.seed,
@@ -341,24 +346,40 @@ pub fn finish(plan: &Plan, rows: &[Row], out: &Outputs) -> anyhow::Result<()> {
 /// The table on stdout: one line per configuration, medians over its runs.
 fn print_table(gs: &[Group]) {
     println!(
-        "{:<9} {:<12} {:>9} {:<9} {:>4} {:>12} {:>14} {:>14}",
-        "key", "aslr", "threshold", "workload", "runs", "translations", "retranslations", "TM5600 time/s"
+        "{:<9} {:<12} {:>9} {:>7} {:<9} {:>4} {:>12} {:>14} {:>7} {:>14} {:>11}",
+        "key",
+        "aslr",
+        "threshold",
+        "tc size",
+        "workload",
+        "runs",
+        "translations",
+        "retranslations",
+        "flushes",
+        "TM5600 time/s",
+        "real time/s"
     );
     for g in gs {
         let rows: Vec<Row> = g.rows.iter().map(|r| (*r).clone()).collect();
         let m = summarize(&rows);
+        let flushes = median(&mut rows.iter().map(|r| r.flushes as f64).collect::<Vec<_>>()) as u64;
         println!(
-            "{:<9} {:<12} {:>9} {:<9} {:>4} {:>12} {:>14} {:>14.3}",
+            "{:<9} {:<12} {:>9} {:>7} {:<9} {:>4} {:>12} {:>14} {:>7} {:>14.3} {:>11.3}",
             g.key,
             g.aslr,
             g.threshold,
+            super::plan::fmt_size(g.tc_size_bytes),
             g.workload,
             rows.len(),
             m.translations,
             m.retranslations,
-            m.modeled_s
+            flushes,
+            m.modeled_s,
+            m.real_s
         );
     }
-    println!("(medians over the runs; translations and retranslations are blocks; TM5600 time is modeled)");
+    println!(
+        "(medians over the runs; translations and retranslations are blocks; flushes are whole-cache flushes of a full translation cache (--tc-size); TM5600 time is modeled, real time measured on this host)"
+    );
     let _ = std::io::stdout().flush();
 }

@@ -11,31 +11,42 @@ use super::*;
 
 /// One line of the table (and one bar of the plot): the runs of one configuration.
 pub struct Group<'a> {
-    /// Key, ASLR, threshold and workload.
+    /// Key (with ASLR, threshold, capacity and workload, the configuration).
     pub key: &'a str,
     /// The `--aslr` value.
     pub aslr: &'a str,
     /// Threshold.
     pub threshold: u32,
+    /// Translation-cache capacity in bytes.
+    pub tc_size_bytes: u64,
     /// Workload.
     pub workload: &'a str,
     /// Its runs, in seed order.
     pub rows: Vec<&'a Row>,
 }
 
+impl Group<'_> {
+    /// Whether `r` is a run of this configuration.
+    fn holds(&self, r: &Row) -> bool {
+        self.key == r.key
+            && self.aslr == r.aslr
+            && self.threshold == r.threshold
+            && self.tc_size_bytes == r.tc_size_bytes
+            && self.workload == r.workload
+    }
+}
+
 /// Rows grouped by configuration, in the order of their first row.
 pub fn groups(rows: &[Row]) -> Vec<Group<'_>> {
     let mut gs: Vec<Group> = Vec::new();
     for r in rows {
-        match gs
-            .iter_mut()
-            .find(|g| g.key == r.key && g.aslr == r.aslr && g.threshold == r.threshold && g.workload == r.workload)
-        {
+        match gs.iter_mut().find(|g| g.holds(r)) {
             Some(g) => g.rows.push(r),
             None => gs.push(Group {
                 key: &r.key,
                 aslr: &r.aslr,
                 threshold: r.threshold,
+                tc_size_bytes: r.tc_size_bytes,
                 workload: &r.workload,
                 rows: vec![r],
             }),
@@ -80,7 +91,18 @@ struct Series {
     label: String,
     aslr: String,
     threshold: u32,
+    tc_size_bytes: u64,
     workload: String,
+}
+
+impl Series {
+    /// Whether `g` is this series' configuration (under some key).
+    fn is(&self, g: &Group) -> bool {
+        g.aslr == self.aslr
+            && g.threshold == self.threshold
+            && g.tc_size_bytes == self.tc_size_bytes
+            && g.workload == self.workload
+    }
 }
 
 fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, gs: &[Group]) -> anyhow::Result<()> {
@@ -89,19 +111,29 @@ fn draw<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, gs: &[Group]) -> anyho
     let mut series: Vec<Series> = Vec::new();
     let many = |f: &dyn Fn(&Group) -> String| gs.iter().map(f).collect::<BTreeSet<_>>().len() > 1;
     let (by_threshold, by_workload) = (many(&|g| g.threshold.to_string()), many(&|g| g.workload.to_string()));
+    let by_tc_size = many(&|g| g.tc_size_bytes.to_string());
     for g in gs {
         if !keys.contains(&g.key) {
             keys.push(g.key);
         }
-        if !series.iter().any(|s| s.aslr == g.aslr && s.threshold == g.threshold && s.workload == g.workload) {
+        if !series.iter().any(|s| s.is(g)) {
             let mut label = format!("aslr {}", g.aslr);
             if by_threshold {
                 label += &format!(", threshold {}", g.threshold);
             }
+            if by_tc_size {
+                label += &format!(", tc {}", super::plan::fmt_size(g.tc_size_bytes));
+            }
             if by_workload {
                 label += &format!(", {}", g.workload);
             }
-            series.push(Series { label, aslr: g.aslr.into(), threshold: g.threshold, workload: g.workload.into() });
+            series.push(Series {
+                label,
+                aslr: g.aslr.into(),
+                threshold: g.threshold,
+                tc_size_bytes: g.tc_size_bytes,
+                workload: g.workload.into(),
+            });
         }
     }
     let runs = gs.iter().map(|g| g.rows.len()).max().unwrap_or(0);
@@ -202,9 +234,7 @@ fn panel<DB: DrawingBackend>(
             .iter()
             .enumerate()
             .filter_map(|(i, k)| {
-                let g = gs.iter().find(|g| {
-                    g.key == *k && g.aslr == s.aslr && g.threshold == s.threshold && g.workload == s.workload
-                })?;
+                let g = gs.iter().find(|g| g.key == *k && s.is(g))?;
                 let (lo, med, hi) = spread(g, val);
                 let x0 = i as f64 + 0.1 + slot * j as f64;
                 Some((x0 + slot * 0.05, x0 + slot * 0.95, lo, med, hi))
