@@ -158,6 +158,12 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Exp(e) => {
+            // The experiments print tables: a closed stdout (`| head`) ends them as it ends
+            // any Unix tool, by SIGPIPE, instead of a panic in `println!`. (Not for `run`:
+            // there a guest's write to a closed pipe must come back as EPIPE to deliver the
+            // guest's own SIGPIPE.)
+            // SAFETY: restoring the default disposition of one signal, before any thread.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
             let r = match e {
                 exp::ExpCmd::Seed(a) => exp::seed(a),
                 exp::ExpCmd::Sweep(a) => exp::sweep(*a),
