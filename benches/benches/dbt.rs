@@ -36,6 +36,23 @@ fn translate_speed(c: &mut Criterion) {
     g.bench_function("translate_decoded", |b| {
         b.iter(|| morph_dbt::translate::translate_decoded(fetch, CODE, 0, 0).expect("translates"))
     });
+    // A block with an instruction left to the fallback helper (`cpuid`): each
+    // translation emits the helper-call glue (`runtime::helper_call`).
+    let helper_block = [0x8b, 0x43, 0x08, 0x0f, 0xa2, 0x41, 0xcd, 0x80]; // mov eax,[ebx+8]; cpuid; inc ecx; int 0x80
+    g.throughput(Throughput::Elements(4));
+    g.bench_function("translate_helper_block", |b| {
+        b.iter(|| morph_dbt::translate::translate(&helper_block, CODE, 0, 0).expect("translates"))
+    });
+    g.finish();
+}
+
+/// Engine creation, which emits the runtime glue (entry, exits, the shared jump-cache
+/// lookup) into a fresh code buffer.
+fn engine_new(c: &mut Criterion) {
+    let mut g = c.benchmark_group("dbt");
+    g.bench_function("engine_new", |b| {
+        b.iter(|| Engine::new(EngineConfig { translate: true, ..EngineConfig::default() }).expect("engine"))
+    });
     g.finish();
 }
 
@@ -65,5 +82,5 @@ fn execute(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, translate_speed, execute);
+criterion_group!(benches, translate_speed, engine_new, execute);
 criterion_main!(benches);

@@ -10,6 +10,7 @@ use morph_mem::{AddressSpace, PAGE_SIZE};
 use crate::Engine;
 use crate::clock::Activity;
 use crate::code::CodeBuffer;
+use crate::glue;
 use crate::runtime::{
     self, EXIT_BRANCH, EXIT_BUDGET, EXIT_FAULT, EXIT_HELPER, EXIT_INDIRECT, EXIT_SYSCALL, JitState, LIVE_FLAGS,
 };
@@ -30,15 +31,15 @@ impl Engine {
             assert!(c.extend(&bytes), "the runtime fits in an empty code buffer");
             at
         };
-        self.enter_off = fits(&mut self.code, runtime::enter_trampoline());
-        self.exit_common_off = fits(&mut self.code, runtime::exit_common());
-        self.exit_nosave_off = fits(&mut self.code, runtime::exit_nosave());
-        let (mut miss, rel) = runtime::jc_miss();
+        self.enter_off = fits(&mut self.code, glue::enter_trampoline());
+        self.exit_common_off = fits(&mut self.code, glue::exit_common());
+        self.exit_nosave_off = fits(&mut self.code, glue::exit_nosave());
+        let (mut miss, rel) = glue::jc_miss();
         let at = self.code.offset();
         let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
         miss[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
         self.jc_miss_off = fits(&mut self.code, miss);
-        let (mut lookup, rel) = runtime::shared_lookup();
+        let (mut lookup, rel) = glue::shared_lookup();
         let at = self.code.offset();
         let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
         lookup[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());

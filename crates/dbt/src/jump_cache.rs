@@ -27,7 +27,7 @@ pub(crate) struct JumpCache {
     pub(crate) tag: u32,
     /// The last tag given out.
     last_tag: u32,
-    /// Where an empty entry leads (`runtime::jc_miss`; none is ever hit).
+    /// Where an empty entry leads (`glue::jc_miss`; none is ever hit).
     empty_host: u64,
     /// Pages whose translations were all put in the cache under a tag (`tag << 32 |
     /// page | 1`, direct-mapped by page number; see `Engine::prefill`).

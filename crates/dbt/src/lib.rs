@@ -41,7 +41,8 @@
 //! | `chain` | patching exits to jump straight to other translations |
 //! | `jump_cache` | the (tag, VA) → host code table read by translated indirect branches |
 //! | `abi` | the runtime stubs, entering translated code and decoding its exits, the fallback helper |
-//! | `runtime` | the host code of the stubs, the state block, the host fault handler |
+//! | `glue` | the host code of the stubs, the jump-cache lookup and the helper call (dynasm-rs) |
+//! | `runtime` | the state block, the register assignment, fixed-layout glue, the host fault handler |
 //! | `code` | the dual-mapped code buffer |
 //! | `translate` | the translator: one block of IA-32 to x86-64 |
 //!
@@ -54,6 +55,7 @@ mod clock;
 mod code;
 mod dispatch;
 mod generate;
+mod glue;
 mod jump_cache;
 mod key;
 mod made;
@@ -194,9 +196,9 @@ pub struct Engine {
     enter_off: usize,
     exit_common_off: usize,
     exit_nosave_off: usize,
-    /// Where empty jump-cache entries lead (`runtime::jc_miss`).
+    /// Where empty jump-cache entries lead (`glue::jc_miss`).
     jc_miss_off: usize,
-    /// The shared jump-cache lookup (`runtime::shared_lookup`).
+    /// The shared jump-cache lookup (`glue::shared_lookup`).
     lookup_off: usize,
     trans: Vec<Translation>,
     /// Per key: its live translation, with what a dispatch needs of it (so a hit does not

@@ -20,8 +20,7 @@
 
 use std::cell::Cell;
 
-use iced_x86::code_asm::*;
-use morph_mem::{PAGE_SHIFT, PAGE_SIZE};
+use iced_x86::code_asm::{AsmRegister32, eax, ebp, ebx, ecx, edi, edx, esi, r12d};
 
 /// The state shared between the dispatcher and translated code.
 #[repr(C)]
@@ -61,7 +60,8 @@ pub struct JitState {
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
     /// code runs if `fpu_live` is set.
     pub fpu: *mut morph_cpu::FpuState,
-    /// Non-zero once translations execute x87/MMX instructions natively.
+    /// 1 once translations execute x87/MMX instructions natively, else 0 (the glue
+    /// tests the low byte).
     pub fpu_live: u32,
     /// Padding.
     pub _pad2: u32,
@@ -69,7 +69,7 @@ pub struct JitState {
     /// [`JcEntry`]).
     pub jc_tag: u64,
     /// Morph's own x87 control word and MXCSR, put back when the guest FPU state leaves
-    /// the host FPU (see [`fpu_save`]).
+    /// the host FPU (see `glue::fpu_save`).
     pub host: morph_cpu::x87::HostControl,
     /// Host address of the guest window (a multiple of 2^32: see `morph_mem::window`),
     /// for string instructions, which address memory through RSI/RDI without a segment.
@@ -81,7 +81,7 @@ pub struct JitState {
 /// each address-space mapping it runs, see `AddressSpace::mapping_id`), so entries of
 /// several processes live side by side and a process switch changes only the tag in
 /// [`JitState::jc_tag`]: an entry hits only for the tag it was made under. Tag 0 is
-/// never current: an empty entry (tag 0) never hits, and leads to [`jc_miss`] anyway.
+/// never current: an empty entry (tag 0) never hits, and leads to [`crate::glue::jc_miss`] anyway.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct JcEntry {
@@ -211,308 +211,9 @@ pub fn split_count(count: u64) -> (u64, u64) {
 /// The guest flags translated code keeps in host EFLAGS: the arithmetic flags and DF.
 pub const LIVE_FLAGS: u32 = 0x8d5 | 0x400;
 
-/// Assembles 64-bit glue with iced.
-fn assemble(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Vec<u8> {
-    let mut a = CodeAssembler::new(64).expect("64-bit assembler");
-    f(&mut a).expect("glue assembles");
-    a.assemble(0).expect("glue assembles")
-}
-
 /// Guest register → host register (32-bit).
 pub fn host_gpr(i: usize) -> AsmRegister32 {
     [eax, ecx, edx, ebx, r12d, ebp, esi, edi][i]
-}
-
-/// If the guest FPU state is live in translated code, load it into the host FPU.
-/// Clobbers r13 and the flags.
-fn fpu_load(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let mut skip = a.create_label();
-    a.cmp(dword_ptr(r15 + off::FPU_LIVE), 0)?;
-    a.je(skip)?;
-    a.mov(r13, qword_ptr(r15 + off::FPU))?;
-    a.fxrstor(ptr(r13))?;
-    a.set_label(&mut skip)?;
-    a.nop()
-}
-
-/// If the guest FPU state is live, save it from the host FPU and leave morph's own
-/// control state behind: `fninit` and morph's control word, and morph's MXCSR, which
-/// `fninit` leaves alone and the guest's image (loaded by `fxrstor`) may have changed
-/// (a signal frame rewritten by its handler): reloaded only if it differs, since a
-/// guest rarely has another. Clobbers r13 and the flags.
-fn fpu_save(a: &mut CodeAssembler) -> Result<(), IcedError> {
-    let mut skip = a.create_label();
-    let mut same = a.create_label();
-    a.cmp(dword_ptr(r15 + off::FPU_LIVE), 0)?;
-    a.je(skip)?;
-    a.mov(r13, qword_ptr(r15 + off::FPU))?;
-    a.fxsave(ptr(r13))?;
-    a.fninit()?;
-    a.fldcw(word_ptr(r15 + off::HOST_FCW))?;
-    a.mov(r13d, dword_ptr(r13 + 24))?; // the guest's MXCSR in the image
-    a.cmp(r13d, dword_ptr(r15 + off::HOST_MXCSR))?;
-    a.je(same)?;
-    a.ldmxcsr(dword_ptr(r15 + off::HOST_MXCSR))?;
-    a.set_label(&mut same)?;
-    a.nop()?;
-    a.set_label(&mut skip)?;
-    a.nop()
-}
-
-/// `enter(state: *mut JitState, code: *const u8)`: loads guest state and jumps to `code`.
-pub fn enter_trampoline() -> Vec<u8> {
-    assemble(|a| {
-        for r in [rbx, rbp, r12, r13, r14, r15] {
-            a.push(r)?;
-        }
-        a.sub(rsp, 8)?;
-        a.mov(r15, rdi)?;
-        fpu_load(a)?; // clobbers r13
-        a.mov(r13, rsi)?;
-        a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
-        a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
-        a.mov(eax, dword_ptr(r15 + off::EFLAGS))?;
-        a.push(rax)?;
-        a.popfq()?;
-        for i in 0..8 {
-            a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
-        }
-        a.mov(r14d, dword_ptr(r15 + off::PAGE_VA))?;
-        a.jmp(r13)
-    })
-}
-
-/// Saves guest state and returns to the dispatcher (EIP and exit already stored).
-pub fn exit_common() -> Vec<u8> {
-    assemble(|a| {
-        a.pushfq()?;
-        a.pop(r13)?;
-        a.mov(dword_ptr(r15 + off::EFLAGS), r13d)?;
-        for i in 0..8 {
-            a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
-        }
-        a.mov(dword_ptr(r15 + off::PAGE_VA), r14d)?;
-        a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
-        fpu_save(a)?;
-        a.cld()?;
-        a.add(rsp, 8)?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
-            a.pop(r)?;
-        }
-        a.ret()
-    })
-}
-
-/// Returns to the dispatcher when the state is already saved (after the helper).
-pub fn exit_nosave() -> Vec<u8> {
-    assemble(|a| {
-        a.cld()?;
-        a.add(rsp, 8)?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
-            a.pop(r)?;
-        }
-        a.ret()
-    })
-}
-
-/// The helper call assembled once with placeholder operands (see [`helper_call`]), and
-/// where its operands go: `at` = [k, eip_off, ins, helper].
-struct HelperTemplate {
-    before: Vec<u8>,
-    after: Vec<u8>,
-    at: [usize; 4],
-}
-
-fn helper_template() -> &'static HelperTemplate {
-    // Assembled once with placeholder operands, then copied and patched: a block with a
-    // helper call is translated thousands of times a second at start-up, and the
-    // assembler is most of its cost. The placeholders are wide enough to take the
-    // longest encodings (disp32, imm64), which any value fits.
-    const K: u32 = 0x5a5a_a5a5;
-    const EIP_OFF: i32 = 0x3c3c_c3c3;
-    const INS: u64 = 0x6b6b_b6b6_6b6b_b6b6;
-    const HELPER: u64 = 0x7d7d_d7d7_7d7d_d7d7;
-    static T: std::sync::OnceLock<HelperTemplate> = std::sync::OnceLock::new();
-    T.get_or_init(|| {
-        let before = assemble(|a| {
-            a.pushfq()?;
-            a.pop(r13)?;
-            a.mov(dword_ptr(r15 + off::EFLAGS), r13d)?;
-            for i in 0..8 {
-                a.mov(dword_ptr(r15 + off::GPR + 4 * i as i32), host_gpr(i))?;
-            }
-            a.lea(r13d, dword_ptr(r14 + EIP_OFF))?;
-            a.mov(dword_ptr(r15 + off::EIP), r13d)?;
-            a.mov(dword_ptr(r15 + off::PAGE_VA), r14d)?;
-            a.mov(qword_ptr(r15 + off::ICOUNT), r11)?;
-            a.mov(qword_ptr(r15 + off::LIMIT), r10)?;
-            a.mov(dword_ptr(r15 + off::HELPER_K), K)?;
-            fpu_save(a)?;
-            a.cld()?;
-            a.mov(rdi, r15)?;
-            a.mov(rsi, INS)?;
-            a.mov(rax, HELPER)?;
-            a.call(rax)?;
-            a.test(eax, eax)
-        });
-        let after = assemble(|a| {
-            a.mov(r11, qword_ptr(r15 + off::ICOUNT))?;
-            a.mov(r10, qword_ptr(r15 + off::LIMIT))?;
-            fpu_load(a)?;
-            for i in 0..8 {
-                a.mov(host_gpr(i), dword_ptr(r15 + off::GPR + 4 * i as i32))?;
-            }
-            a.mov(r13d, dword_ptr(r15 + off::EFLAGS))?;
-            a.push(r13)?;
-            a.popfq()
-        });
-        let find = |pat: &[u8]| {
-            let mut at = before.windows(pat.len()).enumerate().filter(|(_, w)| *w == pat).map(|(i, _)| i);
-            let first = at.next().expect("placeholder in the helper call");
-            assert!(at.next().is_none(), "placeholder appears once");
-            first
-        };
-        let at = [
-            find(&K.to_le_bytes()),
-            find(&EIP_OFF.to_le_bytes()),
-            find(&INS.to_le_bytes()),
-            find(&HELPER.to_le_bytes()),
-        ];
-        HelperTemplate { before, after, at }
-    })
-}
-
-/// Where a helper call (the first part [`helper_call`] returns) holds its two absolute
-/// host addresses, the boxed instruction's and the helper function's: the relocations
-/// of a translation kept across runs (`tcache`).
-pub fn helper_call_relocs() -> (usize, usize) {
-    let t = helper_template();
-    (t.at[2], t.at[3])
-}
-
-/// Spills guest state, calls `helper(state, ins)`, and reloads it. Followed by a
-/// `jnz rel32` to `exit_nosave` that the caller emits (the helper returns non-zero to
-/// leave). `k` is the number of the block's instructions completed before this one,
-/// `eip_off` the instruction's offset from the page start (r14d).
-pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>, Vec<u8>) {
-    let t = helper_template();
-    let mut before = t.before.clone();
-    let mut put = |at: usize, b: &[u8]| before[at..at + b.len()].copy_from_slice(b);
-    put(t.at[0], &k.to_le_bytes());
-    put(t.at[1], &eip_off.to_le_bytes());
-    put(t.at[2], &(ins as u64).to_le_bytes());
-    put(t.at[3], &(helper as u64).to_le_bytes());
-    (before, t.after.clone())
-}
-
-/// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
-/// look the target up in the jump cache under the current tag and, on a hit within the
-/// budget, jump straight to the target's body with r14d set to the target's page;
-/// otherwise store EIP and an indirect exit and leave through the `jmp rel32` at the
-/// end (to `exit_common`).
-///
-/// The guest flags stay live in EFLAGS across it and nothing here touches them: the
-/// index is folded with BMI2 `rorx`, `lea` and `movzx` and the page computed with
-/// `shrx`/`shlx`, the key compared
-/// with `not` + `lea` (`tag << 32 | target` minus the entry's key: zero iff equal) and
-/// `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit counter
-/// incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
-/// most of the time of call-heavy code; without BMI2 they are kept around the masking
-/// only.) The code is emitted inline at every indirect site, so the host predicts each
-/// site's final `jmp` on its own.
-pub fn indirect_lookup() -> &'static [u8] {
-    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    CODE.get_or_init(|| {
-        let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
-        let mut v = assemble(|a| {
-            let mut hit = a.create_label();
-            let mut miss = a.create_label();
-            let mut spent = a.create_label();
-            a.mov(r13d, r13d)?; // the key below is 64-bit: no stale high half
-            // The index (see `jc_index`): the target's low bits.
-            if bmi2 {
-                a.rorx(r8d, r13d, 16)?;
-                a.lea(r8d, dword_ptr(r8 + r13))?;
-                a.movzx(r8d, r8w)?;
-            } else {
-                a.pushfq()?;
-                a.mov(r8d, r13d)?;
-                a.shr(r8d, 16)?;
-                a.add(r8d, r13d)?;
-                a.and(r8d, (JC_ENTRIES - 1) as u32)?;
-                a.popfq()?;
-            }
-            a.mov(r9, qword_ptr(r15 + off::JC))?;
-            a.lea(r8, qword_ptr(r8 + r8))?; // 16-byte entries
-            a.lea(r8, qword_ptr(r9 + r8 * 8))?;
-            a.mov(r9, qword_ptr(r8))?;
-            a.not(r9)?;
-            a.lea(r9, qword_ptr(r9 + r13 + 1))?; // target - key
-            // r14 is free until the hit sets it: it keeps the guest's rcx while rcx
-            // holds what jrcxz tests.
-            a.mov(r14, rcx)?;
-            a.mov(rcx, qword_ptr(r15 + off::JC_TAG))?;
-            a.lea(rcx, qword_ptr(rcx + r9))?; // (tag << 32 | target) - key
-            a.jrcxz(hit)?;
-            a.mov(rcx, r14)?;
-            a.jmp(miss)?;
-            a.set_label(&mut hit)?;
-            a.lea(rcx, qword_ptr(r10 - 1))?;
-            a.mov(r10, rcx)?;
-            a.jrcxz(spent)?;
-            a.mov(rcx, r14)?;
-            a.mov(r9, 1u64 << HITS_SHIFT)?;
-            a.lea(r11, qword_ptr(r11 + r9))?;
-            // r14d: the target's page.
-            if bmi2 {
-                a.mov(r9d, PAGE_SHIFT)?;
-                a.shrx(r14d, r13d, r9d)?;
-                a.shlx(r14d, r14d, r9d)?;
-            } else {
-                a.pushfq()?;
-                a.mov(r14d, r13d)?;
-                a.and(r14d, !(PAGE_SIZE - 1) as i32)?;
-                a.popfq()?;
-            }
-            a.jmp(qword_ptr(r8 + 8))?;
-            a.set_label(&mut spent)?;
-            a.mov(rcx, r14)?;
-            a.set_label(&mut miss)?;
-            a.mov(dword_ptr(r15 + off::EIP), r13d)?;
-            a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
-            Ok(())
-        });
-        v.extend_from_slice(&[0xe9, 0, 0, 0, 0]);
-        v
-    })
-}
-
-/// The jump-cache lookup of the target EIP in r13d as a shared routine, for exit stubs
-/// whose target cannot be chained to (a translation that straddles into the next page:
-/// a chain would skip the check of that page's mapping, while a jump-cache entry is
-/// per mapping). `rel` is the offset of the miss path's rel32 to `exit_common`.
-pub fn shared_lookup() -> (Vec<u8>, usize) {
-    let v = indirect_lookup().to_vec();
-    let rel = v.len() - 4;
-    (v, rel)
-}
-
-/// Where an empty jump-cache entry leads (its tag can equal any target, so its host
-/// address must be safe to jump to): undo the hit counted in r11 and leave with an indirect
-/// exit, as a miss would. `rel` is the distance from the end of this code to
-/// `exit_common`, filled in by the caller at the returned offset.
-pub fn jc_miss() -> (Vec<u8>, usize) {
-    let mut v = assemble(|a| {
-        a.mov(r9, (1u64 << HITS_SHIFT).wrapping_neg())?;
-        a.lea(r11, qword_ptr(r11 + r9))?;
-        a.mov(dword_ptr(r15 + off::EIP), r13d)?;
-        a.mov(dword_ptr(r15 + off::EXIT), EXIT_INDIRECT)?;
-        Ok(())
-    });
-    v.push(0xe9);
-    let rel = v.len();
-    v.extend_from_slice(&[0; 4]);
-    (v, rel)
 }
 
 // ----- hand-encoded glue with fixed layouts (patched or emitted very often) ----------
@@ -698,32 +399,6 @@ mod tests {
         assert_eq!(&s.host.fcw as *const _ as usize - base, off::HOST_FCW as usize);
         assert_eq!(&s.host.mxcsr as *const _ as usize - base, off::HOST_MXCSR as usize);
         assert_eq!(&s.window as *const _ as usize - base, off::WINDOW as usize);
-    }
-
-    #[test]
-    fn a_helper_call_carries_its_operands() {
-        use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
-        for (helper, ins, k, eip_off) in
-            [(0x5555_0000_1234usize, 0x7fff_0000_0008usize, 0u32, 0i32), (1, 2, 31, -8), (0x10, 0x20, 7, 0xffc)]
-        {
-            let (before, after) = helper_call(helper, ins, k, eip_off);
-            let decoded: Vec<_> = Decoder::with_ip(64, &before, 0, DecoderOptions::NONE).iter().collect();
-            assert!(decoded.iter().all(|i| !i.is_invalid()));
-            let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::R14);
-            assert_eq!(lea.map(|i| i.memory_displacement32() as i32), Some(eip_off));
-            let store_k = decoded.iter().find(|i| {
-                i.mnemonic() == Mnemonic::Mov
-                    && i.memory_base() == Register::R15
-                    && i.memory_displacement32() == off::HELPER_K as u32
-            });
-            assert_eq!(store_k.map(|i| i.immediate32()), Some(k));
-            let imm_to = |r: Register| {
-                decoded.iter().find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == r).map(|i| i.immediate64())
-            };
-            assert_eq!(imm_to(Register::RSI), Some(ins as u64));
-            assert_eq!(imm_to(Register::RAX), Some(helper as u64));
-            assert_eq!(after, helper_call(0, 0, 0, 0).1);
-        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ use iced_x86::code_asm::*;
 use iced_x86::{Code, Decoder, DecoderOptions, Encoder, Instruction, Register};
 
 use super::{Fixup, Site};
-use crate::runtime;
+use crate::{glue, runtime};
 use morph_mem::PAGE_SIZE;
 
 pub(super) struct Emitter {
@@ -114,7 +114,7 @@ impl Emitter {
     /// Continue at the target EIP in r13d: through the jump cache, or by leaving to the
     /// dispatcher.
     pub(super) fn lookup(&mut self) {
-        self.bytes(runtime::indirect_lookup());
+        self.bytes(glue::indirect_lookup());
         self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
     }
 

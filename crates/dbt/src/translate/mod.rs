@@ -21,7 +21,7 @@
 //!   translation (its body for a forward edge, its budget check for a backward one), so
 //!   a chained loop runs guest code, `lea`, `jcc` and the check;
 //! - direct jumps to another page, indirect jumps, calls and returns go through the jump
-//!   cache ([`runtime::indirect_lookup`]) with the target in r13d;
+//!   cache ([`glue::indirect_lookup`]) with the target in r13d;
 //! - `int 0x80` leaves with a system-call exit.
 //!
 //! String instructions run as the host's own with RSI/RDI made host addresses (see
@@ -35,6 +35,7 @@
 
 use iced_x86::{FlowControl, Instruction, OpKind};
 
+use crate::glue;
 use crate::runtime::{self, EXIT_INDIRECT, off};
 
 mod block;
@@ -176,7 +177,7 @@ pub fn translate_decoded(
             let boxed = Box::new(*ins);
             let at = e.code.len();
             helper_call(&mut e, helper, &boxed, pending, goff);
-            let (ins_at, helper_at) = runtime::helper_call_relocs();
+            let (ins_at, helper_at) = glue::helper_call_relocs();
             relocs.push((at + ins_at, Reloc::Instruction(helper_instrs.len() as u32)));
             relocs.push((at + helper_at, Reloc::Helper));
             helper_instrs.push(boxed);
@@ -218,7 +219,7 @@ pub fn translate_decoded(
 /// A call of the interpreter (`helper`) on `ins`, with `pending` instructions of the
 /// block completed but not counted; leaves the translation if it raised an exit.
 fn helper_call(e: &mut Emitter, helper: usize, ins: &Instruction, pending: u32, goff: u32) {
-    let (before, after) = runtime::helper_call(helper, ins as *const Instruction as usize, pending, e.at(goff as i32));
+    let (before, after) = glue::helper_call(helper, ins as *const Instruction as usize, pending, e.at(goff as i32));
     e.bytes(&before);
     e.bytes(&[0x0f, 0x85]);
     e.fixups.push((e.code.len(), Fixup::ExitNosave));

@@ -1,0 +1,441 @@
+//! The hand-written host glue that translated code runs between: the entry and exit
+//! trampolines, the jump-cache lookup, and the fallback helper call, assembled with
+//! dynasm-rs into byte vectors that the engine appends to its code buffer (the state
+//! block, the register assignment and the fixed-layout glue are in `runtime`).
+
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
+use morph_mem::{PAGE_SHIFT, PAGE_SIZE};
+
+use crate::runtime::{EXIT_INDIRECT, HITS_SHIFT, JC_ENTRIES, off};
+
+/// The assembler of the hand-written glue below: dynasm-rs turns each `dynasm!`
+/// template into byte pushes at compile time, so emitting glue costs next to nothing
+/// at run time (see docs/engine.md, "The host glue").
+type Glue = VecAssembler<X64Relocation>;
+
+/// Assembles 64-bit glue with dynasm.
+fn assemble(f: impl FnOnce(&mut Glue)) -> Vec<u8> {
+    let mut a = Glue::new(0);
+    f(&mut a);
+    a.finalize().expect("glue assembles")
+}
+
+// dynasm encodes a displacement it cannot evaluate itself (a Rust constant) with 32 bits,
+// so the glue writes the state block's offsets as literals (with 8 bits where they fit,
+// as an assembler would): this ties those literals to `off`.
+const _: () = assert!(
+    off::GPR == 0
+        && off::EIP == 32
+        && off::EFLAGS == 36
+        && off::PAGE_VA == 40
+        && off::EXIT == 44
+        && off::LIMIT == 48
+        && off::ICOUNT == 56
+        && off::HELPER_K == 88
+        && off::JC == 96
+        && off::FPU == 104
+        && off::FPU_LIVE == 112
+        && off::JC_TAG == 120
+        && off::HOST_FCW == 128
+        && off::HOST_MXCSR == 132
+);
+
+/// Stores the guest registers (see [`crate::runtime::host_gpr`]) into `JitState::gpr`.
+fn store_gprs(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; mov [r15], eax
+        ; mov [r15 + 4], ecx
+        ; mov [r15 + 8], edx
+        ; mov [r15 + 12], ebx
+        ; mov [r15 + 16], r12d
+        ; mov [r15 + 20], ebp
+        ; mov [r15 + 24], esi
+        ; mov [r15 + 28], edi
+    );
+}
+
+/// Loads the guest registers from `JitState::gpr`.
+fn load_gprs(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; mov eax, [r15]
+        ; mov ecx, [r15 + 4]
+        ; mov edx, [r15 + 8]
+        ; mov ebx, [r15 + 12]
+        ; mov r12d, [r15 + 16]
+        ; mov ebp, [r15 + 20]
+        ; mov esi, [r15 + 24]
+        ; mov edi, [r15 + 28]
+    );
+}
+
+/// If the guest FPU state is live in translated code, load it into the host FPU.
+/// Clobbers r13 and the flags.
+fn fpu_load(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
+        ; je BYTE >skip
+        ; mov r13, [r15 + 104] // fpu
+        ; fxrstor [r13]
+        ; skip:
+    );
+}
+
+/// If the guest FPU state is live, save it from the host FPU and leave morph's own
+/// control state behind: `fninit` and morph's control word, and morph's MXCSR, which
+/// `fninit` leaves alone and the guest's image (loaded by `fxrstor`) may have changed
+/// (a signal frame rewritten by its handler): reloaded only if it differs, since a
+/// guest rarely has another. Clobbers r13 and the flags.
+fn fpu_save(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
+        ; je BYTE >skip
+        ; mov r13, [r15 + 104] // fpu
+        ; fxsave [r13]
+        ; fninit
+        ; fldcw [r15 + 128] // host.fcw
+        ; mov r13d, [r13 + 24] // the guest's MXCSR in the image
+        ; cmp r13d, [r15 + 132] // host.mxcsr
+        ; je BYTE >skip
+        ; ldmxcsr [r15 + 132]
+        ; skip:
+    );
+}
+
+/// `add rsp, 8`, the callee-saved registers popped, `ret`: back to the dispatcher.
+fn leave(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; cld
+        ; add rsp, 8
+        ; pop r15
+        ; pop r14
+        ; pop r13
+        ; pop r12
+        ; pop rbp
+        ; pop rbx
+        ; ret
+    );
+}
+
+/// `enter(state: *mut JitState, code: *const u8)`: loads guest state and jumps to `code`.
+pub fn enter_trampoline() -> Vec<u8> {
+    assemble(|a| {
+        dynasm!(a
+            ; .arch x64
+            ; push rbx
+            ; push rbp
+            ; push r12
+            ; push r13
+            ; push r14
+            ; push r15
+            ; sub rsp, 8
+            ; mov r15, rdi
+        );
+        fpu_load(a); // clobbers r13
+        dynasm!(a
+            ; .arch x64
+            ; mov r13, rsi
+            ; mov r11, [r15 + 56] // icount
+            ; mov r10, [r15 + 48] // limit
+            ; mov eax, [r15 + 36] // eflags
+            ; push rax
+            ; popfq
+        );
+        load_gprs(a);
+        dynasm!(a
+            ; .arch x64
+            ; mov r14d, [r15 + 40] // page_va
+            ; jmp r13
+        );
+    })
+}
+
+/// Saves guest state and returns to the dispatcher (EIP and exit already stored).
+pub fn exit_common() -> Vec<u8> {
+    assemble(|a| {
+        dynasm!(a
+            ; .arch x64
+            ; pushfq
+            ; pop r13
+            ; mov [r15 + 36], r13d // eflags
+        );
+        store_gprs(a);
+        dynasm!(a
+            ; .arch x64
+            ; mov [r15 + 40], r14d // page_va
+            ; mov [r15 + 56], r11 // icount
+        );
+        fpu_save(a);
+        leave(a);
+    })
+}
+
+/// Returns to the dispatcher when the state is already saved (after the helper).
+pub fn exit_nosave() -> Vec<u8> {
+    assemble(leave)
+}
+
+/// The helper call assembled once (see [`helper_call`]), and where its operands go:
+/// `at` = [k, eip_off, ins, helper].
+struct HelperTemplate {
+    before: Vec<u8>,
+    after: Vec<u8>,
+    at: [usize; 4],
+}
+
+fn helper_template() -> &'static HelperTemplate {
+    // Assembled once, then copied and patched: a block with a helper call is translated
+    // thousands of times a second at start-up, and copying is cheaper than assembling
+    // even with dynasm. The operands are 32-bit (the displacement is a Rust value, which
+    // dynasm encodes with 32 bits) and 64-bit immediates, which any value fits.
+    static T: std::sync::OnceLock<HelperTemplate> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let mut at = [0; 4];
+        let eip_off = 0i32;
+        let before = assemble(|a| {
+            dynasm!(a
+                ; .arch x64
+                ; pushfq
+                ; pop r13
+                ; mov [r15 + 36], r13d // eflags
+            );
+            store_gprs(a);
+            dynasm!(a
+                ; .arch x64
+                ; lea r13d, [r14 + eip_off]
+            );
+            at[1] = a.offset().0 - 4;
+            dynasm!(a
+                ; .arch x64
+                ; mov [r15 + 32], r13d // eip
+                ; mov [r15 + 40], r14d // page_va
+                ; mov [r15 + 56], r11 // icount
+                ; mov [r15 + 48], r10 // limit
+                ; mov DWORD [r15 + 88], 0 // helper_k
+            );
+            at[0] = a.offset().0 - 4;
+            fpu_save(a);
+            dynasm!(a
+                ; .arch x64
+                ; cld
+                ; mov rdi, r15
+                ; mov rsi, QWORD 0 // the boxed instruction
+            );
+            at[2] = a.offset().0 - 8;
+            dynasm!(a
+                ; .arch x64
+                ; mov rax, QWORD 0 // the helper
+            );
+            at[3] = a.offset().0 - 8;
+            dynasm!(a
+                ; .arch x64
+                ; call rax
+                ; test eax, eax
+            );
+        });
+        let after = assemble(|a| {
+            dynasm!(a
+                ; .arch x64
+                ; mov r11, [r15 + 56] // icount
+                ; mov r10, [r15 + 48] // limit
+            );
+            fpu_load(a);
+            load_gprs(a);
+            dynasm!(a
+                ; .arch x64
+                ; mov r13d, [r15 + 36] // eflags
+                ; push r13
+                ; popfq
+            );
+        });
+        HelperTemplate { before, after, at }
+    })
+}
+
+/// Where a helper call (the first part [`helper_call`] returns) holds its two absolute
+/// host addresses, the boxed instruction's and the helper function's: the relocations
+/// of a translation kept across runs (`tcache`).
+pub fn helper_call_relocs() -> (usize, usize) {
+    let t = helper_template();
+    (t.at[2], t.at[3])
+}
+
+/// Spills guest state, calls `helper(state, ins)`, and reloads it. Followed by a
+/// `jnz rel32` to `exit_nosave` that the caller emits (the helper returns non-zero to
+/// leave). `k` is the number of the block's instructions completed before this one,
+/// `eip_off` the instruction's offset from the page start (r14d).
+pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>, Vec<u8>) {
+    let t = helper_template();
+    let mut before = t.before.clone();
+    let mut put = |at: usize, b: &[u8]| before[at..at + b.len()].copy_from_slice(b);
+    put(t.at[0], &k.to_le_bytes());
+    put(t.at[1], &eip_off.to_le_bytes());
+    put(t.at[2], &(ins as u64).to_le_bytes());
+    put(t.at[3], &(helper as u64).to_le_bytes());
+    (before, t.after.clone())
+}
+
+/// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
+/// look the target up in the jump cache under the current tag and, on a hit within the
+/// budget, jump straight to the target's body with r14d set to the target's page;
+/// otherwise store EIP and an indirect exit and leave through the `jmp rel32` at the
+/// end (to `exit_common`).
+///
+/// The guest flags stay live in EFLAGS across it and nothing here touches them: the
+/// index is folded with BMI2 `rorx`, `lea` and `movzx` and the page computed with
+/// `shrx`/`shlx`, the key compared
+/// with `not` + `lea` (`tag << 32 | target` minus the entry's key: zero iff equal) and
+/// `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit counter
+/// incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
+/// most of the time of call-heavy code; without BMI2 they are kept around the masking
+/// only.) The code is emitted inline at every indirect site, so the host predicts each
+/// site's final `jmp` on its own.
+pub fn indirect_lookup() -> &'static [u8] {
+    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    CODE.get_or_init(|| {
+        let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
+        let mut v = assemble(|a| {
+            dynasm!(a
+                ; .arch x64
+                ; mov r13d, r13d // the key below is 64-bit: no stale high half
+            );
+            // The index (see `jc_index`): the target's low bits.
+            if bmi2 {
+                dynasm!(a
+                    ; .arch x64
+                    ; rorx r8d, r13d, 16
+                    ; lea r8d, [r8 + r13]
+                    ; movzx r8d, r8w
+                );
+            } else {
+                dynasm!(a
+                    ; .arch x64
+                    ; pushfq
+                    ; mov r8d, r13d
+                    ; shr r8d, 16
+                    ; add r8d, r13d
+                    ; and r8d, (JC_ENTRIES - 1) as i32
+                    ; popfq
+                );
+            }
+            // r14 is free until the hit sets it: it keeps the guest's rcx while rcx
+            // holds what jrcxz tests.
+            dynasm!(a
+                ; .arch x64
+                ; mov r9, [r15 + 96] // jc
+                ; lea r8, [r8 + r8] // 16-byte entries
+                ; lea r8, [r9 + r8 * 8]
+                ; mov r9, [r8]
+                ; not r9
+                ; lea r9, [r9 + r13 + 1] // target - key
+                ; mov r14, rcx
+                ; mov rcx, [r15 + 120] // jc_tag
+                ; lea rcx, [rcx + r9] // (tag << 32 | target) - key
+                ; jrcxz >hit
+                ; mov rcx, r14
+                ; jmp BYTE >miss
+                ; hit:
+                ; lea rcx, [r10 - 1]
+                ; mov r10, rcx
+                ; jrcxz >spent
+                ; mov rcx, r14
+                ; mov r9, QWORD 1 << HITS_SHIFT
+                ; lea r11, [r11 + r9]
+            );
+            // r14d: the target's page.
+            if bmi2 {
+                dynasm!(a
+                    ; .arch x64
+                    ; mov r9d, PAGE_SHIFT as i32
+                    ; shrx r14d, r13d, r9d
+                    ; shlx r14d, r14d, r9d
+                );
+            } else {
+                dynasm!(a
+                    ; .arch x64
+                    ; pushfq
+                    ; mov r14d, r13d
+                    ; and r14d, !(PAGE_SIZE - 1) as i32
+                    ; popfq
+                );
+            }
+            dynasm!(a
+                ; .arch x64
+                ; jmp QWORD [r8 + 8]
+                ; spent:
+                ; mov rcx, r14
+                ; miss:
+                ; mov [r15 + 32], r13d // eip
+                ; mov DWORD [r15 + 44], EXIT_INDIRECT as i32 // exit
+            );
+        });
+        v.extend_from_slice(&[0xe9, 0, 0, 0, 0]);
+        v
+    })
+}
+
+/// The jump-cache lookup of the target EIP in r13d as a shared routine, for exit stubs
+/// whose target cannot be chained to (a translation that straddles into the next page:
+/// a chain would skip the check of that page's mapping, while a jump-cache entry is
+/// per mapping). `rel` is the offset of the miss path's rel32 to `exit_common`.
+pub fn shared_lookup() -> (Vec<u8>, usize) {
+    let v = indirect_lookup().to_vec();
+    let rel = v.len() - 4;
+    (v, rel)
+}
+
+/// Where an empty jump-cache entry leads (its tag can equal any target, so its host
+/// address must be safe to jump to): undo the hit counted in r11 and leave with an indirect
+/// exit, as a miss would. `rel` is the distance from the end of this code to
+/// `exit_common`, filled in by the caller at the returned offset.
+pub fn jc_miss() -> (Vec<u8>, usize) {
+    let mut v = assemble(|a| {
+        dynasm!(a
+            ; .arch x64
+            ; mov r9, QWORD (1i64 << HITS_SHIFT).wrapping_neg()
+            ; lea r11, [r11 + r9]
+            ; mov [r15 + 32], r13d // eip
+            ; mov DWORD [r15 + 44], EXIT_INDIRECT as i32 // exit
+        );
+    });
+    v.push(0xe9);
+    let rel = v.len();
+    v.extend_from_slice(&[0; 4]);
+    (v, rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_helper_call_carries_its_operands() {
+        use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
+        for (helper, ins, k, eip_off) in
+            [(0x5555_0000_1234usize, 0x7fff_0000_0008usize, 0u32, 0i32), (1, 2, 31, -8), (0x10, 0x20, 7, 0xffc)]
+        {
+            let (before, after) = helper_call(helper, ins, k, eip_off);
+            let decoded: Vec<_> = Decoder::with_ip(64, &before, 0, DecoderOptions::NONE).iter().collect();
+            assert!(decoded.iter().all(|i| !i.is_invalid()));
+            let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::R14);
+            assert_eq!(lea.map(|i| i.memory_displacement32() as i32), Some(eip_off));
+            let store_k = decoded.iter().find(|i| {
+                i.mnemonic() == Mnemonic::Mov
+                    && i.memory_base() == Register::R15
+                    && i.memory_displacement32() == off::HELPER_K as u32
+            });
+            assert_eq!(store_k.map(|i| i.immediate32()), Some(k));
+            let imm_to = |r: Register| {
+                decoded.iter().find(|i| i.mnemonic() == Mnemonic::Mov && i.op0_register() == r).map(|i| i.immediate64())
+            };
+            assert_eq!(imm_to(Register::RSI), Some(ins as u64));
+            assert_eq!(imm_to(Register::RAX), Some(helper as u64));
+            assert_eq!(after, helper_call(0, 0, 0, 0).1);
+        }
+    }
+}
