@@ -296,3 +296,12 @@ pub fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, serde
         x => out.push((prefix.trim_end_matches('.').to_string(), x.clone())),
     }
 }
+
+/// Every counter of a `--stats-json` document: host times (`*_ns`) and when and where
+/// the run was made (`metadata`) left out, so two runs with one seed compare equal.
+pub fn counters(v: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
+    let mut all = Vec::new();
+    flatten("", v, &mut all);
+    all.retain(|(k, _)| !k.ends_with("_ns") && !k.starts_with("metadata."));
+    all
+}
