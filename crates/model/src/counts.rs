@@ -50,6 +50,9 @@ pub struct Counts {
     /// Translations copied from another frame's translation of the same code instead of
     /// translated (`engine.reuses`).
     pub reuses: u64,
+    /// Translations loaded from the persistent translation cache instead of interpreted
+    /// and translated (`engine.tcache_loads`).
+    pub tcache_loads: u64,
     /// `mmap` and `mmap2` calls (`os.syscalls.mmap` + `os.syscalls.mmap2`).
     pub mmaps: u64,
 }
@@ -97,6 +100,7 @@ impl Counts {
             host_faults: get("engine", "host_faults"),
             flushes: get("engine", "flushes"),
             reuses: get("engine", "reuses"),
+            tcache_loads: get("engine", "tcache_loads"),
             // Linux i386 names: 90 is the old one-argument `mmap`, 192 is `mmap2`.
             mmaps: syscall("mmap") + syscall("mmap2"),
         }
@@ -124,7 +128,7 @@ mod tests {
                 "retranslations": 3, "chain_patches": 90, "jump_cache_hits": 10,
                 "invalidations": 1, "interp_instructions": 40000,
                 "translated_instructions": 1000000, "translated_guest_instructions": 900,
-                "helper_instructions": 4, "host_faults": 6, "flushes": 2, "reuses": 8, "interp_ns": 1, "translate_ns": 2,
+                "helper_instructions": 4, "host_faults": 6, "flushes": 2, "reuses": 8, "tcache_loads": 5, "interp_ns": 1, "translate_ns": 2,
                 "exec_ns": 3
             },
             "os": {
@@ -162,6 +166,7 @@ mod tests {
                 host_faults: 6,
                 flushes: 2,
                 reuses: 8,
+                tcache_loads: 5,
                 mmaps: 19,
             }
         );

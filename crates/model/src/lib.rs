@@ -10,7 +10,8 @@
 //! user = interp_instructions × interp_insn + translated_instructions × translated_insn
 //!      + translated_guest_instructions × translate_insn + translations × translate_block
 //!      + lookups × lookup + misses × miss + chain_patches × chain_patch
-//!      + host_faults × host_fault + flushes × flush + reuses × reuse (cycles / clock_hz)
+//!      + host_faults × host_fault + flushes × flush + reuses × reuse
+//!      + tcache_loads × tcache_load (cycles / clock_hz)
 //! sys  = syscalls × syscall + forks × fork + execs × exec + page_cache_fills × page_cache_fill
 //!      + frames_allocated × frame_alloc + mmaps × mmap              (cycles / clock_hz)
 //! ```

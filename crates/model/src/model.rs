@@ -195,6 +195,7 @@ mod tests {
             host_faults: 300,
             flushes: 2,
             reuses: 700,
+            tcache_loads: 0,
             mmaps: 1_500,
         }
     }

@@ -111,6 +111,7 @@ mod tests {
             host_faults: 100,
             flushes: 1,
             reuses: 10,
+            tcache_loads: 0,
             mmaps: 1_000,
         }
     }
