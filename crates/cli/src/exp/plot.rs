@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::Summary;
-use super::seed::{REPORT_2005, run_label};
+use super::seed::REPORT_2005;
 
 /// The image format.
 #[derive(Clone, Copy)]
@@ -81,7 +81,8 @@ type Bars = Vec<(String, [Option<(f64, f64, f64)>; 2])>;
 fn groups(cells: &[Summary], value: fn(&Summary) -> Option<(f64, f64, f64)>) -> Bars {
     let mut out: Bars = Vec::new();
     for c in cells {
-        let label = run_label(c);
+        // Short names under the bars (the table's `morph, key K` is `K` here).
+        let label = if c.native { "native".to_string() } else { c.key.clone() };
         let Some(v) = value(c) else { continue };
         let slot = if c.aslr == "0" { 0 } else { 1 };
         match out.iter_mut().find(|(l, _)| *l == label) {
@@ -156,7 +157,7 @@ fn panel<DB: DrawingBackend>(
         .configure_mesh()
         .disable_x_mesh()
         .x_labels(0)
-        .x_desc("configuration (as in the table)")
+        .x_desc("native, or morph with key K (as in the table)")
         .y_desc(y_desc)
         .draw()
         .map_err(e)?;
@@ -202,9 +203,12 @@ fn panel<DB: DrawingBackend>(
         plotters::style::text_anchor::HPos::Center,
         plotters::style::text_anchor::VPos::Top,
     ));
+    // Many groups: every other name one line lower, so that neighbours do not overlap.
+    let stagger = bars.len() > 5;
     for (i, (label, _)) in bars.iter().enumerate() {
         let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
-        root.draw(&Text::new(label.clone(), (px, py + 6), style.clone())).map_err(e)?;
+        let dy = if stagger && i % 2 == 1 { 22 } else { 6 };
+        root.draw(&Text::new(label.clone(), (px, py + dy), style.clone())).map_err(e)?;
     }
     Ok(())
 }
