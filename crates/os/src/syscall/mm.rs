@@ -1,4 +1,5 @@
-//! Memory: `brk`, `mmap`, `mremap`, `munmap`, `mprotect`, `msync`, and the TLS descriptor (`set_thread_area`).
+//! Memory: `brk`, `mmap`, `mremap`, `munmap`, `mprotect`, `msync`, `madvise`, and the TLS
+//! descriptor (`set_thread_area`).
 
 use super::common::*;
 use super::file::fill_snapshot;
@@ -13,6 +14,7 @@ table! {
         144 msync "xux" sys_msync;
         163 mremap "puuRp" sys_mremap;
         192 mmap2 "puPMfg" sys_mmap2;
+        219 madvise "puD" sys_madvise;
         243 set_thread_area "p" sys_set_thread_area;
     }
 }
@@ -249,6 +251,53 @@ pub(super) fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     let mapped = p.aspace.is_mapped(start, len);
     p.aspace.write_back(start, len).map_err(|_| EIO)?;
     if mapped { Ok(0) } else { Err(ENOMEM) }
+}
+
+/// `madvise`. The advice that only hints (Linux may act on it or not, and the guest
+/// cannot tell) is accepted after the range is checked: NORMAL, RANDOM, SEQUENTIAL,
+/// WILLNEED, MERGEABLE, UNMERGEABLE, HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP, COLD,
+/// PAGEOUT, and FREE on private anonymous memory (its pages may be kept, as Linux keeps
+/// them until memory is short). DONTNEED gives private anonymous pages back: they read
+/// as zeros again; shared memory keeps its bytes. DONTNEED on a private file mapping
+/// (its pages would go back to the file's) and the advice that changes fork or
+/// removes backing store (REMOVE, DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK,
+/// POPULATE_*) give EINVAL, as from a kernel without them. A hole in the range gives
+/// ENOMEM after the mapped parts are advised, as Linux does.
+pub(super) fn sys_madvise(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const DONTNEED: u32 = 4;
+    const FREE: u32 = 8;
+    const HINTS: [u32; 13] = [0, 1, 2, 3, 12, 13, 14, 15, 16, 17, 20, 21, FREE];
+    let (start, advice) = (a[0], a[2]);
+    let len = morph_mem::page_align_up(u64::from(a[1]));
+    if start & (PAGE_SIZE - 1) != 0 || u64::from(start) + len > 1 << 32 {
+        return Err(EINVAL);
+    }
+    if advice != DONTNEED && !HINTS.contains(&advice) {
+        return Err(EINVAL);
+    }
+    if len == 0 {
+        return Ok(0);
+    }
+    let end = u64::from(start) + len;
+    let parts: Vec<morph_mem::Vma> =
+        p.aspace.vmas().filter(|v| u64::from(v.end) > u64::from(start) && u64::from(v.start) < end).cloned().collect();
+    let covered: u64 = parts.iter().map(|v| u64::from(v.end).min(end) - u64::from(v.start.max(start))).sum();
+    let private_anon = |v: &morph_mem::Vma| !v.shared && matches!(v.kind, morph_mem::MapKind::Anon);
+    if advice == FREE && !parts.iter().all(private_anon) {
+        return Err(EINVAL);
+    }
+    if advice == DONTNEED {
+        if parts.iter().any(|v| !v.shared && !private_anon(v)) {
+            return Err(EINVAL);
+        }
+        for v in parts.iter().filter(|v| private_anon(v)) {
+            let from = v.start.max(start);
+            let n = (u64::from(v.end).min(end) - u64::from(from)) as u32;
+            p.aspace.unmap(from, n).map_err(|_| ENOMEM)?;
+            p.aspace.map_anon(from, n, v.prot, false, &v.name).map_err(|_| ENOMEM)?;
+        }
+    }
+    if covered < len { Err(ENOMEM) } else { Ok(0) }
 }
 
 pub(super) fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {

@@ -15,7 +15,7 @@
 //! protections, `M` mmap flags, `C` clone flags, `A` access mode, `F` `AT_*` flags, `R`
 //! mremap flags (the next argument left out without `MREMAP_FIXED`), `w` whence, `g`
 //! mmap2 page offset (shown in bytes), `a`/`e` `execve`'s argv (the strings) and envp
-//! (how many).
+//! (how many), `D` madvise advice.
 
 use morph_cpu::state::reg;
 

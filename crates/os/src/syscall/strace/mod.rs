@@ -160,6 +160,7 @@ fn format_args(p: &Process, fmt: &str, a: &[u32; 6]) -> Vec<Arg> {
             }
             'P' => prot_flags(v),
             'M' => map_flags(v),
+            'D' => madvise_advice(v),
             'C' => clone_flags(v),
             'A' => access_mode(v),
             'F' if v == 0 => "0".to_string(),
@@ -385,6 +386,42 @@ pub fn prot_flags(v: u32) -> String {
         (0x0200_0000, "PROT_GROWSUP"),
     ];
     bits(v, NAMES, Vec::new())
+}
+
+/// `madvise` advice.
+pub fn madvise_advice(v: u32) -> String {
+    const NAMES: [&str; 26] = [
+        "MADV_NORMAL",
+        "MADV_RANDOM",
+        "MADV_SEQUENTIAL",
+        "MADV_WILLNEED",
+        "MADV_DONTNEED",
+        "",
+        "",
+        "",
+        "MADV_FREE",
+        "MADV_REMOVE",
+        "MADV_DONTFORK",
+        "MADV_DOFORK",
+        "MADV_MERGEABLE",
+        "MADV_UNMERGEABLE",
+        "MADV_HUGEPAGE",
+        "MADV_NOHUGEPAGE",
+        "MADV_DONTDUMP",
+        "MADV_DODUMP",
+        "MADV_WIPEONFORK",
+        "MADV_KEEPONFORK",
+        "MADV_COLD",
+        "MADV_PAGEOUT",
+        "MADV_POPULATE_READ",
+        "MADV_POPULATE_WRITE",
+        "MADV_DONTNEED_LOCKED",
+        "MADV_COLLAPSE",
+    ];
+    match NAMES.get(v as usize) {
+        Some(n) if !n.is_empty() => n.to_string(),
+        _ => format!("{v:#x} /* MADV_??? */"),
+    }
 }
 
 /// `mmap` flags: the mapping type, then the flags.

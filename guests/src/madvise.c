@@ -1,0 +1,106 @@
+/*
+ * madvise.c - madvise(2) as Linux gives it: MADV_DONTNEED gives private
+ * anonymous pages back (they read as zeros again, their neighbours keep
+ * their bytes), keeps shared anonymous memory, and works on a part of a
+ * mapping; the hints (NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTDUMP,
+ * DODUMP, HUGEPAGE, NOHUGEPAGE, COLD, PAGEOUT) return 0 and change nothing;
+ * MADV_FREE on private anonymous memory returns 0; an unaligned start and
+ * an unknown advice give EINVAL, a range with a hole ENOMEM, a zero length 0.
+ */
+#include "rt.h"
+
+#define PAGE 4096u
+#define SYS_madvise 219
+
+enum {
+	NORMAL = 0, RANDOM = 1, SEQUENTIAL = 2, WILLNEED = 3, DONTNEED = 4,
+	FREE = 8, DONTDUMP = 16, DODUMP = 17, HUGEPAGE = 14, NOHUGEPAGE = 15,
+	COLD = 20, PAGEOUT = 21,
+};
+
+static const char *err(long r)
+{
+	static char buf[24];
+
+	if (!sys_failed(r))
+		return "ok";
+	switch (-r) {
+	case EINVAL: return "EINVAL";
+	case ENOMEM: return "ENOMEM";
+	default:
+		snprintf(buf, sizeof(buf), "%ld", r);
+		return buf;
+	}
+}
+
+static long madv(void *p, unsigned long len, int advice)
+{
+	return rt_syscall(SYS_madvise, (long)p, (long)len, advice, 0, 0);
+}
+
+static uint8_t *map(unsigned pages, int flags)
+{
+	long r = sys_mmap2(0, pages * PAGE, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS, -1, 0);
+
+	if (sys_failed(r)) {
+		printf("mmap2 failed: %s\n", err(r));
+		exit(1);
+	}
+	return (uint8_t *)r;
+}
+
+/* One letter per page: its first byte, or '0' for a zero page. */
+static void show(const char *what, const uint8_t *p, unsigned pages)
+{
+	char s[16];
+	unsigned i;
+
+	for (i = 0; i < pages; i++)
+		s[i] = p[i * PAGE] ? (char)p[i * PAGE] : '0';
+	s[pages] = 0;
+	printf("%-28s %s\n", what, s);
+}
+
+static void fill(uint8_t *p, unsigned pages)
+{
+	unsigned i;
+
+	for (i = 0; i < pages; i++)
+		memset(p + i * PAGE, 'a' + i, PAGE);
+}
+
+int main(void)
+{
+	static const int hints[] = { NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTDUMP, DODUMP,
+				     HUGEPAGE, NOHUGEPAGE, COLD, PAGEOUT };
+	uint8_t *p = map(4, MAP_PRIVATE), *s;
+	unsigned i;
+
+	fill(p, 4);
+	printf("dontneed page 1: %s\n", err(madv(p + PAGE, PAGE, DONTNEED)));
+	show("private after dontneed", p, 4);
+	p[PAGE] = 'x';
+	show("written again", p, 4);
+	printf("dontneed all: %s\n", err(madv(p, 4 * PAGE, DONTNEED)));
+	show("private after dontneed all", p, 4);
+	fill(p, 4);
+	for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+		printf("hint %d: %s\n", hints[i], err(madv(p, 4 * PAGE, hints[i])));
+	show("after the hints", p, 4);
+	printf("free: %s\n", err(madv(p + 2 * PAGE, 2 * PAGE, FREE)));
+	printf("unaligned: %s\n", err(madv(p + 1, PAGE, DONTNEED)));
+	printf("unknown advice: %s\n", err(madv(p, PAGE, 77)));
+	printf("zero length: %s\n", err(madv(p, 0, DONTNEED)));
+	printf("odd length: %s\n", err(madv(p, 1, DONTNEED)));
+	show("first page gone", p, 4);
+	sys_munmap(p + 2 * PAGE, PAGE);
+	printf("hole: %s\n", err(madv(p, 4 * PAGE, WILLNEED)));
+	printf("hole dontneed: %s\n", err(madv(p, 4 * PAGE, DONTNEED)));
+	printf("unmapped: %s\n", err(madv(p + 2 * PAGE, PAGE, NORMAL)));
+
+	s = map(2, MAP_SHARED);
+	fill(s, 2);
+	printf("shared dontneed: %s\n", err(madv(s, 2 * PAGE, DONTNEED)));
+	show("shared after dontneed", s, 2);
+	return 0;
+}
