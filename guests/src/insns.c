@@ -86,6 +86,9 @@ __asm__(".text\n"
 	"\tmovl %eax, 72(%esi)\n"
 	"\t.byte 0x66, 0x0f, 0xa0\n\tpopw %ax\n\tmovw %fs, %cx\n\tcmpw %ax, %cx\n\tsete %al\n\tmovzbl %al, %eax\n"
 	"\tmovl %eax, 76(%esi)\n"
+	/* pushl of a segment register stores 16 bits (P6): the slot's upper half stays */
+	"\tmovl $0xa5a5a5a5, -4(%esp)\n\tpushl %ds\n\tpopl %eax\n\tshrl $16, %eax\n\tmovl %eax, 80(%esi)\n"
+	"\tmovl $0x5a5a5a5a, -4(%esp)\n\tpushl %fs\n\tpopl %eax\n\tshrl $16, %eax\n\tmovl %eax, 84(%esi)\n"
 	"\tpopl %esi\n\tpopl %ebx\n\tret\n");
 
 static void segs(void)
@@ -94,13 +97,14 @@ static void segs(void)
 				       "pushw/popw ss", "pushw cs/popw ax", "pushl/popl fs", "pushl/popl ds",
 				       "pushl cs/popl eax" };
 	for (int round = 0; round < 60; round++) {
-		uint32_t out[20];
+		uint32_t out[22];
 		segs_run(out);
 		if (round != 0 && round != 59)
 			continue;
 		for (int i = 0; i < 9; i++)
 			printf("%-18s push %u bytes, pop %u bytes\n", names[i], out[2 * i], out[2 * i + 1]);
 		printf("popped ds %s, popped fs %s\n", out[18] ? "same" : "DIFFERENT", out[19] ? "same" : "DIFFERENT");
+		printf("pushl ds leaves the slot's upper half %04x, pushl fs %04x\n", out[20], out[21]);
 	}
 }
 
