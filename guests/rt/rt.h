@@ -421,6 +421,9 @@ void restore_legacy(void);
 const char *flagstr(uint32_t fl, uint32_t defined);
 /* hex of n bytes, most significant (highest address) first */
 const char *hexle(const void *p, size_t n);
+/* "ok" for a system call result that is not an error, else the errno's name
+ * (EINVAL, EBADF, ENOMEM) or the raw result */
+const char *sys_err(long r);
 /* hex of n bytes in memory order, space separated */
 void print_bytes(const void *p, size_t n);
 /* simple 32-bit FNV-1a checksum */

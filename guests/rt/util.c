@@ -63,3 +63,19 @@ uint32_t fnv1a(const void *p, size_t n)
 		h = (h ^ *b++) * 16777619u;
 	return h;
 }
+
+const char *sys_err(long r)
+{
+	static char buf[24];
+
+	if (!sys_failed(r))
+		return "ok";
+	switch (-r) {
+	case EINVAL: return "EINVAL";
+	case EBADF: return "EBADF";
+	case ENOMEM: return "ENOMEM";
+	default:
+		snprintf(buf, sizeof(buf), "%ld", r);
+		return buf;
+	}
+}

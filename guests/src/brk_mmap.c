@@ -16,22 +16,6 @@
 
 #define PAGE 4096u
 
-static const char *err(long r)
-{
-	static char buf[24];
-
-	if (!sys_failed(r))
-		return "ok";
-	switch (-r) {
-	case EINVAL: return "EINVAL";
-	case EBADF: return "EBADF";
-	case ENOMEM: return "ENOMEM";
-	default:
-		snprintf(buf, sizeof(buf), "%ld", r);
-		return buf;
-	}
-}
-
 static int all_zero(const uint8_t *p, size_t n)
 {
 	while (n--)
@@ -60,7 +44,7 @@ static void *map_anon(void *addr, size_t len, int prot, int extra)
 	long r = sys_mmap2(addr, len, prot, MAP_PRIVATE | MAP_ANONYMOUS | extra, -1, 0);
 
 	if (sys_failed(r)) {
-		printf("mmap2 failed: %s\n", err(r));
+		printf("mmap2 failed: %s\n", sys_err(r));
 		exit(1);
 	}
 	return (void *)r;
@@ -112,13 +96,13 @@ static void test_anon(void)
 	fill(p, 3 * PAGE, 3);
 	printf("filled: %08x\n", fnv1a(p, 3 * PAGE));
 	r = sys_mprotect(p, 3 * PAGE, PROT_READ);
-	printf("mprotect read-only: %s, still readable: %08x\n", err(r), fnv1a(p, 3 * PAGE));
+	printf("mprotect read-only: %s, still readable: %08x\n", sys_err(r), fnv1a(p, 3 * PAGE));
 	r = sys_mprotect(p, 3 * PAGE, PROT_READ | PROT_WRITE);
 	p[5] = 0x55;
-	printf("mprotect read-write: %s, written: %02x\n", err(r), p[5]);
+	printf("mprotect read-write: %s, written: %02x\n", sys_err(r), p[5]);
 	/* punch a hole and fill it with a fresh page */
 	r = sys_munmap(p + PAGE, PAGE);
-	printf("munmap middle page: %s\n", err(r));
+	printf("munmap middle page: %s\n", sys_err(r));
 	q = map_anon(p + PAGE, PAGE, PROT_READ | PROT_WRITE, MAP_FIXED);
 	printf("MAP_FIXED into the hole: at hole %s, zero %s\n", yn(q == p + PAGE), yn(all_zero(q, PAGE)));
 	printf("neighbours intact: %08x %08x\n", fnv1a(p, PAGE), fnv1a(p + 2 * PAGE, PAGE));
@@ -132,24 +116,24 @@ static void test_anon(void)
 		long m = sys_mremap(p, 3 * PAGE, 10 * PAGE, MREMAP_MAYMOVE, NULL);
 
 		if (sys_failed(m)) {
-			printf("mremap grow: %s\n", err(m));
+			printf("mremap grow: %s\n", sys_err(m));
 		} else {
 			p = (uint8_t *)m;
 			printf("mremap grow: ok, contents kept %s, new part zero %s\n",
 			       yn(fnv1a(p, 3 * PAGE) == before), yn(all_zero(p + 3 * PAGE, 7 * PAGE)));
 			m = sys_mremap(p, 10 * PAGE, 2 * PAGE, 0, NULL);
 			printf("mremap shrink in place: %s\n", yn(m == (long)p));
-			printf("munmap: %s\n", err(sys_munmap(p, 2 * PAGE)));
+			printf("munmap: %s\n", sys_err(sys_munmap(p, 2 * PAGE)));
 		}
 	}
-	printf("munmap of an unmapped range: %s\n", err(sys_munmap(p, 2 * PAGE)));
+	printf("munmap of an unmapped range: %s\n", sys_err(sys_munmap(p, 2 * PAGE)));
 	/* error cases */
-	printf("mmap length 0: %s\n", err(sys_mmap2(NULL, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)));
+	printf("mmap length 0: %s\n", sys_err(sys_mmap2(NULL, 0, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)));
 	printf("mmap MAP_FIXED unaligned: %s\n",
-	       err(sys_mmap2((void *)0x10000123, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)));
-	printf("mmap file without fd: %s\n", err(sys_mmap2(NULL, PAGE, PROT_READ, MAP_PRIVATE, -1, 0)));
-	printf("munmap unaligned: %s\n", err(sys_munmap((void *)0x10000123, PAGE)));
-	printf("mprotect unaligned: %s\n", err(sys_mprotect((void *)0x10000123, PAGE, PROT_READ)));
+	       sys_err(sys_mmap2((void *)0x10000123, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0)));
+	printf("mmap file without fd: %s\n", sys_err(sys_mmap2(NULL, PAGE, PROT_READ, MAP_PRIVATE, -1, 0)));
+	printf("munmap unaligned: %s\n", sys_err(sys_munmap((void *)0x10000123, PAGE)));
+	printf("mprotect unaligned: %s\n", sys_err(sys_mprotect((void *)0x10000123, PAGE, PROT_READ)));
 	/* a large allocation through the runtime's malloc (mmap-backed) */
 	{
 		uint8_t *big = malloc(5 << 20);
@@ -175,19 +159,19 @@ static void test_file(const char *name)
 	sys_unlink(name);
 	fd = sys_open(name, O_CREAT | O_TRUNC | O_RDWR, 0644);
 	if (sys_failed(fd)) {
-		printf("open failed: %s\n", err(fd));
+		printf("open failed: %s\n", sys_err(fd));
 		exit(1);
 	}
 	printf("write: %ld\n", sys_write(fd, data, sizeof(data)));
 
 	r = sys_mmap2(NULL, 3 * PAGE, PROT_READ, MAP_PRIVATE, (int)fd, 0);
-	printf("private read-only map: %s\n", err(r));
+	printf("private read-only map: %s\n", sys_err(r));
 	p = (uint8_t *)r;
 	printf("contents match: %s\n", yn(memcmp(p, data, sizeof(data)) == 0));
 	printf("zero after end of file: %s\n", yn(all_zero(p + sizeof(data), 3 * PAGE - sizeof(data))));
 
 	r = sys_mmap2(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, (int)fd, 1);
-	printf("private writable map at page 1: %s\n", err(r));
+	printf("private writable map at page 1: %s\n", sys_err(r));
 	q = (uint8_t *)r;
 	printf("contents match offset 4096: %s\n", yn(memcmp(q, data + PAGE, PAGE) == 0));
 	memset(q, 'P', 16);
@@ -195,7 +179,7 @@ static void test_file(const char *name)
 	printf("private write kept out of the file: %s\n", yn(memcmp(buf, data + PAGE, 16) == 0));
 
 	r = sys_mmap2(NULL, 3 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-	printf("shared map: %s\n", err(r));
+	printf("shared map: %s\n", sys_err(r));
 	s = (uint8_t *)r;
 	memcpy(s + 100, "SHARED", 6);
 	sys_pread64((int)fd, buf, 6, 100);
@@ -205,9 +189,9 @@ static void test_file(const char *name)
 	printf("pwrite seen by the shared map: %s\n", yn(memcmp(s + 200, "WRITTEN", 7) == 0));
 	printf("file checksum through the map: %08x\n", fnv1a(s, sizeof(data)));
 
-	printf("munmap: %s", err(sys_munmap(p, 3 * PAGE)));
-	printf(" %s", err(sys_munmap(q, PAGE)));
-	printf(" %s\n", err(sys_munmap(s, 3 * PAGE)));
+	printf("munmap: %s", sys_err(sys_munmap(p, 3 * PAGE)));
+	printf(" %s", sys_err(sys_munmap(q, PAGE)));
+	printf(" %s\n", sys_err(sys_munmap(s, 3 * PAGE)));
 	sys_close(fd);
 	sys_unlink(name);	/* result deliberately not printed */
 }

@@ -18,21 +18,6 @@ enum {
 	COLD = 20, PAGEOUT = 21,
 };
 
-static const char *err(long r)
-{
-	static char buf[24];
-
-	if (!sys_failed(r))
-		return "ok";
-	switch (-r) {
-	case EINVAL: return "EINVAL";
-	case ENOMEM: return "ENOMEM";
-	default:
-		snprintf(buf, sizeof(buf), "%ld", r);
-		return buf;
-	}
-}
-
 static long madv(void *p, unsigned long len, int advice)
 {
 	return rt_syscall(SYS_madvise, (long)p, (long)len, advice, 0, 0);
@@ -43,7 +28,7 @@ static uint8_t *map(unsigned pages, int flags)
 	long r = sys_mmap2(0, pages * PAGE, PROT_READ | PROT_WRITE, flags | MAP_ANONYMOUS, -1, 0);
 
 	if (sys_failed(r)) {
-		printf("mmap2 failed: %s\n", err(r));
+		printf("mmap2 failed: %s\n", sys_err(r));
 		exit(1);
 	}
 	return (uint8_t *)r;
@@ -77,30 +62,30 @@ int main(void)
 	unsigned i;
 
 	fill(p, 4);
-	printf("dontneed page 1: %s\n", err(madv(p + PAGE, PAGE, DONTNEED)));
+	printf("dontneed page 1: %s\n", sys_err(madv(p + PAGE, PAGE, DONTNEED)));
 	show("private after dontneed", p, 4);
 	p[PAGE] = 'x';
 	show("written again", p, 4);
-	printf("dontneed all: %s\n", err(madv(p, 4 * PAGE, DONTNEED)));
+	printf("dontneed all: %s\n", sys_err(madv(p, 4 * PAGE, DONTNEED)));
 	show("private after dontneed all", p, 4);
 	fill(p, 4);
 	for (i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
-		printf("hint %d: %s\n", hints[i], err(madv(p, 4 * PAGE, hints[i])));
+		printf("hint %d: %s\n", hints[i], sys_err(madv(p, 4 * PAGE, hints[i])));
 	show("after the hints", p, 4);
-	printf("free: %s\n", err(madv(p + 2 * PAGE, 2 * PAGE, FREE)));
-	printf("unaligned: %s\n", err(madv(p + 1, PAGE, DONTNEED)));
-	printf("unknown advice: %s\n", err(madv(p, PAGE, 77)));
-	printf("zero length: %s\n", err(madv(p, 0, DONTNEED)));
-	printf("odd length: %s\n", err(madv(p, 1, DONTNEED)));
+	printf("free: %s\n", sys_err(madv(p + 2 * PAGE, 2 * PAGE, FREE)));
+	printf("unaligned: %s\n", sys_err(madv(p + 1, PAGE, DONTNEED)));
+	printf("unknown advice: %s\n", sys_err(madv(p, PAGE, 77)));
+	printf("zero length: %s\n", sys_err(madv(p, 0, DONTNEED)));
+	printf("odd length: %s\n", sys_err(madv(p, 1, DONTNEED)));
 	show("first page gone", p, 4);
 	sys_munmap(p + 2 * PAGE, PAGE);
-	printf("hole: %s\n", err(madv(p, 4 * PAGE, WILLNEED)));
-	printf("hole dontneed: %s\n", err(madv(p, 4 * PAGE, DONTNEED)));
-	printf("unmapped: %s\n", err(madv(p + 2 * PAGE, PAGE, NORMAL)));
+	printf("hole: %s\n", sys_err(madv(p, 4 * PAGE, WILLNEED)));
+	printf("hole dontneed: %s\n", sys_err(madv(p, 4 * PAGE, DONTNEED)));
+	printf("unmapped: %s\n", sys_err(madv(p + 2 * PAGE, PAGE, NORMAL)));
 
 	s = map(2, MAP_SHARED);
 	fill(s, 2);
-	printf("shared dontneed: %s\n", err(madv(s, 2 * PAGE, DONTNEED)));
+	printf("shared dontneed: %s\n", sys_err(madv(s, 2 * PAGE, DONTNEED)));
 	show("shared after dontneed", s, 2);
 	return 0;
 }

@@ -44,23 +44,6 @@ fn morph_slurm(args: &[&str], cwd: &Path, conf: &str) -> Run {
     r
 }
 
-/// A sweep CSV's columns other than host times.
-fn counts(csv: &Path) -> Vec<Vec<String>> {
-    let mut r = csv::Reader::from_path(csv).unwrap();
-    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
-    let host = |h: &str| {
-        ["real_s", "user_s", "sys_s", "morph_engine_s", "morph_os_s"].contains(&h)
-            || ["host", "date", "wall", "elapsed"].iter().any(|w| h.contains(w))
-    };
-    let keep: Vec<usize> = (0..header.len()).filter(|&i| !host(&header[i])).collect();
-    let mut rows = vec![keep.iter().map(|&i| header[i].clone()).collect::<Vec<_>>()];
-    for rec in r.records() {
-        let rec = rec.unwrap();
-        rows.push(keep.iter().map(|&i| rec[i].to_string()).collect());
-    }
-    rows
-}
-
 #[test]
 fn a_sweep_through_slurm_equals_the_local_sweep() {
     let conf = start_slurm();
@@ -86,9 +69,9 @@ fn a_sweep_through_slurm_equals_the_local_sweep() {
     let slurm = [&sweep[..], &["--slurm", "--slurm-max-parallel", "2", "--work-dir", w, "--csv", "slurm.csv"]].concat();
     let r = morph_slurm(&slurm, &dir, &conf);
     morph_slurm(&[&sweep[..], &["--csv", "local.csv", "--jobs", "2"]].concat(), &dir, &conf);
-    let local = counts(&dir.join("local.csv"));
+    let local = sweep_counts(&dir.join("local.csv"));
     assert_eq!(local.len(), 1 + 4);
-    assert_eq!(counts(&dir.join("slurm.csv")), local, "Slurm and local sweeps differ");
+    assert_eq!(sweep_counts(&dir.join("slurm.csv")), local, "Slurm and local sweeps differ");
     // The work directory: the plan, the batch script, one result and one log per task.
     assert!(work.join("plan.json").exists() && work.join("cell.sh").exists());
     for i in 0..4 {
@@ -103,5 +86,5 @@ fn a_sweep_through_slurm_equals_the_local_sweep() {
     let again = morph_slurm(&slurm, &dir, &conf);
     assert_eq!(again.stdout, r.stdout);
     assert!(!work.join("logs/cell-0.out").exists(), "a cell with a result was submitted again");
-    assert_eq!(counts(&dir.join("slurm.csv")), local);
+    assert_eq!(sweep_counts(&dir.join("slurm.csv")), local);
 }

@@ -87,23 +87,32 @@ impl Engine {
             // the translations to copy from are gone).
             (made, origin) = (self.fetch_and_translate(eip, mem)?, Origin::Translated);
         }
-        if origin == Origin::Translated
-            && let Some(h) = identity
-        {
-            self.remember(h, eip, &made, mem);
-        }
-        if origin == Origin::Translated
-            && let Some(tc) = &mut self.tcache
-            && let Some((m, offset)) = Tcache::place_of(eip, frame, mem)
-            && let Some(fields) = crate::reuse::id_fields(&made, self.trans.len() as u32)
-        {
-            let mut bytes = vec![0u8; made.guest_len as usize];
-            if mem.read_bytes(eip, &mut bytes).is_ok() {
-                tc.keep(m, offset, eip, &made, &fields, &bytes);
-            }
+        if origin == Origin::Translated {
+            self.keep_translated(identity, eip, frame, &made, mem);
         }
         let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);
         self.place(made, origin, key, eip, frame, frame2, mem, ctx)
+    }
+
+    /// Keeps `made`, just translated for the block at `eip` (in `frame`), for copies to
+    /// other frames under `identity` (`reuse`) and for later runs (`tcache`): its exit-stub
+    /// number fields and guest bytes are found once for both.
+    fn keep_translated(&mut self, identity: Option<u64>, eip: u32, frame: Frame, made: &Made, mem: &AddressSpace) {
+        let place = self.tcache.as_ref().and_then(|_| Tcache::place_of(eip, frame, mem));
+        if identity.is_none() && place.is_none() {
+            return;
+        }
+        let Some(fields) = crate::reuse::id_fields(made, self.trans.len() as u32) else { return };
+        let mut bytes = vec![0u8; made.guest_len as usize];
+        if mem.read_bytes(eip, &mut bytes).is_err() {
+            return;
+        }
+        if let (Some(tc), Some((m, offset))) = (&mut self.tcache, place) {
+            tc.keep(m, offset, eip, made, &fields, &bytes);
+        }
+        if let Some(h) = identity {
+            self.remember(h, eip & (PAGE_SIZE - 1), made, fields, bytes);
+        }
     }
 
     /// At the first miss of `key` (the block at `eip`, in `frame`): the translation the

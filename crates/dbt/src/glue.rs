@@ -41,10 +41,14 @@ const _: () = assert!(
         && off::HOST_MXCSR == 132
 );
 
-/// Stores the guest registers (see [`crate::runtime::host_gpr`]) into `JitState::gpr`.
-fn store_gprs(a: &mut Glue) {
+/// Stores the guest flags (through r13) and registers (see [`crate::runtime::host_gpr`])
+/// into `JitState`.
+fn store_flags_gprs(a: &mut Glue) {
     dynasm!(a
         ; .arch x64
+        ; pushfq
+        ; pop r13
+        ; mov [r15 + 36], r13d // eflags
         ; mov [r15], eax
         ; mov [r15 + 4], ecx
         ; mov [r15 + 8], edx
@@ -158,13 +162,7 @@ pub fn enter_trampoline() -> Vec<u8> {
 /// Saves guest state and returns to the dispatcher (EIP and exit already stored).
 pub fn exit_common() -> Vec<u8> {
     assemble(|a| {
-        dynasm!(a
-            ; .arch x64
-            ; pushfq
-            ; pop r13
-            ; mov [r15 + 36], r13d // eflags
-        );
-        store_gprs(a);
+        store_flags_gprs(a);
         dynasm!(a
             ; .arch x64
             ; mov [r15 + 40], r14d // page_va
@@ -198,13 +196,7 @@ fn helper_template() -> &'static HelperTemplate {
         let mut at = [0; 4];
         let eip_off = 0i32;
         let before = assemble(|a| {
-            dynasm!(a
-                ; .arch x64
-                ; pushfq
-                ; pop r13
-                ; mov [r15 + 36], r13d // eflags
-            );
-            store_gprs(a);
+            store_flags_gprs(a);
             dynasm!(a
                 ; .arch x64
                 ; lea r13d, [r14 + eip_off]

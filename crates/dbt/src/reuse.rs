@@ -60,20 +60,15 @@ pub(crate) fn id_fields(made: &Made, id: u32) -> Option<Vec<usize>> {
 }
 
 impl Engine {
-    /// Keeps the translation `made` (about to be placed as the next one) of the block
-    /// at `eip` under `identity`, for other frames to copy.
-    pub(crate) fn remember(&mut self, identity: u64, eip: u32, made: &Made, mem: &AddressSpace) {
-        let id = self.trans.len() as u32;
-        let Some(id_fields) = id_fields(made, id) else { return };
-        let mut bytes = vec![0u8; made.guest_len as usize];
-        if mem.read_bytes(eip, &mut bytes).is_err() {
-            return;
-        }
+    /// Keeps the translation `made` (about to be placed as the next one, its number at
+    /// `id_fields`) of the block at page offset `offset`, made from the guest `bytes`,
+    /// under `identity`, for other frames to copy.
+    pub(crate) fn remember(&mut self, identity: u64, offset: u32, made: &Made, id_fields: Vec<usize>, bytes: Vec<u8>) {
         let list = self.identities.entry(identity).or_default();
         if list.len() >= MAX_CANDIDATES {
             return;
         }
-        let t = Template { made: made.clone(), offset: eip & (PAGE_SIZE - 1), bytes, id_fields };
+        let t = Template { made: made.clone(), offset, bytes, id_fields };
         self.template_bytes += t.bytes();
         list.push(self.templates.len() as u32);
         self.templates.push(t);

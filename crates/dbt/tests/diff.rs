@@ -1,16 +1,15 @@
 //! Differential tests: the same guest code under the reference interpreter and under
 //! the translator must leave the same architectural state (undefined flags masked).
 
+mod common;
+
+use common::*;
 use std::rc::Rc;
 
 use iced_x86::code_asm::*;
 use morph_cpu::{Cpu, Exit};
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 use morph_mem::{AddressSpace, PhysMem, Prot};
-
-const CODE: u32 = 0x0804_8000;
-const DATA: u32 = 0x1000_0000;
-const STACK: u32 = 0x2000_0000;
 
 fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
     let phys = Rc::new(PhysMem::new(64 << 20).unwrap());

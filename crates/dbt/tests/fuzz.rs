@@ -4,6 +4,9 @@
 //! are masked until a later instruction defines them, and no generated instruction
 //! reads a flag while it is undefined.
 
+mod common;
+
+use common::*;
 use std::rc::Rc;
 
 use iced_x86::code_asm::*;
@@ -12,9 +15,6 @@ use morph_cpu::{Cpu, Exit};
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 use morph_mem::{AddressSpace, PhysMem, Prot};
 use proptest::prelude::*;
-
-const CODE: u32 = 0x0804_8000;
-const DATA: u32 = 0x1000_0000;
 
 #[derive(Clone, Debug)]
 enum Op {

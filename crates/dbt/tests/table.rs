@@ -6,6 +6,9 @@
 //! included (the interpreter gives the host's undefined results), so a block's results
 //! never change when it becomes hot.
 
+mod common;
+
+use common::*;
 use std::rc::Rc;
 
 use iced_x86::{Code, Mnemonic};
@@ -13,21 +16,6 @@ use morph_cpu::Cpu;
 use morph_cpu::isa::{self, Lower, Support};
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 use morph_mem::{AddressSpace, PhysMem, Prot};
-
-const CODE: u32 = 0x0804_8000;
-const DATA: u32 = 0x1000_0000;
-const STACK: u32 = 0x2000_0000;
-
-/// A deterministic xorshift generator (the test must be reproducible).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 16) as u32
-    }
-}
 
 /// What a run leaves: the exit, the CPU (registers, flags, FPU), the data and the stack.
 type Outcome = (String, String, Vec<u8>, Vec<u8>);

@@ -5,6 +5,9 @@
 //! with random operands and flags and every count 0..63, under both engines; all six
 //! arithmetic flags and every result are compared, nothing masked.
 
+mod common;
+
+use common::*;
 use std::rc::Rc;
 
 use iced_x86::code_asm::*;
@@ -12,22 +15,8 @@ use morph_cpu::{Cpu, Exit};
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 use morph_mem::{AddressSpace, PhysMem, Prot};
 
-const CODE: u32 = 0x0804_8000;
-const DATA: u32 = 0x1000_0000;
-const STACK: u32 = 0x2000_0000;
 /// Bytes of results per case: EAX, EDX, EFLAGS, and a spare word.
 const SLOT: u32 = 16;
-
-/// A deterministic xorshift generator (the test must be reproducible).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 >> 16) as u32
-    }
-}
 
 /// One case: the instruction (by family, size and count) and its inputs.
 #[derive(Clone, Debug)]

@@ -181,8 +181,10 @@ fn print_seed_table(s: &[Summary], a: &SeedArgs) {
         a.common.seed,
         a.common.seed + u64::from(a.common.runs) - 1
     );
+    // The run column as wide as its longest label (`morph, key virtual+warm`).
+    let w = s.iter().map(|x| run_label(x).len()).max().unwrap_or(0).max(20);
     println!(
-        "{:<20} {:<18} | {:>7} {:>15} {:>7} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>9} {:>6} {:>12}",
+        "{:<w$} {:<18} | {:>7} {:>15} {:>7} {:>7} | {:>8} {:>8} {:>8} | {:>7} {:>9} {:>6} {:>12}",
         "run",
         "ASLR",
         "real s",
@@ -202,7 +204,7 @@ fn print_seed_table(s: &[Summary], a: &SeedArgs) {
         // Native runs have no model and no translator: dashes.
         let morph = |v: String| if x.native { "-".to_string() } else { v };
         println!(
-            "{:<20} {:<18} | {:>7.3} {:>15} {:>7.3} {:>7.3} | {:>8} {:>8} {:>8} | {:>7} {:>9} {:>6} {:>12}",
+            "{:<w$} {:<18} | {:>7.3} {:>15} {:>7.3} {:>7.3} | {:>8} {:>8} {:>8} | {:>7} {:>9} {:>6} {:>12}",
             run_label(x),
             aslr_label(x),
             x.real_s,
@@ -242,10 +244,11 @@ fn ratio(on: f64, off: f64) -> String {
 fn print_ratios(s: &[Summary]) {
     let find =
         |native: bool, key: &str, aslr: &str| s.iter().find(|x| x.native == native && x.key == key && x.aslr == aslr);
+    let w = s.iter().map(|x| run_label(x).len()).max().unwrap_or(0).max(22);
     println!("ASLR on / ASLR off (xN: the run took N times as long with ASLR on):");
     if let (Some(off), Some(on)) = (find(true, "native", NATIVE_ASLR_OFF), find(true, "native", NATIVE_ASLR_HOST)) {
         println!(
-            "  {:<22} real {:>6}  user {:>6}  sys {:>6}",
+            "  {:<w$} real {:>6}  user {:>6}  sys {:>6}",
             "native (host CPU)",
             ratio(on.real_s, off.real_s),
             ratio(on.user_s, off.user_s),
@@ -256,7 +259,7 @@ fn print_ratios(s: &[Summary]) {
     for off in &keys {
         let Some(on) = find(false, &off.key, "1") else { continue };
         println!(
-            "  {:<22} real {:>6}  user {:>6}  sys {:>6}  | modeled TM5600 {:>6} (user {}, sys {})  retranslations {} -> {}",
+            "  {:<w$} real {:>6}  user {:>6}  sys {:>6}  | modeled TM5600 {:>6} (user {}, sys {})  retranslations {} -> {}",
             format!("morph, key {}", off.key),
             ratio(on.real_s, off.real_s),
             ratio(on.user_s, off.user_s),
@@ -270,7 +273,7 @@ fn print_ratios(s: &[Summary]) {
     }
     let [r, u, y] = REPORT_2005;
     println!(
-        "  {:<22} real {:>6}  user {:>6}  sys {:>6}  (TM5600 533 MHz, Linux 2.6.12.2: off real {} user {} sys {}; on real {} user {} sys {} s)",
+        "  {:<w$} real {:>6}  user {:>6}  sys {:>6}  (TM5600 533 MHz, Linux 2.6.12.2: off real {} user {} sys {}; on real {} user {} sys {} s)",
         "2005 report",
         ratio(r.2, r.1),
         ratio(u.2, u.1),
@@ -290,7 +293,7 @@ fn print_ratios(s: &[Summary]) {
     for off in &keys {
         let Some(on) = find(false, &off.key, "1") else { continue };
         println!(
-            "  {:<22} ASLR off: real {:>7}  user {:>7}  sys {:>7}  | ASLR on: real {:>7}  user {:>7}  sys {:>7}",
+            "  {:<w$} ASLR off: real {:>7}  user {:>7}  sys {:>7}  | ASLR on: real {:>7}  user {:>7}  sys {:>7}",
             format!("morph, key {}", off.key),
             ratio(off.real_s, n_off.real_s),
             ratio(off.user_s, n_off.user_s),

@@ -305,3 +305,21 @@ pub fn counters(v: &serde_json::Value) -> Vec<(String, serde_json::Value)> {
     all.retain(|(k, _)| !k.ends_with("_ns") && !k.starts_with("metadata."));
     all
 }
+
+/// A sweep CSV without its host-time columns (header first): what must be equal bit for
+/// bit between two sweeps with the same seeds.
+pub fn sweep_counts(csv: &Path) -> Vec<Vec<String>> {
+    let mut r = csv::Reader::from_path(csv).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    let host = |h: &str| {
+        ["real_s", "user_s", "sys_s", "morph_engine_s", "morph_os_s"].contains(&h)
+            || ["host", "date", "wall", "elapsed"].iter().any(|w| h.contains(w))
+    };
+    let keep: Vec<usize> = (0..header.len()).filter(|&i| !host(&header[i])).collect();
+    let mut rows = vec![keep.iter().map(|&i| header[i].clone()).collect::<Vec<_>>()];
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        rows.push(keep.iter().map(|&i| rec[i].to_string()).collect());
+    }
+    rows
+}
