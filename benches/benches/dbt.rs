@@ -17,7 +17,7 @@ fn translate_speed(c: &mut Criterion) {
     let n = 8u64; // instructions in the loop body block
     g.throughput(Throughput::Elements(n));
     g.bench_function("translate_block", |b| {
-        b.iter(|| morph_dbt::translate::translate(&code, CODE, 0, 0).expect("translates"))
+        b.iter(|| morph_dbt::translate::translate(&code, CODE, 0, 0, Default::default()).expect("translates"))
     });
     // The same block from instructions already decoded (as the engine gives the
     // interpreter's decoded blocks): the translation cost without the decode.
@@ -34,14 +34,14 @@ fn translate_speed(c: &mut Criterion) {
         true
     };
     g.bench_function("translate_decoded", |b| {
-        b.iter(|| morph_dbt::translate::translate_decoded(fetch, CODE, 0, 0).expect("translates"))
+        b.iter(|| morph_dbt::translate::translate_decoded(fetch, CODE, 0, 0, Default::default()).expect("translates"))
     });
     // A block with an instruction left to the fallback helper (`cpuid`): each
     // translation emits the helper-call glue (`runtime::helper_call`).
     let helper_block = [0x8b, 0x43, 0x08, 0x0f, 0xa2, 0x41, 0xcd, 0x80]; // mov eax,[ebx+8]; cpuid; inc ecx; int 0x80
     g.throughput(Throughput::Elements(4));
     g.bench_function("translate_helper_block", |b| {
-        b.iter(|| morph_dbt::translate::translate(&helper_block, CODE, 0, 0).expect("translates"))
+        b.iter(|| morph_dbt::translate::translate(&helper_block, CODE, 0, 0, Default::default()).expect("translates"))
     });
     g.finish();
 }

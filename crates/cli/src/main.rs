@@ -73,6 +73,10 @@ struct RunArgs {
     /// Do not chain translated blocks (dbt engine).
     #[arg(long)]
     no_chain: bool,
+    /// Predict returns with a return stack (guest calls paired with host calls and
+    /// returns) instead of the jump cache (dbt engine).
+    #[arg(long)]
+    ras: bool,
     /// Translation cache capacity: bytes with an optional K, M or G suffix, or `crusoe`
     /// (14 MiB, the Crusoe's); the whole cache is flushed when it is full (dbt engine).
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = morph_dbt::parse_tc_size)]
@@ -278,6 +282,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         key: a.key,
         threshold: a.threshold,
         chain: !a.no_chain,
+        ras: a.ras,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
         tcache_dir: a.tcache_dir.clone(),
@@ -415,6 +420,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "key": a.key.name(),
         "threshold": a.threshold,
         "chain": !a.no_chain,
+        "ras": a.ras,
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
         "tcache_size": a.tcache_size,
@@ -467,6 +473,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "retranslations": e.retranslations,
             "chain_patches": e.chain_patches,
             "jump_cache_hits": e.jump_cache_hits,
+            "ras_misses": e.ras_misses,
             "foreign_hits": e.foreign_hits,
             "exits_branch": e.exits[0],
             "exits_indirect": e.exits[1],

@@ -97,7 +97,14 @@ impl Engine {
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
             st.jc = self.jc.entries.as_mut_ptr();
             st.jc_tag = u64::from(self.jc.tag) << 32;
+            // Return-stack entries hold no tag: the stack is emptied whenever the tag
+            // changes (another mapping, or translations dropped; see `ras`).
+            if (self.ras_tag, self.ras_resets) != (st.jc_tag, self.jc.resets) {
+                (self.ras_tag, self.ras_resets) = (st.jc_tag, self.jc.resets);
+                self.ras.clear(st);
+            }
             st.window = mem.host_base() as u64;
+            st.ras_misses = 0;
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u32::from(self.fpu_live);
         }
@@ -128,6 +135,7 @@ impl Engine {
         cpu.icount += executed;
         self.stats.translated_instructions += executed;
         self.stats.jump_cache_hits += jc_hits;
+        self.stats.ras_misses += st.ras_misses;
         if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
             *n += 1;
         }

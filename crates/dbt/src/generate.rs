@@ -58,9 +58,9 @@ impl Engine {
     /// instruction is decoded once, for both engines). The translation is numbered as
     /// the next one of the cache.
     fn fetch_and_translate(&mut self, eip: u32, mem: &mut AddressSpace) -> Option<Made> {
-        let (interp, id) = (&mut self.interp, self.trans.len() as u32);
+        let (interp, id, opts) = (&mut self.interp, self.trans.len() as u32, self.cfg.translate_options());
         let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
-        translate::translate_decoded(fetch, eip, helper as *const () as usize, id).map(Made::from)
+        translate::translate_decoded(fetch, eip, helper as *const () as usize, id, opts).map(Made::from)
     }
 
     /// Makes the translation of the block at `eip` (in `frame`) for `key`, process

@@ -39,6 +39,11 @@ const _: () = assert!(
         && off::JC_TAG == 120
         && off::HOST_FCW == 128
         && off::HOST_MXCSR == 132
+        && off::HOST_RSP == 144
+        && off::RAS_SP == 152
+        && off::RAS_EMPTY == 160
+        && off::RAS_EMPTY_NEG == 168
+        && off::RAS_MISSES == 176
 );
 
 /// Stores the guest flags (through r13) and registers (see [`crate::runtime::host_gpr`])
@@ -110,11 +115,14 @@ fn fpu_save(a: &mut Glue) {
     );
 }
 
-/// `add rsp, 8`, the callee-saved registers popped, `ret`: back to the dispatcher.
+/// Back to the dispatcher: the return stack's pointer kept, the dispatcher's stack
+/// taken back, `add rsp, 8`, the callee-saved registers popped, `ret`.
 fn leave(a: &mut Glue) {
     dynasm!(a
         ; .arch x64
         ; cld
+        ; mov [r15 + 152], rsp // ras_sp
+        ; mov rsp, [r15 + 144] // host_rsp
         ; add rsp, 8
         ; pop r15
         ; pop r14
@@ -154,6 +162,8 @@ pub fn enter_trampoline() -> Vec<u8> {
         dynasm!(a
             ; .arch x64
             ; mov r14d, [r15 + 40] // page_va
+            ; mov [r15 + 144], rsp // host_rsp
+            ; mov rsp, [r15 + 152] // ras_sp: translated code runs on the return stack
             ; jmp r13
         );
     })
@@ -368,6 +378,42 @@ pub fn indirect_lookup() -> &'static [u8] {
         });
         v.extend_from_slice(&[0xe9, 0, 0, 0, 0]);
         v
+    })
+}
+
+/// The return-stack half of a guest return ([`crate::ras`]), entered with the popped
+/// EIP in r13d (and r11 counted), followed by the jump-cache lookup ([`indirect_lookup`])
+/// for a return it does not predict. If the entry on top holds the same EIP (its key is
+/// `!EIP`, so that `key + EIP + 1` is zero exactly then) a host `ret 8` pops it into the
+/// landing pad after the call; otherwise the miss is counted in the state block, the
+/// entry popped (unless the stack is empty) and the code after this continues. Flags
+/// untouched.
+pub fn ras_return() -> &'static [u8] {
+    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    CODE.get_or_init(|| {
+        assemble(|a| {
+            dynasm!(a
+                ; .arch x64
+                ; mov r8, rcx
+                ; mov rcx, [rsp + 8] // !EIP of the call
+                ; lea rcx, [rcx + r13 + 1] // EIP - EIP of the call
+                ; jrcxz >hit
+                ; mov r9, [r15 + 176] // ras_misses
+                ; lea r9, [r9 + 1]
+                ; mov [r15 + 176], r9
+                ; mov rcx, [r15 + 168] // -ras_empty
+                ; lea rcx, [rcx + rsp]
+                ; jrcxz >keep
+                ; lea rsp, [rsp + 16]
+                ; keep:
+                ; mov rcx, r8
+                ; jmp >miss
+                ; hit:
+                ; mov rcx, r8
+                ; ret 8
+                ; miss:
+            );
+        })
     })
 }
 

@@ -32,6 +32,9 @@ pub(crate) struct JumpCache {
     /// Pages whose translations were all put in the cache under a tag (`tag << 32 |
     /// page | 1`, direct-mapped by page number; see `Engine::prefill`).
     pages: Box<[u64; JC_PAGES]>,
+    /// How many times every entry was reset (tags restarting: the return stack, whose
+    /// entries carry tags, is emptied then too).
+    pub(crate) resets: u64,
 }
 
 impl JumpCache {
@@ -48,6 +51,7 @@ impl JumpCache {
             last_tag: 1,
             empty_host: 0,
             pages: Box::new([0; JC_PAGES]),
+            resets: 0,
         }
     }
 
@@ -93,6 +97,7 @@ impl JumpCache {
         self.pages.fill(0);
         self.tags.clear();
         self.last_tag = 1;
+        self.resets += 1;
     }
 
     #[inline]

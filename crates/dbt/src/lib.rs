@@ -61,6 +61,7 @@ mod key;
 mod made;
 mod maintain;
 pub mod persist;
+mod ras;
 mod reuse;
 mod runtime;
 mod slots;
@@ -93,6 +94,10 @@ pub struct EngineConfig {
     pub threshold: u32,
     /// Chain translations to each other.
     pub chain: bool,
+    /// Predict returns with the return stack (`--ras`; see `ras`). Off by default: on
+    /// the real-program suite the jump cache, whose per-site jumps the host predicts
+    /// well, was as fast or faster (docs/engine.md).
+    pub ras: bool,
     /// Describe every translation in this file (`--code-map`): one line per translation,
     /// `<offset in the code buffer> <size> <guest EIP> <guest PA> <host code in hex>`,
     /// all hex. `perf report` names samples in translated code `memfd:morph-code` plus
@@ -108,6 +113,13 @@ pub struct EngineConfig {
     pub tcache_size: u64,
 }
 
+impl EngineConfig {
+    /// The translator's switches under this configuration.
+    pub fn translate_options(&self) -> translate::Options {
+        translate::Options { ras: self.ras }
+    }
+}
+
 /// The persistent cache's default size limit.
 pub const DEFAULT_TCACHE_SIZE: u64 = 256 << 20;
 
@@ -118,6 +130,7 @@ impl Default for EngineConfig {
             key: KeyPolicy::Physical,
             threshold: DEFAULT_THRESHOLD,
             chain: true,
+            ras: false,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
             tcache_dir: None,
@@ -180,6 +193,9 @@ pub struct EngineStats {
     /// Indirect branches (returns, indirect calls and jumps) resolved by the jump cache
     /// inside translated code, without a translation-cache lookup.
     pub jump_cache_hits: u64,
+    /// Returns in translated code that the return stack did not predict (they took
+    /// the jump cache).
+    pub ras_misses: u64,
     /// Lookups that hit a translation another process made: translations shared
     /// across processes (possible under the `virtual` and `physical` keys).
     pub foreign_hits: u64,
@@ -218,6 +234,11 @@ pub struct Engine {
     /// straddles into an unreadable page): left to the interpreter without retrying.
     untranslatable: HashSet<Key>,
     state: Box<JitState>,
+    /// The return stack translated code runs on.
+    ras: ras::ReturnStack,
+    /// The jump-cache tag and resets when the return stack was last emptied.
+    ras_tag: u64,
+    ras_resets: u64,
     fault_map: Box<FaultMap>,
     stats: EngineStats,
     clock: Clock,
@@ -250,7 +271,7 @@ impl Engine {
         }
         let cap = cfg.tc_size.max(MIN_TC_SIZE);
         let tcache = match &cfg.tcache_dir {
-            Some(dir) if cfg.translate => Some(tcache::Tcache::open(dir, cfg.tcache_size)?),
+            Some(dir) if cfg.translate => Some(tcache::Tcache::open(dir, cfg.tcache_size, cfg.translate_options())?),
             _ => None,
         };
         let mut e = Engine {
@@ -271,6 +292,9 @@ impl Engine {
             seen_pa: HashSet::default(),
             untranslatable: HashSet::default(),
             state: Box::default(),
+            ras: ras::ReturnStack::new()?,
+            ras_tag: 0,
+            ras_resets: 0,
             fault_map: Box::default(),
             stats: EngineStats::default(),
             clock: Clock::new(),
@@ -289,6 +313,7 @@ impl Engine {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.
             e.code_map = std::fs::File::create(path).ok();
         }
+        e.ras.attach(&mut e.state);
         e.emit_runtime();
         Ok(e)
     }

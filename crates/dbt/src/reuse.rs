@@ -110,7 +110,9 @@ mod tests {
             0x75, 0xfb, // jne -5 (the block start)
             0xeb, 0x10, // jmp +16
         ];
-        let make = |id| Made::from(translate::translate(&guest, 0x0804_8000, 0x1234, id).expect("translates"));
+        let make = |id| {
+            Made::from(translate::translate(&guest, 0x0804_8000, 0x1234, id, Default::default()).expect("translates"))
+        };
         let (a, b) = (make(3), make(700));
         assert!(!a.sites.is_empty());
         let fields = id_fields(&a, 3).expect("every site's number found once");

@@ -12,6 +12,7 @@
 //! | r11 | guest instructions completed since entry, and jump-cache hits above bit 40 | counted with flag-free `lea`s (a counter in memory put a store-to-load chain on every return) |
 //! | r10 | backward chains and jump-cache hits left before returning to the dispatcher | counted down without touching flags |
 //! | r13, r8, r9 | scratch | |
+//! | rsp | the return stack ([`crate::ras`]) | host call/return pairs for guest call/return; the dispatcher's rsp is in the state block |
 //! | gs base | the process window | a guest address `a` is `gs:[a]` with a 32-bit address size |
 //! | EFLAGS | guest CF PF AF ZF SF OF DF | live across instructions |
 //!
@@ -74,6 +75,17 @@ pub struct JitState {
     /// Host address of the guest window (a multiple of 2^32: see `morph_mem::window`),
     /// for string instructions, which address memory through RSI/RDI without a segment.
     pub window: u64,
+    /// The dispatcher's stack pointer while translated code runs on the return stack
+    /// (see [`crate::ras`]).
+    pub host_rsp: u64,
+    /// The return stack's pointer between two runs of translated code.
+    pub ras_sp: u64,
+    /// The return stack's pointer when it is empty, and its negation (for a flag-free
+    /// comparison).
+    pub ras_empty: u64,
+    pub ras_empty_neg: u64,
+    /// Returns the return stack did not predict (counted on that slow path only).
+    pub ras_misses: u64,
 }
 
 /// One jump-cache entry: a guest block start under a tag, and the host address of its
@@ -141,6 +153,11 @@ impl Default for JitState {
             jc_tag: 0,
             host: *morph_cpu::x87::HostControl::morph(),
             window: 0,
+            host_rsp: 0,
+            ras_sp: 0,
+            ras_empty: 0,
+            ras_empty_neg: 0,
+            ras_misses: 0,
         }
     }
 }
@@ -183,6 +200,16 @@ pub mod off {
     pub const HOST_MXCSR: i32 = 132;
     /// `window`.
     pub const WINDOW: i32 = 136;
+    /// `host_rsp`.
+    pub const HOST_RSP: i32 = 144;
+    /// `ras_sp`.
+    pub const RAS_SP: i32 = 152;
+    /// `ras_empty`.
+    pub const RAS_EMPTY: i32 = 160;
+    /// `ras_empty_neg`.
+    pub const RAS_EMPTY_NEG: i32 = 168;
+    /// `ras_misses`.
+    pub const RAS_MISSES: i32 = 176;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -399,6 +426,11 @@ mod tests {
         assert_eq!(&s.host.fcw as *const _ as usize - base, off::HOST_FCW as usize);
         assert_eq!(&s.host.mxcsr as *const _ as usize - base, off::HOST_MXCSR as usize);
         assert_eq!(&s.window as *const _ as usize - base, off::WINDOW as usize);
+        assert_eq!(&s.host_rsp as *const _ as usize - base, off::HOST_RSP as usize);
+        assert_eq!(&s.ras_sp as *const _ as usize - base, off::RAS_SP as usize);
+        assert_eq!(&s.ras_empty as *const _ as usize - base, off::RAS_EMPTY as usize);
+        assert_eq!(&s.ras_empty_neg as *const _ as usize - base, off::RAS_EMPTY_NEG as usize);
+        assert_eq!(&s.ras_misses as *const _ as usize - base, off::RAS_MISSES as usize);
     }
 
     #[test]

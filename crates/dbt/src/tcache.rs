@@ -75,14 +75,16 @@ fn module(f: FileId) -> ModuleId {
     ModuleId { dev: f.dev, ino: f.ino, size: f.size, mtime_ns: f.mtime_ns }
 }
 
-/// The build identity: morph's package version and its executable's identity (device,
-/// inode, size and modification time), so any rebuild makes the cache foreign. (Hashing
-/// the executable itself would cost a read of tens of MiB per run.)
-fn build_id() -> io::Result<[u8; 32]> {
+/// The build identity: morph's package version, its executable's identity (device,
+/// inode, size and modification time), so any rebuild makes the cache foreign, and the
+/// translator's switches (a translation made with the return stack is kept apart).
+/// (Hashing the executable itself would cost a read of tens of MiB per run.)
+fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
+    h.update(&[u8::from(opts.ras)]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());
     }
@@ -90,10 +92,11 @@ fn build_id() -> io::Result<[u8; 32]> {
 }
 
 impl Tcache {
-    /// Opens the store in `dir`, keeping at most `limit` bytes.
-    pub(crate) fn open(dir: &Path, limit: u64) -> io::Result<Tcache> {
+    /// Opens the store in `dir`, keeping at most `limit` bytes, for translations made with
+    /// `opts`.
+    pub(crate) fn open(dir: &Path, limit: u64, opts: crate::translate::Options) -> io::Result<Tcache> {
         Ok(Tcache {
-            store: Store::open(dir, limit, build_id()?)?,
+            store: Store::open(dir, limit, build_id(opts)?)?,
             loaded: HashMap::default(),
             pending: HashMap::default(),
             used: 0,
@@ -405,11 +408,12 @@ impl crate::Engine {
         cold.sort_unstable_by_key(|&(f, o)| (f.0, o));
         cold.dedup();
         let helper = crate::abi::helper as *const () as usize;
+        let opts = self.cfg.translate_options();
         for (frame, offset) in cold {
             let Some(fp) = phys.file_page(frame) else { continue };
             let bytes = &phys.frame_bytes(frame)[offset as usize..];
             let eip = COLD_BASE | offset;
-            let Some(made) = crate::translate::translate(bytes, eip, helper, COLD_ID).map(Made::from) else {
+            let Some(made) = crate::translate::translate(bytes, eip, helper, COLD_ID, opts).map(Made::from) else {
                 continue;
             };
             let Some(fields) = crate::reuse::id_fields(&made, COLD_ID) else { continue };

@@ -59,9 +59,9 @@ fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
 fn check_code(name: &str, code: &[u8]) {
     let interp = run(code, EngineConfig { translate: false, ..EngineConfig::default() });
     for key in KeyPolicy::ALL {
-        for chain in [true, false] {
+        for (chain, ras) in [(true, false), (false, false), (true, true)] {
             for threshold in [0, 2] {
-                let cfg = EngineConfig { translate: true, key, threshold, chain, ..EngineConfig::default() };
+                let cfg = EngineConfig { translate: true, key, threshold, chain, ras, ..EngineConfig::default() };
                 let dbt = run(code, cfg.clone());
                 assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
                 assert_eq!(interp.0.eflags & 0x8d5, dbt.0.eflags & 0x8d5, "{name}: flags under {cfg:?}");

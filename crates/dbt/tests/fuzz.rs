@@ -349,7 +349,9 @@ proptest! {
             (KeyPolicy::File, 0),
             (KeyPolicy::Content, 1),
         ] {
-            let cfg = EngineConfig { translate: true, key, threshold, chain: true, ..EngineConfig::default() };
+            // The return stack under two of the keys.
+            let ras = matches!(key, KeyPolicy::Virtual | KeyPolicy::File);
+            let cfg = EngineConfig { translate: true, key, threshold, chain: true, ras, ..EngineConfig::default() };
             let got = run(&code, regs, cfg.clone());
             prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
             prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);

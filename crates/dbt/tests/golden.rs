@@ -29,7 +29,7 @@ fn golden(name: &str, f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError
     let mut a = CodeAssembler::new(32).unwrap();
     f(&mut a).unwrap();
     let guest = a.assemble(u64::from(EIP)).unwrap();
-    let t = morph_dbt::translate::translate(&guest, EIP, 0, 0).expect("translates");
+    let t = morph_dbt::translate::translate(&guest, EIP, 0, 0, Default::default()).expect("translates");
     let text = format!(
         "# guest block at {EIP:#x} ({} instructions, {} to the helper)\n{}\n# host code (chain entry at {:04x}, body at {:04x})\n{}",
         t.instructions,

@@ -4,7 +4,7 @@
 use iced_x86::code_asm::*;
 use iced_x86::{Code, Decoder, DecoderOptions, Encoder, Instruction, Register};
 
-use super::{Fixup, Site};
+use super::{Fixup, Options, Site};
 use crate::{glue, runtime};
 use morph_mem::PAGE_SIZE;
 
@@ -25,6 +25,8 @@ pub(super) struct Emitter {
     /// Side exits: the `jcc` rel32 field, the instructions its taken edge must count,
     /// and the target's delta.
     pub(super) side: Vec<(usize, u32, i32)>,
+    /// The translator's switches.
+    pub(super) opts: Options,
 }
 
 pub(super) fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -190,7 +192,7 @@ pub(super) fn gpr_index(r: Register) -> usize {
 
 impl Emitter {
     /// An empty emitter for a block of `n` instructions at `eip`.
-    pub(super) fn new(eip: u32, n: usize) -> Emitter {
+    pub(super) fn new(eip: u32, n: usize, opts: Options) -> Emitter {
         Emitter {
             code: Vec::with_capacity(64 * n + 128),
             fixups: Vec::with_capacity(8),
@@ -202,6 +204,7 @@ impl Emitter {
             page_off: eip & (PAGE_SIZE - 1),
             counted: 0,
             side: Vec::with_capacity(4),
+            opts,
         }
     }
 }

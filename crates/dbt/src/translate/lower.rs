@@ -7,6 +7,7 @@ use morph_cpu::isa::{self, Inline, Lower};
 
 use super::Fixup;
 use super::emit::{Emitter, Seq, asm, cached, fix_lea_r8, fix32, gpr_index};
+use crate::glue;
 use crate::runtime::{self, EXIT_SYSCALL, off};
 
 /// Where an instruction is in the block being translated.
@@ -117,7 +118,13 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             e.bytes(&runtime::lea_r13_r14(e.at(next)));
             push_reg(e, r13d);
             e.count(done);
-            e.jump(ins.near_branch32().wrapping_sub(eip) as i32);
+            let target = ins.near_branch32().wrapping_sub(eip) as i32;
+            // A call of the next instruction reads EIP (`call 1f; 1: pop`): no return.
+            if e.opts.ras && target != next {
+                ras_call(e, Register::R13D, next, CallTo::Direct(target));
+            } else {
+                e.jump(target);
+            }
             ended = true;
             true
         }
@@ -126,7 +133,12 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             if ok {
                 e.bytes(&fix_lea_r8(e.at(next)));
                 push_reg(e, r8d);
-                e.exit_indirect(done);
+                if e.opts.ras {
+                    e.count(done);
+                    ras_call(e, Register::R8D, next, CallTo::Indirect);
+                } else {
+                    e.exit_indirect(done);
+                }
                 ended = true;
             }
             ok
@@ -141,7 +153,11 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 .map(fix32)
             })?;
             e.bytes(&b);
-            e.exit_indirect(done);
+            e.count(done);
+            if e.opts.ras {
+                e.bytes(glue::ras_return());
+            }
+            e.lookup();
             ended = true;
             true
         }
@@ -156,6 +172,52 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
         }
     };
     Some((handled, ended))
+}
+
+/// A call's transfer, after the guest's return address (`next` bytes from the block
+/// start, also in `ret`: r13d or r8d) was pushed and the call counted.
+enum CallTo {
+    /// A direct call `delta` bytes from the block start: the host `call`'s own rel32 is
+    /// its chain site (or goes to a lookup if the target is in another page).
+    Direct(i32),
+    /// An indirect call (target in r13d): the host `call` goes to a lookup after the pad.
+    Indirect,
+}
+
+/// The return stack's half of a call ([`crate::ras`]): unless the stack is full (`esp`
+/// zero: it is emptied first), push the key `!EIP` of the return address and make the
+/// transfer a host `call`, whose return address is the landing pad that follows it. A
+/// predicted guest return arrives there with the EIP in r13d; the pad sets r14d to this
+/// page and continues at the return address through a chain site (or a lookup if it is
+/// in the next page). Flags untouched.
+fn ras_call(e: &mut Emitter, ret: Register, next: i32, to: CallTo) {
+    // mov r9, rcx; mov ecx, esp; jrcxz full
+    e.bytes(&[0x49, 0x89, 0xc9, 0x89, 0xe1, 0xe3, 0]);
+    let jrcxz = e.code.len() - 1;
+    let cont = e.code.len();
+    // mov rcx, r9; mov r9d, ret; not r9; push r9; call rel32
+    let mov = if ret == Register::R13D { 0xe9 } else { 0xc1 };
+    e.bytes(&[0x4c, 0x89, 0xc9, 0x45, 0x89, mov, 0x49, 0xf7, 0xd1, 0x41, 0x51, 0xe8, 0, 0, 0, 0]);
+    let call_rel = e.code.len() - 4;
+    if let CallTo::Direct(delta) = to {
+        e.branch_field(call_rel, delta);
+    }
+    // The landing pad: lea r14d, [r13 - page offset of the return address]; jmp rel32.
+    let d = e.at(next).wrapping_neg().to_le_bytes();
+    e.bytes(&[0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], 0xe9, 0, 0, 0, 0]);
+    let rel = e.code.len() - 4;
+    e.branch_field(rel, next);
+    // full: mov rsp, [r15 + ras_empty]; jmp cont
+    const _: () = assert!(off::RAS_EMPTY == 0xa0);
+    e.code[jrcxz] = (e.code.len() - (jrcxz + 1)) as u8;
+    e.bytes(&[0x49, 0x8b, 0xa7, 0xa0, 0, 0, 0, 0xeb, 0]);
+    let back = e.code.len();
+    e.code[back - 1] = (cont as isize - back as isize) as i8 as u8;
+    if let CallTo::Indirect = to {
+        let to = (e.code.len() - (call_rel + 4)) as u32;
+        e.code[call_rel..call_rel + 4].copy_from_slice(&to.to_le_bytes());
+        e.lookup();
+    }
 }
 
 /// The hand lowering of a 32-bit `push`, `pop r32`, `leave` or a string instruction:

@@ -113,6 +113,14 @@ pub struct Translated {
     pub uses_fpu: bool,
 }
 
+/// The translator's switches: what kinds of host code it may emit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Pair guest calls and returns with host calls and returns on the return stack
+    /// (`crate::ras`, `--ras`); off, every return takes the jump cache.
+    pub ras: bool,
+}
+
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are
 /// `bytes`, as translation number `id`, decoding them itself (the tests and benchmarks;
 /// the engine gives the interpreter's decoded blocks to [`translate_decoded`]). `None`
@@ -121,8 +129,8 @@ pub struct Translated {
 /// `bytes` may run up to `MAX_INSN_LEN - 1` bytes into the next page: an instruction that
 /// straddles the page end is translated and ends the block (the caller then makes the
 /// translation depend on both pages).
-pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32) -> Option<Translated> {
-    translate_decoded(block::from_bytes(bytes, eip), eip, helper, id)
+pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32, opts: Options) -> Option<Translated> {
+    translate_decoded(block::from_bytes(bytes, eip), eip, helper, id, opts)
 }
 
 /// Translates the block starting at `eip` as translation number `id`, from decoded
@@ -133,10 +141,11 @@ pub fn translate_decoded(
     eip: u32,
     helper: usize,
     id: u32,
+    opts: Options,
 ) -> Option<Translated> {
     let instrs = block::form(fetch, eip);
     let last = *instrs.last()?;
-    let mut e = Emitter::new(eip, instrs.len());
+    let mut e = Emitter::new(eip, instrs.len(), opts);
     // Chain entry: the budget check; the body follows.
     let (check, budget_rel, entry) = runtime::chain_check();
     e.bytes(check);
