@@ -440,7 +440,7 @@ pub(super) fn reencode(e: &mut Emitter, ins: &Instruction) -> Option<()> {
     let mark = e.code.len();
     let mut h = *ins;
     h.set_code(isa::host_code(ins.code()));
-    if !h.code().op_code().mode64() {
+    if !isa::entry(ins.code()).host_mode64 {
         return None; // e.g. AAA, PUSHA, BOUND: no 64-bit encoding
     }
     for i in 0..ins.op_count() {
