@@ -9,7 +9,7 @@ pub(crate) use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE,
 pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
-pub(crate) use crate::host::ids;
+pub(crate) use crate::host::{InPlace, ids};
 pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;

@@ -104,15 +104,13 @@ pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
-    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = read_special(m, p, a[0], &one, valid) {
+    let buf = InPlace::window(&p.aspace, a[1], len);
+    if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: a range of our window slot, prepared up to the first page the guest may
-    // not write (the host stops there).
-    host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+    host::read_in_place(fd, buf)
 }
 
 pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -120,10 +118,7 @@ pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: a range of our window slot, hosted up to the first page the guest may not
-    // read (the host stops there).
-    let n =
-        wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
+    let n = wait::wrote_or_block(p, a[0], host::write_in_place(fd, InPlace::window(&p.aspace, a[1], len)))?;
     wrote(&mut m.cache, &m.phys, p, a[0], None, n);
     Ok(n)
 }
@@ -133,13 +128,12 @@ pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     let valid = guest_out(p, a[1], len)?;
-    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = read_special(m, p, a[0], &one, valid) {
+    let buf = InPlace::window(&p.aspace, a[1], len);
+    if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
     sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: as in `sys_read`.
-    host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
+    host::pread_in_place(fd, buf, off)
 }
 
 pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -147,8 +141,7 @@ pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     guest_in(p, a[1], len)?;
-    // SAFETY: as in `sys_write`.
-    let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
+    let n = host::pwrite_in_place(fd, InPlace::window(&p.aspace, a[1], len), off)?;
     wrote(&mut m.cache, &m.phys, p, a[0], Some(off as u64), n);
     Ok(n)
 }
@@ -207,7 +200,7 @@ pub(super) fn sys_truncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 /// The host iovecs of the guest's `iovec` array at `ptr` (`n` entries), each buffer
 /// prepared as by `guest_out` (`write_to_guest`) or `guest_in` up to the first fault
 /// (the host stops there; see `guest_out`).
-pub(super) fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {
+pub(super) fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<InPlace>, Errno> {
     iovecs_valid(p, ptr, n, write_to_guest).map(|(v, _)| v)
 }
 
@@ -217,7 +210,7 @@ pub(super) fn iovecs_valid(
     ptr: u32,
     n: u32,
     write_to_guest: bool,
-) -> Result<(Vec<libc::iovec>, u32), Errno> {
+) -> Result<(Vec<InPlace>, u32), Errno> {
     if n > 1024 {
         return Err(EINVAL);
     }
@@ -237,7 +230,7 @@ pub(super) fn iovecs_valid(
             valid = valid.saturating_add(ok).min(MAX_RW);
             faulted = ok < len;
         }
-        v.push(libc::iovec { iov_base: p.aspace.host_ptr(base).cast(), iov_len: len as usize });
+        v.push(InPlace::window(&p.aspace, base, len));
     }
     Ok((v, valid))
 }
@@ -250,16 +243,14 @@ pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
-    host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
+    host::readv_in_place(fd, &v)
 }
 
 pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
-    let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
+    let n = wait::wrote_or_block(p, a[0], host::writev_in_place(fd, &v))?;
     wrote(&mut m.cache, &m.phys, p, a[0], None, n);
     Ok(n)
 }
@@ -500,15 +491,9 @@ pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
             return Err(ENOTTY);
         }
     };
-    let mut buf = [0u8; 64];
-    // SAFETY: each request writes at most `size` ≤ 64 bytes into our buffer (the
-    // structures have the same layout on i386 and x86-64).
-    let r = unsafe { libc::ioctl(fd, u64::from(a[1]), buf.as_mut_ptr()) };
-    if r < 0 {
-        return Err(host_errno());
-    }
+    let (r, buf) = host::ioctl_get(fd, a[1])?;
     p.aspace.write_bytes(a[2], &buf[..size]).map_err(efault)?;
-    Ok(r as u32)
+    Ok(r)
 }
 
 /// `getdents` on a directory of morph's own, if guest `fd` is one.
@@ -528,8 +513,7 @@ pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
     }
     let fd = host_fd(p, a[0])?;
     p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
-    // SAFETY: linux_dirent64 has the same layout on both sides; the buffer is checked.
-    host(unsafe { libc::syscall(libc::SYS_getdents64, fd, p.aspace.host_ptr(a[1]), a[2] as usize) } as isize)
+    host::getdents64_in_place(fd, InPlace::window(&p.aspace, a[1], a[2]))
 }
 
 /// The old `getdents` (`struct linux_dirent`, 32-bit inode and offset): the host's
@@ -578,9 +562,9 @@ pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 /// after a fault) and returns the result, or `None` for an ordinary descriptor.
 pub(crate) fn read_special(
     m: &mut Machine,
-    p: &Process,
+    p: &mut Process,
     fd: u32,
-    bufs: &[libc::iovec],
+    bufs: &[InPlace],
     valid: u32,
 ) -> Option<SysResult> {
     let e = p.fds.get(fd)?;
@@ -596,18 +580,20 @@ pub(crate) fn read_special(
                 return Some(Err(EBADF));
             }
             // As Linux: the bytes before the first fault, EFAULT if there are none.
-            let total: usize = bufs.iter().map(|b| b.iov_len).sum();
+            let total: usize = bufs.iter().map(|b| b.len()).sum();
             if valid == 0 && total > 0 {
                 return Some(Err(EFAULT));
             }
             let mut left = valid as usize;
+            let mut bytes = Vec::new();
             for b in bufs {
-                let len = b.iov_len.min(left);
-                // SAFETY: the first `valid` bytes of the iovecs are prepared, writable
-                // guest memory.
-                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), len) };
-                m.rng.fill_bytes(s);
-                left -= len;
+                // The first `valid` bytes are prepared, writable guest memory.
+                bytes.resize(b.len().min(left), 0);
+                m.rng.fill_bytes(&mut bytes);
+                if let Err(e) = p.aspace.write_bytes(b.va(&p.aspace), &bytes) {
+                    return Some(Err(efault(e)));
+                }
+                left -= bytes.len();
             }
             Some(Ok(valid))
         }

@@ -236,7 +236,7 @@ pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     let h = read_msghdr(p, msg)?;
     let iov = iovecs(p, h.iov, h.iovlen, true)?;
     let dontwait = flags & MSG_DONTWAIT != 0 || f.guest_nonblock();
-    if let Some(r) = wait_all(p, raw, flags, iov.iter().map(|v| v.iov_len).sum(), dontwait) {
+    if let Some(r) = wait_all(p, raw, flags, iov.iter().map(|v| v.len()).sum(), dontwait) {
         return r;
     }
     let mut from = AddrBuf::new();
