@@ -11,6 +11,7 @@ pub(crate) use rand::Rng;
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
 pub(crate) use crate::kernel::sockets::Net;
+pub(crate) use crate::kernel::ctx::FileCtx;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
 pub(crate) use crate::linux::*;
@@ -21,7 +22,14 @@ pub(crate) use crate::vfs::{Errno, Vfs, host_errno};
 /// A handler's result: the return value or a (positive) errno.
 pub type SysResult = Result<u32, Errno>;
 
-pub(crate) type Handler = fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult;
+/// A handler, given the narrowest context its family needs.
+#[derive(Clone, Copy)]
+pub(crate) enum Handler {
+    /// A call that touches only files, memory, clocks and ids ([`FileCtx`]).
+    Files(fn(&mut FileCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
+    /// A call that changes processes, signals, futexes or sockets: the whole machine.
+    Machine(fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult),
+}
 
 /// One row of the system call table.
 pub struct Syscall {
