@@ -5,7 +5,7 @@ use super::wait;
 
 table! {
     /// Descriptors and their I/O.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         3 read "fbu" sys_read;
         4 write "fBu" sys_write;
         5 open "sOo" sys_open;
@@ -100,7 +100,7 @@ pub(super) fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
     Ok(n)
 }
 
-pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
@@ -113,7 +113,7 @@ pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     host::read_in_place(fd, buf)
 }
 
-pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
@@ -123,7 +123,7 @@ pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     Ok(n)
 }
 
-pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_pread64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
@@ -136,7 +136,7 @@ pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     host::pread_in_place(fd, buf, off)
 }
 
-pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_pwrite64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
@@ -153,7 +153,7 @@ pub(super) fn truncated(cache: &mut PageCache, phys: &PhysMem, key: Option<FileK
     }
 }
 
-pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
+pub(super) fn ftruncate_common(m: &mut FileCtx<'_>, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
     if len < 0 {
         return Err(EINVAL); // before the descriptor is looked up, as Linux
     }
@@ -164,7 +164,7 @@ pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, 
     Ok(r)
 }
 
-pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: i64) -> SysResult {
+pub(super) fn truncate_common(m: &mut FileCtx<'_>, p: &mut Process, path: u32, len: i64) -> SysResult {
     if len < 0 {
         return Err(EINVAL); // before the path is read, as Linux
     }
@@ -176,11 +176,11 @@ pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: 
     Ok(r)
 }
 
-pub(super) fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_ftruncate64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ftruncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
 }
 
-pub(super) fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_truncate64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     truncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
 }
 
@@ -188,12 +188,12 @@ pub(super) fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
 /// `EINVAL`, before the descriptor is looked up), as Linux since 6.10 reads it (older
 /// kernels took it unsigned and then refused lengths past 2 GiB − 1 for a descriptor
 /// opened without `O_LARGEFILE`: the same answers except for a bad descriptor).
-pub(super) fn sys_ftruncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_ftruncate(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ftruncate_common(m, p, a[0], i64::from(a[1] as i32))
 }
 
 /// `truncate` without large-file support: a signed 32-bit length (negative: `EINVAL`).
-pub(super) fn sys_truncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_truncate(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     truncate_common(m, p, a[0], i64::from(a[1] as i32))
 }
 
@@ -235,7 +235,7 @@ pub(super) fn iovecs_valid(
     Ok((v, valid))
 }
 
-pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
@@ -246,7 +246,7 @@ pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     host::readv_in_place(fd, &v)
 }
 
-pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
@@ -258,7 +258,7 @@ pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
 /// Guest `open` flags → host flags (the values are the same on i386 and x86-64; only
 /// close-on-exec is kept by morph itself).
 pub(super) fn open_common(
-    m: &mut Machine,
+    m: &mut FileCtx<'_>,
     p: &mut Process,
     dir: &str,
     path: &[u8],
@@ -293,7 +293,7 @@ pub(super) fn open_common(
 /// the scheduler); a write-only open with no reader yet waits in the scheduler (polled)
 /// as Linux's blocking open does. Anything else gets the guest's own flags back.
 pub(super) fn open_host(
-    m: &Machine,
+    m: &FileCtx<'_>,
     p: &mut Process,
     abs: &[u8],
     host_flags: i32,
@@ -334,19 +334,19 @@ pub(super) fn at_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8]) -> Result<
     }
 }
 
-pub(super) fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_open(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let cwd = p.cwd.clone();
     open_common(m, p, &cwd, &path, a[1], a[2])
 }
 
-pub(super) fn sys_openat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_openat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
     let dir = at_dir(&m.vfs, p, a[0], &path)?;
     open_common(m, p, &dir, &path, a[2], a[3])
 }
 
-pub(super) fn sys_close(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_close(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.fds.close(a[0]).map(|_| 0).ok_or(EBADF)
 }
 
@@ -365,7 +365,7 @@ pub(super) fn fill_snapshot(sys: special::Sys<'_>, p: &Process, fd: u32) {
     }
 }
 
-pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_lseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     fill_snapshot(m.sys(), p, a[0]);
     if let Some(d) = special_dir(p, a[0]) {
         return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
@@ -378,7 +378,7 @@ pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     Ok(r as u32)
 }
 
-pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_llseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     fill_snapshot(m.sys(), p, a[0]);
     let fd = host_fd(p, a[0])?;
     let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
@@ -393,13 +393,13 @@ pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     Ok(0)
 }
 
-pub(super) fn sys_dup(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     e.cloexec = false;
     p.fds.install(e, 0).ok_or(EMFILE)
 }
 
-pub(super) fn sys_dup2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup2(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     if a[0] == a[1] {
         return Ok(a[1]);
@@ -412,7 +412,7 @@ pub(super) fn sys_dup2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(a[1])
 }
 
-pub(super) fn sys_dup3(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup3(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] == a[1] || a[2] & !O_CLOEXEC != 0 {
         return Err(EINVAL);
     }
@@ -425,7 +425,7 @@ pub(super) fn sys_dup3(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(a[1])
 }
 
-pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fcntl(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const F_DUPFD: u32 = 0;
     const F_GETFD: u32 = 1;
     const F_SETFD: u32 = 2;
@@ -470,7 +470,7 @@ pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     }
 }
 
-pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     if a[1] == FIONBIO {
         // The guest's O_NONBLOCK, as F_SETFL sets it.
@@ -507,7 +507,7 @@ pub(super) fn special_getdents(sys: special::Sys<'_>, p: &mut Process, a: &[u32;
     Some(p.aspace.write_bytes(a[1], &buf[..n]).map_err(efault).map(|_| n as u32))
 }
 
-pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getdents64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if let Some(r) = special_getdents(m.sys(), p, a, true) {
         return r;
     }
@@ -518,7 +518,7 @@ pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
 
 /// The old `getdents` (`struct linux_dirent`, 32-bit inode and offset): the host's
 /// `linux_dirent64` records, converted (an old record is never longer than its new form).
-pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getdents(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if let Some(r) = special_getdents(m.sys(), p, a, false) {
         return r;
     }
@@ -561,7 +561,7 @@ pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 /// own): fills `bufs` (of which the first `valid` bytes may be written, the rest lies
 /// after a fault) and returns the result, or `None` for an ordinary descriptor.
 pub(crate) fn read_special(
-    m: &mut Machine,
+    m: &mut FileCtx<'_>,
     p: &mut Process,
     fd: u32,
     bufs: &[InPlace],
