@@ -10,8 +10,8 @@ pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
-pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::ctx::FileCtx;
+pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
 pub(crate) use crate::linux::*;
