@@ -2,7 +2,8 @@
 //! ids (the `file`, `fs`, `stat`, `mm`, `time` and `ids` families): the file system, the
 //! page cache and physical memory, `/proc`'s read-only view of the other processes, the
 //! RNG and the configuration. Such a handler cannot reach the process table, the
-//! engine, the futex waiters or the sockets.
+//! engine, the futex waiters or the sockets. The socket calls get a [`NetCtx`]: the
+//! socket namespace, the file system (for `AF_UNIX` paths) and the counters.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -10,7 +11,8 @@ use std::time::Instant;
 use morph_mem::{PageCache, PhysMem};
 use rand_chacha::ChaCha8Rng;
 
-use super::{Config, Machine};
+use super::sockets::Net;
+use super::{Config, Machine, OsStats};
 use crate::process::{Pid, Process};
 use crate::special;
 use crate::vfs::Vfs;
@@ -61,5 +63,23 @@ impl Machine {
             started: self.started,
             procs: &self.procs,
         }
+    }
+}
+
+/// What a socket call may use: the socket namespace, the file system (`AF_UNIX` paths)
+/// and the counters (refused calls).
+pub(crate) struct NetCtx<'a> {
+    /// The loopback network's sockets and names.
+    pub(crate) net: &'a mut Net,
+    /// The sandboxed file system.
+    pub(crate) vfs: &'a Vfs,
+    /// The OS counters.
+    pub(crate) stats: &'a mut OsStats,
+}
+
+impl Machine {
+    /// The context of a socket call.
+    pub(crate) fn net_ctx(&mut self) -> NetCtx<'_> {
+        NetCtx { net: &mut self.net, vfs: &self.vfs, stats: &mut self.stats }
     }
 }

@@ -10,7 +10,7 @@ pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
-pub(crate) use crate::kernel::ctx::FileCtx;
+pub(crate) use crate::kernel::ctx::{FileCtx, NetCtx};
 pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
@@ -27,7 +27,9 @@ pub type SysResult = Result<u32, Errno>;
 pub(crate) enum Handler {
     /// A call that touches only files, memory, clocks and ids ([`FileCtx`]).
     Files(fn(&mut FileCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
-    /// A call that changes processes, signals, futexes or sockets: the whole machine.
+    /// A socket call ([`NetCtx`]).
+    Net(fn(&mut NetCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
+    /// A call that changes processes, signals or futexes: the whole machine.
     Machine(fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult),
 }
 

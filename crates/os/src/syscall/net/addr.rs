@@ -61,12 +61,12 @@ pub(super) fn ipv6_allowed(ip: &[u8], how: Use) -> bool {
 
 /// Checks a guest socket address against the loopback rule and translates it for the
 /// host (`AF_UNIX` paths resolve inside the root).
-pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
+pub(super) fn host_addr(m: &mut NetCtx<'_>, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
     let Some(family) = family_of(&addr) else {
         return Ok(HostAddr::plain(addr)); // too short for any family: the host says so
     };
     let unreachable = if how == Use::Bind { EADDRNOTAVAIL } else { ENETUNREACH };
-    let v4 = |m: &mut Machine, addr: Vec<u8>| match addr.get(4..8) {
+    let v4 = |m: &mut NetCtx<'_>, addr: Vec<u8>| match addr.get(4..8) {
         Some(ip) if ipv4_allowed(ip, how) => Ok(HostAddr::plain(addr)),
         Some(_) => Err(refuse(&mut m.stats, unreachable)),
         None => Err(EINVAL),

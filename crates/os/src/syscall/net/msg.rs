@@ -10,7 +10,7 @@ use super::sockopt;
 use crate::host::Zeroed;
 use crate::syscall::file::iovecs;
 
-pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sendto(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, alen) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
@@ -26,7 +26,7 @@ pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     sent(p, raw, flags, f.guest_nonblock(), r)
 }
 
-pub(super) fn sys_recvfrom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_recvfrom(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, len_ptr) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
@@ -139,7 +139,13 @@ pub(super) fn control_out(
 /// Host control messages as the guest's (i386 `cmsghdr`s, at most `room` bytes).
 /// Received descriptors are installed in the guest's table. Returns the bytes and
 /// whether something did not fit (`MSG_CTRUNC`).
-pub(super) fn control_in(m: &mut Machine, p: &mut Process, host: &[u8], room: usize, cloexec: bool) -> (Vec<u8>, bool) {
+pub(super) fn control_in(
+    m: &mut NetCtx<'_>,
+    p: &mut Process,
+    host: &[u8],
+    room: usize,
+    cloexec: bool,
+) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
     let mut trunc = false;
     let mut off = 0;
@@ -195,7 +201,7 @@ pub(super) fn control_in(m: &mut Machine, p: &mut Process, host: &[u8], room: us
     (out, trunc)
 }
 
-pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
+pub(super) fn sendmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     let h = read_msghdr(p, msg)?;
@@ -230,7 +236,7 @@ pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     sent(p, raw, flags, f.guest_nonblock(), r)
 }
 
-pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
+pub(super) fn recvmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     let h = read_msghdr(p, msg)?;
@@ -281,16 +287,16 @@ pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     Ok(r as u32)
 }
 
-pub(super) fn sys_sendmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sendmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sendmsg(m, p, a[0], a[1], a[2])
 }
 
-pub(super) fn sys_recvmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_recvmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     recvmsg(m, p, a[0], a[1], a[2])
 }
 
 /// `sendmmsg`: the messages one by one; only the first may wait.
-pub(super) fn sys_sendmmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sendmmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, vec, n, flags) = (a[0], a[1], a[2].min(MAX_IOV), a[3]);
     let mut done = 0;
     while done < n {
@@ -309,7 +315,7 @@ pub(super) fn sys_sendmmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 /// `recvmmsg`: the messages one by one; only the first may wait (the calls's timeout is
 /// not applied, and without `MSG_WAITFORONE` the call returns what has arrived rather
 /// than waiting for every message).
-pub(super) fn sys_recvmmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_recvmmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, vec, n, flags) = (a[0], a[1], a[2].min(MAX_IOV), a[3] & !MSG_WAITFORONE);
     let mut done = 0;
     while done < n {
