@@ -109,7 +109,7 @@ pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
-    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
+    sync_before_read(m.cache, m.phys, p, a[0]);
     host::read_in_place(fd, buf)
 }
 
@@ -119,7 +119,7 @@ pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     guest_in(p, a[1], len)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     let n = wait::wrote_or_block(p, a[0], host::write_in_place(fd, InPlace::window(&p.aspace, a[1], len)))?;
-    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    wrote(m.cache, m.phys, p, a[0], None, n);
     Ok(n)
 }
 
@@ -132,7 +132,7 @@ pub(super) fn sys_pread64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
     if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
-    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
+    sync_before_read(m.cache, m.phys, p, a[0]);
     host::pread_in_place(fd, buf, off)
 }
 
@@ -142,7 +142,7 @@ pub(super) fn sys_pwrite64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     guest_in(p, a[1], len)?;
     let n = host::pwrite_in_place(fd, InPlace::window(&p.aspace, a[1], len), off)?;
-    wrote(&mut m.cache, &m.phys, p, a[0], Some(off as u64), n);
+    wrote(m.cache, m.phys, p, a[0], Some(off as u64), n);
     Ok(n)
 }
 
@@ -159,8 +159,8 @@ pub(super) fn ftruncate_common(m: &mut FileCtx<'_>, p: &mut Process, guest_fd: u
     }
     let fd = host_fd(p, guest_fd)?;
     let r = host::ftruncate(fd, len)?;
-    let key = cached_file(&m.cache, p, guest_fd);
-    truncated(&mut m.cache, &m.phys, key, len as u64);
+    let key = cached_file(m.cache, p, guest_fd);
+    truncated(m.cache, m.phys, key, len as u64);
     Ok(r)
 }
 
@@ -172,7 +172,7 @@ pub(super) fn truncate_common(m: &mut FileCtx<'_>, p: &mut Process, path: u32, l
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let r = host::ftruncate(fd.as_raw_fd(), len)?;
-    truncated(&mut m.cache, &m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    truncated(m.cache, m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
 
@@ -242,7 +242,7 @@ pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
-    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
+    sync_before_read(m.cache, m.phys, p, a[0]);
     host::readv_in_place(fd, &v)
 }
 
@@ -251,7 +251,7 @@ pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     let v = iovecs(p, a[1], a[2], false)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     let n = wait::wrote_or_block(p, a[0], host::writev_in_place(fd, &v))?;
-    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    wrote(m.cache, m.phys, p, a[0], None, n);
     Ok(n)
 }
 
@@ -282,7 +282,7 @@ pub(super) fn open_common(
         && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
         && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
     {
-        m.cache.truncated(&m.phys, key, st.st_size as u64);
+        m.cache.truncated(m.phys, key, st.st_size as u64);
     }
     p.fds.install(entry, 0).ok_or(EMFILE)
 }
@@ -342,7 +342,7 @@ pub(super) fn sys_open(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
 
 pub(super) fn sys_openat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    let dir = at_dir(m.vfs, p, a[0], &path)?;
     open_common(m, p, &dir, &path, a[2], a[3])
 }
 

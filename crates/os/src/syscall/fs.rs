@@ -67,7 +67,7 @@ pub(super) fn sys_chdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
             m.vfs.guest_path_of(&fd)?
         }
         Resolved::Node(Node::Dir(d)) => d,
-        Resolved::Node(Node::Fd(e)) => dir_of_entry(&m.vfs, &e)?,
+        Resolved::Node(Node::Fd(e)) => dir_of_entry(m.vfs, &e)?,
         Resolved::Node(_) => return Err(ENOTDIR),
     };
     Ok(0)
@@ -90,7 +90,7 @@ pub(super) fn dir_of_entry(vfs: &Vfs, e: &FdEntry) -> Result<String, Errno> {
 
 pub(super) fn sys_fchdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
-    p.cwd = dir_of_entry(&m.vfs, &e)?;
+    p.cwd = dir_of_entry(m.vfs, &e)?;
     Ok(0)
 }
 
@@ -129,7 +129,7 @@ pub(super) fn sys_readlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
 
 pub(super) fn sys_readlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    let dir = at_dir(m.vfs, p, a[0], &path)?;
     readlink_common(m.sys(), p, &dir, &path, a[2], a[3])
 }
 
@@ -142,10 +142,10 @@ pub(super) fn unlink_common(m: &mut FileCtx<'_>, p: &Process, dir: &str, path: &
     let _ = p;
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).
-    let cached = if f == 0 { cached_file_at(&m.cache, &d, &name) } else { None };
+    let cached = if f == 0 { cached_file_at(m.cache, &d, &name) } else { None };
     let r = host::unlinkat(d.as_raw_fd(), &name, f)?;
     if let Some(key) = cached {
-        m.cache.forget_if_unlinked(&m.phys, key);
+        m.cache.forget_if_unlinked(m.phys, key);
     }
     Ok(r)
 }
@@ -157,7 +157,7 @@ pub(super) fn sys_unlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
 
 pub(super) fn sys_unlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    let dir = at_dir(m.vfs, p, a[0], &path)?;
     unlink_common(m, p, &dir, &path, a[2])
 }
 
@@ -192,13 +192,13 @@ pub(super) fn cached_file_at(cache: &PageCache, dir: &OwnedFd, name: &std::ffi::
 
 pub(super) fn rename_common(m: &mut FileCtx<'_>, p: &Process, a: [u32; 4]) -> SysResult {
     let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
-    let (od, on) = at_parent(&m.vfs, p, a[0], &old)?;
-    let (nd, nn) = at_parent(&m.vfs, p, a[2], &new)?;
+    let (od, on) = at_parent(m.vfs, p, a[0], &old)?;
+    let (nd, nn) = at_parent(m.vfs, p, a[2], &new)?;
     // A cached file that the rename replaces loses its last name, as with unlink.
-    let replaced = cached_file_at(&m.cache, &nd, &nn);
+    let replaced = cached_file_at(m.cache, &nd, &nn);
     let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
     if let Some(key) = replaced {
-        m.cache.forget_if_unlinked(&m.phys, key);
+        m.cache.forget_if_unlinked(m.phys, key);
     }
     Ok(r)
 }
@@ -246,11 +246,11 @@ pub(super) fn symlink_common(vfs: &Vfs, p: &Process, target: u32, dirfd: u32, pa
 }
 
 pub(super) fn sys_symlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    symlink_common(&m.vfs, p, a[0], AT_FDCWD as u32, a[1])
+    symlink_common(m.vfs, p, a[0], AT_FDCWD as u32, a[1])
 }
 
 pub(super) fn sys_symlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    symlink_common(&m.vfs, p, a[0], a[1], a[2])
+    symlink_common(m.vfs, p, a[0], a[1], a[2])
 }
 
 /// `mknod` makes FIFOs and regular files only: a device node would be a way out of the
@@ -261,7 +261,7 @@ pub(super) fn mknod_common(m: &mut FileCtx<'_>, p: &mut Process, dirfd: u32, pat
     if kind != 0 && kind != libc::S_IFIFO && kind != libc::S_IFREG {
         return Err(EPERM);
     }
-    let (d, name) = at_parent(&m.vfs, p, dirfd, &path)?;
+    let (d, name) = at_parent(m.vfs, p, dirfd, &path)?;
     let mode = (mode & libc::S_IFMT) | (mode & 0o7777 & !p.umask);
     host::mknodat(d.as_raw_fd(), &name, mode)
 }
@@ -276,7 +276,7 @@ pub(super) fn sys_mknodat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
 
 pub(super) fn sys_mkdirat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let (d, name) = at_parent(&m.vfs, p, a[0], &path)?;
+    let (d, name) = at_parent(m.vfs, p, a[0], &path)?;
     host::mkdirat(d.as_raw_fd(), &name, a[2] & 0o7777 & !p.umask)
 }
 
@@ -289,18 +289,18 @@ pub(super) fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
 
 pub(super) fn sys_chmod(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = changeable(&m.vfs, path_object(m.sys(), p, &p.cwd, &path, true)?)?;
+    let fd = changeable(m.vfs, path_object(m.sys(), p, &p.cwd, &path, true)?)?;
     chmod_fd(&fd, a[1])
 }
 
 pub(super) fn sys_fchmodat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = changeable(&m.vfs, at_target(m.sys(), p, a[0], &path, 0)?)?;
+    let fd = changeable(m.vfs, at_target(m.sys(), p, a[0], &path, 0)?)?;
     chmod_fd(&fd, a[2])
 }
 
 pub(super) fn sys_fchmod(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = changeable_fd(&m.vfs, p, a[0])?;
+    let fd = changeable_fd(m.vfs, p, a[0])?;
     host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
 }
 
@@ -395,20 +395,20 @@ pub(super) fn utimes_common(
     let tp = times.as_ref();
     let Some(path) = path else {
         // utimensat(fd, NULL, ...): the descriptor itself.
-        let fd = changeable_fd(&m.vfs, p, dirfd)?;
+        let fd = changeable_fd(m.vfs, p, dirfd)?;
         return host::utimensat(fd.as_raw_fd(), None, tp, 0);
     };
     if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
         // The name itself: its parent inside the root, the last component not followed.
-        let dir = at_dir(&m.vfs, p, dirfd, path)?;
+        let dir = at_dir(m.vfs, p, dirfd, path)?;
         let abs = match special::resolve(m.sys(), p, &dir, path, false)? {
             Resolved::Path(abs) => abs,
-            Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),
+            Resolved::Node(n) => return changeable(m.vfs, special::object(n)?).map(|_| 0),
         };
         let (d, name) = m.vfs.parent("/", &abs)?;
         return host::utimensat(d.as_raw_fd(), Some(&name), tp, libc::AT_SYMLINK_NOFOLLOW);
     }
-    let fd = changeable(&m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    let fd = changeable(m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;

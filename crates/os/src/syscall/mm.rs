@@ -114,8 +114,8 @@ pub(super) fn do_mmap(
         return Err(ENODEV);
     }
     let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
-    let name = guest_name_of(&m.vfs, raw);
-    p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
+    let name = guest_name_of(m.vfs, raw);
+    p.aspace.map_file(m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
         MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
         _ => ENOMEM,
     })?;
@@ -131,7 +131,7 @@ pub(super) fn reclaiming(
     mut f: impl FnMut(&mut Process) -> Result<(), MemError>,
 ) -> Result<(), MemError> {
     let mut r = f(p);
-    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(&m.phys, pages, None) > 0 {
+    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(m.phys, pages, None) > 0 {
         r = f(p);
     }
     r

@@ -94,7 +94,7 @@ pub(super) fn fd_stat(m: &mut FileCtx<'_>, p: &Process, fd: u32) -> Result<libc:
     if !matches!(e.host.kind, FileKind::Host) {
         return stat_of(&special::object_of_fd(e)?);
     }
-    sync_before_read(&mut m.cache, &m.phys, p, fd); // stores through shared mappings update the mtime
+    sync_before_read(m.cache, m.phys, p, fd); // stores through shared mappings update the mtime
     host_stat_fd(e.host.as_raw_fd())
 }
 

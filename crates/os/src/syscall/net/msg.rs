@@ -16,7 +16,7 @@ pub(super) fn sys_sendto(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let raw = f.as_raw_fd();
     p.aspace.check_read(buf, len).map_err(efault)?;
     let to = if addr != 0 { Some(host_addr(m, p, read_sockaddr(p, addr, alen)?, Use::Send)?) } else { None };
-    autobind_if_passcred(&mut m.net, raw)?;
+    autobind_if_passcred(m.net, raw)?;
     let (tp, tl) = to.as_ref().map_or((std::ptr::null(), 0), |h| (h.ptr(), h.len()));
     // SAFETY: the guest range was checked readable and is mapped in our window; the
     // address (if any) is our buffer of `tl` bytes.
@@ -55,7 +55,7 @@ pub(super) fn sys_recvfrom(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
         };
     }
     if addr != 0 {
-        put_sockaddr(&m.net, &m.vfs, p, addr, len_ptr, from.get())?;
+        put_sockaddr(m.net, m.vfs, p, addr, len_ptr, from.get())?;
     }
     Ok(r as u32)
 }
@@ -212,8 +212,8 @@ pub(super) fn sendmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, fl
         None
     };
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
-    let (control, files) = control_out(&mut m.stats, p, &h)?;
-    autobind_if_passcred(&mut m.net, raw)?;
+    let (control, files) = control_out(m.stats, p, &h)?;
+    autobind_if_passcred(m.net, raw)?;
     let mut hdr = libc::msghdr::zeroed();
     if let Some(t) = &to {
         hdr.msg_name = t.ptr() as *mut libc::c_void;
@@ -276,7 +276,7 @@ pub(super) fn recvmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, fl
     let (guest_control, trunc) = control_in(m, p, host_control, room, flags & MSG_CMSG_CLOEXEC != 0);
     if h.name != 0 {
         from.len = hdr.msg_namelen;
-        put_sockaddr(&m.net, &m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
+        put_sockaddr(m.net, m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
     }
     if !guest_control.is_empty() {
         p.aspace.write_bytes(h.control, &guest_control).map_err(efault)?;
