@@ -501,25 +501,9 @@ impl Interp {
         }
     }
 
-    /// Executes the instruction at `cpu.eip` (the translator's host-fault path: it
-    /// completes a write to a copy-on-write or code page, or raises the precise guest
-    /// fault), taken from the decoded block there, from the cache or decoded now and
-    /// kept, so a fault that recurs at an instruction does not decode it again. While
-    /// code writes are pending (the engine has not yet dropped the stale blocks) the
-    /// block is decoded afresh and not kept. Updates EIP and the instruction count.
-    pub fn step_at(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
-        let eip = cpu.eip;
-        let ins = if mem.phys().code_epoch() == self.epoch {
-            let b = self.block(eip, mem)?;
-            relocated(&b.instrs[0].ins, eip.wrapping_sub(b.start))
-        } else {
-            self.decode(eip, mem)?.instrs[0].ins
-        };
-        self.step(cpu, mem, &ins)
-    }
-
-    /// Executes a single decoded instruction at `cpu.eip` (used by tests and the
-    /// translator's fallback). Updates EIP and the instruction count.
+    /// Executes a single decoded instruction at `cpu.eip` (used by tests, the
+    /// translator's fallback and its host-fault path, which re-runs the instruction the
+    /// translation was made from). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
         let e = isa::entry(ins.code());
         let d = Decoded { ins: *ins, class: e.support, family: e.family, fast: None, writes: true };

@@ -150,9 +150,15 @@ impl Engine {
             EXIT_SYSCALL => Err(Exit::Syscall),
             EXIT_FAULT => {
                 // Re-run the instruction in the interpreter: it completes a write to a
-                // copy-on-write or code page, or raises the precise guest fault.
+                // copy-on-write or code page, or raises the precise guest fault. It is
+                // the instruction the translation was made from (relocated to where it
+                // runs), never decoded again.
                 self.stats.host_faults += 1;
-                self.interp.step_at(cpu, mem)
+                let ins = self.fault_map.instruction(st.fault_point).map(|ins| relocated(ins, cpu.eip));
+                match ins {
+                    Some(ins) => self.interp.step(cpu, mem, &ins),
+                    None => unreachable!("a host fault at point {} names no translation", st.fault_point),
+                }
             }
             EXIT_HELPER => match hctx.pending.take() {
                 Some(e) => Err(e),

@@ -171,6 +171,7 @@ impl Engine {
         }
         self.refresh_code_base();
         let id = self.trans.len() as u32;
+        self.fault_map.blocks.push((self.fault_map.points.len() as u32, made.instrs.clone()));
         for &(h, g, k) in &made.points {
             self.fault_map.points.push((h + start as u32, g, k));
         }

@@ -54,8 +54,9 @@ pub struct JitState {
     pub ctx: *mut std::ffi::c_void,
     /// Instructions of the block completed before the one the helper runs.
     pub helper_k: u32,
-    /// Padding.
-    pub _pad: u32,
+    /// Index in `FaultMap::points` of the instruction a host fault stopped at (set by
+    /// the fault handler with `EXIT_FAULT`).
+    pub fault_point: u32,
     /// The jump cache: guest VA → host entry, for indirect branches.
     pub jc: *mut JcEntry,
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
@@ -145,7 +146,7 @@ impl Default for JitState {
             fault_addr: 0,
             ctx: std::ptr::null_mut(),
             helper_k: 0,
-            _pad: 0,
+            fault_point: 0,
             jc: std::ptr::null_mut(),
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
@@ -333,6 +334,20 @@ pub struct FaultMap {
     /// `(host offset, guest offset from the page start, instructions before)` for every
     /// translated guest instruction, in host order.
     pub points: Vec<(u32, u32, u32)>,
+    /// Per translation, in host order: the index of its first point and its decoded
+    /// guest instructions. Point `first + k` is instruction `k % len` (an unrolled loop
+    /// repeats them), so a fault is re-run from the decode the translation was made
+    /// from ([`FaultMap::instruction`]).
+    pub blocks: Vec<(u32, std::rc::Rc<[iced_x86::Instruction]>)>,
+}
+
+impl FaultMap {
+    /// The decoded guest instruction of point `point`.
+    pub fn instruction(&self, point: u32) -> Option<&iced_x86::Instruction> {
+        let b = self.blocks.partition_point(|b| b.0 <= point).checked_sub(1)?;
+        let (first, instrs) = &self.blocks[b];
+        instrs.get(((point - first) as usize).checked_rem(instrs.len())?)
+    }
 }
 
 /// Installs the host `SIGSEGV`/`SIGBUS`/`SIGFPE` handler (once per process); `SIGFPE`
@@ -388,8 +403,8 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             return;
         }
         let off = (pc - map.code_base) as u32;
-        let i = map.points.partition_point(|p| p.0 <= off);
-        let Some(&(_, guest_off, k)) = i.checked_sub(1).and_then(|i| map.points.get(i)) else {
+        let i = map.points.partition_point(|p| p.0 <= off).wrapping_sub(1);
+        let Some(&(_, guest_off, k)) = map.points.get(i) else {
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = libc::SIG_DFL;
             libc::sigaction(sig, &sa, std::ptr::null_mut());
@@ -400,6 +415,7 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         st.eip = page_va.wrapping_add(guest_off);
         st.exit = EXIT_FAULT;
         st.fault_addr = addr as u32;
+        st.fault_point = i as u32;
         gregs[libc::REG_R11 as usize] += i64::from(k);
         gregs[libc::REG_RIP as usize] = (map.code_base + map.exit_common) as i64;
     }

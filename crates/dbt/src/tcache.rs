@@ -330,12 +330,14 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
     if id_fields.len() != sites.len() {
         return None;
     }
-    // The helper instructions, decoded again from the guest bytes at this address.
+    // The block's instructions, decoded again from the guest bytes at this address (the
+    // fault points re-run them); the helper's are among them.
+    let instrs = decode_block(guest, eip, instructions)?;
     let mut helpers = Vec::new();
     for _ in 0..r.count(4)? {
-        let g = r.usize()?;
-        let ins = decode_one(guest.get(g..)?, eip.wrapping_add(g as u32))?;
-        helpers.push(Box::new(ins));
+        let at = eip.wrapping_add(r.u32()?);
+        let ins = instrs.iter().find(|i| i.ip32() == at).filter(|i| !i.is_invalid())?;
+        helpers.push(Box::new(*ins));
     }
     let mut relocs = Vec::new();
     for _ in 0..r.count(8)? {
@@ -366,6 +368,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
         relocs,
         points,
         instructions,
+        instrs: instrs.into(),
         guest_len: guest.len() as u32,
         helpers: std::rc::Rc::new(helpers),
         fallbacks,
@@ -373,11 +376,12 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
     })
 }
 
-/// The instruction at the start of `bytes`, decoded at `eip` (all of it in `bytes`).
-fn decode_one(bytes: &[u8], eip: u32) -> Option<Instruction> {
+/// The `n` instructions of a block, decoded from its guest bytes `bytes` at `eip` (which
+/// they fill exactly).
+fn decode_block(bytes: &[u8], eip: u32, n: u32) -> Option<Vec<Instruction>> {
     let mut d = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
-    let ins = d.decode();
-    (!ins.is_invalid() && ins.len() <= bytes.len()).then_some(ins)
+    let instrs: Vec<Instruction> = (0..n).map(|_| d.can_decode().then(|| d.decode())).collect::<Option<_>>()?;
+    (d.position() == bytes.len() && !instrs.is_empty()).then_some(instrs)
 }
 
 /// The number cold translations are made under before they are stored (any number

@@ -3,8 +3,10 @@
 //! Each wrapper takes Rust values (descriptors, C strings, slices) instead of raw
 //! pointers, checks the result and turns `-1` into the host's errno, so the rest of the
 //! crate needs no `unsafe` for them. Host errnos are Linux's, the same numbers the
-//! guest sees. Calls that read or write guest memory through host pointers (`read`,
-//! `writev`, `recvfrom`, ...) are not here: their callers know the pointers are valid.
+//! guest sees. Calls that let the host read or write guest memory in place (`read`,
+//! `writev`, `getdents64`, ...) take [`InPlace`] ranges of the guest window. The socket
+//! calls that pass guest memory through a `msghdr` (`syscall/net/msg.rs`) are not here
+//! yet: their callers know the pointers are valid.
 
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
@@ -204,6 +206,93 @@ pub fn same_open_file(a: RawFd, b: RawFd) -> Option<bool> {
     // SAFETY: kcmp compares two of our own descriptors and touches no memory.
     let r = unsafe { libc::syscall(libc::SYS_kcmp, pid, pid, KCMP_FILE, a, b) };
     (r >= 0).then_some(r == 0)
+}
+
+// ----- guest memory in place ---------------------------------------------------------
+
+/// A range of guest memory for a host call to read or write in place: host addresses in
+/// the running process's window (laid out as a `struct iovec`, so a slice of them is an
+/// iovec array). Made only from an address space's window ([`InPlace::window`]), so a
+/// host call given one touches nothing but guest memory: the window holds no Rust value,
+/// any 32-bit range lies in its slot (4 GiB plus a 4 GiB guard), and the host maps its
+/// pages with the guest's protection, so the host call stops with `EFAULT` (or a short
+/// count) where the guest may not go. The caller prepares the range first
+/// (`AddressSpace::check_read`, `prepare_write`) so that the host stops exactly where
+/// Linux would.
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+pub struct InPlace(libc::iovec);
+
+impl InPlace {
+    /// Guest `[va, va + len)` of `aspace`'s window.
+    pub fn window(aspace: &morph_mem::AddressSpace, va: u32, len: u32) -> InPlace {
+        InPlace(libc::iovec { iov_base: aspace.host_ptr(va).cast(), iov_len: len as usize })
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.0.iov_len
+    }
+
+    /// Its guest address in `aspace` (the window it was made from).
+    pub fn va(&self, aspace: &morph_mem::AddressSpace) -> u32 {
+        (self.0.iov_base as usize).wrapping_sub(aspace.host_ptr(0) as usize) as u32
+    }
+}
+
+/// `read(fd, buf)` into guest memory.
+pub fn read_in_place(fd: RawFd, buf: InPlace) -> Result<u32, Errno> {
+    // SAFETY: `buf` lies in a guest window (see `InPlace`).
+    check(unsafe { libc::read(fd, buf.0.iov_base, buf.0.iov_len) } as i64)
+}
+
+/// `write(fd, buf)` from guest memory.
+pub fn write_in_place(fd: RawFd, buf: InPlace) -> Result<u32, Errno> {
+    // SAFETY: `buf` lies in a guest window (see `InPlace`).
+    check(unsafe { libc::write(fd, buf.0.iov_base, buf.0.iov_len) } as i64)
+}
+
+/// `pread(fd, buf, off)` into guest memory.
+pub fn pread_in_place(fd: RawFd, buf: InPlace, off: i64) -> Result<u32, Errno> {
+    // SAFETY: `buf` lies in a guest window (see `InPlace`).
+    check(unsafe { libc::pread(fd, buf.0.iov_base, buf.0.iov_len, off) } as i64)
+}
+
+/// `pwrite(fd, buf, off)` from guest memory.
+pub fn pwrite_in_place(fd: RawFd, buf: InPlace, off: i64) -> Result<u32, Errno> {
+    // SAFETY: `buf` lies in a guest window (see `InPlace`).
+    check(unsafe { libc::pwrite(fd, buf.0.iov_base, buf.0.iov_len, off) } as i64)
+}
+
+/// `readv(fd, bufs)` into guest memory.
+pub fn readv_in_place(fd: RawFd, bufs: &[InPlace]) -> Result<u32, Errno> {
+    // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
+    check(unsafe { libc::readv(fd, bufs.as_ptr().cast(), bufs.len() as i32) } as i64)
+}
+
+/// `writev(fd, bufs)` from guest memory.
+pub fn writev_in_place(fd: RawFd, bufs: &[InPlace]) -> Result<u32, Errno> {
+    // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
+    check(unsafe { libc::writev(fd, bufs.as_ptr().cast(), bufs.len() as i32) } as i64)
+}
+
+/// `getdents64(fd, buf)` into guest memory (`linux_dirent64` is the same on i386).
+pub fn getdents64_in_place(fd: RawFd, buf: InPlace) -> Result<u32, Errno> {
+    // SAFETY: `buf` lies in a guest window (see `InPlace`).
+    check(unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.0.iov_base, buf.0.iov_len) })
+}
+
+/// `ioctl(fd, request, &buf)` for the requests that fill at most 64 bytes (`TCGETS`,
+/// `TIOCGWINSZ`, `TIOCGPGRP`, `FIONREAD`; their structures are the same on i386):
+/// the result and the bytes. Any other request is `ENOTTY`.
+pub fn ioctl_get(fd: RawFd, request: u32) -> Result<(u32, [u8; 64]), Errno> {
+    if ![libc::TCGETS, libc::TIOCGWINSZ, libc::TIOCGPGRP, libc::FIONREAD].contains(&u64::from(request)) {
+        return Err(crate::linux::ENOTTY);
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: each of these requests writes at most 64 bytes to its argument.
+    let r = check(unsafe { libc::ioctl(fd, u64::from(request), buf.as_mut_ptr()) })?;
+    Ok((r, buf))
 }
 
 // ----- names ---------------------------------------------------------------------------
@@ -434,4 +523,33 @@ pub(crate) fn ids() -> [u32; 4] {
     static IDS: std::sync::OnceLock<[u32; 4]> = std::sync::OnceLock::new();
     // SAFETY: these calls cannot fail and have no preconditions.
     *IDS.get_or_init(|| unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] })
+}
+
+/// Makes `handler` the action of host signal `sig`, without `SA_RESTART` (a blocking host
+/// call it interrupts returns `EINTR`). The handler must be async-signal-safe.
+pub fn set_signal_handler(sig: i32, handler: extern "C" fn(i32)) -> std::io::Result<()> {
+    let mut sa = libc::sigaction::zeroed();
+    sa.sa_sigaction = handler as usize;
+    // SAFETY: a valid sigaction in our local (an all-zero one plus the handler) and an
+    // empty mask; no old action is asked for.
+    let r = unsafe {
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(sig, &sa, std::ptr::null_mut())
+    };
+    if r != 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Restores the default action of host signal `sig`, unblocks it and raises it in this
+/// thread (morph dies of it, unless it is ignored by default).
+pub fn raise_default(sig: i32) {
+    let mut set = libc::sigset_t::zeroed();
+    // SAFETY: restoring the default action of a signal, a set in our local, and raising
+    // the signal in this thread.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, sig);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(sig);
+    }
 }

@@ -14,8 +14,6 @@
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use crate::host::Zeroed;
-
 /// The signal that asked morph to stop, or 0.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// The pipe the handler writes to: read end, write end (-1 before [`catch`]).
@@ -44,16 +42,8 @@ pub fn catch() -> std::io::Result<()> {
         PIPE[1].store(w.into_raw_fd(), Ordering::SeqCst);
     }
     for sig in SIGNALS {
-        // SAFETY: an all-zero sigaction is valid; the handler only touches atomics and
-        // calls write(2). No SA_RESTART: a blocking host call returns EINTR.
-        unsafe {
-            let mut sa = libc::sigaction::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(i32) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            if libc::sigaction(sig, &sa, std::ptr::null_mut()) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
+        // The handler only touches atomics and calls write(2).
+        crate::host::set_signal_handler(sig, on_signal)?;
     }
     Ok(())
 }
@@ -71,14 +61,6 @@ pub(crate) fn wake_fd() -> Option<i32> {
 /// Dies of `sig` as if it had never been caught (after the machine wrote back what it
 /// had to): the default action, unblocked, raised.
 pub fn die_of(sig: i32) -> ! {
-    // SAFETY: restoring the default action of a signal and raising it in this thread.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        let mut set = libc::sigset_t::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, sig);
-        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
-        libc::raise(sig);
-    }
+    crate::host::raise_default(sig);
     std::process::exit(128 + sig)
 }

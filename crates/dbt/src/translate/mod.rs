@@ -100,6 +100,9 @@ pub struct Translated {
     pub points: Vec<(u32, u32, u32)>,
     /// Guest instructions in the block.
     pub instructions: u32,
+    /// The block's decoded guest instructions, in guest order (the point of a host
+    /// fault re-runs its instruction from here: nothing is decoded again).
+    pub instrs: Vec<Instruction>,
     /// Guest bytes in the block.
     pub guest_len: u32,
     /// Instructions the helper runs (kept alive and unmoved: translated code points at
@@ -218,6 +221,7 @@ pub fn translate_decoded(
         relocs,
         points,
         instructions: n,
+        instrs,
         guest_len,
         helper_instrs,
         fallbacks,

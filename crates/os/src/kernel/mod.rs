@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+pub(crate) mod ctx;
 pub(crate) mod futexes;
 pub(crate) mod sockets;
 

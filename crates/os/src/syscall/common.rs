@@ -9,7 +9,8 @@ pub(crate) use morph_mem::{FileKey, MemError, MemFault, MemFaultKind, PAGE_SIZE,
 pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
-pub(crate) use crate::host::ids;
+pub(crate) use crate::host::{InPlace, ids};
+pub(crate) use crate::kernel::ctx::{FileCtx, NetCtx};
 pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
@@ -21,7 +22,16 @@ pub(crate) use crate::vfs::{Errno, Vfs, host_errno};
 /// A handler's result: the return value or a (positive) errno.
 pub type SysResult = Result<u32, Errno>;
 
-pub(crate) type Handler = fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult;
+/// A handler, given the narrowest context its family needs.
+#[derive(Clone, Copy)]
+pub(crate) enum Handler {
+    /// A call that touches only files, memory, clocks and ids ([`FileCtx`]).
+    Files(fn(&mut FileCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
+    /// A socket call ([`NetCtx`]).
+    Net(fn(&mut NetCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
+    /// A call that changes processes, signals or futexes: the whole machine.
+    Machine(fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult),
+}
 
 /// One row of the system call table.
 pub struct Syscall {

@@ -5,7 +5,7 @@ use super::wait;
 
 table! {
     /// Descriptors and their I/O.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         3 read "fbu" sys_read;
         4 write "fBu" sys_write;
         5 open "sOo" sys_open;
@@ -100,56 +100,49 @@ pub(super) fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
     Ok(n)
 }
 
-pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
-    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = read_special(m, p, a[0], &one, valid) {
+    let buf = InPlace::window(&p.aspace, a[1], len);
+    if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
-    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: a range of our window slot, prepared up to the first page the guest may
-    // not write (the host stops there).
-    host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+    sync_before_read(m.cache, m.phys, p, a[0]);
+    host::read_in_place(fd, buf)
 }
 
-pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: a range of our window slot, hosted up to the first page the guest may not
-    // read (the host stops there).
-    let n =
-        wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
-    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    let n = wait::wrote_or_block(p, a[0], host::write_in_place(fd, InPlace::window(&p.aspace, a[1], len)))?;
+    wrote(m.cache, m.phys, p, a[0], None, n);
     Ok(n)
 }
 
-pub(super) fn sys_pread64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_pread64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     let valid = guest_out(p, a[1], len)?;
-    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
-    if let Some(r) = read_special(m, p, a[0], &one, valid) {
+    let buf = InPlace::window(&p.aspace, a[1], len);
+    if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
-    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: as in `sys_read`.
-    host(unsafe { libc::pread(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })
+    sync_before_read(m.cache, m.phys, p, a[0]);
+    host::pread_in_place(fd, buf, off)
 }
 
-pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_pwrite64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     guest_in(p, a[1], len)?;
-    // SAFETY: as in `sys_write`.
-    let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
-    wrote(&mut m.cache, &m.phys, p, a[0], Some(off as u64), n);
+    let n = host::pwrite_in_place(fd, InPlace::window(&p.aspace, a[1], len), off)?;
+    wrote(m.cache, m.phys, p, a[0], Some(off as u64), n);
     Ok(n)
 }
 
@@ -160,18 +153,18 @@ pub(super) fn truncated(cache: &mut PageCache, phys: &PhysMem, key: Option<FileK
     }
 }
 
-pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
+pub(super) fn ftruncate_common(m: &mut FileCtx<'_>, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
     if len < 0 {
         return Err(EINVAL); // before the descriptor is looked up, as Linux
     }
     let fd = host_fd(p, guest_fd)?;
     let r = host::ftruncate(fd, len)?;
-    let key = cached_file(&m.cache, p, guest_fd);
-    truncated(&mut m.cache, &m.phys, key, len as u64);
+    let key = cached_file(m.cache, p, guest_fd);
+    truncated(m.cache, m.phys, key, len as u64);
     Ok(r)
 }
 
-pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: i64) -> SysResult {
+pub(super) fn truncate_common(m: &mut FileCtx<'_>, p: &mut Process, path: u32, len: i64) -> SysResult {
     if len < 0 {
         return Err(EINVAL); // before the path is read, as Linux
     }
@@ -179,15 +172,15 @@ pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: 
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let r = host::ftruncate(fd.as_raw_fd(), len)?;
-    truncated(&mut m.cache, &m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    truncated(m.cache, m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
 
-pub(super) fn sys_ftruncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_ftruncate64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ftruncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
 }
 
-pub(super) fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_truncate64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     truncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
 }
 
@@ -195,19 +188,19 @@ pub(super) fn sys_truncate64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
 /// `EINVAL`, before the descriptor is looked up), as Linux since 6.10 reads it (older
 /// kernels took it unsigned and then refused lengths past 2 GiB − 1 for a descriptor
 /// opened without `O_LARGEFILE`: the same answers except for a bad descriptor).
-pub(super) fn sys_ftruncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_ftruncate(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ftruncate_common(m, p, a[0], i64::from(a[1] as i32))
 }
 
 /// `truncate` without large-file support: a signed 32-bit length (negative: `EINVAL`).
-pub(super) fn sys_truncate(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_truncate(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     truncate_common(m, p, a[0], i64::from(a[1] as i32))
 }
 
 /// The host iovecs of the guest's `iovec` array at `ptr` (`n` entries), each buffer
 /// prepared as by `guest_out` (`write_to_guest`) or `guest_in` up to the first fault
 /// (the host stops there; see `guest_out`).
-pub(super) fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<libc::iovec>, Errno> {
+pub(super) fn iovecs(p: &mut Process, ptr: u32, n: u32, write_to_guest: bool) -> Result<Vec<InPlace>, Errno> {
     iovecs_valid(p, ptr, n, write_to_guest).map(|(v, _)| v)
 }
 
@@ -217,7 +210,7 @@ pub(super) fn iovecs_valid(
     ptr: u32,
     n: u32,
     write_to_guest: bool,
-) -> Result<(Vec<libc::iovec>, u32), Errno> {
+) -> Result<(Vec<InPlace>, u32), Errno> {
     if n > 1024 {
         return Err(EINVAL);
     }
@@ -237,37 +230,35 @@ pub(super) fn iovecs_valid(
             valid = valid.saturating_add(ok).min(MAX_RW);
             faulted = ok < len;
         }
-        v.push(libc::iovec { iov_base: p.aspace.host_ptr(base).cast(), iov_len: len as usize });
+        v.push(InPlace::window(&p.aspace, base, len));
     }
     Ok((v, valid))
 }
 
-pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
-    sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
-    host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
+    sync_before_read(m.cache, m.phys, p, a[0]);
+    host::readv_in_place(fd, &v)
 }
 
-pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
-    let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
-    wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    let n = wait::wrote_or_block(p, a[0], host::writev_in_place(fd, &v))?;
+    wrote(m.cache, m.phys, p, a[0], None, n);
     Ok(n)
 }
 
 /// Guest `open` flags → host flags (the values are the same on i386 and x86-64; only
 /// close-on-exec is kept by morph itself).
 pub(super) fn open_common(
-    m: &mut Machine,
+    m: &mut FileCtx<'_>,
     p: &mut Process,
     dir: &str,
     path: &[u8],
@@ -291,7 +282,7 @@ pub(super) fn open_common(
         && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
         && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
     {
-        m.cache.truncated(&m.phys, key, st.st_size as u64);
+        m.cache.truncated(m.phys, key, st.st_size as u64);
     }
     p.fds.install(entry, 0).ok_or(EMFILE)
 }
@@ -302,7 +293,7 @@ pub(super) fn open_common(
 /// the scheduler); a write-only open with no reader yet waits in the scheduler (polled)
 /// as Linux's blocking open does. Anything else gets the guest's own flags back.
 pub(super) fn open_host(
-    m: &Machine,
+    m: &FileCtx<'_>,
     p: &mut Process,
     abs: &[u8],
     host_flags: i32,
@@ -343,19 +334,19 @@ pub(super) fn at_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8]) -> Result<
     }
 }
 
-pub(super) fn sys_open(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_open(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let cwd = p.cwd.clone();
     open_common(m, p, &cwd, &path, a[1], a[2])
 }
 
-pub(super) fn sys_openat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_openat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    let dir = at_dir(m.vfs, p, a[0], &path)?;
     open_common(m, p, &dir, &path, a[2], a[3])
 }
 
-pub(super) fn sys_close(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_close(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.fds.close(a[0]).map(|_| 0).ok_or(EBADF)
 }
 
@@ -374,7 +365,7 @@ pub(super) fn fill_snapshot(sys: special::Sys<'_>, p: &Process, fd: u32) {
     }
 }
 
-pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_lseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     fill_snapshot(m.sys(), p, a[0]);
     if let Some(d) = special_dir(p, a[0]) {
         return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
@@ -387,7 +378,7 @@ pub(super) fn sys_lseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     Ok(r as u32)
 }
 
-pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_llseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     fill_snapshot(m.sys(), p, a[0]);
     let fd = host_fd(p, a[0])?;
     let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
@@ -402,13 +393,13 @@ pub(super) fn sys_llseek(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     Ok(0)
 }
 
-pub(super) fn sys_dup(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     e.cloexec = false;
     p.fds.install(e, 0).ok_or(EMFILE)
 }
 
-pub(super) fn sys_dup2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup2(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     if a[0] == a[1] {
         return Ok(a[1]);
@@ -421,7 +412,7 @@ pub(super) fn sys_dup2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(a[1])
 }
 
-pub(super) fn sys_dup3(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup3(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] == a[1] || a[2] & !O_CLOEXEC != 0 {
         return Err(EINVAL);
     }
@@ -434,7 +425,7 @@ pub(super) fn sys_dup3(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(a[1])
 }
 
-pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fcntl(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const F_DUPFD: u32 = 0;
     const F_GETFD: u32 = 1;
     const F_SETFD: u32 = 2;
@@ -479,7 +470,7 @@ pub(super) fn sys_fcntl(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     }
 }
 
-pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
     if a[1] == FIONBIO {
         // The guest's O_NONBLOCK, as F_SETFL sets it.
@@ -500,15 +491,9 @@ pub(super) fn sys_ioctl(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
             return Err(ENOTTY);
         }
     };
-    let mut buf = [0u8; 64];
-    // SAFETY: each request writes at most `size` ≤ 64 bytes into our buffer (the
-    // structures have the same layout on i386 and x86-64).
-    let r = unsafe { libc::ioctl(fd, u64::from(a[1]), buf.as_mut_ptr()) };
-    if r < 0 {
-        return Err(host_errno());
-    }
+    let (r, buf) = host::ioctl_get(fd, a[1])?;
     p.aspace.write_bytes(a[2], &buf[..size]).map_err(efault)?;
-    Ok(r as u32)
+    Ok(r)
 }
 
 /// `getdents` on a directory of morph's own, if guest `fd` is one.
@@ -522,19 +507,18 @@ pub(super) fn special_getdents(sys: special::Sys<'_>, p: &mut Process, a: &[u32;
     Some(p.aspace.write_bytes(a[1], &buf[..n]).map_err(efault).map(|_| n as u32))
 }
 
-pub(super) fn sys_getdents64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getdents64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if let Some(r) = special_getdents(m.sys(), p, a, true) {
         return r;
     }
     let fd = host_fd(p, a[0])?;
     p.aspace.prepare_write(a[1], a[2]).map_err(efault)?;
-    // SAFETY: linux_dirent64 has the same layout on both sides; the buffer is checked.
-    host(unsafe { libc::syscall(libc::SYS_getdents64, fd, p.aspace.host_ptr(a[1]), a[2] as usize) } as isize)
+    host::getdents64_in_place(fd, InPlace::window(&p.aspace, a[1], a[2]))
 }
 
 /// The old `getdents` (`struct linux_dirent`, 32-bit inode and offset): the host's
 /// `linux_dirent64` records, converted (an old record is never longer than its new form).
-pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getdents(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if let Some(r) = special_getdents(m.sys(), p, a, false) {
         return r;
     }
@@ -577,10 +561,10 @@ pub(super) fn sys_getdents(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 /// own): fills `bufs` (of which the first `valid` bytes may be written, the rest lies
 /// after a fault) and returns the result, or `None` for an ordinary descriptor.
 pub(crate) fn read_special(
-    m: &mut Machine,
-    p: &Process,
+    m: &mut FileCtx<'_>,
+    p: &mut Process,
     fd: u32,
-    bufs: &[libc::iovec],
+    bufs: &[InPlace],
     valid: u32,
 ) -> Option<SysResult> {
     let e = p.fds.get(fd)?;
@@ -596,18 +580,20 @@ pub(crate) fn read_special(
                 return Some(Err(EBADF));
             }
             // As Linux: the bytes before the first fault, EFAULT if there are none.
-            let total: usize = bufs.iter().map(|b| b.iov_len).sum();
+            let total: usize = bufs.iter().map(|b| b.len()).sum();
             if valid == 0 && total > 0 {
                 return Some(Err(EFAULT));
             }
             let mut left = valid as usize;
+            let mut bytes = Vec::new();
             for b in bufs {
-                let len = b.iov_len.min(left);
-                // SAFETY: the first `valid` bytes of the iovecs are prepared, writable
-                // guest memory.
-                let s = unsafe { std::slice::from_raw_parts_mut(b.iov_base.cast::<u8>(), len) };
-                m.rng.fill_bytes(s);
-                left -= len;
+                // The first `valid` bytes are prepared, writable guest memory.
+                bytes.resize(b.len().min(left), 0);
+                m.rng.fill_bytes(&mut bytes);
+                if let Err(e) = p.aspace.write_bytes(b.va(&p.aspace), &bytes) {
+                    return Some(Err(efault(e)));
+                }
+                left -= bytes.len();
             }
             Some(Ok(valid))
         }

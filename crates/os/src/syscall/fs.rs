@@ -6,7 +6,7 @@ use super::stat::{at_target, changeable, changeable_fd, path_object};
 
 table! {
     /// Names in the file system.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         9 link "ss" sys_link;
         10 unlink "s" sys_unlink;
         12 chdir "s" sys_chdir;
@@ -43,13 +43,13 @@ table! {
     }
 }
 
-pub(super) fn sys_umask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_umask(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let old = p.umask;
     p.umask = a[0] & 0o777;
     Ok(old)
 }
 
-pub(super) fn sys_getcwd(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getcwd(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut s = p.cwd.clone().into_bytes();
     s.push(0);
     if s.len() > a[1] as usize {
@@ -59,7 +59,7 @@ pub(super) fn sys_getcwd(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     Ok(s.len() as u32)
 }
 
-pub(super) fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_chdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     p.cwd = match special::resolve(m.sys(), p, &p.cwd, &path, true)? {
         Resolved::Path(abs) => {
@@ -67,7 +67,7 @@ pub(super) fn sys_chdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
             m.vfs.guest_path_of(&fd)?
         }
         Resolved::Node(Node::Dir(d)) => d,
-        Resolved::Node(Node::Fd(e)) => dir_of_entry(&m.vfs, &e)?,
+        Resolved::Node(Node::Fd(e)) => dir_of_entry(m.vfs, &e)?,
         Resolved::Node(_) => return Err(ENOTDIR),
     };
     Ok(0)
@@ -88,9 +88,9 @@ pub(super) fn dir_of_entry(vfs: &Vfs, e: &FdEntry) -> Result<String, Errno> {
     }
 }
 
-pub(super) fn sys_fchdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fchdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
-    p.cwd = dir_of_entry(&m.vfs, &e)?;
+    p.cwd = dir_of_entry(m.vfs, &e)?;
     Ok(0)
 }
 
@@ -121,19 +121,19 @@ pub(super) fn readlink_common(
     Ok(n as u32)
 }
 
-pub(super) fn sys_readlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_readlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let cwd = p.cwd.clone();
     readlink_common(m.sys(), p, &cwd, &path, a[1], a[2])
 }
 
-pub(super) fn sys_readlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_readlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    let dir = at_dir(m.vfs, p, a[0], &path)?;
     readlink_common(m.sys(), p, &dir, &path, a[2], a[3])
 }
 
-pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
+pub(super) fn unlink_common(m: &mut FileCtx<'_>, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
     let (d, name) = m.vfs.parent(dir, path)?;
     let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
     if let Some(e) = crate::vfs::Vfs::rmdir_not_a_name(path).filter(|_| f != 0) {
@@ -142,31 +142,31 @@ pub(super) fn unlink_common(m: &mut Machine, p: &Process, dir: &str, path: &[u8]
     let _ = p;
     // A cached file that loses its last name and is mapped by no one leaves the cache
     // (its descriptor there would keep it on disk).
-    let cached = if f == 0 { cached_file_at(&m.cache, &d, &name) } else { None };
+    let cached = if f == 0 { cached_file_at(m.cache, &d, &name) } else { None };
     let r = host::unlinkat(d.as_raw_fd(), &name, f)?;
     if let Some(key) = cached {
-        m.cache.forget_if_unlinked(&m.phys, key);
+        m.cache.forget_if_unlinked(m.phys, key);
     }
     Ok(r)
 }
 
-pub(super) fn sys_unlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_unlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     unlink_common(m, p, &p.cwd.clone(), &path, 0)
 }
 
-pub(super) fn sys_unlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_unlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let dir = at_dir(&m.vfs, p, a[0], &path)?;
+    let dir = at_dir(m.vfs, p, a[0], &path)?;
     unlink_common(m, p, &dir, &path, a[2])
 }
 
-pub(super) fn sys_rmdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_rmdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     unlink_common(m, p, &p.cwd.clone(), &path, AT_REMOVEDIR)
 }
 
-pub(super) fn sys_mkdir(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mkdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let (d, name) = m.vfs.parent(&p.cwd, &path)?;
     host::mkdirat(d.as_raw_fd(), &name, a[1] & 0o7777 & !p.umask)
@@ -190,24 +190,24 @@ pub(super) fn cached_file_at(cache: &PageCache, dir: &OwnedFd, name: &std::ffi::
     cache.is_cached(key).then_some(key)
 }
 
-pub(super) fn rename_common(m: &mut Machine, p: &Process, a: [u32; 4]) -> SysResult {
+pub(super) fn rename_common(m: &mut FileCtx<'_>, p: &Process, a: [u32; 4]) -> SysResult {
     let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
-    let (od, on) = at_parent(&m.vfs, p, a[0], &old)?;
-    let (nd, nn) = at_parent(&m.vfs, p, a[2], &new)?;
+    let (od, on) = at_parent(m.vfs, p, a[0], &old)?;
+    let (nd, nn) = at_parent(m.vfs, p, a[2], &new)?;
     // A cached file that the rename replaces loses its last name, as with unlink.
-    let replaced = cached_file_at(&m.cache, &nd, &nn);
+    let replaced = cached_file_at(m.cache, &nd, &nn);
     let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
     if let Some(key) = replaced {
-        m.cache.forget_if_unlinked(&m.phys, key);
+        m.cache.forget_if_unlinked(m.phys, key);
     }
     Ok(r)
 }
 
-pub(super) fn sys_rename(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_rename(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     rename_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1]])
 }
 
-pub(super) fn sys_renameat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_renameat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     rename_common(m, p, [a[0], a[1], a[2], a[3]])
 }
 
@@ -227,11 +227,11 @@ pub(super) fn link_common(sys: special::Sys<'_>, p: &Process, a: [u32; 5]) -> Sy
     host::link_following(&via, nd.as_raw_fd(), &nn)
 }
 
-pub(super) fn sys_link(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_link(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     link_common(m.sys(), p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1], 0])
 }
 
-pub(super) fn sys_linkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_linkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     link_common(m.sys(), p, [a[0], a[1], a[2], a[3], a[4]])
 }
 
@@ -245,38 +245,38 @@ pub(super) fn symlink_common(vfs: &Vfs, p: &Process, target: u32, dirfd: u32, pa
     host::symlinkat(&t, d.as_raw_fd(), &name)
 }
 
-pub(super) fn sys_symlink(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    symlink_common(&m.vfs, p, a[0], AT_FDCWD as u32, a[1])
+pub(super) fn sys_symlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    symlink_common(m.vfs, p, a[0], AT_FDCWD as u32, a[1])
 }
 
-pub(super) fn sys_symlinkat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    symlink_common(&m.vfs, p, a[0], a[1], a[2])
+pub(super) fn sys_symlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    symlink_common(m.vfs, p, a[0], a[1], a[2])
 }
 
 /// `mknod` makes FIFOs and regular files only: a device node would be a way out of the
 /// sandbox (and needs privileges on Linux too).
-pub(super) fn mknod_common(m: &mut Machine, p: &mut Process, dirfd: u32, path: u32, mode: u32) -> SysResult {
+pub(super) fn mknod_common(m: &mut FileCtx<'_>, p: &mut Process, dirfd: u32, path: u32, mode: u32) -> SysResult {
     let path = read_path(p, path)?;
     let kind = mode & libc::S_IFMT;
     if kind != 0 && kind != libc::S_IFIFO && kind != libc::S_IFREG {
         return Err(EPERM);
     }
-    let (d, name) = at_parent(&m.vfs, p, dirfd, &path)?;
+    let (d, name) = at_parent(m.vfs, p, dirfd, &path)?;
     let mode = (mode & libc::S_IFMT) | (mode & 0o7777 & !p.umask);
     host::mknodat(d.as_raw_fd(), &name, mode)
 }
 
-pub(super) fn sys_mknod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mknod(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     mknod_common(m, p, AT_FDCWD as u32, a[0], a[1])
 }
 
-pub(super) fn sys_mknodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mknodat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     mknod_common(m, p, a[0], a[1], a[2])
 }
 
-pub(super) fn sys_mkdirat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mkdirat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let (d, name) = at_parent(&m.vfs, p, a[0], &path)?;
+    let (d, name) = at_parent(m.vfs, p, a[0], &path)?;
     host::mkdirat(d.as_raw_fd(), &name, a[2] & 0o7777 & !p.umask)
 }
 
@@ -287,20 +287,20 @@ pub(super) fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
     host::chmod(&path, mode & 0o7777)
 }
 
-pub(super) fn sys_chmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_chmod(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
-    let fd = changeable(&m.vfs, path_object(m.sys(), p, &p.cwd, &path, true)?)?;
+    let fd = changeable(m.vfs, path_object(m.sys(), p, &p.cwd, &path, true)?)?;
     chmod_fd(&fd, a[1])
 }
 
-pub(super) fn sys_fchmodat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fchmodat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
-    let fd = changeable(&m.vfs, at_target(m.sys(), p, a[0], &path, 0)?)?;
+    let fd = changeable(m.vfs, at_target(m.sys(), p, a[0], &path, 0)?)?;
     chmod_fd(&fd, a[2])
 }
 
-pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = changeable_fd(&m.vfs, p, a[0])?;
+pub(super) fn sys_fchmod(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let fd = changeable_fd(m.vfs, p, a[0])?;
     host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
 }
 
@@ -309,19 +309,19 @@ pub(super) fn sys_fchmod(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
 // Extended attributes: the guest's file system has none (`EOPNOTSUPP`, which `ls` and
 // `cp` take as "no ACL, no security label"), so the host's labels never show and
 // never vary a run. The object must exist.
-pub(super) fn sys_getxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     path_object(m.sys(), p, &p.cwd, &path, true)?;
     Err(EOPNOTSUPP)
 }
 
-pub(super) fn sys_lgetxattr(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_lgetxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     path_object(m.sys(), p, &p.cwd, &path, false)?;
     Err(EOPNOTSUPP)
 }
 
-pub(super) fn sys_fgetxattr(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fgetxattr(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.fds.get(a[0]).ok_or(EBADF)?;
     Err(EOPNOTSUPP)
 }
@@ -382,7 +382,7 @@ pub(super) fn read_times(p: &Process, ptr: u32, f: TimeFormat) -> Result<Times, 
 
 /// Sets the times of what (`dirfd`, `path`, `flags`) names, resolved inside the root.
 pub(super) fn utimes_common(
-    m: &Machine,
+    m: &FileCtx<'_>,
     p: &Process,
     dirfd: u32,
     path: Option<&[u8]>,
@@ -395,51 +395,51 @@ pub(super) fn utimes_common(
     let tp = times.as_ref();
     let Some(path) = path else {
         // utimensat(fd, NULL, ...): the descriptor itself.
-        let fd = changeable_fd(&m.vfs, p, dirfd)?;
+        let fd = changeable_fd(m.vfs, p, dirfd)?;
         return host::utimensat(fd.as_raw_fd(), None, tp, 0);
     };
     if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
         // The name itself: its parent inside the root, the last component not followed.
-        let dir = at_dir(&m.vfs, p, dirfd, path)?;
+        let dir = at_dir(m.vfs, p, dirfd, path)?;
         let abs = match special::resolve(m.sys(), p, &dir, path, false)? {
             Resolved::Path(abs) => abs,
-            Resolved::Node(n) => return changeable(&m.vfs, special::object(n)?).map(|_| 0),
+            Resolved::Node(n) => return changeable(m.vfs, special::object(n)?).map(|_| 0),
         };
         let (d, name) = m.vfs.parent("/", &abs)?;
         return host::utimensat(d.as_raw_fd(), Some(&name), tp, libc::AT_SYMLINK_NOFOLLOW);
     }
-    let fd = changeable(&m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
+    let fd = changeable(m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
     let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
     host::utimensat(libc::AT_FDCWD, Some(&via), tp, 0)
 }
 
-pub(super) fn sys_utimensat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_utimensat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
     let times = read_times(p, a[2], TimeFormat::Timespec32)?;
     utimes_common(m, p, a[0], path.as_deref(), times, a[3])
 }
 
-pub(super) fn sys_utimensat_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_utimensat_time64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
     let times = read_times(p, a[2], TimeFormat::Timespec64)?;
     utimes_common(m, p, a[0], path.as_deref(), times, a[3])
 }
 
-pub(super) fn sys_futimesat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_futimesat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = if a[1] == 0 { None } else { Some(read_path(p, a[1])?) };
     let times = read_times(p, a[2], TimeFormat::Timeval)?;
     utimes_common(m, p, a[0], path.as_deref(), times, 0)
 }
 
-pub(super) fn sys_utimes(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_utimes(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let times = read_times(p, a[1], TimeFormat::Timeval)?;
     utimes_common(m, p, AT_FDCWD as u32, Some(&path), times, 0)
 }
 
-pub(super) fn sys_utime(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_utime(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let times = read_times(p, a[1], TimeFormat::Utimbuf)?;
     utimes_common(m, p, AT_FDCWD as u32, Some(&path), times, 0)

@@ -4,7 +4,7 @@ use super::common::*;
 
 table! {
     /// Identity, limits and system information.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         24 getuid "" |_, _, _| Ok(ids()[0]);
         47 getgid "" |_, _, _| Ok(ids()[2]);
         49 geteuid "" |_, _, _| Ok(ids()[1]);
@@ -21,7 +21,7 @@ table! {
     }
 }
 
-pub(super) fn sys_uname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // struct new_utsname: six 65-byte fields.
     let mut buf = [0u8; 65 * 6];
     // glibc refuses kernels older than 3.2, so the 2.6.12 model also reports a modern
@@ -35,7 +35,7 @@ pub(super) fn sys_uname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     Ok(0)
 }
 
-pub(super) fn sys_getrlimit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getrlimit(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (cur, max) = *p.rlimits.get(a[0] as usize).ok_or(EINVAL)?;
     let clip = |v: u64| if v > u64::from(u32::MAX) { u32::MAX } else { v as u32 };
     let mut b = clip(cur).to_le_bytes().to_vec();
@@ -44,7 +44,7 @@ pub(super) fn sys_getrlimit(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> S
     Ok(0)
 }
 
-pub(super) fn sys_prlimit64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_prlimit64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] != 0 && a[0] != p.pid {
         return Err(ESRCH);
     }
@@ -69,7 +69,7 @@ pub(super) fn sys_prlimit64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> S
     Ok(0)
 }
 
-pub(super) fn sys_sysinfo(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sysinfo(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut b = [0u8; 64];
     let put = |b: &mut [u8; 64], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
     put(&mut b, 0, m.started.elapsed().as_secs() as u32);
@@ -77,13 +77,13 @@ pub(super) fn sys_sysinfo(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     let used = (m.phys.stats().frames_in_use * u64::from(PAGE_SIZE)).min(u64::from(total)) as u32;
     put(&mut b, 16, total);
     put(&mut b, 20, total - used);
-    b[40..42].copy_from_slice(&(m.procs.len() as u16 + 1).to_le_bytes());
+    b[40..42].copy_from_slice(&(m.other_processes() as u16 + 1).to_le_bytes());
     put(&mut b, 52, 1); // mem_unit
     p.aspace.write_bytes(a[0], &b).map_err(efault)?;
     Ok(0)
 }
 
-pub(super) fn sys_getrandom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getrandom(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let len = a[1].min(1 << 25);
     let mut buf = vec![0u8; len as usize];
     m.rng.fill_bytes(&mut buf);

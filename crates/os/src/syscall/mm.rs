@@ -6,7 +6,7 @@ use super::file::fill_snapshot;
 
 table! {
     /// Memory.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         45 brk "p" sys_brk;
         90 mmap "p" sys_old_mmap;
         91 munmap "pu" sys_munmap;
@@ -19,7 +19,7 @@ table! {
     }
 }
 
-pub(super) fn sys_brk(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_brk(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let want = a[0];
     if want < p.brk_start {
         return Ok(p.brk);
@@ -47,7 +47,7 @@ pub(super) fn sys_brk(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResu
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn do_mmap(
-    m: &mut Machine,
+    m: &mut FileCtx<'_>,
     p: &mut Process,
     addr: u32,
     len: u32,
@@ -114,8 +114,8 @@ pub(super) fn do_mmap(
         return Err(ENODEV);
     }
     let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
-    let name = guest_name_of(&m.vfs, raw);
-    p.aspace.map_file(&mut m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
+    let name = guest_name_of(m.vfs, raw);
+    p.aspace.map_file(m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
         MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
         _ => ENOMEM,
     })?;
@@ -125,13 +125,13 @@ pub(super) fn do_mmap(
 /// Runs `f`, and again each time the page cache gave back idle pages (about `pages`
 /// at a time, whole files) while it fails for want of memory under the machine's limit.
 pub(super) fn reclaiming(
-    m: &mut Machine,
+    m: &mut FileCtx<'_>,
     p: &mut Process,
     pages: u32,
     mut f: impl FnMut(&mut Process) -> Result<(), MemError>,
 ) -> Result<(), MemError> {
     let mut r = f(p);
-    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(&m.phys, pages, None) > 0 {
+    while matches!(r, Err(MemError::OutOfMemory { .. })) && m.cache.reclaim(m.phys, pages, None) > 0 {
         r = f(p);
     }
     r
@@ -145,11 +145,11 @@ pub(super) fn guest_name_of(vfs: &Vfs, raw: i32) -> String {
         .unwrap_or_default()
 }
 
-pub(super) fn sys_mmap2(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mmap2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     do_mmap(m, p, a[0], a[1], a[2], a[3], a[4], u64::from(a[5]) * u64::from(PAGE_SIZE))
 }
 
-pub(super) fn sys_old_mmap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_old_mmap(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut w = [0u32; 6];
     for (i, v) in w.iter_mut().enumerate() {
         *v = p.aspace.read_u32(a[0] + 4 * i as u32).map_err(efault)?;
@@ -157,7 +157,7 @@ pub(super) fn sys_old_mmap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     do_mmap(m, p, w[0], w[1], w[2], w[3], w[4], u64::from(w[5]))
 }
 
-pub(super) fn sys_mremap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mremap(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const MREMAP_MAYMOVE: u32 = 1;
     const MREMAP_FIXED: u32 = 2;
     let (old, flags) = (a[0], a[3]);
@@ -202,7 +202,7 @@ pub(super) fn sys_mremap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     grow_at(p, dest)
 }
 
-pub(super) fn sys_munmap(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_munmap(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] & (PAGE_SIZE - 1) != 0
         || a[1] == 0
         || u64::from(a[0]) + u64::from(a[1]) > u64::from(crate::layout::TASK_SIZE)
@@ -213,7 +213,7 @@ pub(super) fn sys_munmap(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     Ok(0)
 }
 
-pub(super) fn sys_mprotect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_mprotect(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] & (PAGE_SIZE - 1) != 0 || a[2] & !7 != 0 {
         return Err(EINVAL);
     }
@@ -227,7 +227,7 @@ pub(super) fn sys_mprotect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     Ok(0)
 }
 
-pub(super) fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_msync(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const MS_ASYNC: u32 = 1;
     const MS_INVALIDATE: u32 = 2;
     const MS_SYNC: u32 = 4;
@@ -263,7 +263,7 @@ pub(super) fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 /// removes backing store (REMOVE, DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK,
 /// POPULATE_*) give EINVAL, as from a kernel without them. A hole in the range gives
 /// ENOMEM after the mapped parts are advised, as Linux does.
-pub(super) fn sys_madvise(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_madvise(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const DONTNEED: u32 = 4;
     const FREE: u32 = 8;
     const HINTS: [u32; 13] = [0, 1, 2, 3, 12, 13, 14, 15, 16, 17, 20, 21, FREE];
@@ -300,7 +300,7 @@ pub(super) fn sys_madvise(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     if covered < len { Err(ENOMEM) } else { Ok(0) }
 }
 
-pub(super) fn sys_set_thread_area(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_set_thread_area(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     set_thread_area(p, a[0])
 }
 

@@ -24,17 +24,23 @@ use crate::linux::{EJUSTRETURN, ENOSYS, ERESTARTSYS};
 use crate::process::Process;
 
 pub use crate::process::INSNS_PER_TICK;
+use common::Handler;
 pub use common::{SysResult, Syscall};
 
-/// Declares a static table of system calls: `nr name "args" handler;` rows.
+/// Declares a static table of system calls: `nr name "args" handler;` rows. The
+/// handlers take the whole machine, or, after `TABLE: Files` or `TABLE: Net`, a
+/// [`common::FileCtx`] or a [`common::NetCtx`].
 macro_rules! table {
-    ($(#[$m:meta])* $vis:vis $table:ident { $($nr:literal $name:ident $args:literal $h:expr;)* }) => {
+    ($(#[$m:meta])* $vis:vis $table:ident { $($rows:tt)* }) => {
+        table!($(#[$m])* $vis $table: Machine { $($rows)* });
+    };
+    ($(#[$m:meta])* $vis:vis $table:ident: $ctx:ident { $($nr:literal $name:ident $args:literal $h:expr;)* }) => {
         $(#[$m])*
         $vis static $table: &[$crate::syscall::common::Syscall] = &[$($crate::syscall::common::Syscall {
             nr: $nr,
             name: stringify!($name),
             args: $args,
-            handler: $h,
+            handler: $crate::syscall::common::Handler::$ctx($h),
         }),*];
     };
 }
@@ -95,7 +101,11 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     let row = lookup(nr);
     let traced = m.cfg.strace.then(|| strace::Call::before(p, nr, row, &args));
     let res = match row {
-        Some(s) => (s.handler)(m, p, &args),
+        Some(s) => match s.handler {
+            Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
+            Handler::Net(h) => h(&mut m.net_ctx(), p, &args),
+            Handler::Machine(h) => h(m, p, &args),
+        },
         None => {
             *m.stats.enosys.entry(nr).or_default() += 1;
             Err(ENOSYS)

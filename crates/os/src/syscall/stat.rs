@@ -5,7 +5,7 @@ use super::file::{at_dir, sync_before_read};
 
 table! {
     /// Metadata.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         33 access "sA" sys_access;
         99 statfs "sp" sys_statfs;
         100 fstatfs "fp" sys_fstatfs;
@@ -89,12 +89,12 @@ pub(super) fn stat_path(
 }
 
 /// `fstat` of guest `fd`.
-pub(super) fn fd_stat(m: &mut Machine, p: &Process, fd: u32) -> Result<libc::stat, Errno> {
+pub(super) fn fd_stat(m: &mut FileCtx<'_>, p: &Process, fd: u32) -> Result<libc::stat, Errno> {
     let e = p.fds.get(fd).ok_or(EBADF)?;
     if !matches!(e.host.kind, FileKind::Host) {
         return stat_of(&special::object_of_fd(e)?);
     }
-    sync_before_read(&mut m.cache, &m.phys, p, fd); // stores through shared mappings update the mtime
+    sync_before_read(m.cache, m.phys, p, fd); // stores through shared mappings update the mtime
     host_stat_fd(e.host.as_raw_fd())
 }
 
@@ -109,36 +109,36 @@ pub(super) fn put_stat(p: &mut Process, ptr: u32, st: &libc::stat) -> SysResult 
     Ok(0)
 }
 
-pub(super) fn sys_stat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_stat64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, true)?;
     put_stat64(p, a[1], &st)
 }
 
-pub(super) fn sys_lstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_lstat64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, false)?;
     put_stat64(p, a[1], &st)
 }
 
-pub(super) fn sys_fstat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fstat64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let st = fd_stat(m, p, a[0])?;
     put_stat64(p, a[1], &st)
 }
 
-pub(super) fn sys_stat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_stat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, true)?;
     put_stat(p, a[1], &st)
 }
 
-pub(super) fn sys_lstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_lstat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let st = stat_path(m.sys(), p, &p.cwd.clone(), &path, false)?;
     put_stat(p, a[1], &st)
 }
 
-pub(super) fn sys_fstat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fstat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let st = fd_stat(m, p, a[0])?;
     put_stat(p, a[1], &st)
 }
@@ -164,13 +164,13 @@ pub(super) fn at_target(
     path_object(sys, p, &dir, path, flags & AT_SYMLINK_NOFOLLOW == 0)
 }
 
-pub(super) fn sys_fstatat64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fstatat64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
     let st = stat_of(&at_target(m.sys(), p, a[0], &path, a[3])?)?;
     put_stat64(p, a[2], &st)
 }
 
-pub(super) fn sys_statx(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_statx(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
     let fd = match at_target(m.sys(), p, a[0], &path, a[2])? {
         Object::Host(fd) | Object::Device(fd) => fd,
@@ -204,12 +204,12 @@ pub(super) fn access_common(
     host::access2_fd(fd.as_raw_fd(), mode)
 }
 
-pub(super) fn sys_access(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_access(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     access_common(m.sys(), p, AT_FDCWD as u32, &path, a[1], 0)
 }
 
-pub(super) fn sys_faccessat(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_faccessat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
     access_common(m.sys(), p, a[0], &path, a[2], a[3] & AT_SYMLINK_NOFOLLOW)
 }
@@ -262,20 +262,20 @@ pub(super) fn statfs_bytes(st: &HostStatfs, wide: bool) -> Result<Vec<u8>, Errno
     Ok(b)
 }
 
-pub(super) fn sys_statfs(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_statfs(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let st = statfs_of(&path_object(m.sys(), p, &p.cwd, &path, true)?)?;
     p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
     Ok(0)
 }
 
-pub(super) fn sys_fstatfs(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fstatfs(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let st = statfs_of(&special::object_of_fd(p.fds.get(a[0]).ok_or(EBADF)?)?)?;
     p.aspace.write_bytes(a[1], &statfs_bytes(&st, false)?).map_err(efault)?;
     Ok(0)
 }
 
-pub(super) fn sys_statfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_statfs64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] != 84 {
         return Err(EINVAL);
     }
@@ -285,7 +285,7 @@ pub(super) fn sys_statfs64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     Ok(0)
 }
 
-pub(super) fn sys_fstatfs64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fstatfs64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] != 84 {
         return Err(EINVAL);
     }

@@ -4,7 +4,7 @@ use super::common::*;
 
 table! {
     /// Clocks.
-    pub(super) TABLE {
+    pub(super) TABLE: Files {
         13 time "p" sys_time;
         78 gettimeofday "pp" sys_gettimeofday;
         265 clock_gettime "dp" sys_clock_gettime;
@@ -17,7 +17,7 @@ pub(super) fn host_clock(clock: u32) -> Result<libc::timespec, Errno> {
     host::clock_gettime(clock as i32).map_err(|_| EINVAL)
 }
 
-pub(super) fn sys_time(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_time(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let t = host_clock(libc::CLOCK_REALTIME as u32)?.tv_sec as u32;
     if a[0] != 0 {
         p.aspace.write_u32(a[0], t).map_err(efault)?;
@@ -25,7 +25,7 @@ pub(super) fn sys_time(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(t)
 }
 
-pub(super) fn sys_gettimeofday(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_gettimeofday(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let ts = host_clock(libc::CLOCK_REALTIME as u32)?;
     if a[0] != 0 {
         let mut b = (ts.tv_sec as u32).to_le_bytes().to_vec();
@@ -38,7 +38,7 @@ pub(super) fn sys_gettimeofday(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -
     Ok(0)
 }
 
-pub(super) fn sys_clock_gettime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_clock_gettime(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let ts = host_clock(a[0])?;
     let mut b = (ts.tv_sec as u32).to_le_bytes().to_vec();
     b.extend_from_slice(&(ts.tv_nsec as u32).to_le_bytes());
@@ -46,7 +46,7 @@ pub(super) fn sys_clock_gettime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) 
     Ok(0)
 }
 
-pub(super) fn sys_clock_gettime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_clock_gettime64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let ts = host_clock(a[0])?;
     let mut b = ts.tv_sec.to_le_bytes().to_vec();
     b.extend_from_slice(&ts.tv_nsec.to_le_bytes());

@@ -61,22 +61,22 @@ pub(super) fn ipv6_allowed(ip: &[u8], how: Use) -> bool {
 
 /// Checks a guest socket address against the loopback rule and translates it for the
 /// host (`AF_UNIX` paths resolve inside the root).
-pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
+pub(super) fn host_addr(m: &mut NetCtx<'_>, p: &Process, addr: Vec<u8>, how: Use) -> Result<HostAddr, Errno> {
     let Some(family) = family_of(&addr) else {
         return Ok(HostAddr::plain(addr)); // too short for any family: the host says so
     };
     let unreachable = if how == Use::Bind { EADDRNOTAVAIL } else { ENETUNREACH };
-    let v4 = |m: &mut Machine, addr: Vec<u8>| match addr.get(4..8) {
+    let v4 = |m: &mut NetCtx<'_>, addr: Vec<u8>| match addr.get(4..8) {
         Some(ip) if ipv4_allowed(ip, how) => Ok(HostAddr::plain(addr)),
-        Some(_) => Err(refuse(&mut m.stats, unreachable)),
+        Some(_) => Err(refuse(m.stats, unreachable)),
         None => Err(EINVAL),
     };
     match family {
-        AF_UNIX => unix_addr(&mut m.net, &m.vfs, p, addr, how),
+        AF_UNIX => unix_addr(m.net, m.vfs, p, addr, how),
         AF_INET => v4(m, addr),
         AF_INET6 => match addr.get(8..24) {
             Some(ip) if ipv6_allowed(ip, how) => Ok(HostAddr::plain(addr)),
-            Some(_) => Err(refuse(&mut m.stats, unreachable)),
+            Some(_) => Err(refuse(m.stats, unreachable)),
             None => Err(EINVAL),
         },
         // connect(AF_UNSPEC) dissolves an association. IPv4 binds AF_UNSPEC as AF_INET
@@ -84,7 +84,7 @@ pub(super) fn host_addr(m: &mut Machine, p: &Process, addr: Vec<u8>, how: Use) -
         AF_UNSPEC if how == Use::Connect => Ok(HostAddr::plain(addr)),
         AF_UNSPEC if addr.len() >= 8 => v4(m, addr),
         AF_UNSPEC => Ok(HostAddr::plain(addr)),
-        _ => Err(refuse(&mut m.stats, EAFNOSUPPORT)),
+        _ => Err(refuse(m.stats, EAFNOSUPPORT)),
     }
 }
 

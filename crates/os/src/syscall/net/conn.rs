@@ -40,16 +40,16 @@ pub(super) fn check_socket(stats: &mut OsStats, domain: u32, ty: u32, proto: u32
     }
 }
 
-pub(super) fn sys_socket(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_socket(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
-    check_socket(&mut m.stats, a[0], ty, a[2])?;
+    check_socket(m.stats, a[0], ty, a[2])?;
     let fd = host::socket(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
     install(p, fd, nonblock, cloexec)
 }
 
-pub(super) fn sys_socketpair(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_socketpair(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
-    check_socket(&mut m.stats, a[0], ty, a[2])?;
+    check_socket(m.stats, a[0], ty, a[2])?;
     p.aspace.prepare_write(a[3], 8).map_err(efault)?;
     let (x, y) = host::socketpair(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
     let gx = install(p, x, nonblock, cloexec)?;
@@ -64,11 +64,11 @@ pub(super) fn sys_socketpair(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
 
 // ----- naming and connecting -------------------------------------------------------
 
-pub(super) fn sys_bind(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_bind(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let addr = read_sockaddr(p, a[1], a[2])?;
     if addr.len() == 2 && family_of(&addr) == Some(AF_UNIX) {
-        return autobind(&mut m.net, f.as_raw_fd());
+        return autobind(m.net, f.as_raw_fd());
     }
     let h = host_addr(m, p, addr, Use::Bind)?;
     host::bind(f.as_raw_fd(), &h.bytes)?;
@@ -82,12 +82,12 @@ pub(super) fn sys_bind(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(0)
 }
 
-pub(super) fn sys_listen(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_listen(_: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let raw = host_fd(p, a[0])?;
     host::listen(raw, a[1] as i32)
 }
 
-pub(super) fn sys_connect(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_connect(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     if f.socket.connecting.get() {
         return connect_result(p, &f);
@@ -96,7 +96,7 @@ pub(super) fn sys_connect(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
     let unix = family_of(&addr) == Some(AF_UNIX);
     let h = host_addr(m, p, addr, Use::Connect)?;
     if unix {
-        autobind_if_passcred(&mut m.net, f.as_raw_fd())?;
+        autobind_if_passcred(m.net, f.as_raw_fd())?;
     }
     let blocking = f.host_nonblock && !f.guest_nonblock();
     match host::connect(f.as_raw_fd(), &h.bytes) {
@@ -133,7 +133,7 @@ pub(super) fn connect_result(p: &mut Process, f: &OpenFile) -> SysResult {
     }
 }
 
-pub(super) fn accept(m: &mut Machine, p: &mut Process, fd: u32, addr: u32, len_ptr: u32, flags: u32) -> SysResult {
+pub(super) fn accept(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, addr: u32, len_ptr: u32, flags: u32) -> SysResult {
     if flags & !(SOCK_NONBLOCK | SOCK_CLOEXEC) != 0 {
         return Err(EINVAL);
     }
@@ -151,7 +151,7 @@ pub(super) fn accept(m: &mut Machine, p: &mut Process, fd: u32, addr: u32, len_p
     };
     let gfd = install(p, conn, flags & SOCK_NONBLOCK != 0, flags & SOCK_CLOEXEC != 0)?;
     if addr != 0
-        && let Err(e) = put_sockaddr(&m.net, &m.vfs, p, addr, len_ptr, &peer)
+        && let Err(e) = put_sockaddr(m.net, m.vfs, p, addr, len_ptr, &peer)
     {
         p.fds.close(gfd);
         return Err(e);
@@ -159,26 +159,26 @@ pub(super) fn accept(m: &mut Machine, p: &mut Process, fd: u32, addr: u32, len_p
     Ok(gfd)
 }
 
-pub(super) fn sys_accept4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_accept4(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     accept(m, p, a[0], a[1], a[2], a[3])
 }
 
-pub(super) fn sockname(m: &mut Machine, p: &mut Process, a: &[u32; 6], peer: bool) -> SysResult {
+pub(super) fn sockname(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6], peer: bool) -> SysResult {
     let raw = host_fd(p, a[0])?;
     let b = host::sockname(raw, peer)?;
-    put_sockaddr(&m.net, &m.vfs, p, a[1], a[2], &b)?;
+    put_sockaddr(m.net, m.vfs, p, a[1], a[2], &b)?;
     Ok(0)
 }
 
-pub(super) fn sys_getsockname(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getsockname(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sockname(m, p, a, false)
 }
 
-pub(super) fn sys_getpeername(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getpeername(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sockname(m, p, a, true)
 }
 
-pub(super) fn sys_shutdown(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_shutdown(_: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let raw = host_fd(p, a[0])?;
     host::shutdown(raw, a[1] as i32)
 }
@@ -208,9 +208,9 @@ pub(super) fn option_allowed(stats: &mut OsStats, raw: i32, level: u32, name: u3
     sockopt::check(level, name, set).map_err(|e| refuse(stats, e))
 }
 
-pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_setsockopt(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (raw, level, name) = (host_fd(p, a[0])?, a[1], a[2]);
-    option_allowed(&mut m.stats, raw, level, name, true)?;
+    option_allowed(m.stats, raw, level, name, true)?;
     if (a[4] as i32) < 0 {
         return Err(EINVAL);
     }
@@ -244,10 +244,10 @@ pub(super) fn sys_setsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> 
     }
 }
 
-pub(super) fn sys_getsockopt(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_getsockopt(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let (raw, level, name, val, len_ptr) = (f.as_raw_fd(), a[1], a[2], a[3], a[4]);
-    option_allowed(&mut m.stats, raw, level, name, false)?;
+    option_allowed(m.stats, raw, level, name, false)?;
     let room = p.aspace.read_u32(len_ptr).map_err(efault)?;
     if (room as i32) < 0 {
         return Err(EINVAL);

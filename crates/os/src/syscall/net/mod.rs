@@ -52,7 +52,7 @@ use crate::syscall::common::*;
 
 table! {
     /// Sockets: socketcall and the direct socket calls, loopback only.
-    pub(super) TABLE {
+    pub(super) TABLE: Net {
         102 socketcall "dp" sys_socketcall;
         337 recvmmsg "fpuxp" sys_recvmmsg;
         345 sendmmsg "fpux" sys_sendmmsg;
@@ -77,7 +77,7 @@ table! {
 
 // ----- the socketcall multiplexer --------------------------------------------------
 
-pub(super) fn sys_socketcall(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_socketcall(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     use crate::linux::socketcall::*;
     let call = a[0];
     let n = match NARGS.get(call as usize) {

@@ -10,13 +10,13 @@ use super::sockopt;
 use crate::host::Zeroed;
 use crate::syscall::file::iovecs;
 
-pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sendto(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, alen) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     p.aspace.check_read(buf, len).map_err(efault)?;
     let to = if addr != 0 { Some(host_addr(m, p, read_sockaddr(p, addr, alen)?, Use::Send)?) } else { None };
-    autobind_if_passcred(&mut m.net, raw)?;
+    autobind_if_passcred(m.net, raw)?;
     let (tp, tl) = to.as_ref().map_or((std::ptr::null(), 0), |h| (h.ptr(), h.len()));
     // SAFETY: the guest range was checked readable and is mapped in our window; the
     // address (if any) is our buffer of `tl` bytes.
@@ -26,7 +26,7 @@ pub(super) fn sys_sendto(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     sent(p, raw, flags, f.guest_nonblock(), r)
 }
 
-pub(super) fn sys_recvfrom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_recvfrom(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, len_ptr) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
@@ -55,7 +55,7 @@ pub(super) fn sys_recvfrom(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
         };
     }
     if addr != 0 {
-        put_sockaddr(&m.net, &m.vfs, p, addr, len_ptr, from.get())?;
+        put_sockaddr(m.net, m.vfs, p, addr, len_ptr, from.get())?;
     }
     Ok(r as u32)
 }
@@ -139,7 +139,13 @@ pub(super) fn control_out(
 /// Host control messages as the guest's (i386 `cmsghdr`s, at most `room` bytes).
 /// Received descriptors are installed in the guest's table. Returns the bytes and
 /// whether something did not fit (`MSG_CTRUNC`).
-pub(super) fn control_in(m: &mut Machine, p: &mut Process, host: &[u8], room: usize, cloexec: bool) -> (Vec<u8>, bool) {
+pub(super) fn control_in(
+    m: &mut NetCtx<'_>,
+    p: &mut Process,
+    host: &[u8],
+    room: usize,
+    cloexec: bool,
+) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
     let mut trunc = false;
     let mut off = 0;
@@ -195,7 +201,7 @@ pub(super) fn control_in(m: &mut Machine, p: &mut Process, host: &[u8], room: us
     (out, trunc)
 }
 
-pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
+pub(super) fn sendmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     let h = read_msghdr(p, msg)?;
@@ -206,8 +212,8 @@ pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
         None
     };
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
-    let (control, files) = control_out(&mut m.stats, p, &h)?;
-    autobind_if_passcred(&mut m.net, raw)?;
+    let (control, files) = control_out(m.stats, p, &h)?;
+    autobind_if_passcred(m.net, raw)?;
     let mut hdr = libc::msghdr::zeroed();
     if let Some(t) = &to {
         hdr.msg_name = t.ptr() as *mut libc::c_void;
@@ -230,13 +236,13 @@ pub(super) fn sendmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     sent(p, raw, flags, f.guest_nonblock(), r)
 }
 
-pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
+pub(super) fn recvmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, flags: u32) -> SysResult {
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     let h = read_msghdr(p, msg)?;
     let iov = iovecs(p, h.iov, h.iovlen, true)?;
     let dontwait = flags & MSG_DONTWAIT != 0 || f.guest_nonblock();
-    if let Some(r) = wait_all(p, raw, flags, iov.iter().map(|v| v.iov_len).sum(), dontwait) {
+    if let Some(r) = wait_all(p, raw, flags, iov.iter().map(|v| v.len()).sum(), dontwait) {
         return r;
     }
     let mut from = AddrBuf::new();
@@ -270,7 +276,7 @@ pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     let (guest_control, trunc) = control_in(m, p, host_control, room, flags & MSG_CMSG_CLOEXEC != 0);
     if h.name != 0 {
         from.len = hdr.msg_namelen;
-        put_sockaddr(&m.net, &m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
+        put_sockaddr(m.net, m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
     }
     if !guest_control.is_empty() {
         p.aspace.write_bytes(h.control, &guest_control).map_err(efault)?;
@@ -281,16 +287,16 @@ pub(super) fn recvmsg(m: &mut Machine, p: &mut Process, fd: u32, msg: u32, flags
     Ok(r as u32)
 }
 
-pub(super) fn sys_sendmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sendmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sendmsg(m, p, a[0], a[1], a[2])
 }
 
-pub(super) fn sys_recvmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_recvmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     recvmsg(m, p, a[0], a[1], a[2])
 }
 
 /// `sendmmsg`: the messages one by one; only the first may wait.
-pub(super) fn sys_sendmmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_sendmmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, vec, n, flags) = (a[0], a[1], a[2].min(MAX_IOV), a[3]);
     let mut done = 0;
     while done < n {
@@ -309,7 +315,7 @@ pub(super) fn sys_sendmmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
 /// `recvmmsg`: the messages one by one; only the first may wait (the calls's timeout is
 /// not applied, and without `MSG_WAITFORONE` the call returns what has arrived rather
 /// than waiting for every message).
-pub(super) fn sys_recvmmsg(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_recvmmsg(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, vec, n, flags) = (a[0], a[1], a[2].min(MAX_IOV), a[3] & !MSG_WAITFORONE);
     let mut done = 0;
     while done < n {

@@ -1,0 +1,85 @@
+//! The narrow context of the system calls that touch only files, memory, clocks and
+//! ids (the `file`, `fs`, `stat`, `mm`, `time` and `ids` families): the file system, the
+//! page cache and physical memory, `/proc`'s read-only view of the other processes, the
+//! RNG and the configuration. Such a handler cannot reach the process table, the
+//! engine, the futex waiters or the sockets. The socket calls get a [`NetCtx`]: the
+//! socket namespace, the file system (for `AF_UNIX` paths) and the counters.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use morph_mem::{PageCache, PhysMem};
+use rand_chacha::ChaCha8Rng;
+
+use super::sockets::Net;
+use super::{Config, Machine, OsStats};
+use crate::process::{Pid, Process};
+use crate::special;
+use crate::vfs::Vfs;
+
+/// What a file, name, metadata, memory, time or id call may use (see the module
+/// documentation).
+pub(crate) struct FileCtx<'a> {
+    /// The machine's configuration.
+    pub(crate) cfg: &'a Config,
+    /// The sandboxed file system.
+    pub(crate) vfs: &'a Vfs,
+    /// Physical memory.
+    pub(crate) phys: &'a PhysMem,
+    /// The page cache.
+    pub(crate) cache: &'a mut PageCache,
+    /// The machine's one RNG (seeded by `--seed`).
+    pub(crate) rng: &'a mut ChaCha8Rng,
+    /// Unknown `ioctl` requests, counted.
+    pub(crate) ioctl_unknown: &'a mut HashMap<u32, u64>,
+    /// When the machine started (the uptime).
+    pub(crate) started: Instant,
+    /// Every process but the caller, seen only through `special::Sys`.
+    procs: &'a BTreeMap<Pid, Process>,
+}
+
+impl<'a> FileCtx<'a> {
+    /// What `/dev` and `/proc` see: the file system and every process but the caller.
+    pub(crate) fn sys(&self) -> special::Sys<'a> {
+        special::Sys { vfs: self.vfs, procs: self.procs }
+    }
+
+    /// How many processes there are besides the caller.
+    pub(crate) fn other_processes(&self) -> usize {
+        self.procs.len()
+    }
+}
+
+impl Machine {
+    /// The context of a file, name, metadata, memory, time or id call.
+    pub(crate) fn file_ctx(&mut self) -> FileCtx<'_> {
+        FileCtx {
+            cfg: &self.cfg,
+            vfs: &self.vfs,
+            phys: &self.phys,
+            cache: &mut self.cache,
+            rng: &mut self.rng,
+            ioctl_unknown: &mut self.ioctl_unknown,
+            started: self.started,
+            procs: &self.procs,
+        }
+    }
+}
+
+/// What a socket call may use: the socket namespace, the file system (`AF_UNIX` paths)
+/// and the counters (refused calls).
+pub(crate) struct NetCtx<'a> {
+    /// The loopback network's sockets and names.
+    pub(crate) net: &'a mut Net,
+    /// The sandboxed file system.
+    pub(crate) vfs: &'a Vfs,
+    /// The OS counters.
+    pub(crate) stats: &'a mut OsStats,
+}
+
+impl Machine {
+    /// The context of a socket call.
+    pub(crate) fn net_ctx(&mut self) -> NetCtx<'_> {
+        NetCtx { net: &mut self.net, vfs: &self.vfs, stats: &mut self.stats }
+    }
+}
