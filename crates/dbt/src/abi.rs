@@ -34,11 +34,6 @@ impl Engine {
         self.enter_off = fits(&mut self.code, glue::enter_trampoline());
         self.exit_common_off = fits(&mut self.code, glue::exit_common());
         self.exit_nosave_off = fits(&mut self.code, glue::exit_nosave());
-        let (mut miss, rel) = glue::jc_miss();
-        let at = self.code.offset();
-        let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
-        miss[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
-        self.jc_miss_off = fits(&mut self.code, miss);
         let (mut lookup, rel) = glue::shared_lookup();
         let at = self.code.offset();
         let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
@@ -46,8 +41,7 @@ impl Engine {
         self.lookup_off = fits(&mut self.code, lookup);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
-        // The miss stub may have moved: reset every entry.
-        self.jc.reset((self.code_base + self.jc_miss_off) as u64);
+        // Entries point into the code that was there: none may hit again.
         self.flush_jump_cache();
     }
 

@@ -427,26 +427,6 @@ pub fn shared_lookup() -> (Vec<u8>, usize) {
     (v, rel)
 }
 
-/// Where an empty jump-cache entry leads (its tag can equal any target, so its host
-/// address must be safe to jump to): undo the hit counted in r11 and leave with an indirect
-/// exit, as a miss would. `rel` is the distance from the end of this code to
-/// `exit_common`, filled in by the caller at the returned offset.
-pub fn jc_miss() -> (Vec<u8>, usize) {
-    let mut v = assemble(|a| {
-        dynasm!(a
-            ; .arch x64
-            ; mov r9, QWORD (1i64 << HITS_SHIFT).wrapping_neg()
-            ; lea r11, [r11 + r9]
-            ; mov [r15 + 32], r13d // eip
-            ; mov DWORD [r15 + 44], EXIT_INDIRECT as i32 // exit
-        );
-    });
-    v.push(0xe9);
-    let rel = v.len();
-    v.extend_from_slice(&[0; 4]);
-    (v, rel)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -212,8 +212,6 @@ pub struct Engine {
     enter_off: usize,
     exit_common_off: usize,
     exit_nosave_off: usize,
-    /// Where empty jump-cache entries lead (`glue::jc_miss`).
-    jc_miss_off: usize,
     /// The shared jump-cache lookup (`glue::shared_lookup`).
     lookup_off: usize,
     trans: Vec<Translation>,
@@ -281,7 +279,6 @@ impl Engine {
             enter_off: 0,
             exit_common_off: 0,
             exit_nosave_off: 0,
-            jc_miss_off: 0,
             lookup_off: 0,
             trans: Vec::new(),
             slots: Vec::new(),

@@ -94,7 +94,7 @@ pub struct JitState {
 /// each address-space mapping it runs, see `AddressSpace::mapping_id`), so entries of
 /// several processes live side by side and a process switch changes only the tag in
 /// [`JitState::jc_tag`]: an entry hits only for the tag it was made under. Tag 0 is
-/// never current: an empty entry (tag 0) never hits, and leads to [`crate::glue::jc_miss`] anyway.
+/// never current: an empty entry (all zero) never hits.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct JcEntry {
