@@ -474,6 +474,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "chain_patches": e.chain_patches,
             "jump_cache_hits": e.jump_cache_hits,
             "ras_misses": e.ras_misses,
+            "far_chains": e.far_chains,
             "foreign_hits": e.foreign_hits,
             "exits_branch": e.exits[0],
             "exits_indirect": e.exits[1],

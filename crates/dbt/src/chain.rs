@@ -7,7 +7,10 @@ use crate::slots::NO_FRAME;
 
 impl Engine {
     /// Patches site `site` of translation `from` to jump straight to the translation of
-    /// `target`, if there is one on the same page (same frame) and the key agrees.
+    /// `target`, if there is one and the key agrees: on the same page (same frame) to its
+    /// body or chain entry; on another page to its far entry, whose key slot is set to
+    /// this mapping's tag and `target`, so that the edge is taken only while they hold
+    /// (see `runtime::far_entry`).
     pub(crate) fn try_chain(&mut self, from: u32, site: usize, target: u32, mem: &AddressSpace) {
         let f = &self.trans[from as usize];
         if !f.alive {
@@ -15,11 +18,9 @@ impl Engine {
         }
         let Some(&s) = f.sites.get(site) else { return };
         let from_va = target.wrapping_sub(s.target_delta as u32);
-        if from_va >> 12 != target >> 12 {
-            return; // only within a page: no mapping check needed on the chained path
-        }
+        let far = from_va >> 12 != target >> 12;
         let pte = mem.pte(target);
-        if !pte.readable() || pte.frame() != f.frame {
+        if !pte.readable() || (!far && pte.frame() != f.frame) {
             return;
         }
         let key = self.cfg.key.key(target, pte.frame(), self.cfg.key.owner(f.key).unwrap_or(0));
@@ -33,6 +34,19 @@ impl Engine {
             return;
         }
         let field = f.start + s.rel;
+        if far {
+            // The far entry checks the tag and EIP, counts the edge against the budget
+            // and sets r14d (the page changes).
+            let t = &self.trans[to.id as usize];
+            let key = crate::runtime::JcEntry::key(self.jc.tag, target).wrapping_neg();
+            let dest = t.start + crate::runtime::FAR_KEY_BYTES;
+            let rel = (dest as i64 - (field as i64 + 4)) as i32;
+            if self.code.patch(t.start, &key.to_le_bytes()) && self.code.patch(field, &rel.to_le_bytes()) {
+                self.stats.chain_patches += 1;
+                self.stats.far_chains += 1;
+            }
+            return;
+        }
         // Every cycle of chained blocks has an edge to a block that starts no later than
         // the edge's own block (addresses cannot rise all the way round): only those
         // edges enter through the budget check, forward edges go straight to the body.

@@ -162,6 +162,7 @@ impl Engine {
             let target = match to {
                 Fixup::ExitCommon => self.exit_common_off,
                 Fixup::ExitNosave => self.exit_nosave_off,
+                Fixup::Lookup => self.lookup_off,
             };
             let rel = (target as i64 - (start + field + 4) as i64) as i32;
             code[field..field + 4].copy_from_slice(&rel.to_le_bytes());

@@ -193,6 +193,9 @@ pub struct EngineStats {
     /// Indirect branches (returns, indirect calls and jumps) resolved by the jump cache
     /// inside translated code, without a translation-cache lookup.
     pub jump_cache_hits: u64,
+    /// Chain patches of edges into another page (to the target's far entry; also
+    /// counted in `chain_patches`).
+    pub far_chains: u64,
     /// Returns in translated code that the return stack did not predict (they took
     /// the jump cache).
     pub ras_misses: u64,

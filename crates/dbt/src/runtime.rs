@@ -292,6 +292,46 @@ pub fn chain_check() -> (&'static [u8], usize, usize) {
     (CHECK, 4, 8)
 }
 
+/// Bytes before a translation's far entry: the 8-byte key of the one chained edge from
+/// another page it last accepted (see [`far_entry`]).
+pub const FAR_KEY_BYTES: usize = 8;
+
+/// A translation's *far entry*, where chained edges from other pages enter, placed right
+/// after its key slot (at [`FAR_KEY_BYTES`]) and before its chain entry: entered with the
+/// target EIP in r13d, it checks that the slot holds `-(tag << 32 | EIP)` for the
+/// current jump-cache tag (`mov rcx, [slot]; lea rcx, [rcx + r13]; lea rcx, [rcx +
+/// tag]; jrcxz`: flags untouched), sets r14d to its page (`lea r14d, [r13 - page_off]`)
+/// and continues at the chain entry, whose budget check counts the edge. Any other
+/// tag or EIP (another mapping, a mapping changed, a translation dropped, the same code
+/// at another address) goes to the shared jump-cache lookup instead. The dispatcher writes
+/// the slot when it chains an edge from another page to this translation
+/// (`Engine::try_chain`): like the Crusoe's interpage prologue (US 6,845,353), a chained
+/// edge into another page is checked on entry, here against the jump cache's tag, which
+/// changes whenever what any page maps may have changed. Returns the bytes, the offset
+/// of the rel32 to the shared lookup and of the rel8 of the `jmp` to the chain entry.
+pub fn far_entry(page_off: u32) -> ([u8; 44], usize, usize) {
+    let d = (page_off as i32).wrapping_neg().to_le_bytes();
+    const SLOT: i32 = -((FAR_KEY_BYTES + 3 + 7) as i32);
+    let s = SLOT.to_le_bytes();
+    (
+        [
+            0x49, 0x89, 0xc8, // mov r8, rcx
+            0x48, 0x8b, 0x0d, s[0], s[1], s[2], s[3], // mov rcx, [rip - to the slot]
+            0x4a, 0x8d, 0x0c, 0x29, // lea rcx, [rcx + r13]
+            0x4d, 0x8b, 0x4f, 0x78, // mov r9, [r15 + jc_tag]
+            0x4a, 0x8d, 0x0c, 0x09, // lea rcx, [rcx + r9]
+            0xe3, 0x08, // jrcxz ok
+            0x4c, 0x89, 0xc1, // mov rcx, r8
+            0xe9, 0, 0, 0, 0, // jmp the shared lookup
+            0x4c, 0x89, 0xc1, // ok: mov rcx, r8
+            0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], // lea r14d, [r13 - page_off]
+            0xeb, 0, // jmp the chain entry
+        ],
+        28,
+        43,
+    )
+}
+
 // ----- the process window and host faults -------------------------------------------
 
 thread_local! {
@@ -467,6 +507,12 @@ mod tests {
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
+        assert_eq!(
+            show(&far_entry(0x10).0),
+            "mov r8,rcx; mov rcx,[0FFFFFFFFFFFFFFF8h]; lea rcx,[rcx+r13]; mov r9,[r15+78h]; lea rcx,[rcx+r9]; \
+             jrcxz 0000000000000020h; mov rcx,r8; jmp 0000000000000020h; mov rcx,r8; lea r14d,[r13-10h]; \
+             jmp short 000000000000002Ch"
+        );
         assert_eq!(
             show(chain_check().0),
             "mov rcx,r9; jmp 8; mov r9,rcx; lea rcx,[r10-1]; mov r10,rcx; jrcxz 0; mov rcx,r9"

@@ -261,6 +261,7 @@ fn encode(made: &Made, id_fields: &[usize], eip: u32) -> Option<Vec<u8>> {
         w.u32(match f {
             Fixup::ExitCommon => 0,
             Fixup::ExitNosave => 1,
+            Fixup::Lookup => 2,
         })?;
     }
     w.u32(made.points.len())?;
@@ -316,6 +317,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
         let f = match r.u32()? {
             0 => Fixup::ExitCommon,
             1 => Fixup::ExitNosave,
+            2 => Fixup::Lookup,
             _ => return None,
         };
         fixups.push((at, f));

@@ -369,7 +369,8 @@ fn placed(head: &[u8], at: usize, body: &[u8]) -> Vec<u8> {
 /// A block whose last instruction straddles into the next page is translated (it used to
 /// be left to the interpreter) and depends on both pages: a guest write to the second
 /// page (here into the straddling instruction's own immediate) drops it, and the branch
-/// to it from the first page goes through the jump cache, never a chain.
+/// to it from the first page goes through the jump cache, never a chain (a chained edge
+/// would skip the check of the second page's mapping).
 #[test]
 fn instructions_straddling_a_page() {
     let imm_hi = CODE + 0x1001; // the immediate's second byte, in the second page
@@ -398,7 +399,9 @@ fn instructions_straddling_a_page() {
             assert!(s.invalidations >= 20, "each write to the second page drops the straddler: {s:?}");
         } else {
             assert!(s.translations <= 4, "translated once: {s:?}");
-            assert!(s.exits[0] + s.exits[1] <= 3, "no dispatcher round trip per iteration: {s:?}");
+            // (One exit per site before it is chained, the edge into the second page's
+            // block included.)
+            assert!(s.exits[0] + s.exits[1] <= 4, "no dispatcher round trip per iteration: {s:?}");
         }
     }
 }

@@ -13,8 +13,8 @@ pub(super) struct Emitter {
     pub(super) fixups: Vec<(usize, Fixup)>,
     pub(super) local: Vec<(usize, usize)>,
     pub(super) sites: Vec<Site>,
-    /// `jcc` rel32 fields whose target is in another page, with the target's delta:
-    /// they get an out-of-line jump-cache lookup.
+    /// `jcc` (and `call`) rel32 fields whose target is in another page, with the
+    /// target's delta: they go to an out-of-line `lea r13d` and a chain site.
     pub(super) far: Vec<(usize, i32)>,
     pub(super) encoder: Encoder,
     pub(super) scratch: Vec<u8>,
@@ -130,9 +130,10 @@ impl Emitter {
         (0..i64::from(PAGE_SIZE)).contains(&i64::from(self.at(delta)))
     }
 
-    /// The rel32 field at `rel` (of a `jmp` or `jcc` just emitted) goes to `delta` bytes
-    /// from the block start: a chain site in the page; an out-of-line jump-cache lookup
-    /// for another page (never chained: its mapping may differ).
+    /// The rel32 field at `rel` (of a `jmp`, `jcc` or `call` just emitted) goes to `delta`
+    /// bytes from the block start: a chain site in the page; for another page an
+    /// out-of-line `lea r13d, [target]` and a site of its own, chained to the target's far
+    /// entry, which checks the mapping (`runtime::far_entry`).
     pub(super) fn branch_field(&mut self, rel: usize, delta: i32) {
         if self.in_page(delta) {
             self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
@@ -155,8 +156,13 @@ impl Emitter {
             self.code.extend_from_slice(&[0; 4]);
             self.branch_field(rel, delta);
         } else {
+            // Another page: a site chained to the target's far entry, with the target
+            // EIP in r13d.
             self.bytes(&runtime::lea_r13_r14(self.at(delta)));
-            self.lookup();
+            self.code.push(0xe9);
+            let rel = self.code.len();
+            self.code.extend_from_slice(&[0; 4]);
+            self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
         }
     }
 }

@@ -20,8 +20,11 @@
 //!   or the `jcc`'s own rel32 starts at an exit stub and is later patched to the target
 //!   translation (its body for a forward edge, its budget check for a backward one), so
 //!   a chained loop runs guest code, `lea`, `jcc` and the check;
-//! - direct jumps to another page, indirect jumps, calls and returns go through the jump
-//!   cache ([`glue::indirect_lookup`]) with the target in r13d;
+//! - a direct edge to another page is a site too, after `lea r13d, [target]`, chained to
+//!   the target's *far entry* (`runtime::far_entry`: the 8-byte key slot and the check
+//!   at the start of every translation), which checks the mapping's tag and the EIP;
+//! - indirect jumps, indirect calls and returns go through the jump cache
+//!   ([`glue::indirect_lookup`]) with the target in r13d;
 //! - `int 0x80` leaves with a system-call exit.
 //!
 //! String instructions run as the host's own with RSI/RDI made host addresses (see
@@ -68,6 +71,8 @@ pub enum Fixup {
     ExitCommon,
     /// The shared `exit_nosave` routine.
     ExitNosave,
+    /// The shared jump-cache lookup of the EIP in r13d.
+    Lookup,
 }
 
 /// An absolute host address baked into a translation: what a translation kept across
@@ -149,8 +154,16 @@ pub fn translate_decoded(
     let instrs = block::form(fetch, eip);
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
-    // Chain entry: the budget check; the body follows.
+    // The far entry's key slot and the far entry (see `runtime::far_entry`), then the
+    // chain entry: the budget check; the body follows.
+    e.bytes(&[0; runtime::FAR_KEY_BYTES]);
+    let (far, lookup_rel, to_entry) = runtime::far_entry(e.page_off);
+    e.fixups.push((runtime::FAR_KEY_BYTES + lookup_rel, Fixup::Lookup));
+    e.bytes(&far);
+    let check_at = e.code.len();
     let (check, budget_rel, entry) = runtime::chain_check();
+    let (budget_rel, entry) = (check_at + budget_rel, check_at + entry);
+    e.code[runtime::FAR_KEY_BYTES + to_entry] = (entry - check_at) as u8;
     e.bytes(check);
     let body = e.code.len();
     let mut points = Vec::with_capacity(4 * instrs.len());

@@ -1,6 +1,6 @@
-//! The out-of-line code after a translation's body: side exits, the exit stubs of its
-//! chain sites, jump-cache lookups of edges into other pages, and the budget exit of
-//! its chain entry; then the block-local rel32 fields are resolved.
+//! The out-of-line code after a translation's body: side exits, edges into other pages,
+//! the exit stubs of its chain sites, and the budget exit of its chain entry; then the
+//! block-local rel32 fields are resolved.
 
 use super::emit::Emitter;
 use super::{Fixup, Site};
@@ -15,6 +15,15 @@ pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
         e.bytes(&runtime::lea_r11(k));
         e.jump(delta);
     }
+    // Edges into other pages: the target EIP in r13d, then a site (chained to the
+    // target's far entry).
+    for (rel, delta) in std::mem::take(&mut e.far) {
+        e.local.push((rel, e.code.len()));
+        e.bytes(&runtime::lea_r13_r14(e.at(delta)));
+        e.bytes(&[0xe9, 0, 0, 0, 0]);
+        let rel = e.code.len() - 4;
+        e.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
+    }
     // Exit stubs of the sites (unchained targets).
     let mut sites = std::mem::take(&mut e.sites);
     for (i, s) in sites.iter_mut().enumerate() {
@@ -25,12 +34,6 @@ pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
         e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
         e.jmp_shared(Fixup::ExitCommon);
         s.exit_jmp = e.code.len() - 4;
-    }
-    // Out-of-line lookups of the jcc edges into other pages.
-    for (rel, delta) in std::mem::take(&mut e.far) {
-        e.local.push((rel, e.code.len()));
-        e.bytes(&runtime::lea_r13_r14(e.at(delta)));
-        e.lookup();
     }
     // The budget exit of the chain entry.
     let out = e.code.len();
