@@ -101,7 +101,7 @@ pub(super) fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
 }
 
 pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?; // EBADF before anything else
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
     let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
@@ -110,20 +110,20 @@ pub(super) fn sys_read(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: a range of our window slot, prepared up to the first page the guest may
-    // not write (the host stops there).
-    host(unsafe { libc::read(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) })
+    // The range is of our window slot, prepared up to the first page the guest may not
+    // write (the host stops there).
+    wait::host_readv(p, a[0], &one)
 }
 
 pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: a range of our window slot, hosted up to the first page the guest may not
+    // The range is of our window slot, hosted up to the first page the guest may not
     // read (the host stops there).
-    let n =
-        wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
+    let one = [libc::iovec { iov_base: p.aspace.host_ptr(a[1]).cast(), iov_len: len as usize }];
+    let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &one))?;
     wrote(&mut m.cache, &m.phys, p, a[0], None, n);
     Ok(n)
 }
@@ -243,23 +243,23 @@ pub(super) fn iovecs_valid(
 }
 
 pub(super) fn sys_readv(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?;
     let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(&mut m.cache, &m.phys, p, a[0]);
-    // SAFETY: every iovec lies in our window slot, prepared up to the first fault.
-    host(unsafe { libc::readv(fd, v.as_ptr(), v.len() as i32) })
+    // Every iovec lies in our window slot, prepared up to the first fault.
+    wait::host_readv(p, a[0], &v)
 }
 
 pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
-    let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
+    // Every iovec lies in our window slot, hosted up to the first fault.
+    let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &v))?;
     wrote(&mut m.cache, &m.phys, p, a[0], None, n);
     Ok(n)
 }

@@ -59,6 +59,54 @@ pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResul
     }
 }
 
+/// Reads from guest `fd`'s host descriptor into `v` (buffers of our window slot,
+/// prepared by the caller) without blocking the host: `readv`, or for a socket morph did
+/// not make (`OpenFile::dontwait`) `recvmsg` with `MSG_DONTWAIT`. A host `EAGAIN` (ready
+/// but taken meanwhile by another holder of a shared description) waits for a blocking
+/// guest.
+pub(crate) fn host_readv(p: &mut Process, fd: u32, v: &[libc::iovec]) -> SysResult {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    let raw = e.host.as_raw_fd();
+    let r = if e.host.dontwait {
+        let mut hdr: libc::msghdr = crate::host::Zeroed::zeroed();
+        hdr.msg_iov = v.as_ptr().cast_mut();
+        hdr.msg_iovlen = v.len();
+        // SAFETY: the iovecs point into our window slot, prepared by the caller; no
+        // address or control buffer.
+        unsafe { libc::recvmsg(raw, &mut hdr, libc::MSG_DONTWAIT) }
+    } else {
+        // SAFETY: as above.
+        unsafe { libc::readv(raw, v.as_ptr(), v.len() as i32) }
+    };
+    match host(r) {
+        Err(EAGAIN) if !e.host.guest_nonblock() => {
+            let pfd = libc::pollfd { fd: raw, events: libc::POLLIN, revents: 0 };
+            block_on(p, vec![pfd], Some(Instant::now() + Duration::from_millis(1)), true)
+        }
+        r => r,
+    }
+}
+
+/// Writes `v` (buffers of our window slot, checked by the caller) to guest `fd`'s host
+/// descriptor without blocking the host: `writev`, or for a socket morph did not make
+/// `sendmsg` with `MSG_DONTWAIT` (and `MSG_NOSIGNAL`: `EPIPE` raises the guest's
+/// `SIGPIPE` in [`wrote_or_block`], which the caller applies).
+pub(crate) fn host_writev(p: &Process, fd: u32, v: &[libc::iovec]) -> SysResult {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    let raw = e.host.as_raw_fd();
+    if e.host.dontwait {
+        let mut hdr: libc::msghdr = crate::host::Zeroed::zeroed();
+        hdr.msg_iov = v.as_ptr().cast_mut();
+        hdr.msg_iovlen = v.len();
+        // SAFETY: the iovecs point into our window slot, checked readable by the
+        // caller; no address or control buffer.
+        host(unsafe { libc::sendmsg(raw, &hdr, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) })
+    } else {
+        // SAFETY: as above.
+        host(unsafe { libc::writev(raw, v.as_ptr(), v.len() as i32) })
+    }
+}
+
 /// Reads a `timespec` (32-bit or 64-bit fields).
 pub(super) fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
     let (s, ns) = if wide {
