@@ -225,3 +225,23 @@ fn the_page_cache_gives_memory_back_under_max_mem() {
     let want = (0..7u32).map(|i| 1536 * (u32::from(b'a') + i)).sum::<u32>();
     assert_eq!((r.stdout.as_str(), r.status), (format!("sum {want}\n").as_str(), 0), "{r:?}");
 }
+
+#[test]
+fn the_page_cache_gives_frames_back_at_first_touch_copy_on_write_mremap_and_in_calls() {
+    // guests/src/mem_pressure.c fills the page cache with file pages nobody maps, then
+    // touches memory promised before (first touch), reads into fresh memory (a system
+    // call's buffer), writes pages shared with its parent (copy-on-write) and grows a
+    // mapping (mremap). Under --max-mem 24 each needs frames the cache holds: morph
+    // used to kill the process at the first touch (SIGKILL).
+    for name in ["mem_pressure", "mem_pressure.pie"] {
+        let prog = guests().join(name);
+        let want = native(&prog, &[], &scratch(name), b"");
+        assert_eq!(want.status, 0, "{want:?}");
+        for cfg in configs() {
+            let flags: Vec<&str> =
+                ["--max-mem", "24", "--timeout", "60"].into_iter().chain(cfg.iter().copied()).collect();
+            let got = emulated(&flags, &prog, &[], &scratch(name), b"");
+            assert_eq!(got, want, "{name} {flags:?}");
+        }
+    }
+}

@@ -76,6 +76,10 @@ pub struct PhysMem {
     /// frame. They count against the limit, so that a mapping the machine could not
     /// back fails when it is made (`ENOMEM`), as eagerly allocated memory did.
     committed: Cell<u64>,
+    /// An allocation failed (or a promise was refused) since [`PhysMem::take_starved`]
+    /// last asked: the OS layer then has the page cache give back idle frames and tries
+    /// the guest access again (see `Machine::fault`).
+    starved: Cell<bool>,
     /// Guest VMAs (plus one page table each) of all address spaces: each may cost a host
     /// mapping, and the host allows `vm.max_map_count` for the whole machine.
     vmas: Cell<u64>,
@@ -140,6 +144,7 @@ impl PhysMem {
             shared_code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
             committed: Cell::new(0),
+            starved: Cell::new(false),
             vmas: Cell::new(0),
             vma_limit: host_vma_budget(),
             file_pages: RefCell::new(rustc_hash::FxHashMap::default()),
@@ -216,13 +221,18 @@ impl PhysMem {
         self.alloc_one(Some(src))
     }
 
+    /// Whether an allocation failed since the last call (and forgets it).
+    pub fn take_starved(&self) -> bool {
+        self.starved.replace(false)
+    }
+
     fn alloc_one(&self, copy_of: Option<Frame>) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
         let (f, zero) = match inner.free.take_one() {
             Some(f) => (f, copy_of.is_none()),
             None => {
                 let f = inner.top;
-                self.grow(&mut inner, f + 1)?;
+                self.grow(&mut inner, f + 1).inspect_err(|_| self.starved.set(true))?;
                 inner.top += 1;
                 inner.stats.frames_touched = u64::from(inner.top);
                 (f, false) // never used: the memfd's zeros
@@ -245,6 +255,7 @@ impl PhysMem {
     pub fn commit(&self, n: u32) -> Result<(), MemError> {
         let in_use = self.inner.borrow().stats.frames_in_use;
         if in_use + self.committed.get() + u64::from(n) > u64::from(self.max_frames) {
+            self.starved.set(true);
             return Err(MemError::OutOfMemory { limit_mib: u64::from(self.max_frames) >> 8 });
         }
         self.committed.set(self.committed.get() + u64::from(n));
