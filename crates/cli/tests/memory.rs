@@ -245,3 +245,18 @@ fn the_page_cache_gives_frames_back_at_first_touch_copy_on_write_mremap_and_in_c
         }
     }
 }
+
+#[test]
+fn pages_scattered_over_frames_past_the_hosts_mapping_limit() {
+    // guests/src/scatter.c "big": 320 MiB whose every other page is given back, then
+    // 160 MiB more on the freed frames, one by one: each page a host mapping of its own,
+    // more than vm.max_map_count. The guest used to be killed (SIGKILL) where Linux runs
+    // it; the window's host mappings are now dropped and made again as pages are used.
+    let prog = guests().join("scatter");
+    let want = native(&prog, &["big"], &scratch("scatter"), b"");
+    assert_eq!(want.stdout, "madvise failures: 0\n320 MiB: wrong pages 0 and 0\n", "{want:?}");
+    for engine in ["interp", "dbt"] {
+        let got = emulated(&["--engine", engine, "--timeout", "120"], &prog, &["big"], &scratch("scatter"), b"");
+        assert_eq!(got, want, "{engine}");
+    }
+}

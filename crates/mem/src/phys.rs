@@ -78,8 +78,12 @@ pub struct PhysMem {
     committed: Cell<u64>,
     /// An allocation failed (or a promise was refused) since [`PhysMem::take_starved`]
     /// last asked: the OS layer then has the page cache give back idle frames and tries
-    /// the guest access again (see `Machine::fault`).
+    /// the guest access again (see `Machine::out_of_memory`).
     starved: Cell<bool>,
+    /// The host refused to map a guest page (`ENOMEM`: no host memory or mappings
+    /// left) since [`PhysMem::take_host_starved`] last asked: the OS layer then drops
+    /// the window's host mappings and tries the guest access again.
+    host_starved: Cell<bool>,
     /// Guest VMAs (plus one page table each) of all address spaces: each may cost a host
     /// mapping, and the host allows `vm.max_map_count` for the whole machine.
     vmas: Cell<u64>,
@@ -145,6 +149,7 @@ impl PhysMem {
             dirty_code: RefCell::new(Vec::new()),
             committed: Cell::new(0),
             starved: Cell::new(false),
+            host_starved: Cell::new(false),
             vmas: Cell::new(0),
             vma_limit: host_vma_budget(),
             file_pages: RefCell::new(rustc_hash::FxHashMap::default()),
@@ -219,6 +224,16 @@ impl PhysMem {
     /// frame is not zeroed first).
     pub fn alloc_copy(&self, src: Frame) -> Result<Frame, MemError> {
         self.alloc_one(Some(src))
+    }
+
+    /// Notes that hosting a guest page failed for want of host memory or mappings.
+    pub fn note_host_starved(&self) {
+        self.host_starved.set(true);
+    }
+
+    /// Whether hosting a guest page failed since the last call (and forgets it).
+    pub fn take_host_starved(&self) -> bool {
+        self.host_starved.replace(false)
     }
 
     /// Whether an allocation failed since the last call (and forgets it).

@@ -261,8 +261,8 @@ impl Machine {
 
     /// Whether the page fault `m` is not the guest's: an access its page allows (a first
     /// touch, a copy-on-write break) that failed for want of a frame or a host mapping.
-    /// The page cache then gives back idle pages and the instruction runs again, as
-    /// Linux reclaims within the fault; with nothing to give back, Linux's OOM killer
+    /// The page cache then gives back idle pages (or the window its host mappings) and
+    /// the instruction runs again, as Linux reclaims within the fault; with nothing to give back, Linux's OOM killer
     /// ends the process with `SIGKILL`, and so does morph, saying why.
     fn out_of_memory(&mut self, p: &mut Process, m: &morph_mem::MemFault, eip: u32) -> bool {
         /// Pages asked back at a time: more than one fault's batch (see `materialize`).
@@ -272,7 +272,12 @@ impl Machine {
         if m.kind != MemFaultKind::Protection || !allowed {
             return false;
         }
-        if self.phys.take_starved() && self.cache.reclaim(&self.phys, RECLAIM_AT_FAULT, None) > 0 {
+        // No frame: the page cache gives idle ones back. No host mapping (pages
+        // scattered over frames take one each): the window's are dropped and made
+        // again as pages are touched. An instruction needs only a few pages, so
+        // the retry gets through.
+        let frames = self.phys.take_starved() && self.cache.reclaim(&self.phys, RECLAIM_AT_FAULT, None) > 0;
+        if frames || (self.phys.take_host_starved() && p.aspace.unhost_all()) {
             p.cpu.eip = eip;
             return true;
         }

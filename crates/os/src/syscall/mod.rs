@@ -98,7 +98,9 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     *m.stats.syscalls.entry(nr).or_default() += 1;
     let row = lookup(nr);
     let traced = m.cfg.strace.then(|| strace::Call::before(p, nr, row, &args));
-    m.phys.take_starved(); // only this call's failures count below
+    // Only this call's failures count below.
+    m.phys.take_starved();
+    m.phys.take_host_starved();
     let res = match row {
         Some(s) => (s.handler)(m, p, &args),
         None => {
