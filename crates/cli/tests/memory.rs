@@ -48,17 +48,17 @@ fn measure_child_peak_rss() {
 
 #[test]
 fn host_memory_stays_flat_over_thousands_of_execs() {
-    // The target is 10,000 execs of /bin/true under the physical key within
-    // 100 MiB of host memory; 2,000 keep the test short. Frames freed by one process
-    // serve the next, so the peak is the working set (~25 MiB measured for 2,000 and
-    // for 10,000 execs) plus nothing per exec; when freed frames were passed over for
-    // fresh ones it was 274 MiB after 2,000 execs (130 KiB per exec).
+    // The target: 10,000 execs of /bin/true under the physical key within
+    // 100 MiB of host memory (about 12 s). Frames freed by one process serve the next,
+    // so the peak is the working set (~27 MiB measured) plus nothing per exec; when
+    // freed frames were passed over for fresh ones it was 274 MiB after 2,000 execs
+    // (130 KiB per exec).
     let root = sysroot().to_str().unwrap().to_string();
-    let script = "for i in $(seq 2000); do /bin/true; done; echo done";
+    let script = "for i in $(seq 10000); do /bin/true; done; echo done";
     let args = ["run", "--root", &root, "--engine", "dbt", "--key", "physical", "/bin/bash", "-c", script];
     let (run, peak) = peak_rss_kib(&args);
     assert_eq!((run.stdout.as_str(), run.status), ("done\\n", 0), "{run:?}");
-    assert!(peak < 64 << 10, "peak RSS {} MiB after 2,000 execs", peak >> 10);
+    assert!(peak <= 100 << 10, "peak RSS {} MiB after 10,000 execs", peak >> 10);
 }
 
 #[test]
