@@ -11,6 +11,8 @@
  *   confine dotdot        utimensat and friends on "/.." and (root fd, "..")
  *   confine inherited     what the guest can do with descriptor 0 (a host file)
  *   confine flood         writes 256 KiB at a time to stdout for ever
+ *   confine copy          copies stdin to stdout (read and readv, write and
+ *                         writev in turn), then says how much on stderr
  *   confine abstract NAME connects to the abstract unix socket NAME, then binds
  *                         it and listens until stdin ends
  */
@@ -179,6 +181,40 @@ static void flood(void)
 		sys_write(1, lines, sizeof lines);
 }
 
+static void copy(void)
+{
+	static char buf[96 << 10];
+	long total = 0;
+	for (int i = 0;; i++) {
+		long n;
+		if (i & 1) {
+			struct iovec in[2] = { { buf, 1000 }, { buf + 1000, sizeof buf - 1000 } };
+			n = sys_readv(0, in, 2);
+		} else {
+			n = sys_read(0, buf, sizeof buf);
+		}
+		if (n <= 0) {
+			eprintf("copy: %ld bytes, read ended with %ld\n", total, n);
+			return;
+		}
+		for (long done = 0; done < n;) {
+			long w;
+			if (i & 2) {
+				struct iovec out[2] = { { buf + done, (n - done) / 2 }, { buf + done + (n - done) / 2, n - done - (n - done) / 2 } };
+				w = sys_writev(1, out, 2);
+			} else {
+				w = sys_write(1, buf + done, n - done);
+			}
+			if (w <= 0) {
+				eprintf("copy: write failed with %ld\n", w);
+				return;
+			}
+			done += w;
+		}
+		total += n;
+	}
+}
+
 static void abstract_connect(const char *name)
 {
 	struct sockaddr_un u;
@@ -211,6 +247,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && !strcmp(argv[1], "flood"))
 		flood();
+	if (argc > 1 && !strcmp(argv[1], "copy")) {
+		copy();
+		return 0;
+	}
 	if (argc > 2 && !strcmp(argv[1], "abstract")) {
 		abstract_connect(argv[2]);
 		return 0;

@@ -1,13 +1,15 @@
 //! What a hostile guest must not reach or stall: the root's host parent through a bare
-//! `..`, a FIFO opened by exec or truncate, an inherited pipe nobody reads, host files
+//! `..`, a FIFO opened by exec or truncate, an inherited pipe or socket nobody reads or
+//! writes (and data through inherited sockets with a slow peer), host files
 //! behind inherited descriptors, and the host's abstract unix socket names. The guest
 //! is `guests/src/confine.c` (its default mode is also compared with native runs by
 //! `guests.rs`).
 
 mod common;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -157,6 +159,120 @@ fn an_inherited_pipe_nobody_reads_does_not_stop_the_time_limit() {
     assert_eq!(status.code(), Some(125), "{err}");
     assert_eq!(err, "morph: time limit of 2s exceeded\n");
     assert!(t0.elapsed() < Duration::from_secs(8), "took {:?}", t0.elapsed());
+}
+
+/// Waits for `child`, killing it and failing after [`LIMIT`] (`what` says what froze).
+fn wait_limited(child: &mut std::process::Child, what: &str) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {LIMIT:?}: {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn inherited_sockets_with_a_silent_peer_do_not_stop_the_time_limit() {
+    let dir = scratch("confine-socket");
+    let prog = guests().join("confine");
+    // stdout is a socket whose peer (this test) never reads; then stdin is one whose
+    // peer never writes.
+    for (mode, what) in
+        [("flood", "the guest's write froze the machine"), ("copy", "the guest's read froze the machine")]
+    {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (stdin, stdout) = if mode == "flood" {
+            (Stdio::null(), Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        } else {
+            (Stdio::from(std::os::fd::OwnedFd::from(theirs)), Stdio::null())
+        };
+        let t0 = Instant::now();
+        let mut child = Command::new(morph())
+            .args(["run", "--timeout", "2", "--", prog.to_str().unwrap(), mode])
+            .current_dir(&dir)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait_limited(&mut child, what);
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.code(), Some(125), "{mode}: {err}");
+        assert_eq!(err, "morph: time limit of 2s exceeded\n", "{mode}");
+        assert!(t0.elapsed() < Duration::from_secs(8), "{mode} took {:?}", t0.elapsed());
+        drop(ours);
+    }
+}
+
+#[test]
+fn data_passes_through_inherited_sockets_with_a_slow_peer() {
+    let dir = scratch("confine-socket-slow");
+    let prog = guests().join("confine");
+    let data: Vec<u8> = (0..3u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let prog = prog.to_str().unwrap();
+    for under_morph in [false, true] {
+        let (mut feed, child_in) = UnixStream::pair().unwrap();
+        let (mut drain, child_out) = UnixStream::pair().unwrap();
+        let mut cmd = if under_morph {
+            let mut c = Command::new(morph());
+            c.args(["run", "--timeout", "60", "--", prog, "copy"]);
+            c
+        } else {
+            let mut c = Command::new(prog);
+            c.arg("copy");
+            c
+        };
+        let mut child = cmd
+            .current_dir(&dir)
+            .stdin(Stdio::from(std::os::fd::OwnedFd::from(child_in)))
+            .stdout(Stdio::from(std::os::fd::OwnedFd::from(child_out)))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(cmd); // it holds our copies of the child's ends: the reader must see the end
+        // A slow writer (bursts with pauses) and a slow reader (small reads with pauses).
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            for chunk in sent.chunks(200 << 10) {
+                feed.write_all(chunk).unwrap();
+                std::thread::sleep(Duration::from_millis(15));
+            }
+            feed.shutdown(std::net::Shutdown::Write).unwrap();
+        });
+        let reader = std::thread::spawn(move || {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 7000];
+            for i in 0u32.. {
+                let n = drain.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+                if i % 64 == 0 {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            got
+        });
+        let status = wait_limited(&mut child, "copying through sockets");
+        writer.join().unwrap();
+        let got = reader.join().unwrap();
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(
+            (status.code(), err.as_str()),
+            (Some(0), "copy: 3145728 bytes, read ended with 0\n"),
+            "morph: {under_morph}"
+        );
+        assert!(got == data, "morph: {under_morph}: {} bytes came back, not the {} sent", got.len(), data.len());
+    }
 }
 
 #[test]

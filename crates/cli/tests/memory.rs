@@ -48,17 +48,17 @@ fn measure_child_peak_rss() {
 
 #[test]
 fn host_memory_stays_flat_over_thousands_of_execs() {
-    // The target is 10,000 execs of /bin/true under the physical key within
-    // 100 MiB of host memory; 2,000 keep the test short. Frames freed by one process
-    // serve the next, so the peak is the working set (~25 MiB measured for 2,000 and
-    // for 10,000 execs) plus nothing per exec; when freed frames were passed over for
-    // fresh ones it was 274 MiB after 2,000 execs (130 KiB per exec).
+    // The target: 10,000 execs of /bin/true under the physical key within
+    // 100 MiB of host memory (about 12 s). Frames freed by one process serve the next,
+    // so the peak is the working set (~27 MiB measured) plus nothing per exec; when
+    // freed frames were passed over for fresh ones it was 274 MiB after 2,000 execs
+    // (130 KiB per exec).
     let root = sysroot().to_str().unwrap().to_string();
-    let script = "for i in $(seq 2000); do /bin/true; done; echo done";
+    let script = "for i in $(seq 10000); do /bin/true; done; echo done";
     let args = ["run", "--root", &root, "--engine", "dbt", "--key", "physical", "/bin/bash", "-c", script];
     let (run, peak) = peak_rss_kib(&args);
     assert_eq!((run.stdout.as_str(), run.status), ("done\\n", 0), "{run:?}");
-    assert!(peak < 64 << 10, "peak RSS {} MiB after 2,000 execs", peak >> 10);
+    assert!(peak <= 100 << 10, "peak RSS {} MiB after 10,000 execs", peak >> 10);
 }
 
 #[test]
@@ -224,4 +224,39 @@ fn the_page_cache_gives_memory_back_under_max_mem() {
         morph_raw(&["run", "--max-mem", "32", "--timeout", "120", prog.to_str().unwrap(), dir.to_str().unwrap()], &dir);
     let want = (0..7u32).map(|i| 1536 * (u32::from(b'a') + i)).sum::<u32>();
     assert_eq!((r.stdout.as_str(), r.status), (format!("sum {want}\n").as_str(), 0), "{r:?}");
+}
+
+#[test]
+fn the_page_cache_gives_frames_back_at_first_touch_copy_on_write_mremap_and_in_calls() {
+    // guests/src/mem_pressure.c fills the page cache with file pages nobody maps, then
+    // touches memory promised before (first touch), reads into fresh memory (a system
+    // call's buffer), writes pages shared with its parent (copy-on-write) and grows a
+    // mapping (mremap). Under --max-mem 24 each needs frames the cache holds: morph
+    // used to kill the process at the first touch (SIGKILL).
+    for name in ["mem_pressure", "mem_pressure.pie"] {
+        let prog = guests().join(name);
+        let want = native(&prog, &[], &scratch(name), b"");
+        assert_eq!(want.status, 0, "{want:?}");
+        for cfg in configs() {
+            let flags: Vec<&str> =
+                ["--max-mem", "24", "--timeout", "60"].into_iter().chain(cfg.iter().copied()).collect();
+            let got = emulated(&flags, &prog, &[], &scratch(name), b"");
+            assert_eq!(got, want, "{name} {flags:?}");
+        }
+    }
+}
+
+#[test]
+fn pages_scattered_over_frames_past_the_hosts_mapping_limit() {
+    // guests/src/scatter.c "big": 320 MiB whose every other page is given back, then
+    // 160 MiB more on the freed frames, one by one: each page a host mapping of its own,
+    // more than vm.max_map_count. The guest used to be killed (SIGKILL) where Linux runs
+    // it; the window's host mappings are now dropped and made again as pages are used.
+    let prog = guests().join("scatter");
+    let want = native(&prog, &["big"], &scratch("scatter"), b"");
+    assert_eq!(want.stdout, "madvise failures: 0\n320 MiB: wrong pages 0 and 0\n", "{want:?}");
+    for engine in ["interp", "dbt"] {
+        let got = emulated(&["--engine", engine, "--timeout", "120"], &prog, &["big"], &scratch("scatter"), b"");
+        assert_eq!(got, want, "{engine}");
+    }
 }

@@ -76,6 +76,14 @@ pub struct PhysMem {
     /// frame. They count against the limit, so that a mapping the machine could not
     /// back fails when it is made (`ENOMEM`), as eagerly allocated memory did.
     committed: Cell<u64>,
+    /// An allocation failed (or a promise was refused) since [`PhysMem::take_starved`]
+    /// last asked: the OS layer then has the page cache give back idle frames and tries
+    /// the guest access again (see `Machine::out_of_memory`).
+    starved: Cell<bool>,
+    /// The host refused to map a guest page (`ENOMEM`: no host memory or mappings
+    /// left) since [`PhysMem::take_host_starved`] last asked: the OS layer then drops
+    /// the window's host mappings and tries the guest access again.
+    host_starved: Cell<bool>,
     /// Guest VMAs (plus one page table each) of all address spaces: each may cost a host
     /// mapping, and the host allows `vm.max_map_count` for the whole machine.
     vmas: Cell<u64>,
@@ -140,6 +148,8 @@ impl PhysMem {
             shared_code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
             committed: Cell::new(0),
+            starved: Cell::new(false),
+            host_starved: Cell::new(false),
             vmas: Cell::new(0),
             vma_limit: host_vma_budget(),
             file_pages: RefCell::new(rustc_hash::FxHashMap::default()),
@@ -216,13 +226,28 @@ impl PhysMem {
         self.alloc_one(Some(src))
     }
 
+    /// Notes that hosting a guest page failed for want of host memory or mappings.
+    pub fn note_host_starved(&self) {
+        self.host_starved.set(true);
+    }
+
+    /// Whether hosting a guest page failed since the last call (and forgets it).
+    pub fn take_host_starved(&self) -> bool {
+        self.host_starved.replace(false)
+    }
+
+    /// Whether an allocation failed since the last call (and forgets it).
+    pub fn take_starved(&self) -> bool {
+        self.starved.replace(false)
+    }
+
     fn alloc_one(&self, copy_of: Option<Frame>) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
         let (f, zero) = match inner.free.take_one() {
             Some(f) => (f, copy_of.is_none()),
             None => {
                 let f = inner.top;
-                self.grow(&mut inner, f + 1)?;
+                self.grow(&mut inner, f + 1).inspect_err(|_| self.starved.set(true))?;
                 inner.top += 1;
                 inner.stats.frames_touched = u64::from(inner.top);
                 (f, false) // never used: the memfd's zeros
@@ -245,6 +270,7 @@ impl PhysMem {
     pub fn commit(&self, n: u32) -> Result<(), MemError> {
         let in_use = self.inner.borrow().stats.frames_in_use;
         if in_use + self.committed.get() + u64::from(n) > u64::from(self.max_frames) {
+            self.starved.set(true);
             return Err(MemError::OutOfMemory { limit_mib: u64::from(self.max_frames) >> 8 });
         }
         self.committed.set(self.committed.get() + u64::from(n));

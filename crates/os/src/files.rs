@@ -43,6 +43,11 @@ pub struct OpenFile {
     /// The host descriptor may block on read or write (pipe, socket, FIFO, terminal,
     /// character device): morph polls it before a blocking call.
     pub pollable: bool,
+    /// A socket morph did not make (inherited, or received from a host process): its
+    /// host description is shared with whoever made it and keeps its blocking mode, so
+    /// every `read` and `write` on it asks the host not to wait (`MSG_DONTWAIT`) and a
+    /// transfer that would block waits in the scheduler instead.
+    pub dontwait: bool,
     /// For a regular file, its (device, inode): which page-cache file reads and writes
     /// through this descriptor must stay coherent with (found once, at open).
     pub file: Option<FileKey>,
@@ -70,15 +75,15 @@ impl OpenFile {
     pub fn new(fd: OwnedFd) -> OpenFile {
         let raw = fd.as_raw_fd();
         let file = FileKey::of_fd(raw).ok().flatten();
-        let pollable = file.is_none()
-            && host::fstat(raw)
-                .is_ok_and(|st| matches!(st.st_mode & libc::S_IFMT, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR));
+        let kind = if file.is_none() { host::fstat(raw).map_or(0, |st| st.st_mode & libc::S_IFMT) } else { 0 };
+        let pollable = matches!(kind, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR);
         let nonblock = host::getfl(raw).is_ok_and(|fl| fl & libc::O_NONBLOCK != 0);
         OpenFile {
             fd,
             nonblock: Cell::new(nonblock),
             host_nonblock: false,
             pollable,
+            dontwait: kind == libc::S_IFSOCK,
             file,
             kind: FileKind::Host,
             socket: SocketState::default(),
@@ -96,6 +101,7 @@ impl OpenFile {
             nonblock: Cell::new(guest_nonblock),
             host_nonblock: true,
             pollable: true,
+            dontwait: false,
             file: None,
             kind: FileKind::Host,
             socket: SocketState::default(),
@@ -108,8 +114,9 @@ impl OpenFile {
     /// own pipes, so that a slow reader or writer on the host side blocks only the
     /// guest process that waits for it, in the scheduler (and `--timeout` can fire);
     /// the host's description, shared with whoever started morph, keeps its flags.
-    /// Anything else (a regular file, a socket, `/dev/null`), or an object that cannot
-    /// be opened again, is used as it is.
+    /// A socket cannot be opened again: it is used as it is, with `MSG_DONTWAIT` on each
+    /// transfer (`dontwait`). Anything else (a regular file, `/dev/null`), or an object
+    /// that cannot be opened again, is used as it is.
     pub fn inherited(fd: OwnedFd) -> OpenFile {
         let raw = fd.as_raw_fd();
         let (Ok(st), Ok(fl)) = (host::fstat(raw), host::getfl(raw)) else {

@@ -240,18 +240,6 @@ impl InPlace {
     }
 }
 
-/// `read(fd, buf)` into guest memory.
-pub fn read_in_place(fd: RawFd, buf: InPlace) -> Result<u32, Errno> {
-    // SAFETY: `buf` lies in a guest window (see `InPlace`).
-    check(unsafe { libc::read(fd, buf.0.iov_base, buf.0.iov_len) } as i64)
-}
-
-/// `write(fd, buf)` from guest memory.
-pub fn write_in_place(fd: RawFd, buf: InPlace) -> Result<u32, Errno> {
-    // SAFETY: `buf` lies in a guest window (see `InPlace`).
-    check(unsafe { libc::write(fd, buf.0.iov_base, buf.0.iov_len) } as i64)
-}
-
 /// `pread(fd, buf, off)` into guest memory.
 pub fn pread_in_place(fd: RawFd, buf: InPlace, off: i64) -> Result<u32, Errno> {
     // SAFETY: `buf` lies in a guest window (see `InPlace`).
@@ -274,6 +262,25 @@ pub fn readv_in_place(fd: RawFd, bufs: &[InPlace]) -> Result<u32, Errno> {
 pub fn writev_in_place(fd: RawFd, bufs: &[InPlace]) -> Result<u32, Errno> {
     // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
     check(unsafe { libc::writev(fd, bufs.as_ptr().cast(), bufs.len() as i32) } as i64)
+}
+
+/// `recvmsg(fd, bufs, flags)` into guest memory, without an address or control buffer.
+pub fn recv_in_place(fd: RawFd, bufs: &[InPlace], flags: i32) -> Result<u32, Errno> {
+    let mut hdr = libc::msghdr::zeroed();
+    hdr.msg_iov = bufs.as_ptr().cast_mut().cast();
+    hdr.msg_iovlen = bufs.len();
+    // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's;
+    // the header names nothing else.
+    check(unsafe { libc::recvmsg(fd, &mut hdr, flags) } as i64)
+}
+
+/// `sendmsg(fd, bufs, flags)` from guest memory, without an address or control buffer.
+pub fn send_in_place(fd: RawFd, bufs: &[InPlace], flags: i32) -> Result<u32, Errno> {
+    let mut hdr = libc::msghdr::zeroed();
+    hdr.msg_iov = bufs.as_ptr().cast_mut().cast();
+    hdr.msg_iovlen = bufs.len();
+    // SAFETY: as `recv_in_place`.
+    check(unsafe { libc::sendmsg(fd, &hdr, flags) } as i64)
 }
 
 /// `getdents64(fd, buf)` into guest memory (`linux_dirent64` is the same on i386).

@@ -259,6 +259,38 @@ impl Machine {
         }
     }
 
+    /// Whether the page fault `m` is not the guest's: an access its page allows (a first
+    /// touch, a copy-on-write break) that failed for want of a frame or a host mapping.
+    /// The page cache then gives back idle pages (or the window its host mappings) and
+    /// the instruction runs again, as Linux reclaims within the fault; with nothing to give back, Linux's OOM killer
+    /// ends the process with `SIGKILL`, and so does morph, saying why.
+    fn out_of_memory(&mut self, p: &mut Process, m: &morph_mem::MemFault, eip: u32) -> bool {
+        /// Pages asked back at a time: more than one fault's batch (see `materialize`).
+        const RECLAIM_AT_FAULT: u32 = 64;
+        let pte = p.aspace.pte(m.addr);
+        let allowed = if m.write { pte.writable() } else { pte.readable() };
+        if m.kind != MemFaultKind::Protection || !allowed {
+            return false;
+        }
+        // No frame: the page cache gives idle ones back. No host mapping (pages
+        // scattered over frames take one each): the window's are dropped and made
+        // again as pages are touched. An instruction needs only a few pages, so
+        // the retry gets through.
+        let frames = self.phys.take_starved() && self.cache.reclaim(&self.phys, RECLAIM_AT_FAULT, None) > 0;
+        if frames || (self.phys.take_host_starved() && p.aspace.unhost_all()) {
+            p.cpu.eip = eip;
+            return true;
+        }
+        eprintln!(
+            "morph: pid {} killed by SIGKILL: out of guest memory (--max-mem {} MiB) at eip {:#010x}",
+            p.pid,
+            self.cfg.max_mem >> 20,
+            eip
+        );
+        p.exit = Some(ExitStatus::Signal(SIGKILL));
+        true
+    }
+
     /// A guest exception: a signal with the faulting instruction's state, delivered to
     /// a handler if there is one, else the default action (morph says where). The
     /// vector, error code and fault address are recorded as Linux records them for the
@@ -301,19 +333,8 @@ impl Machine {
         p.cpu.trap.vector = f.kind.vector();
         p.cpu.trap.error_code = err;
         if let FaultKind::Page(m) = &f.kind
-            && m.write
-            && m.kind == MemFaultKind::Protection
-            && p.aspace.pte(m.addr).writable()
+            && self.out_of_memory(p, m, f.eip)
         {
-            // A write the page allows failed: its private copy could not be made. Linux's
-            // OOM killer would end the process with SIGKILL; so does morph, saying why.
-            eprintln!(
-                "morph: pid {} killed by SIGKILL: out of guest memory (--max-mem {} MiB) at eip {:#010x}",
-                p.pid,
-                self.cfg.max_mem >> 20,
-                f.eip
-            );
-            p.exit = Some(ExitStatus::Signal(SIGKILL));
             return;
         }
         let act = p.sigactions[(sig - 1) as usize];

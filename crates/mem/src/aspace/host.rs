@@ -140,6 +140,17 @@ impl AddressSpace {
         plain_cow && !self.phys.is_code(p.frame()) && self.break_cow(va).is_ok()
     }
 
+    /// Drops every host mapping of the window (one `munmap`: it covers whole host
+    /// mappings and holes, so it needs no mapping of its own), to give the host's
+    /// mappings back when hosting a page failed for want of them (pages scattered over
+    /// frames take one each): the pages are hosted again at their next access. Only
+    /// between guest instructions, when morph holds no host pointer into the window.
+    /// Returns whether any page was hosted.
+    pub fn unhost_all(&self) -> bool {
+        let any = self.pt.iter().any(|c| c.get().hosted());
+        any && self.unhost(0, NUM_PAGES as u32).is_ok()
+    }
+
     /// Drops the host window's mappings of the hosted pages in `[first, first+n)` (one
     /// mmap over their span), before the page table changes what those pages map.
     pub(super) fn unhost(&self, first: u32, n: u32) -> Result<(), MemError> {
@@ -223,7 +234,11 @@ impl AddressSpace {
             libc::mmap(addr.cast(), len, prot, libc::MAP_SHARED | fixed, self.phys.raw_fd(), frame.file_offset())
         };
         if r == libc::MAP_FAILED {
-            return Err(host_err("mmap(guest page)"));
+            let e = host_err("mmap(guest page)");
+            if matches!(&e, MemError::Host { err, .. } if err.raw_os_error() == Some(libc::ENOMEM)) {
+                self.phys.note_host_starved(); // no host memory or mappings left
+            }
+            return Err(e);
         }
         if r != addr.cast() {
             // A kernel without MAP_FIXED_NOREPLACE took the address as a hint.

@@ -105,7 +105,7 @@ impl Net {
     /// sender had, if a guest still has it (the receiver then shares the open file
     /// description and its guest flags, as Linux passes the `struct file` itself), else
     /// a new one with the guest view it had when it was sent; a descriptor morph did not
-    /// see sent is wrapped as found.
+    /// see sent is wrapped as an inherited one ([`OpenFile::inherited`]).
     pub(crate) fn adopt(&mut self, fd: OwnedFd) -> Rc<OpenFile> {
         let id = object_id(fd.as_raw_fd());
         let found = self.in_flight.iter().position(|e| match e.file.upgrade() {
@@ -113,7 +113,9 @@ impl Net {
             None => id.is_some() && e.id == id,
         });
         let Some(e) = found.and_then(|i| self.in_flight.remove(i)) else {
-            return Rc::new(OpenFile::new(fd));
+            // From a host process, as if inherited: a pipe or terminal is opened again
+            // non-blocking, a socket is used with `MSG_DONTWAIT`.
+            return Rc::new(OpenFile::inherited(fd));
         };
         if let Some(f) = e.file.upgrade() {
             return f; // the received descriptor is a duplicate: closed here

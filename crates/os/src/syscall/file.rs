@@ -101,7 +101,7 @@ pub(super) fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
 }
 
 pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?; // EBADF before anything else
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
     let buf = InPlace::window(&p.aspace, a[1], len);
@@ -110,15 +110,16 @@ pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m.cache, m.phys, p, a[0]);
-    host::read_in_place(fd, buf)
+    wait::host_readv(p, a[0], &[buf])
 }
 
 pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    let n = wait::wrote_or_block(p, a[0], host::write_in_place(fd, InPlace::window(&p.aspace, a[1], len)))?;
+    let one = [InPlace::window(&p.aspace, a[1], len)];
+    let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &one))?;
     wrote(m.cache, m.phys, p, a[0], None, n);
     Ok(n)
 }
@@ -236,21 +237,21 @@ pub(super) fn iovecs_valid(
 }
 
 pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?;
     let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m.cache, m.phys, p, a[0]);
-    host::readv_in_place(fd, &v)
+    wait::host_readv(p, a[0], &v)
 }
 
 pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let fd = host_fd(p, a[0])?;
+    host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false)?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    let n = wait::wrote_or_block(p, a[0], host::writev_in_place(fd, &v))?;
+    let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &v))?;
     wrote(m.cache, m.phys, p, a[0], None, n);
     Ok(n)
 }

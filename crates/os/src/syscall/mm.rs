@@ -186,20 +186,27 @@ pub(super) fn sys_mremap(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     if !matches!(vma.kind, morph_mem::MapKind::Anon) {
         return Err(ENOMEM);
     }
-    let grow_at = |p: &mut Process, base: u32| -> SysResult {
-        p.aspace.map_anon(base + old_len, extra, vma.prot, vma.shared, &vma.name).map_err(|_| ENOMEM)?;
-        Ok(base)
+    // The new pages, promised as an anonymous `mmap`'s are (the page cache gives back
+    // idle pages first if the limit is near).
+    let grow_at = |m: &mut FileCtx<'_>, p: &mut Process, base: u32| -> Result<(), Errno> {
+        let grow = |p: &mut Process| p.aspace.map_anon(base + old_len, extra, vma.prot, vma.shared, &vma.name);
+        reclaiming(m, p, extra / PAGE_SIZE, grow).map_err(|_| ENOMEM)
     };
     if old + old_len == vma.end && p.aspace.is_free(old + old_len, extra) {
-        return grow_at(p, old);
+        grow_at(m, p, old)?;
+        return Ok(old);
     }
     if flags & MREMAP_MAYMOVE == 0 {
         return Err(ENOMEM);
     }
     let dest = p.aspace.find_free_top_down(new_len, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?;
-    p.aspace.move_pages(old, dest, old_len).map_err(|_| ENOMEM)?;
-    let _ = m;
-    grow_at(p, dest)
+    // Grown first: a growth that fails leaves the mapping where it was.
+    grow_at(m, p, dest)?;
+    if p.aspace.move_pages(old, dest, old_len).is_err() {
+        let _ = p.aspace.unmap(dest + old_len, extra);
+        return Err(ENOMEM);
+    }
+    Ok(dest)
 }
 
 pub(super) fn sys_munmap(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {

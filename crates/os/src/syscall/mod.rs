@@ -20,7 +20,7 @@
 use morph_cpu::state::reg;
 
 use crate::kernel::Machine;
-use crate::linux::{EJUSTRETURN, ENOSYS, ERESTARTSYS};
+use crate::linux::{EFAULT, EJUSTRETURN, ENOSYS, ERESTARTSYS};
 use crate::process::Process;
 
 pub use crate::process::INSNS_PER_TICK;
@@ -91,6 +91,10 @@ pub fn lookup(nr: u32) -> Option<&'static Syscall> {
     index.get(nr as usize).copied().flatten().map(|(t, i)| &TABLES[usize::from(t)][usize::from(i)])
 }
 
+/// Pages the page cache is asked to give back when a call's guest buffer could not be
+/// prepared (more than one fault's batch).
+const RECLAIM_IN_CALL: u32 = 64;
+
 /// Handles the system call the process just made (number in EAX, arguments in EBX,
 /// ECX, EDX, ESI, EDI, EBP); the result goes to EAX.
 pub fn dispatch(m: &mut Machine, p: &mut Process) {
@@ -100,6 +104,9 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     *m.stats.syscalls.entry(nr).or_default() += 1;
     let row = lookup(nr);
     let traced = m.cfg.strace.then(|| strace::Call::before(p, nr, row, &args));
+    // Only this call's failures count below.
+    m.phys.take_starved();
+    m.phys.take_host_starved();
     let res = match row {
         Some(s) => match s.handler {
             Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
@@ -110,6 +117,15 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             *m.stats.enosys.entry(nr).or_default() += 1;
             Err(ENOSYS)
         }
+    };
+    // A guest buffer the call could not prepare for want of a frame (a first touch, a
+    // copy-on-write break): the page cache gives back idle pages and the call runs
+    // again, as Linux reclaims within the fault; with nothing to give back it is
+    // `EFAULT`, as Linux's copy to or from user memory fails when the fault cannot be
+    // served.
+    let res = match res {
+        Err(EFAULT) if m.phys.take_starved() && m.cache.reclaim(&m.phys, RECLAIM_IN_CALL, None) > 0 => Err(ERESTARTSYS),
+        r => r,
     };
     if let Some(call) = traced {
         m.trace(&call.after(p, &res));

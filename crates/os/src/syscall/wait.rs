@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::common::*;
-use crate::host::poll_now;
+use crate::host::{InPlace, poll_now};
 use crate::process::{Blocked, Wait};
 
 /// Blocks `p` until one of `fds` is ready or `deadline` passes; the call is re-run then.
@@ -56,6 +56,40 @@ pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResul
             Err(EPIPE)
         }
         r => r,
+    }
+}
+
+/// Reads from guest `fd`'s host descriptor into `v` (buffers of our window slot,
+/// prepared by the caller) without blocking the host: `readv`, or for a socket morph did
+/// not make (`OpenFile::dontwait`) `recvmsg` with `MSG_DONTWAIT`. A host `EAGAIN` (ready
+/// but taken meanwhile by another holder of a shared description) waits for a blocking
+/// guest.
+pub(crate) fn host_readv(p: &mut Process, fd: u32, v: &[InPlace]) -> SysResult {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    let raw = e.host.as_raw_fd();
+    let r = match e.host.dontwait {
+        true => crate::host::recv_in_place(raw, v, libc::MSG_DONTWAIT),
+        false => crate::host::readv_in_place(raw, v),
+    };
+    match r {
+        Err(EAGAIN) if !e.host.guest_nonblock() => {
+            let pfd = libc::pollfd { fd: raw, events: libc::POLLIN, revents: 0 };
+            block_on(p, vec![pfd], Some(Instant::now() + Duration::from_millis(1)), true)
+        }
+        r => r,
+    }
+}
+
+/// Writes `v` (buffers of our window slot, checked by the caller) to guest `fd`'s host
+/// descriptor without blocking the host: `writev`, or for a socket morph did not make
+/// `sendmsg` with `MSG_DONTWAIT` (and `MSG_NOSIGNAL`: `EPIPE` raises the guest's
+/// `SIGPIPE` in [`wrote_or_block`], which the caller applies).
+pub(crate) fn host_writev(p: &Process, fd: u32, v: &[InPlace]) -> SysResult {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    let raw = e.host.as_raw_fd();
+    match e.host.dontwait {
+        true => crate::host::send_in_place(raw, v, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL),
+        false => crate::host::writev_in_place(raw, v),
     }
 }
 
