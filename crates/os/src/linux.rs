@@ -274,6 +274,8 @@ pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
 pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
+/// `si_code` of `SIGBUS`: nonexistent physical address (a page beyond a file's end).
+pub const BUS_ADRERR: i32 = 2;
 pub const ILL_ILLOPN: i32 = 2;
 pub const FPE_INTDIV: i32 = 1;
 pub const FPE_FLTDIV: i32 = 3;

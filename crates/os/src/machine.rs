@@ -267,11 +267,14 @@ impl Machine {
         let mut err = 0;
         let (sig, code, addr, what) = match &f.kind {
             FaultKind::Page(m) => {
-                let how = match m.kind {
-                    MemFaultKind::Unmapped => "unmapped",
-                    MemFaultKind::Protection => "protected",
+                if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(&self.cache, m.addr) {
+                    return; // the file grew: the instruction runs again
+                }
+                let (sig, code, how) = match m.kind {
+                    MemFaultKind::Unmapped => (SIGSEGV, SEGV_MAPERR, "unmapped"),
+                    MemFaultKind::Protection => (SIGSEGV, SEGV_ACCERR, "protected"),
+                    MemFaultKind::BeyondEof => (SIGBUS, BUS_ADRERR, "beyond end of file at"),
                 };
-                let code = if m.kind == MemFaultKind::Unmapped { SEGV_MAPERR } else { SEGV_ACCERR };
                 let rw = if m.write { "write to" } else { "read of" };
                 // The page-fault error code: user mode (4), a write (2), a present page
                 // (1: a protection fault; Linux keeps PROT_NONE pages not present), an
@@ -281,7 +284,7 @@ impl Machine {
                 let fetch = !m.write && m.addr.wrapping_sub(f.eip) < morph_cpu::MAX_INSN_LEN;
                 err = 4 | u32::from(m.write) << 1 | u32::from(present) | u32::from(fetch) << 4;
                 p.cpu.trap.cr2 = m.addr;
-                (SIGSEGV, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
+                (sig, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
             }
             FaultKind::DivideError => (SIGFPE, FPE_INTDIV, f.eip, "divide error".to_string()),
             FaultKind::InvalidOpcode(bytes) => {

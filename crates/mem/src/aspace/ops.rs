@@ -247,8 +247,11 @@ impl AddressSpace {
         };
         self.remove_range(first, n);
         let cow = !shared && prot.has(Prot::WRITE);
-        for (i, f) in (first..).zip(frames) {
-            self.pt[i as usize].set(Pte::new(f, prot, cow, shared));
+        // Pages wholly past the end of the file give SIGBUS (Linux checks at the fault).
+        let eof_page = id.size.div_ceil(u64::from(PAGE_SIZE));
+        for ((i, f), fp) in (first..).zip(frames).zip(u64::from(file_page)..) {
+            let beyond = if fp >= eof_page { Pte::BEYOND_EOF } else { 0 };
+            self.pt[i as usize].set(Pte(Pte::new(f, prot, cow, shared).0 | beyond));
         }
         self.vmas.insert(
             start,
@@ -364,7 +367,7 @@ impl AddressSpace {
             let cow = p.cow() || (!shared && p.has_frame() && self.phys.refcount(p.frame()) > 1);
             // Keep the translated-code protection (the frame still holds that code) and
             // the host mapping (same frame; only its protection changes).
-            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED);
+            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED | Pte::BEYOND_EOF);
             let q = Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | keep);
             lost_read |= p.readable() && !q.readable();
             self.pt[i as usize].set(q);
@@ -470,6 +473,7 @@ impl AddressSpace {
             let q = self.pt[j as usize].get();
             q.present()
                 && q.cow()
+                && !q.beyond_eof()
                 && q.0 & Pte::CODE_RO == 0
                 && self.phys.refcount(q.frame()) > 1
                 && !self.phys.is_code(q.frame())

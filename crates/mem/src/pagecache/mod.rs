@@ -256,6 +256,11 @@ impl PageCache {
         Ok(out)
     }
 
+    /// The current size of the cached file `key` (`None` if it is not cached).
+    pub fn size_of(&self, key: FileKey) -> Option<u64> {
+        self.files.get(&key).and_then(|e| fstat(e.file.as_raw_fd()).ok()).map(|st| st.st_size as u64)
+    }
+
     /// Whether the file has pages in the cache (writes to other files need no work).
     pub fn is_cached(&self, key: FileKey) -> bool {
         self.files.contains_key(&key)

@@ -153,10 +153,14 @@ pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     Ok(n)
 }
 
-/// After the file `key` was truncated (or extended) to `len` bytes.
-pub(super) fn truncated(cache: &mut PageCache, phys: &PhysMem, key: Option<FileKey>, len: u64) {
-    if let Some(key) = key {
-        cache.truncated(phys, key, len);
+/// After the file `key` was truncated (or extended) to `len` bytes: the page cache, and
+/// in every address space the pages of the file now wholly past its end (`SIGBUS`).
+pub(super) fn truncated(m: &mut Machine, p: &mut Process, key: Option<FileKey>, len: u64) {
+    let Some(key) = key.filter(|&k| m.cache.is_cached(k)) else { return };
+    m.cache.truncated(&m.phys, key, len);
+    p.aspace.file_truncated(key, len);
+    for q in m.procs.values_mut() {
+        q.aspace.file_truncated(key, len);
     }
 }
 
@@ -167,7 +171,7 @@ pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, 
     let fd = host_fd(p, guest_fd)?;
     let r = host::ftruncate(fd, len)?;
     let key = cached_file(&m.cache, p, guest_fd);
-    truncated(&mut m.cache, &m.phys, key, len as u64);
+    truncated(m, p, key, len as u64);
     Ok(r)
 }
 
@@ -179,7 +183,7 @@ pub(super) fn truncate_common(m: &mut Machine, p: &mut Process, path: u32, len: 
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let r = host::ftruncate(fd.as_raw_fd(), len)?;
-    truncated(&mut m.cache, &m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    truncated(m, p, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
 
@@ -288,10 +292,10 @@ pub(super) fn open_common(
     };
     let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
     if flags & O_TRUNC != 0
-        && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
+        && let Some(key) = entry.file()
         && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
     {
-        m.cache.truncated(&m.phys, key, st.st_size as u64);
+        truncated(m, p, Some(key), st.st_size as u64);
     }
     p.fds.install(entry, 0).ok_or(EMFILE)
 }

@@ -222,7 +222,7 @@ pub(super) fn sys_mprotect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     }
     p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|k| match k {
         MemFaultKind::Protection => EACCES,
-        MemFaultKind::Unmapped => ENOMEM,
+        MemFaultKind::Unmapped | MemFaultKind::BeyondEof => ENOMEM,
     })?;
     Ok(0)
 }
