@@ -21,6 +21,7 @@ use super::common::*;
 use super::wait;
 use crate::kernel::futexes::FutexKey;
 use crate::process::{Blocked, Wait};
+use morph_mem::MapKind;
 
 table! {
     /// Futexes and thread ids.
@@ -34,24 +35,39 @@ table! {
     }
 }
 
-/// The key of the futex at `uaddr` for the calling process.
-fn key_of(p: &Process, uaddr: u32, private: bool) -> Result<FutexKey, Errno> {
+/// The key of the futex at `uaddr` for the calling process, with Linux's checks: a
+/// misaligned word is `EINVAL`; a private futex's key is its address, whatever is mapped
+/// there; a shared one needs the page (`EFAULT` if it cannot be read, or written when
+/// `write`), and a read-only anonymous page is `EFAULT` too (it can never change).
+fn key_of(p: &Process, uaddr: u32, private: bool, write: bool) -> Result<FutexKey, Errno> {
     if uaddr & 3 != 0 {
         return Err(EINVAL);
     }
-    let pte = p.aspace.pte(uaddr);
-    if !private
-        && pte.shared()
-        && let Some(pa) = p.aspace.translate(uaddr)
-    {
-        return Ok(FutexKey::Shared(pa.0));
+    if private {
+        return Ok(FutexKey::Private(p.pid, uaddr));
     }
-    Ok(FutexKey::Private(p.pid, uaddr))
+    let pte = p.aspace.pte(uaddr);
+    if !pte.readable() || (write && !pte.writable()) {
+        return Err(EFAULT);
+    }
+    let anon = match p.aspace.vma_at(uaddr) {
+        Some(v) if !v.shared => {
+            matches!(v.kind, MapKind::Anon) || !pte.has_frame() || p.aspace.phys().file_page(pte.frame()).is_none()
+        }
+        _ => false,
+    };
+    if anon && !pte.writable() {
+        return Err(EFAULT);
+    }
+    match p.aspace.translate(uaddr) {
+        Some(pa) if pte.shared() => Ok(FutexKey::Shared(pa.0)),
+        _ => Ok(FutexKey::Private(p.pid, uaddr)),
+    }
 }
 
 /// Wakes up to `n` waiters of the futex at `uaddr`, counted.
 pub(crate) fn wake(m: &mut Machine, p: &Process, uaddr: u32, private: bool, n: u32, bitset: u32) -> SysResult {
-    let key = key_of(p, uaddr, private)?;
+    let key = key_of(p, uaddr, private, false)?;
     let woken = m.futexes.wake(key, n, bitset);
     m.stats.futex_wakes += u64::from(woken);
     Ok(woken)
@@ -70,7 +86,7 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
-    if op & FUTEX_CLOCK_REALTIME != 0 && !matches!(cmd, FUTEX_WAIT | FUTEX_WAIT_BITSET) {
+    if op & FUTEX_CLOCK_REALTIME != 0 && cmd != FUTEX_WAIT_BITSET {
         return Err(ENOSYS);
     }
     match cmd {
@@ -81,17 +97,18 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
                 Some(true) => return Err(ETIMEDOUT),
                 None => {}
             }
-            let bitset = if cmd == FUTEX_WAIT { u32::MAX } else { val3 };
-            if bitset == 0 {
-                return Err(EINVAL);
-            }
-            let key = key_of(p, uaddr, private)?;
+            // The timeout is read first, as Linux's entry does.
             let deadline = if timeout == 0 {
                 None
             } else {
                 let t = wait::read_timespec(p, timeout, wide)?;
                 Some(if cmd == FUTEX_WAIT { Instant::now() + t } else { absolute(op & FUTEX_CLOCK_REALTIME != 0, t) })
             };
+            let bitset = if cmd == FUTEX_WAIT { u32::MAX } else { val3 };
+            if bitset == 0 {
+                return Err(EINVAL);
+            }
+            let key = key_of(p, uaddr, private, false)?;
             if p.aspace.read_u32(uaddr).map_err(efault)? != val {
                 return Err(EAGAIN);
             }
@@ -114,8 +131,8 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             if (val as i32) < 0 || (timeout as i32) < 0 {
                 return Err(EINVAL);
             }
-            let from = key_of(p, uaddr, private)?;
-            let to = key_of(p, uaddr2, private)?;
+            let from = key_of(p, uaddr, private, false)?;
+            let to = key_of(p, uaddr2, private, false)?;
             if cmd == FUTEX_CMP_REQUEUE && p.aspace.read_u32(uaddr).map_err(efault)? != val3 {
                 return Err(EAGAIN);
             }
@@ -125,11 +142,13 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             Ok(n)
         }
         FUTEX_WAKE_OP => {
-            let k1 = key_of(p, uaddr, private)?;
-            let k2 = key_of(p, uaddr2, private)?;
+            let k1 = key_of(p, uaddr, private, false)?;
+            let k2 = key_of(p, uaddr2, private, true)?;
             let old = p.aspace.read_u32(uaddr2).map_err(efault)?;
             let (new, cond) = wake_op(val3, old).ok_or(ENOSYS)?;
             p.aspace.write_u32(uaddr2, new).map_err(efault)?;
+            // An unknown comparison fails after the store, as Linux's does.
+            let cond = cond.ok_or(ENOSYS)?;
             let mut n = m.futexes.wake(k1, val, u32::MAX);
             if cond {
                 n += m.futexes.wake(k2, timeout, u32::MAX);
@@ -142,8 +161,9 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
 }
 
 /// `FUTEX_WAKE_OP`'s encoded operation on the old value of the second word: the value
-/// to store and whether the comparison holds (`None`: an unknown operation).
-fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
+/// to store (`None`: an unknown operation) and whether the comparison holds (`None`: an
+/// unknown comparison).
+fn wake_op(encoded: u32, old: u32) -> Option<(u32, Option<bool>)> {
     let sext12 = |v: u32| ((v << 20) as i32) >> 20;
     let op = (encoded >> 28) & 7;
     let shift = encoded & (8 << 28) != 0;
@@ -170,9 +190,9 @@ fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
         3 => o <= cmparg,
         4 => o > cmparg,
         5 => o >= cmparg,
-        _ => return None,
+        _ => return Some((new, None)),
     };
-    Some((new, cond))
+    Some((new, Some(cond)))
 }
 
 /// The host instant of an absolute time `t` on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
@@ -276,15 +296,18 @@ mod tests {
     fn wake_op_decoding() {
         // FUTEX_OP(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1): glibc's condvar/lll form.
         let enc = (4 << 24) | 1;
-        assert_eq!(wake_op(enc, 2), Some((0, true)));
-        assert_eq!(wake_op(enc, 1), Some((0, false)));
+        assert_eq!(wake_op(enc, 2), Some((0, Some(true))));
+        assert_eq!(wake_op(enc, 1), Some((0, Some(false))));
         // ADD 1 with shift: 1 << 3.
         let enc = ((1 | 8) << 28) | (3 << 12);
-        assert_eq!(wake_op(enc, 1), Some((9, false)));
-        assert_eq!(wake_op(enc, 0), Some((8, true)));
+        assert_eq!(wake_op(enc, 1), Some((9, Some(false))));
+        assert_eq!(wake_op(enc, 0), Some((8, Some(true))));
         // Negative cmparg, LT.
         let enc = (2 << 24) | 0xfff;
-        assert_eq!(wake_op(enc, (-2i32) as u32), Some((0, true)));
+        assert_eq!(wake_op(enc, (-2i32) as u32), Some((0, Some(true))));
+        // An unknown operation; an unknown comparison still gives the value to store.
+        assert_eq!(wake_op(7 << 28, 1), None);
+        assert_eq!(wake_op(15 << 24, 1), Some((0, None)));
     }
 
     #[test]
