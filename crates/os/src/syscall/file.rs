@@ -1,4 +1,4 @@
-//! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, directory listings.
+//! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, fadvise, directory listings.
 
 use super::common::*;
 use super::wait;
@@ -27,6 +27,8 @@ table! {
         194 ftruncate64 "fq" sys_ftruncate64;
         220 getdents64 "fpu" sys_getdents64;
         221 fcntl64 "fdx" sys_fcntl;
+        250 fadvise64 "fqud" sys_fadvise64;
+        272 fadvise64_64 "fqqd" sys_fadvise64_64;
         295 openat "fsOo" sys_openat;
         330 dup3 "ffx" sys_dup3;
     }
@@ -162,6 +164,29 @@ pub(super) fn truncated(m: &mut Machine, p: &mut Process, key: Option<FileKey>, 
     for q in m.procs.values_mut() {
         q.aspace.file_truncated(key, len);
     }
+}
+
+/// `fadvise64(fd, offset_lo, offset_hi, len, advice)`: i386's 32-bit length.
+fn sys_fadvise64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fadvise(p, a[0], pair(a[1], a[2]), i64::from(a[3]), a[4])
+}
+
+/// `fadvise64_64(fd, offset_lo, offset_hi, len_lo, len_hi, advice)`.
+fn sys_fadvise64_64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fadvise(p, a[0], pair(a[1], a[2]), pair(a[3], a[4]), a[5])
+}
+
+/// A 64-bit argument passed in two registers, low half first.
+fn pair(lo: u32, hi: u32) -> i64 {
+    ((u64::from(hi) << 32) | u64::from(lo)) as i64
+}
+
+/// The advice is only a hint, so the host is asked with the guest's arguments on the
+/// same kind of object (the host descriptor behind the guest's): its answer carries
+/// Linux's checks (`EBADF` for an `O_PATH` descriptor, `ESPIPE` for a pipe, `EINVAL`
+/// for a negative length or an unknown advice), else 0.
+fn fadvise(p: &Process, fd: u32, offset: i64, len: i64, advice: u32) -> SysResult {
+    host::fadvise(host_fd(p, fd)?, offset, len, advice as i32)
 }
 
 pub(super) fn ftruncate_common(m: &mut Machine, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
