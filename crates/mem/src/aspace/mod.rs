@@ -68,6 +68,9 @@ pub enum MapKind {
         /// For a shared mapping of a file opened read/write: where its pages are written
         /// back (see [`AddressSpace::write_back`]).
         writeback: Option<Rc<OwnedFd>>,
+        /// The file, as Linux's VMA holds it (the page cache's descriptor, shared): its
+        /// pages can be found again after the cache dropped them (`madvise`).
+        file: Rc<File>,
     },
 }
 

@@ -30,9 +30,10 @@ impl AddressSpace {
         }
         let contiguous = match (&l.kind, &r.kind) {
             (MapKind::Anon, MapKind::Anon) => true,
-            (MapKind::File { id: a, page: pa, writeback: wa }, MapKind::File { id: b, page: pb, writeback: wb }) => {
-                a.key() == b.key() && wa.is_some() == wb.is_some() && pa + ((addr - ls) >> PAGE_SHIFT) == *pb
-            }
+            (
+                MapKind::File { id: a, page: pa, writeback: wa, .. },
+                MapKind::File { id: b, page: pb, writeback: wb, .. },
+            ) => a.key() == b.key() && wa.is_some() == wb.is_some() && pa + ((addr - ls) >> PAGE_SHIFT) == *pb,
             _ => false,
         };
         if contiguous {
@@ -235,8 +236,15 @@ impl AddressSpace {
             true => cache.shared_writer(id.key(), file).map(Some),
             false => Ok(None),
         });
-        let writeback = writeback.and_then(|w| self.unhost(first, n).map(|()| w));
-        let writeback = match writeback {
+        // The cache holds the file now (`pages` found it there or put it there).
+        let pinned = writeback.and_then(|w| match cache.pinned(id.key()) {
+            Some(f) => Ok((w, f)),
+            None => {
+                file.try_clone().map(|f| (w, Rc::new(f))).map_err(|err| MemError::Host { op: "dup(mapped file)", err })
+            }
+        });
+        let writeback = pinned.and_then(|w| self.unhost(first, n).map(|()| w));
+        let (writeback, pinned) = match writeback {
             Ok(w) => w,
             Err(e) => {
                 for f in frames {
@@ -260,7 +268,7 @@ impl AddressSpace {
                 end: start + (n << PAGE_SHIFT),
                 prot,
                 shared,
-                kind: MapKind::File { id, page: file_page, writeback },
+                kind: MapKind::File { id, page: file_page, writeback, file: pinned },
                 name: name.into(),
             },
         );

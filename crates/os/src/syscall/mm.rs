@@ -258,12 +258,12 @@ pub(super) fn sys_msync(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
 /// WILLNEED, MERGEABLE, UNMERGEABLE, HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP, COLD,
 /// PAGEOUT, and FREE on private anonymous memory (its pages may be kept, as Linux keeps
 /// them until memory is short). DONTNEED gives private anonymous pages back: they read
-/// as zeros again; shared memory keeps its bytes. DONTNEED on a private file mapping
-/// (its pages would go back to the file's) and the advice that changes fork or
-/// removes backing store (REMOVE, DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK,
-/// POPULATE_*) give EINVAL, as from a kernel without them. A hole in the range gives
+/// as zeros again; on a private file mapping they show the file's bytes again (its
+/// pages are mapped afresh from the page cache); shared memory keeps its bytes. The
+/// advice that changes fork or removes backing store (REMOVE, DONTFORK, DOFORK,
+/// WIPEONFORK, KEEPONFORK, POPULATE_*) gives EINVAL, as from a kernel without it. A hole in the range gives
 /// ENOMEM after the mapped parts are advised, as Linux does.
-pub(super) fn sys_madvise(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_madvise(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const DONTNEED: u32 = 4;
     const FREE: u32 = 8;
     const HINTS: [u32; 13] = [0, 1, 2, 3, 12, 13, 14, 15, 16, 17, 20, 21, FREE];
@@ -287,14 +287,23 @@ pub(super) fn sys_madvise(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sys
         return Err(EINVAL);
     }
     if advice == DONTNEED {
-        if parts.iter().any(|v| !v.shared && !private_anon(v)) {
-            return Err(EINVAL);
-        }
-        for v in parts.iter().filter(|v| private_anon(v)) {
+        for v in parts.iter().filter(|v| !v.shared) {
             let from = v.start.max(start);
             let n = (u64::from(v.end).min(end) - u64::from(from)) as u32;
-            p.aspace.unmap(from, n).map_err(|_| ENOMEM)?;
-            p.aspace.map_anon(from, n, v.prot, false, &v.name).map_err(|_| ENOMEM)?;
+            match &v.kind {
+                morph_mem::MapKind::Anon => {
+                    p.aspace.unmap(from, n).map_err(|_| ENOMEM)?;
+                    p.aspace.map_anon(from, n, v.prot, false, &v.name).map_err(|_| ENOMEM)?;
+                }
+                // The private copies go: the pages are the file's again, as now.
+                morph_mem::MapKind::File { page, file, .. } => {
+                    let off = (u64::from(*page) + u64::from((from - v.start) / PAGE_SIZE)) * u64::from(PAGE_SIZE);
+                    let id = morph_mem::FileId::of(file).map_err(|_| EIO)?;
+                    p.aspace
+                        .map_file(&mut m.cache, from, n, v.prot, false, file, id, off, &v.name)
+                        .map_err(|_| ENOMEM)?;
+                }
+            }
         }
     }
     if covered < len { Err(ENOMEM) } else { Ok(0) }
