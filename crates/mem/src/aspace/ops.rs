@@ -278,6 +278,59 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Maps at `to` (free) a second view of the shared mapping at `from`, `len` bytes
+    /// (`mremap` with an old size of 0): the same frames, protection and object, from
+    /// `from`'s offset in it. Past the end of `from`'s mapping, a file mapping goes on
+    /// with the file's next pages (`SIGBUS` past its end) and shared memory gives
+    /// `SIGBUS`, as past the end of Linux's shared memory object.
+    pub fn alias_shared(&mut self, cache: &mut PageCache, from: u32, to: u32, len: u32) -> Result<(), MemError> {
+        let (first, n) = pages(from, len);
+        let (dfirst, _) = pages(to, len);
+        let Some(v) = self.vma_at(from).filter(|v| v.shared && n > 0).cloned() else { return Ok(()) };
+        self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
+        let inside = n.min((v.end - from) >> PAGE_SHIFT);
+        let skip = (from - v.start) >> PAGE_SHIFT;
+        // The pages past the mapping's end, with their BEYOND_EOF bit.
+        let (more, kind): (Vec<(Frame, u64)>, MapKind) = match &v.kind {
+            MapKind::Anon => {
+                let frames = self.phys.alloc_zeroed(n - inside)?;
+                (frames.into_iter().map(|f| (f, Pte::BEYOND_EOF)).collect(), MapKind::Anon)
+            }
+            MapKind::File { page, writeback, file, .. } => {
+                let id = FileId::of(file).map_err(|err| MemError::Host { op: "fstat(mapped file)", err })?;
+                let eof_page = id.size.div_ceil(u64::from(PAGE_SIZE));
+                let next = page + skip + inside;
+                let frames = if n > inside { cache.pages(&self.phys, file, id, next, n - inside)? } else { Vec::new() };
+                let more = (u64::from(next)..)
+                    .zip(frames)
+                    .map(|(fp, f)| {
+                        self.phys.retain(f);
+                        (f, if fp >= eof_page { Pte::BEYOND_EOF } else { 0 })
+                    })
+                    .collect();
+                (more, MapKind::File { id, page: page + skip, writeback: writeback.clone(), file: file.clone() })
+            }
+        };
+        for i in 0..n {
+            let q = if i < inside {
+                let p = self.pt[(first + i) as usize].get();
+                if p.has_frame() {
+                    self.phys.retain(p.frame());
+                }
+                Pte(p.0 & !(Pte::HOSTED | Pte::CODE_RO))
+            } else {
+                let (f, beyond) = more[(i - inside) as usize];
+                Pte(Pte::new(f, v.prot, false, true).0 | beyond)
+            };
+            self.pt[(dfirst + i) as usize].set(q);
+        }
+        let start = dfirst << PAGE_SHIFT;
+        let name = v.name.clone();
+        self.vmas.insert(start, Vma { start, end: start + (n << PAGE_SHIFT), prot: v.prot, shared: true, kind, name });
+        self.account();
+        Ok(())
+    }
+
     /// Gives the copy-on-write pages of `[start, start+len)` their own frames now, and
     /// hosts them, if they are at most `EAGER_COPY_PAGES` and none holds code: for the
     /// program loader, whose data segments (a program's, its interpreter's) are written

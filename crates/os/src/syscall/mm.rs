@@ -174,6 +174,18 @@ pub(super) fn sys_mremap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     }
     let new_len = new_len as u32;
     let vma = p.aspace.vma_at(old).ok_or(EFAULT)?.clone();
+    if old_len == 0 {
+        // A second view of shared memory (Linux refuses it for a private mapping).
+        if !vma.shared {
+            return Err(EINVAL);
+        }
+        if flags & MREMAP_MAYMOVE == 0 {
+            return Err(ENOMEM);
+        }
+        let dest = p.aspace.find_free_top_down(new_len, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?;
+        p.aspace.alias_shared(&mut m.cache, old, dest, new_len).map_err(|_| ENOMEM)?;
+        return Ok(dest);
+    }
     if u64::from(old) + u64::from(old_len) > u64::from(vma.end) {
         return Err(EFAULT);
     }
@@ -198,7 +210,6 @@ pub(super) fn sys_mremap(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     }
     let dest = p.aspace.find_free_top_down(new_len, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?;
     p.aspace.move_pages(old, dest, old_len).map_err(|_| ENOMEM)?;
-    let _ = m;
     grow_at(p, dest)
 }
 
