@@ -43,6 +43,7 @@ impl Machine {
             let pid = self.tids[&tid];
             let mut p = self.procs.remove(&pid).expect("process");
             p.switch_to(tid);
+            self.acquire_vm(&mut p);
             self.run_slice(&mut p);
             if p.exit.is_none() && p.thread_exited {
                 // One thread ended, others live on.
@@ -221,6 +222,7 @@ impl Machine {
             syscall::futex::thread_exit(self, &mut p);
         }
         self.give_back_aspace(&mut p);
+        self.leave_vm(&mut p);
         if p.pid == FIRST_PID {
             self.first_status = Some(status);
         }

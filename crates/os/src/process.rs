@@ -125,6 +125,13 @@ pub struct Process {
     /// This `vfork` child runs in its parent's address space (`CLONE_VM`), lent to it
     /// until it execs or exits (the parent waits meanwhile, holding an empty one).
     pub vfork_lent: bool,
+    /// `clone(CLONE_VM)` without `CLONE_THREAD`: the processes sharing one address space
+    /// have the same key here (the first one's pid). The one space moves to whichever
+    /// of them runs (the scheduler's [`Machine::acquire_vm`](crate::kernel::Machine));
+    /// the others hold an empty one meanwhile.
+    pub vm_share: Option<Pid>,
+    /// Whether this process holds its group's address space now (see `vm_share`).
+    pub holds_vm: bool,
     /// When `alarm` fires.
     pub alarm: Option<Instant>,
     /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,
@@ -234,6 +241,12 @@ impl Process {
             clear_child_tid: 0,
             robust_list: (0, 0),
         }
+    }
+
+    /// Which memory the process's private futexes are in (Linux keys them by `mm`):
+    /// shared by processes made with `CLONE_VM`.
+    pub fn mm_key(&self) -> Pid {
+        self.vm_share.unwrap_or(self.pid)
     }
 
     /// Every thread id of the group, the running one first.

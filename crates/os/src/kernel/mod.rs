@@ -326,6 +326,8 @@ impl Machine {
             dead_threads_icount: 0,
             vfork_parent: None,
             vfork_lent: false,
+            vm_share: None,
+            holds_vm: false,
             alarm: None,
             timers: Vec::new(),
             exit_signal: SIGCHLD,
@@ -337,6 +339,29 @@ impl Machine {
         self.procs.insert(pid, p);
         self.tids.insert(pid, pid);
         Ok(pid)
+    }
+
+    /// Before `p` runs: if it shares an address space with other processes
+    /// (`vm_share`), it takes the space from the one holding it.
+    pub(crate) fn acquire_vm(&mut self, p: &mut Process) {
+        let Some(key) = p.vm_share.filter(|_| !p.holds_vm) else { return };
+        if let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key) && q.holds_vm) {
+            std::mem::swap(&mut p.aspace, &mut q.aspace);
+            q.holds_vm = false;
+            p.holds_vm = true;
+        }
+    }
+
+    /// `p` (running, so holding it) leaves the address space it shares (exit, exec):
+    /// another process of the group takes it; `p` keeps that one's empty space.
+    pub(crate) fn leave_vm(&mut self, p: &mut Process) {
+        let Some(key) = p.vm_share.take() else { return };
+        if std::mem::take(&mut p.holds_vm)
+            && let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key))
+        {
+            std::mem::swap(&mut p.aspace, &mut q.aspace);
+            q.holds_vm = true;
+        }
     }
 
     /// A `vfork` child running in its parent's address space is done with it (exit or

@@ -44,7 +44,7 @@ fn key_of(p: &Process, uaddr: u32, private: bool, write: bool) -> Result<FutexKe
         return Err(EINVAL);
     }
     if private {
-        return Ok(FutexKey::Private(p.pid, uaddr));
+        return Ok(FutexKey::Private(p.mm_key(), uaddr));
     }
     let pte = p.aspace.pte(uaddr);
     if !pte.readable() || (write && !pte.writable()) {
@@ -61,7 +61,7 @@ fn key_of(p: &Process, uaddr: u32, private: bool, write: bool) -> Result<FutexKe
     }
     match p.aspace.translate(uaddr) {
         Some(pa) if pte.shared() => Ok(FutexKey::Shared(pa.0)),
-        _ => Ok(FutexKey::Private(p.pid, uaddr)),
+        _ => Ok(FutexKey::Private(p.mm_key(), uaddr)),
     }
 }
 
