@@ -76,6 +76,11 @@ fn proc_task_lists_and_describes_each_thread() {
 }
 
 #[test]
+fn priority_inheritance_mutexes_on_pi_futexes() {
+    check("pimutex", &[]);
+}
+
+#[test]
 fn futexes_in_memory_shared_by_processes() {
     check("pshared", &[]);
 }

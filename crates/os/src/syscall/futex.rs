@@ -86,7 +86,7 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
-    if op & FUTEX_CLOCK_REALTIME != 0 && cmd != FUTEX_WAIT_BITSET {
+    if op & FUTEX_CLOCK_REALTIME != 0 && !matches!(cmd, FUTEX_WAIT_BITSET | FUTEX_LOCK_PI2) {
         return Err(ENOSYS);
     }
     match cmd {
@@ -156,8 +156,83 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             m.stats.futex_wakes += u64::from(n);
             Ok(n)
         }
+        FUTEX_LOCK_PI | FUTEX_LOCK_PI2 | FUTEX_TRYLOCK_PI => {
+            // The timeout is read first: absolute, on CLOCK_REALTIME for LOCK_PI.
+            let deadline = match (cmd, timeout) {
+                (FUTEX_TRYLOCK_PI, _) | (_, 0) => None,
+                _ => {
+                    let t = wait::read_timespec(p, timeout, wide)?;
+                    Some(absolute(cmd == FUTEX_LOCK_PI || op & FUTEX_CLOCK_REALTIME != 0, t))
+                }
+            };
+            lock_pi(m, p, uaddr, private, deadline, cmd == FUTEX_TRYLOCK_PI)
+        }
+        FUTEX_UNLOCK_PI => unlock_pi(m, p, uaddr, private),
         _ => Err(ENOSYS),
     }
+}
+
+/// `FUTEX_LOCK_PI` (`try`: `FUTEX_TRYLOCK_PI`) on the word at `uaddr`: owner tid, plus
+/// `FUTEX_WAITERS` while threads wait in the kernel. A free word is taken; a held one
+/// gets the waiters bit and the caller waits (FIFO: morph has no priorities to inherit)
+/// until the owner's `FUTEX_UNLOCK_PI` hands it the lock, which it then owns on return.
+fn lock_pi(
+    m: &mut Machine,
+    p: &mut Process,
+    uaddr: u32,
+    private: bool,
+    deadline: Option<Instant>,
+    try_: bool,
+) -> SysResult {
+    // A re-run after the wait: handed the lock, or timed out (no longer waiting).
+    match p.resumed {
+        Some(false) => return Ok(0),
+        Some(true) => return Err(ETIMEDOUT),
+        None => {}
+    }
+    let key = key_of(p, uaddr, private, true)?;
+    let w = p.aspace.read_u32(uaddr).map_err(efault)?;
+    let owner = w & FUTEX_TID_MASK;
+    if owner == 0 {
+        let waiters = if m.futexes.has_waiters(key) { FUTEX_WAITERS } else { 0 };
+        p.aspace.write_u32(uaddr, (w & FUTEX_OWNER_DIED) | p.tid | waiters).map_err(efault)?;
+        return Ok(0);
+    }
+    if owner == p.tid {
+        return Err(EDEADLK);
+    }
+    // Linux marks the word before it looks for the owner.
+    p.aspace.write_u32(uaddr, w | FUTEX_WAITERS).map_err(efault)?;
+    if !m.tids.contains_key(&owner) {
+        return Err(ESRCH);
+    }
+    if try_ {
+        return Err(EAGAIN);
+    }
+    if deadline.is_some_and(|d| d <= Instant::now()) {
+        return Err(ETIMEDOUT);
+    }
+    m.futexes.wait(key, p.tid, u32::MAX);
+    m.stats.futex_waits += 1;
+    p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true });
+    Err(ERESTARTSYS)
+}
+
+/// `FUTEX_UNLOCK_PI`: the owner gives the lock to the first waiter (the word becomes its
+/// tid with `FUTEX_WAITERS`, as Linux keeps the bit while waiters may remain), or frees
+/// it; `EPERM` for a caller that does not own it.
+fn unlock_pi(m: &mut Machine, p: &mut Process, uaddr: u32, private: bool) -> SysResult {
+    let key = key_of(p, uaddr, private, true)?;
+    let w = p.aspace.read_u32(uaddr).map_err(efault)?;
+    if w & FUTEX_TID_MASK != p.tid {
+        return Err(EPERM);
+    }
+    p.aspace.prepare_write(uaddr, 4).map_err(efault)?;
+    let next = m.futexes.wake_first(key);
+    let word = next.map_or(0, |t| t | FUTEX_WAITERS);
+    p.aspace.write_u32(uaddr, word).map_err(efault)?;
+    m.stats.futex_wakes += u64::from(next.is_some());
+    Ok(0)
 }
 
 /// `FUTEX_WAKE_OP`'s encoded operation on the old value of the second word: the value
