@@ -7,6 +7,7 @@ pub const EPERM: i32 = 1;
 pub const ENOENT: i32 = 2;
 pub const ESRCH: i32 = 3;
 pub const EDEADLK: i32 = 35;
+pub const EBUSY: i32 = 16;
 pub const EINTR: i32 = 4;
 pub const EIO: i32 = 5;
 pub const ENOEXEC: i32 = 8;

@@ -44,6 +44,9 @@ impl Machine {
             let mut p = self.procs.remove(&pid).expect("process");
             p.switch_to(tid);
             self.acquire_vm(&mut p);
+            if std::mem::replace(&mut self.last_tid, tid) != tid {
+                syscall::rseq::resume(&mut p); // it was switched out: abort its sequence
+            }
             self.run_slice(&mut p);
             if p.exit.is_none() && p.thread_exited {
                 // One thread ended, others live on.

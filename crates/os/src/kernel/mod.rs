@@ -141,6 +141,8 @@ pub struct Machine {
     pub(crate) net: sockets::Net,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
+    /// The thread that ran last (`rseq`: a thread another ran after was switched out).
+    pub(crate) last_tid: Pid,
     pub(crate) yield_slice: bool,
     /// Where `--strace` lines go (stderr if `None`).
     trace_out: Option<Box<dyn std::io::Write>>,
@@ -173,6 +175,7 @@ impl Machine {
             ioctl_unknown: HashMap::new(),
             net: sockets::Net::default(),
             yield_slice: false,
+            last_tid: 0,
             trace_out: None,
         })
     }
@@ -320,6 +323,7 @@ impl Machine {
             resumed: None,
             clear_child_tid: 0,
             robust_list: (0, 0),
+            rseq: Default::default(),
             threads: Vec::new(),
             thread_exited: false,
             leader_exit: None,

@@ -183,6 +183,8 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         resumed: None,
         clear_child_tid: if flags & CLONE_CHILD_CLEARTID != 0 { ctid } else { 0 },
         robust_list: (0, 0),
+        // A registration is inherited by fork, not by a child sharing the memory.
+        rseq: if flags & CLONE_VM != 0 { Default::default() } else { p.rseq },
         threads: Vec::new(),
         thread_exited: false,
         leader_exit: None,
@@ -343,6 +345,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     }
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
+    p.rseq = Default::default();
     p.leader_exit = None;
     m.leave_vm(p); // the others keep the space it shared
     let old = std::mem::replace(&mut p.aspace, aspace);

@@ -118,6 +118,9 @@ impl Machine {
                 p.cpu.gpr[reg::EAX] = (-EINTR) as u32;
             }
         }
+        // A restartable sequence the handler interrupts is aborted first (Linux's
+        // `rseq_signal_deliver`): the frame returns to its abort handler.
+        super::rseq::resume(p);
         let oldmask = p.saved_mask.take().unwrap_or(p.sigmask);
         if build_frame(p, sig, act, info, oldmask).is_err() {
             // No room for the frame: Linux forces SIGSEGV.
