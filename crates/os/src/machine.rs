@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use morph_cpu::{Exit, FaultKind};
-use morph_mem::MemFaultKind;
+use morph_mem::{MapKind, MemFaultKind};
 
 use crate::host::{ids, poll_now};
 use crate::kernel::{FIRST_PID, Machine, RunError};
@@ -282,10 +282,15 @@ impl Machine {
                 };
                 let rw = if m.write { "write to" } else { "read of" };
                 // The page-fault error code: user mode (4), a write (2), a present page
-                // (1: a protection fault; Linux keeps PROT_NONE pages not present), an
-                // instruction fetch (0x10, with NX). A fetch is a read at the instruction
-                // or in the rest of its 15 bytes.
-                let present = m.kind == MemFaultKind::Protection && p.aspace.pte(m.addr).readable();
+                // (1: a protection fault on a page Linux has mapped: it keeps PROT_NONE
+                // pages not present, and maps a page at its first touch, when morph gives
+                // a private anonymous page its frame and hosts any other), an instruction
+                // fetch (0x10, with NX). A fetch is a read at the instruction or in the
+                // rest of its 15 bytes.
+                let pte = p.aspace.pte(m.addr);
+                let anon = p.aspace.vma_at(m.addr).is_some_and(|v| !v.shared && matches!(v.kind, MapKind::Anon));
+                let touched = if anon { pte.has_frame() } else { pte.hosted() };
+                let present = m.kind == MemFaultKind::Protection && pte.readable() && touched;
                 let fetch = !m.write && m.addr.wrapping_sub(f.eip) < morph_cpu::MAX_INSN_LEN;
                 err = 4 | u32::from(m.write) << 1 | u32::from(present) | u32::from(fetch) << 4;
                 p.cpu.trap.cr2 = m.addr;
