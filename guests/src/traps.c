@@ -6,7 +6,8 @@
  * encodings, into and int $4 (traps: EIP after), int $n of a kernel-only
  * vector (#GP with the IDT error code), bound, x87 #MF, the privileged
  * instructions (#GP), a far return to a null selector; then the trap flag
- * (single-stepping with TRAP_TRACE) and the x87 state a handler starts with
+ * (single-stepping with TRAP_TRACE, across int $0x80, set by popf, by iret
+ * and by a handler's ucontext) and the x87 state a handler starts with
  * (fresh, and not leaking out through a jump out of the handler).
  * Every site runs 60 times so that it is also translated.
  */
@@ -241,6 +242,28 @@ __asm__(".text\n"
 	"\tnop\n"
 	"tf_end:\n\tpopl %ebx\n\tret\n");
 
+/* TF set by iret (the frame's EFLAGS): the trap comes after the instruction after the
+ * iret, as after popf; then the same with TF already set before the iret (the iret
+ * itself traps, at its target). PIE-safe: the target's address is found with call/pop. */
+extern char iret_start[];
+void iret_run(void);
+void iret_run_stepped(void);
+__asm__(".text\n"
+	"iret_run:\n\tpushl %ebx\n"
+	"\tcall 1f\n1:\tpopl %ecx\n\tleal (iret_target - 1b)(%ecx), %ecx\n"
+	"\tpushfl\n\tpopl %eax\n\torl $0x100, %eax\n"
+	"\tpushl %eax\n\tmovl %cs, %eax\n\tpushl %eax\n\tpushl %ecx\n"
+	"iret_start:\n\tiret\n"
+	"iret_target:\n\tnop\n\tmovl $2, %ecx\n2:\tdecl %ecx\n\tjnz 2b\n"
+	"\tpushfl\n\tandl $~0x100, (%esp)\n\tpopfl\n\tnop\n"
+	"\tpopl %ebx\n\tret\n"
+	"iret_run_stepped:\n\tpushl %ebx\n"
+	"\tcall 1f\n1:\tpopl %ecx\n\tleal (iret_target - 1b)(%ecx), %ecx\n"
+	"\tpushfl\n\tpopl %eax\n\torl $0x100, %eax\n"
+	"\tpushl %eax\n\tmovl %cs, %edx\n\tpushl %edx\n\tpushl %ecx\n"
+	"\tpushl %eax\n\tpopfl\n"
+	"\tjmp iret_start\n");
+
 /* TF set by a handler through uc_mcontext, cleared by the handler at the third step. */
 static volatile int uc_steps;
 static void uc_trap_handler(int sig, void *si, void *uc)
@@ -280,6 +303,22 @@ static void trap_flag(void)
 			printf(" %u/%d/%d%s", step_eips[i] - (uint32_t)tf_start, step_codes[i], step_trapno[i] & 0xff,
 			       step_trapno[i] & 0x100 ? "=" : "");
 		printf("\n");
+	}
+	for (int round = 0; round < 60; round++) {
+		for (int v = 0; v < 2; v++) {
+			steps = 0;
+			if (v)
+				iret_run_stepped();
+			else
+				iret_run();
+			if (round != 0 && round != 59)
+				continue;
+			printf("tf via iret%s: %d traps:", v ? " (already stepping)" : "", steps);
+			for (int i = 0; i < steps && i < 64; i++)
+				printf(" %d/%d/%d", (int)(step_eips[i] - (uint32_t)iret_start), step_codes[i],
+				       step_trapno[i] & 0xff);
+			printf("\n");
+		}
 	}
 	sigaction_(SIGTRAP_, (void *)uc_trap_handler, 0);
 	sigaction_(10, (void *)usr_handler, 0);
