@@ -293,7 +293,7 @@ impl Machine {
                 *r = lim;
             }
         }
-        let mut cpu = Cpu::new();
+        let mut cpu = Cpu::with_segments(self.cfg.kernel.user_segments());
         cpu.eip = img.entry;
         cpu.gpr[morph_cpu::state::reg::ESP] = img.sp;
         let p = Process {

@@ -332,7 +332,8 @@ pub(crate) fn set_thread_area(p: &mut Process, ptr: u32) -> SysResult {
 /// Installs the TLS descriptor at `ptr` into `cpu`'s per-thread TLS entries (also for
 /// a new thread: `clone`'s `CLONE_SETTLS`).
 pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::AddressSpace, ptr: u32) -> SysResult {
-    use morph_cpu::state::{TLS_ENTRIES, TLS_ENTRY_MIN, seg};
+    use morph_cpu::state::{TLS_ENTRIES, seg};
+    let tls_min = cpu.segs.tls_min;
     let a = [ptr];
     let mut d = [0u8; 16];
     aspace.read_bytes(a[0], &mut d).map_err(efault)?;
@@ -340,11 +341,11 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
     let (entry, base, limit, flags) = (w(0), w(4), w(8), w(12));
     let idx = if entry == u32::MAX {
         let free = cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
-        let n = (TLS_ENTRY_MIN + free) as u32;
+        let n = (tls_min + free) as u32;
         aspace.write_u32(a[0], n).map_err(efault)?;
         free
     } else {
-        let i = (entry as usize).wrapping_sub(TLS_ENTRY_MIN);
+        let i = (entry as usize).wrapping_sub(tls_min);
         if i >= TLS_ENTRIES {
             return Err(EINVAL);
         }
@@ -356,7 +357,7 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
     // Reload segment registers that use this entry.
     for s in [seg::FS, seg::GS] {
         let sel = cpu.sel[s];
-        if usize::from(sel >> 3) == TLS_ENTRY_MIN + idx {
+        if usize::from(sel >> 3) == tls_min + idx {
             cpu.seg_base[s] = if present { base } else { 0 };
         }
     }

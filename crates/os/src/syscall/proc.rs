@@ -355,7 +355,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     {
         parent.aspace = old;
     }
-    let mut cpu = Cpu::new();
+    let mut cpu = Cpu::with_segments(m.cfg.kernel.user_segments());
     cpu.eip = img.entry;
     cpu.gpr[reg::ESP] = img.sp;
     cpu.icount = p.cpu.icount;
