@@ -164,6 +164,10 @@ int main(void)
 	printf("open O_TRUNC: %s\n", sys_err(fd));
 	access_("shared: read page 0 after O_TRUNC", s, 8, 0);
 	access_("private: read page 0 after O_TRUNC", p, 8, 0);
+	printf("pwrite(2) from page 1: %s\n", sys_err(sys_pwrite64(fd, s + PAGE, 4, 0)));
+	sys_pwrite64(fd, "x", 1, 2 * PAGE + 10);
+	printf("pwrite(2) from page 1 once write(2) grew the file: %s\n", sys_err(sys_pwrite64(fd, s + PAGE, 4, 0)));
+	printf("pwrite(2) from page 2: %s\n", sys_err(sys_pwrite64(fd, s + 2 * PAGE, 4, 0)));
 	sys_close(fd);
 	sys_unlink(f);
 	return 0;

@@ -35,10 +35,10 @@ impl AddressSpace {
         self.sync_host_prot(first, end - first).is_ok() && !self.pte(va).beyond_eof()
     }
 
-    /// The file `key` was truncated (or extended) to `size` bytes: the pages of its
-    /// mappings now wholly past the end give `SIGBUS` from now on (Linux unmaps them,
-    /// private copies included).
-    pub fn file_truncated(&mut self, key: FileKey, size: u64) {
+    /// The file `key` now has `size` bytes (truncated, extended, written past its end):
+    /// the pages of its mappings wholly past the end give `SIGBUS` from now on (Linux
+    /// unmaps them, private copies included), and those it has grown over are there.
+    pub fn file_resized(&mut self, key: FileKey, size: u64) {
         let eof_page = size.div_ceil(u64::from(PAGE_SIZE));
         let ranges: Vec<(u32, u32, u64)> = self
             .vmas
@@ -54,9 +54,10 @@ impl AddressSpace {
         for (first, end, file_page) in ranges {
             for i in first..end {
                 let p = self.pt[i as usize].get();
-                if p.present() && !p.beyond_eof() && file_page + u64::from(i - first) >= eof_page {
-                    self.pt[i as usize].set(Pte(p.0 | Pte::BEYOND_EOF));
-                    lost = true;
+                let beyond = file_page + u64::from(i - first) >= eof_page;
+                if p.present() && beyond != p.beyond_eof() {
+                    self.pt[i as usize].set(Pte(p.0 ^ Pte::BEYOND_EOF));
+                    lost |= beyond;
                 }
             }
             let _ = self.sync_host_prot(first, end - first);

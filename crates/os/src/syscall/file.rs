@@ -127,6 +127,7 @@ pub(super) fn sys_write(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRe
     let n =
         wait::wrote_or_block(p, a[0], host(unsafe { libc::write(fd, p.aspace.host_ptr(a[1]).cast(), len as usize) }))?;
     wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    grew(m, p, a[0]);
     Ok(n)
 }
 
@@ -152,17 +153,34 @@ pub(super) fn sys_pwrite64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> Sy
     // SAFETY: as in `sys_write`.
     let n = host(unsafe { libc::pwrite(fd, p.aspace.host_ptr(a[1]).cast(), len as usize, off) })?;
     wrote(&mut m.cache, &m.phys, p, a[0], Some(off as u64), n);
+    grew(m, p, a[0]);
     Ok(n)
 }
 
 /// After the file `key` was truncated (or extended) to `len` bytes: the page cache, and
-/// in every address space the pages of the file now wholly past its end (`SIGBUS`).
+/// the mappings of the file (see [`resized`]).
 pub(super) fn truncated(m: &mut Machine, p: &mut Process, key: Option<FileKey>, len: u64) {
     let Some(key) = key.filter(|&k| m.cache.is_cached(k)) else { return };
     m.cache.truncated(&m.phys, key, len);
-    p.aspace.file_truncated(key, len);
+    resized(m, p, key, len);
+}
+
+/// The file `key` now has `len` bytes: in every address space, the pages of its
+/// mappings wholly past the end give `SIGBUS`, those before it are there.
+fn resized(m: &mut Machine, p: &mut Process, key: FileKey, len: u64) {
+    p.aspace.file_resized(key, len);
     for q in m.procs.values_mut() {
-        q.aspace.file_truncated(key, len);
+        q.aspace.file_resized(key, len);
+    }
+}
+
+/// After a write to guest `fd` (`wrote` done): if it went past the end of a cached
+/// file, the mappings see the new end.
+fn grew(m: &mut Machine, p: &mut Process, fd: u32) {
+    if let Some(key) = cached_file(&m.cache, p, fd)
+        && let Some(size) = m.cache.size_of(key)
+    {
+        resized(m, p, key, size);
     }
 }
 
@@ -290,6 +308,7 @@ pub(super) fn sys_writev(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysR
     // SAFETY: every iovec lies in our window slot, hosted up to the first fault.
     let n = wait::wrote_or_block(p, a[0], host(unsafe { libc::writev(fd, v.as_ptr(), v.len() as i32) }))?;
     wrote(&mut m.cache, &m.phys, p, a[0], None, n);
+    grew(m, p, a[0]);
     Ok(n)
 }
 
