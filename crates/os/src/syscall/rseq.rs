@@ -21,7 +21,7 @@ use crate::process::{Rseq, SigInfo};
 table! {
     /// Restartable sequences.
     pub(super) TABLE {
-        386 rseq "puxx" sys_rseq;
+        386 rseq "pxdx" sys_rseq;
     }
 }
 
