@@ -3,9 +3,11 @@
    trylock on a held one is EBUSY, an error-checking one locked again is EDEADLK and
    unlocked by a non-owner EPERM, timedlock on a held one times out; and the raw calls
    on a word: the owner's tid goes in, the waiters bit is set by a contender, UNLOCK_PI by
-   a non-owner is EPERM, LOCK_PI by the owner EDEADLK, on a dead owner ESRCH. */
+   a non-owner is EPERM, LOCK_PI by the owner EDEADLK, on a dead owner ESRCH; a robust PI
+   mutex whose owner exits goes to its waiter with EOWNERDEAD. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -63,6 +65,38 @@ static void *other(void *arg) {
     return 0;
 }
 
+/* A robust PI mutex whose owner exits while another thread waits for it: the waiter
+   gets it with EOWNERDEAD, makes it consistent, and it works on. */
+static pthread_mutex_t robust_pi;
+static volatile int owner_has_it;
+
+static void *robust_owner(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&robust_pi);
+    owner_has_it = 1;
+    usleep(100 * 1000); /* the main thread is waiting in the kernel by then */
+    return 0;            /* exits holding it */
+}
+
+static void robust_case(void) {
+    pthread_mutexattr_t a;
+    pthread_t t;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&robust_pi, &a);
+    pthread_create(&t, 0, robust_owner, 0);
+    while (!owner_has_it)
+        sched_yield();
+    int r = pthread_mutex_lock(&robust_pi);
+    printf("robust PI lock after the owner died: %s\n", strerror(r));
+    printf("consistent: %s\n", strerror(pthread_mutex_consistent(&robust_pi)));
+    printf("unlock: %s\n", strerror(pthread_mutex_unlock(&robust_pi)));
+    printf("lock again: %s\n", strerror(pthread_mutex_lock(&robust_pi)));
+    pthread_mutex_unlock(&robust_pi);
+    pthread_join(t, 0);
+}
+
 int main(void) {
     pthread_mutexattr_t a;
     pthread_t th[THREADS];
@@ -97,5 +131,6 @@ int main(void) {
     word = 0x3ffffff0; /* an owner that does not exist */
     r = futex(&word, FUTEX_LOCK_PI_PRIVATE, 0, 0);
     printf("LOCK_PI, no such owner: %ld %s, waiters bit %s\n", r, r ? strerror(errno) : "", word & FUTEX_WAITERS ? "set" : "clear");
+    robust_case();
     return 0;
 }

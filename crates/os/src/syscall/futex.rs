@@ -331,30 +331,50 @@ fn exit_robust_list(m: &mut Machine, p: &mut Process) {
     let (Some(mut entry), Some(offset), Some(pending)) = (rd(p, head), rd(p, head + 4), rd(p, head + 8)) else {
         return;
     };
-    let pending = pending & !1;
+    // Bit 0 of each pointer says whether the entry it points to is a PI futex.
+    let (pending_pi, pending) = (pending & 1 != 0, pending & !1);
     for _ in 0..2048 {
+        let pi = entry & 1 != 0;
         entry &= !1;
         if entry == head {
             break;
         }
         let Some(next) = rd(p, entry) else { break };
         if entry != pending {
-            futex_death(m, p, entry.wrapping_add(offset));
+            futex_death(m, p, entry.wrapping_add(offset), pi);
         }
         entry = next;
     }
     if pending != 0 {
-        futex_death(m, p, pending.wrapping_add(offset));
+        futex_death(m, p, pending.wrapping_add(offset), pending_pi);
     }
 }
 
 /// A robust futex held by the dying thread: `FUTEX_OWNER_DIED`, and one waiter woken.
-fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32) {
+/// A PI one (`pi`) goes to its first waiter, which owns it on return from
+/// `FUTEX_LOCK_PI` (tid, `FUTEX_WAITERS` and `FUTEX_OWNER_DIED`), as Linux's
+/// `exit_pi_state_list` hands it on.
+fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32, pi: bool) {
     if uaddr & 3 != 0 {
         return;
     }
     let Ok(val) = p.aspace.read_u32(uaddr) else { return };
     if val & FUTEX_TID_MASK != p.tid {
+        return;
+    }
+    if pi {
+        let Ok(key) = key_of(p, uaddr, false, true) else { return };
+        if p.aspace.prepare_write(uaddr, 4).is_err() {
+            return;
+        }
+        let word = match m.futexes.wake_first(key) {
+            Some(t) => {
+                m.stats.futex_wakes += 1;
+                t | FUTEX_WAITERS | FUTEX_OWNER_DIED
+            }
+            None => (val & FUTEX_WAITERS) | FUTEX_OWNER_DIED,
+        };
+        let _ = p.aspace.write_u32(uaddr, word);
         return;
     }
     if p.aspace.write_u32(uaddr, (val & FUTEX_WAITERS) | FUTEX_OWNER_DIED).is_ok() && val & FUTEX_WAITERS != 0 {
