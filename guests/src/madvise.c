@@ -2,7 +2,8 @@
  * madvise.c - madvise(2) as Linux gives it: MADV_DONTNEED gives private
  * anonymous pages back (they read as zeros again, their neighbours keep
  * their bytes), keeps shared anonymous memory, and works on a part of a
- * mapping; the hints (NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTDUMP,
+ * mapping, and gives a private file mapping the file's pages back (as the
+ * file is now); the hints (NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTDUMP,
  * DODUMP, HUGEPAGE, NOHUGEPAGE, COLD, PAGEOUT) return 0 and change nothing;
  * MADV_FREE on private anonymous memory returns 0; an unaligned start and
  * an unknown advice give EINVAL, a range with a hole ENOMEM, a zero length 0.
@@ -54,6 +55,48 @@ static void fill(uint8_t *p, unsigned pages)
 		memset(p + i * PAGE, 'a' + i, PAGE);
 }
 
+/*
+ * A private file mapping: DONTNEED drops the pages written (copied), so they
+ * show the file again, as it is now (written through write(2) meanwhile);
+ * a shared one keeps what was stored, which is the file's.
+ */
+static void file_mappings(void)
+{
+	const char *f = "madvise.tmp";
+	long fd = sys_open(f, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	uint8_t page[PAGE];
+	uint8_t *p, *s;
+	unsigned i;
+
+	for (i = 0; i < 4; i++) {
+		memset(page, 'A' + i, PAGE);
+		sys_write(fd, page, PAGE);
+	}
+	p = (uint8_t *)sys_mmap2(0, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	s = (uint8_t *)sys_mmap2(0, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	show("private file", p, 4);
+	fill(p, 4);
+	p[3 * PAGE + 1] = 'z';
+	show("private file written", p, 4);
+	printf("file dontneed pages 1-2: %s\n", sys_err(madv(p + PAGE, 2 * PAGE, DONTNEED)));
+	show("private file after", p, 4);
+	sys_pwrite64(fd, "Q", 1, 2 * PAGE);
+	s[PAGE] = 'S';
+	show("file changed", p, 4);
+	printf("file dontneed all: %s\n", sys_err(madv(p, 4 * PAGE, DONTNEED)));
+	show("private file after all", p, 4);
+	printf("second byte of page 3: %c\n", p[3 * PAGE + 1]);
+	p[0] = 'w';
+	show("written again", p, 4);
+	printf("shared file dontneed: %s\n", sys_err(madv(s, 4 * PAGE, DONTNEED)));
+	show("shared file after", s, 4);
+	sys_mprotect(p, 4 * PAGE, PROT_READ);
+	printf("read-only file dontneed: %s\n", sys_err(madv(p, 4 * PAGE, DONTNEED)));
+	show("read-only file after", p, 4);
+	sys_close(fd);
+	sys_unlink(f);
+}
+
 int main(void)
 {
 	static const int hints[] = { NORMAL, RANDOM, SEQUENTIAL, WILLNEED, DONTDUMP, DODUMP,
@@ -87,5 +130,6 @@ int main(void)
 	fill(s, 2);
 	printf("shared dontneed: %s\n", sys_err(madv(s, 2 * PAGE, DONTNEED)));
 	show("shared after dontneed", s, 2);
+	file_mappings();
 	return 0;
 }

@@ -1,11 +1,13 @@
 /*
  * traps.c - what a signal handler sees of a CPU exception, as Linux i386
  * reports it: signo, si_code, si_addr, and the trapno/err/cr2/eip fields of
- * the ucontext, for page faults (each error code), #DE, #UD, int3 in both
+ * the ucontext, for page faults (each error code, a never-touched page not
+ * present), #DE, #UD, int3 in both
  * encodings, into and int $4 (traps: EIP after), int $n of a kernel-only
  * vector (#GP with the IDT error code), bound, x87 #MF, the privileged
  * instructions (#GP), a far return to a null selector; then the trap flag
- * (single-stepping with TRAP_TRACE) and the x87 state a handler starts with
+ * (single-stepping with TRAP_TRACE, across int $0x80, set by popf, by iret
+ * and by a handler's ucontext) and the x87 state a handler starts with
  * (fresh, and not leaking out through a jump out of the handler).
  * Every site runs 60 times so that it is also translated.
  */
@@ -54,6 +56,7 @@ __asm__(".text\n"
 	SITE(pf_write, "", "movl %eax, 0x10")
 	SITE(pf_read_none, "\tmovl 4(%esp), %ecx", "movl (%ecx), %eax")
 	SITE(pf_write_ro, "\tmovl 4(%esp), %ecx", "movl %eax, 8(%ecx)")
+	SITE(pf_write_fresh, "\tmovl 4(%esp), %ecx", "movl %eax, 8(%ecx)")
 	SITE(pf_fetch, "\tmovl $0x10, %ecx", "jmp *%ecx")
 	SITE(de, "\tmovl $7, %eax\n\txorl %edx, %edx\n\txorl %ecx, %ecx", "divl %ecx")
 	SITE(ud, "", "ud2")
@@ -94,7 +97,7 @@ __asm__(".text\n"
 	);
 
 #define DECL(n) extern char s_##n[], s_##n##_at[], s_##n##_after[];
-DECL(pf_read) DECL(pf_write) DECL(pf_read_none) DECL(pf_write_ro) DECL(pf_fetch)
+DECL(pf_read) DECL(pf_write) DECL(pf_read_none) DECL(pf_write_ro) DECL(pf_write_fresh) DECL(pf_fetch)
 DECL(de) DECL(ud) DECL(int3_cc) DECL(int3_cd) DECL(into_of) DECL(int4) DECL(int1)
 DECL(int5) DECL(int81) DECL(int_ff) DECL(bound_out) DECL(hlt) DECL(cli) DECL(sti)
 DECL(rdmsr) DECL(wrmsr) DECL(in_imm) DECL(out_dx) DECL(insb) DECL(lgdt) DECL(lidt)
@@ -102,7 +105,7 @@ DECL(lldt) DECL(ltr) DECL(mov_from_cr0) DECL(mov_to_cr0) DECL(mov_from_dr7) DECL
 DECL(invd) DECL(wbinvd) DECL(invlpg) DECL(lmsw) DECL(lret_null) DECL(fpu_mf)
 DECL(repne_scas_pf)
 
-uint32_t none_page, ro_page;
+uint32_t none_page, ro_page, fresh_page;
 int32_t bounds[4] = { 0, 4, 0, 0 };
 uint16_t fpu_cw_zm = 0x037b; /* zero-divide unmasked */
 
@@ -114,7 +117,7 @@ struct site {
 
 #define S(n) { #n, (void (*)(uint32_t))s_##n, s_##n##_at, s_##n##_after }
 static const struct site sites[] = {
-	S(pf_read), S(pf_write), S(pf_read_none), S(pf_write_ro), S(pf_fetch), S(de), S(ud),
+	S(pf_read), S(pf_write), S(pf_read_none), S(pf_write_ro), S(pf_write_fresh), S(pf_fetch), S(de), S(ud),
 	S(int3_cc), S(int3_cd), S(into_of), S(int4), S(int1), S(int5), S(int81), S(int_ff),
 	S(bound_out), S(hlt), S(cli), S(sti), S(rdmsr), S(wrmsr), S(in_imm), S(out_dx), S(insb),
 	S(lgdt), S(lidt), S(lldt), S(ltr), S(mov_from_cr0), S(mov_to_cr0), S(mov_from_dr7),
@@ -143,6 +146,8 @@ static void where(char *buf, uint32_t a)
 		snprintf(buf, 32, "none+%u", a - none_page);
 	else if (ro_page && a - ro_page < 4096)
 		snprintf(buf, 32, "ro+%u", a - ro_page);
+	else if (fresh_page && a - fresh_page < 4096)
+		snprintf(buf, 32, "fresh+%u", a - fresh_page);
 	else
 		snprintf(buf, 32, "%#x", a);
 }
@@ -184,6 +189,8 @@ static void faults(void)
 			else if (cur->fn == (void (*)(uint32_t))s_pf_write_ro ||
 				 cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
 				arg = ro_page;
+			else if (cur->fn == (void (*)(uint32_t))s_pf_write_fresh)
+				arg = fresh_page;
 			else if (cur->fn == (void (*)(uint32_t))s_fpu_mf)
 				arg = (uint32_t)&fpu_cw_zm;
 			call_site(cur->fn, arg);
@@ -235,6 +242,28 @@ __asm__(".text\n"
 	"\tnop\n"
 	"tf_end:\n\tpopl %ebx\n\tret\n");
 
+/* TF set by iret (the frame's EFLAGS): the trap comes after the instruction after the
+ * iret, as after popf; then the same with TF already set before the iret (the iret
+ * itself traps, at its target). PIE-safe: the target's address is found with call/pop. */
+extern char iret_start[];
+void iret_run(void);
+void iret_run_stepped(void);
+__asm__(".text\n"
+	"iret_run:\n\tpushl %ebx\n"
+	"\tcall 1f\n1:\tpopl %ecx\n\tleal (iret_target - 1b)(%ecx), %ecx\n"
+	"\tpushfl\n\tpopl %eax\n\torl $0x100, %eax\n"
+	"\tpushl %eax\n\tmovl %cs, %eax\n\tpushl %eax\n\tpushl %ecx\n"
+	"iret_start:\n\tiret\n"
+	"iret_target:\n\tnop\n\tmovl $2, %ecx\n2:\tdecl %ecx\n\tjnz 2b\n"
+	"\tpushfl\n\tandl $~0x100, (%esp)\n\tpopfl\n\tnop\n"
+	"\tpopl %ebx\n\tret\n"
+	"iret_run_stepped:\n\tpushl %ebx\n"
+	"\tcall 1f\n1:\tpopl %ecx\n\tleal (iret_target - 1b)(%ecx), %ecx\n"
+	"\tpushfl\n\tpopl %eax\n\torl $0x100, %eax\n"
+	"\tpushl %eax\n\tmovl %cs, %edx\n\tpushl %edx\n\tpushl %ecx\n"
+	"\tpushl %eax\n\tpopfl\n"
+	"\tjmp iret_start\n");
+
 /* TF set by a handler through uc_mcontext, cleared by the handler at the third step. */
 static volatile int uc_steps;
 static void uc_trap_handler(int sig, void *si, void *uc)
@@ -274,6 +303,22 @@ static void trap_flag(void)
 			printf(" %u/%d/%d%s", step_eips[i] - (uint32_t)tf_start, step_codes[i], step_trapno[i] & 0xff,
 			       step_trapno[i] & 0x100 ? "=" : "");
 		printf("\n");
+	}
+	for (int round = 0; round < 60; round++) {
+		for (int v = 0; v < 2; v++) {
+			steps = 0;
+			if (v)
+				iret_run_stepped();
+			else
+				iret_run();
+			if (round != 0 && round != 59)
+				continue;
+			printf("tf via iret%s: %d traps:", v ? " (already stepping)" : "", steps);
+			for (int i = 0; i < steps && i < 64; i++)
+				printf(" %d/%d/%d", (int)(step_eips[i] - (uint32_t)iret_start), step_codes[i],
+				       step_trapno[i] & 0xff);
+			printf("\n");
+		}
 	}
 	sigaction_(SIGTRAP_, (void *)uc_trap_handler, 0);
 	sigaction_(10, (void *)usr_handler, 0);
@@ -347,6 +392,8 @@ int main(void)
 	ro_page = none_page + 4096;
 	sys_mprotect((void *)ro_page, 4096, 1);
 	(void)*(volatile uint32_t *)ro_page; /* present: a write is a protection fault */
+	/* never touched: a write finds the page not present (error code 6, not 7) */
+	fresh_page = (uint32_t)sys_mmap2(0, 4096, 1, 0x22, -1, 0);
 	for (int s = 1; s <= 11; s++)
 		if (s == SIGILL_ || s == SIGTRAP_ || s == SIGBUS_ || s == SIGFPE_ || s == SIGSEGV_)
 			sigaction_(s, (void *)fault_handler, SA_NODEFER_);

@@ -71,6 +71,16 @@ fn exit_of_one_thread_and_of_the_group() {
 }
 
 #[test]
+fn proc_task_lists_and_describes_each_thread() {
+    check("proctask", &[]);
+}
+
+#[test]
+fn priority_inheritance_mutexes_on_pi_futexes() {
+    check("pimutex", &[]);
+}
+
+#[test]
 fn futexes_in_memory_shared_by_processes() {
     check("pshared", &[]);
 }

@@ -72,12 +72,27 @@ pub mod seg {
     pub const GS: usize = 5;
 }
 
-/// Linux i386 `__USER_CS`.
-pub const USER_CS: u16 = 0x73;
-/// Linux i386 `__USER_DS`.
-pub const USER_DS: u16 = 0x7b;
-/// First GDT entry available to `set_thread_area` (Linux `GDT_ENTRY_TLS_MIN`).
-pub const TLS_ENTRY_MIN: usize = 6;
+/// The user segments of the kernel's GDT a process sees: its code and data selectors
+/// and the first TLS entry. They differ between a 32-bit kernel and a 64-bit one running
+/// a 32-bit process (the compatibility segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserSegments {
+    /// `__USER_CS` (32-bit kernel) or `__USER32_CS` (64-bit kernel).
+    pub cs: u16,
+    /// `__USER_DS`.
+    pub ds: u16,
+    /// `GDT_ENTRY_TLS_MIN`: the first entry `set_thread_area` hands out.
+    pub tls_min: usize,
+}
+
+impl UserSegments {
+    /// A 32-bit process on a 64-bit kernel, as on this project's hosts: CS 0x23, data
+    /// 0x2b, TLS entries 12–14.
+    pub const COMPAT: UserSegments = UserSegments { cs: 0x23, ds: 0x2b, tls_min: 12 };
+    /// A 32-bit kernel (Linux 2.6.12's i386): CS 0x73, data 0x7b, TLS entries 6–8.
+    pub const I386: UserSegments = UserSegments { cs: 0x73, ds: 0x7b, tls_min: 6 };
+}
+
 /// Number of TLS GDT entries.
 pub const TLS_ENTRIES: usize = 3;
 
@@ -148,6 +163,8 @@ pub struct Cpu {
     pub seg_base: [u32; 6],
     /// The TLS GDT entries.
     pub tls: [TlsDescriptor; TLS_ENTRIES],
+    /// The kernel's user segments (which selectors the GDT has for this process).
+    pub segs: UserSegments,
     /// x87/MMX state.
     pub fpu: Box<FpuState>,
     /// Guest instructions retired (drives the virtual time stamp counter).
@@ -171,13 +188,20 @@ pub struct Trap {
 }
 
 impl Cpu {
-    /// A CPU in the state Linux gives a new i386 process (registers zero, flags 0x202).
+    /// A CPU in the state Linux gives a new i386 process (registers zero, flags 0x202),
+    /// with a 64-bit kernel's compatibility segments.
     pub fn new() -> Self {
+        Self::with_segments(UserSegments::COMPAT)
+    }
+
+    /// A new process's CPU with the kernel's user segments `segs`.
+    pub fn with_segments(segs: UserSegments) -> Self {
         Cpu {
             gpr: [0; 8],
             eip: 0,
             eflags: flags::FIXED | flags::IF,
-            sel: [USER_DS, USER_CS, USER_DS, USER_DS, 0, 0],
+            sel: [segs.ds, segs.cs, segs.ds, segs.ds, 0, 0],
+            segs,
             seg_base: [0; 6],
             tls: [TlsDescriptor::default(); TLS_ENTRIES],
             fpu: Box::new(FpuState::new()),
@@ -199,10 +223,10 @@ impl Cpu {
             0
         } else if selector & 4 != 0 || rpl != 3 {
             return false; // LDT selectors are not supported; user code runs at CPL 3
-        } else if selector == USER_DS || (selector == USER_CS && sreg != seg::SS) {
+        } else if selector == self.segs.ds || (selector == self.segs.cs && sreg != seg::SS) {
             0
-        } else if (TLS_ENTRY_MIN..TLS_ENTRY_MIN + TLS_ENTRIES).contains(&index) {
-            let d = self.tls[index - TLS_ENTRY_MIN];
+        } else if (self.segs.tls_min..self.segs.tls_min + TLS_ENTRIES).contains(&index) {
+            let d = self.tls[index - self.segs.tls_min];
             if !d.present || sreg == seg::SS || sreg == seg::CS {
                 return false;
             }

@@ -438,7 +438,7 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             && let Ok(va) = u32::try_from(addr)
             && let Some(aspace) = map.aspace.as_mut()
             && let write = gregs[libc::REG_ERR as usize] & 2 != 0
-            && (aspace.host_in_at(va) | (write && aspace.cow_fault_at(va)))
+            && (aspace.host_in_at(va, write) | (write && aspace.cow_fault_at(va)))
         {
             return;
         }

@@ -55,6 +55,11 @@ impl Pte {
     /// first access (see [`AddressSpace::host_in`]), so mappings a process never
     /// touches, such as most of a forked child that execs at once, cost no host call.
     pub(crate) const HOSTED: u64 = 1 << 8;
+    /// A page of a file mapping wholly beyond the end of the file (as last checked): the
+    /// mapping allows the access but there is nothing to access, so the guest gets
+    /// `SIGBUS`, as on Linux. The frame (the page cache's, zero) is kept, so the page
+    /// becomes accessible as it was if the file grows ([`crate::AddressSpace::eof_moved`]).
+    pub(crate) const BEYOND_EOF: u64 = 1 << 9;
 
     /// This entry mapping `frame` instead (protections and flags kept).
     pub(crate) fn with_frame(self, frame: Frame) -> Pte {
@@ -84,11 +89,15 @@ impl Pte {
     }
     /// Whether the guest may read (and, on i386, execute) the page.
     pub fn readable(self) -> bool {
-        self.0 & Self::READ != 0
+        self.0 & (Self::READ | Self::BEYOND_EOF) == Self::READ
     }
     /// Whether the guest may write the page (possibly after a copy).
     pub fn writable(self) -> bool {
-        self.0 & Self::WRITE != 0
+        self.0 & (Self::WRITE | Self::BEYOND_EOF) == Self::WRITE
+    }
+    /// Whether the page lies wholly beyond the end of its file (see `BEYOND_EOF`).
+    pub fn beyond_eof(self) -> bool {
+        self.0 & Self::BEYOND_EOF != 0
     }
     /// Whether the page is copy-on-write.
     pub fn cow(self) -> bool {

@@ -238,6 +238,21 @@ pub enum ProcFile {
     Stat,
     /// `cmdline`: the arguments, NUL-terminated.
     Cmdline,
+    /// `comm`: the name the process goes by, and a newline.
+    Comm,
+    /// A file of `task/<tid>`: one thread's view.
+    Task(Pid, TaskFile),
+}
+
+/// A file of `/proc/<pid>/task/<tid>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskFile {
+    /// `stat`, for the thread.
+    Stat,
+    /// `status`, for the thread.
+    Status,
+    /// `comm`.
+    Comm,
 }
 
 /// An open `/proc/<pid>` text file. Its text is made at the first read (or seek, or

@@ -149,6 +149,16 @@ pub fn ftruncate(fd: RawFd, len: i64) -> Result<u32, Errno> {
     check(unsafe { libc::ftruncate(fd, len) })
 }
 
+/// `posix_fadvise(fd, offset, len, advice)`: the host kernel makes Linux's checks on
+/// the same kind of object (`EBADF`, `ESPIPE` for a pipe, `EINVAL`).
+pub fn fadvise(fd: RawFd, offset: i64, len: i64, advice: i32) -> Result<u32, Errno> {
+    // SAFETY: fadvise touches no memory.
+    match unsafe { libc::posix_fadvise(fd, offset, len, advice) } {
+        0 => Ok(0),
+        e => Err(e),
+    }
+}
+
 /// `ioctl(fd, FIONBIO, on)`.
 pub fn set_nonblocking(fd: RawFd, on: bool) -> Result<u32, Errno> {
     let v = libc::c_int::from(on);

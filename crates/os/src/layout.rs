@@ -29,6 +29,19 @@ pub enum Kernel {
     Modern,
 }
 
+impl Kernel {
+    /// The user segments the kernel's GDT gives a 32-bit process: Linux 2.6.12 is an
+    /// i386 kernel (CS 0x73, data 0x7b); a modern one is taken to be x86-64 running the
+    /// process in compatibility mode (CS 0x23, data 0x2b), as native runs on this
+    /// project's hosts are.
+    pub fn user_segments(self) -> morph_cpu::state::UserSegments {
+        match self {
+            Kernel::Linux2612 => morph_cpu::state::UserSegments::I386,
+            Kernel::Modern => morph_cpu::state::UserSegments::COMPAT,
+        }
+    }
+}
+
 /// Which parts of the layout are randomized.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Aslr {

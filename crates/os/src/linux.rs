@@ -6,6 +6,8 @@
 pub const EPERM: i32 = 1;
 pub const ENOENT: i32 = 2;
 pub const ESRCH: i32 = 3;
+pub const EDEADLK: i32 = 35;
+pub const EBUSY: i32 = 16;
 pub const EINTR: i32 = 4;
 pub const EIO: i32 = 5;
 pub const ENOEXEC: i32 = 8;
@@ -274,6 +276,8 @@ pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
 pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
+/// `si_code` of `SIGBUS`: nonexistent physical address (a page beyond a file's end).
+pub const BUS_ADRERR: i32 = 2;
 pub const ILL_ILLOPN: i32 = 2;
 pub const FPE_INTDIV: i32 = 1;
 pub const FPE_FLTDIV: i32 = 3;
@@ -326,8 +330,12 @@ pub const FUTEX_WAKE: u32 = 1;
 pub const FUTEX_REQUEUE: u32 = 3;
 pub const FUTEX_CMP_REQUEUE: u32 = 4;
 pub const FUTEX_WAKE_OP: u32 = 5;
+pub const FUTEX_LOCK_PI: u32 = 6;
+pub const FUTEX_UNLOCK_PI: u32 = 7;
+pub const FUTEX_TRYLOCK_PI: u32 = 8;
 pub const FUTEX_WAIT_BITSET: u32 = 9;
 pub const FUTEX_WAKE_BITSET: u32 = 10;
+pub const FUTEX_LOCK_PI2: u32 = 13;
 pub const FUTEX_PRIVATE_FLAG: u32 = 128;
 pub const FUTEX_CLOCK_REALTIME: u32 = 256;
 /// Robust futex word: the owner's tid, and the two flag bits.

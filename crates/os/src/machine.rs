@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use morph_cpu::{Exit, FaultKind};
-use morph_mem::MemFaultKind;
+use morph_mem::{MapKind, MemFaultKind};
 
 use crate::host::{ids, poll_now};
 use crate::kernel::{FIRST_PID, Machine, RunError};
@@ -43,6 +43,10 @@ impl Machine {
             let pid = self.tids[&tid];
             let mut p = self.procs.remove(&pid).expect("process");
             p.switch_to(tid);
+            self.acquire_vm(&mut p);
+            if std::mem::replace(&mut self.last_tid, tid) != tid {
+                syscall::rseq::resume(&mut p); // it was switched out: abort its sequence
+            }
             self.run_slice(&mut p);
             if p.exit.is_none() && p.thread_exited {
                 // One thread ended, others live on.
@@ -221,6 +225,7 @@ impl Machine {
             syscall::futex::thread_exit(self, &mut p);
         }
         self.give_back_aspace(&mut p);
+        self.leave_vm(&mut p);
         if p.pid == FIRST_PID {
             self.first_status = Some(status);
         }
@@ -299,21 +304,29 @@ impl Machine {
         let mut err = 0;
         let (sig, code, addr, what) = match &f.kind {
             FaultKind::Page(m) => {
-                let how = match m.kind {
-                    MemFaultKind::Unmapped => "unmapped",
-                    MemFaultKind::Protection => "protected",
+                if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(&self.cache, m.addr) {
+                    return; // the file grew: the instruction runs again
+                }
+                let (sig, code, how) = match m.kind {
+                    MemFaultKind::Unmapped => (SIGSEGV, SEGV_MAPERR, "unmapped"),
+                    MemFaultKind::Protection => (SIGSEGV, SEGV_ACCERR, "protected"),
+                    MemFaultKind::BeyondEof => (SIGBUS, BUS_ADRERR, "beyond end of file at"),
                 };
-                let code = if m.kind == MemFaultKind::Unmapped { SEGV_MAPERR } else { SEGV_ACCERR };
                 let rw = if m.write { "write to" } else { "read of" };
                 // The page-fault error code: user mode (4), a write (2), a present page
-                // (1: a protection fault; Linux keeps PROT_NONE pages not present), an
-                // instruction fetch (0x10, with NX). A fetch is a read at the instruction
-                // or in the rest of its 15 bytes.
-                let present = m.kind == MemFaultKind::Protection && p.aspace.pte(m.addr).readable();
+                // (1: a protection fault on a page Linux has mapped: it keeps PROT_NONE
+                // pages not present, and maps a page at its first touch, when morph gives
+                // a private anonymous page its frame and hosts any other), an instruction
+                // fetch (0x10, with NX). A fetch is a read at the instruction or in the
+                // rest of its 15 bytes.
+                let pte = p.aspace.pte(m.addr);
+                let anon = p.aspace.vma_at(m.addr).is_some_and(|v| !v.shared && matches!(v.kind, MapKind::Anon));
+                let touched = if anon { pte.has_frame() } else { pte.hosted() };
+                let present = m.kind == MemFaultKind::Protection && pte.readable() && touched;
                 let fetch = !m.write && m.addr.wrapping_sub(f.eip) < morph_cpu::MAX_INSN_LEN;
                 err = 4 | u32::from(m.write) << 1 | u32::from(present) | u32::from(fetch) << 4;
                 p.cpu.trap.cr2 = m.addr;
-                (SIGSEGV, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
+                (sig, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
             }
             FaultKind::DivideError => (SIGFPE, FPE_INTDIV, f.eip, "divide error".to_string()),
             FaultKind::InvalidOpcode(bytes) => {

@@ -110,6 +110,8 @@ pub struct Process {
     pub clear_child_tid: u32,
     /// *Per thread*: `set_robust_list` (head, length).
     pub robust_list: (u32, u32),
+    /// *Per thread*: the `rseq` registration.
+    pub rseq: Rseq,
     /// The group's other live threads, parked.
     pub threads: Vec<Thread>,
     /// Set when the running thread has ended with `exit` while others live on: the
@@ -125,6 +127,13 @@ pub struct Process {
     /// This `vfork` child runs in its parent's address space (`CLONE_VM`), lent to it
     /// until it execs or exits (the parent waits meanwhile, holding an empty one).
     pub vfork_lent: bool,
+    /// `clone(CLONE_VM)` without `CLONE_THREAD`: the processes sharing one address space
+    /// have the same key here (the first one's pid). The one space moves to whichever
+    /// of them runs (the scheduler's [`Machine::acquire_vm`](crate::kernel::Machine));
+    /// the others hold an empty one meanwhile.
+    pub vm_share: Option<Pid>,
+    /// Whether this process holds its group's address space now (see `vm_share`).
+    pub holds_vm: bool,
     /// When `alarm` fires.
     pub alarm: Option<Instant>,
     /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,
@@ -165,6 +174,20 @@ pub struct Thread {
     pub clear_child_tid: u32,
     /// See [`Process::robust_list`].
     pub robust_list: (u32, u32),
+    /// See [`Process::rseq`].
+    pub rseq: Rseq,
+}
+
+/// A thread's `rseq` registration (`addr` 0: none): its `struct rseq`, that struct's
+/// length and the signature abort handlers carry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rseq {
+    /// Guest address of the `struct rseq`.
+    pub addr: u32,
+    /// Its length as registered.
+    pub len: u32,
+    /// The signature expected before each abort handler.
+    pub sig: u32,
 }
 
 impl Thread {
@@ -189,6 +212,7 @@ impl Process {
         swap(&mut self.resumed, &mut t.resumed);
         swap(&mut self.clear_child_tid, &mut t.clear_child_tid);
         swap(&mut self.robust_list, &mut t.robust_list);
+        swap(&mut self.rseq, &mut t.rseq);
     }
 
     /// Makes thread `tid` the running one (its state into the process's fields); false
@@ -233,7 +257,14 @@ impl Process {
             resumed: None,
             clear_child_tid: 0,
             robust_list: (0, 0),
+            rseq: Rseq::default(),
         }
+    }
+
+    /// Which memory the process's private futexes are in (Linux keys them by `mm`):
+    /// shared by processes made with `CLONE_VM`.
+    pub fn mm_key(&self) -> Pid {
+        self.vm_share.unwrap_or(self.pid)
     }
 
     /// Every thread id of the group, the running one first.

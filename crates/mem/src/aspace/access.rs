@@ -6,8 +6,65 @@ impl AddressSpace {
     #[inline]
     pub(super) fn fault(&self, addr: u32, write: bool) -> MemFault {
         let p = self.pte(addr);
-        let kind = if p.present() { MemFaultKind::Protection } else { MemFaultKind::Unmapped };
+        let allowed = p.0 & if write { Pte::WRITE } else { Pte::READ } != 0;
+        let kind = match p.present() {
+            true if p.beyond_eof() && allowed => MemFaultKind::BeyondEof,
+            true => MemFaultKind::Protection,
+            false => MemFaultKind::Unmapped,
+        };
         MemFault { addr, write, kind }
+    }
+
+    /// After a [`MemFaultKind::BeyondEof`] fault at `va`: makes the pages of its file
+    /// mapping that the file has grown over since accessible again (Linux looks at the
+    /// file's size at each fault); returns whether the page at `va` is one of them, so
+    /// the access should be retried rather than answered with `SIGBUS`.
+    pub fn eof_moved(&mut self, cache: &PageCache, va: u32) -> bool {
+        let Some(v) = self.vma_at(va) else { return false };
+        let MapKind::File { id, page, .. } = &v.kind else { return false };
+        let Some(size) = cache.size_of(id.key()) else { return false };
+        let (first, end, file_page) = (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT, u64::from(*page));
+        let eof_page = size.div_ceil(u64::from(PAGE_SIZE));
+        for i in first..end {
+            let p = self.pt[i as usize].get();
+            if p.beyond_eof() && file_page + u64::from(i - first) < eof_page {
+                self.pt[i as usize].set(Pte(p.0 & !Pte::BEYOND_EOF));
+            }
+        }
+        // A page hosted with no access (in a run copied at once) gets its rights.
+        self.sync_host_prot(first, end - first).is_ok() && !self.pte(va).beyond_eof()
+    }
+
+    /// The file `key` now has `size` bytes (truncated, extended, written past its end):
+    /// the pages of its mappings wholly past the end give `SIGBUS` from now on (Linux
+    /// unmaps them, private copies included), and those it has grown over are there.
+    pub fn file_resized(&mut self, key: FileKey, size: u64) {
+        let eof_page = size.div_ceil(u64::from(PAGE_SIZE));
+        let ranges: Vec<(u32, u32, u64)> = self
+            .vmas
+            .values()
+            .filter_map(|v| match &v.kind {
+                MapKind::File { id, page, .. } if id.key() == key => {
+                    Some((v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT, u64::from(*page)))
+                }
+                _ => None,
+            })
+            .collect();
+        let mut lost = false;
+        for (first, end, file_page) in ranges {
+            for i in first..end {
+                let p = self.pt[i as usize].get();
+                let beyond = file_page + u64::from(i - first) >= eof_page;
+                if p.present() && beyond != p.beyond_eof() {
+                    self.pt[i as usize].set(Pte(p.0 ^ Pte::BEYOND_EOF));
+                    lost |= beyond;
+                }
+            }
+            let _ = self.sync_host_prot(first, end - first);
+        }
+        if lost {
+            self.remapped();
+        }
     }
 
     /// How many bytes of `[va, va+len)` lie before the first page the guest may not
@@ -205,7 +262,7 @@ impl AddressSpace {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
             let p = self.pt[(va >> PAGE_SHIFT) as usize].get();
-            if p.0 & (Pte::READ | Pte::HOSTED) == Pte::READ | Pte::HOSTED {
+            if p.0 & (Pte::READ | Pte::HOSTED | Pte::BEYOND_EOF) == Pte::READ | Pte::HOSTED {
                 // SAFETY: the page is readable and hosted, hence mapped readable on the host.
                 return Ok(unsafe { std::ptr::read_unaligned(self.host_ptr(va).cast::<[u8; N]>()) });
             }
@@ -221,7 +278,7 @@ impl AddressSpace {
         let off = va & (PAGE_SIZE - 1);
         if off as usize + N <= PAGE_SIZE as usize {
             let p = self.pt[(va >> PAGE_SHIFT) as usize].get();
-            let bits = Pte::WRITE | Pte::COW | Pte::CODE_RO | Pte::HOSTED;
+            let bits = Pte::WRITE | Pte::COW | Pte::CODE_RO | Pte::HOSTED | Pte::BEYOND_EOF;
             if p.0 & bits == Pte::WRITE | Pte::HOSTED && !self.phys.is_code(p.frame()) {
                 // SAFETY: writable, not copy-on-write, hosted: mapped writable on the host.
                 unsafe { std::ptr::write_unaligned(self.host_ptr(va).cast::<[u8; N]>(), val) };

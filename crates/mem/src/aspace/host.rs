@@ -120,14 +120,16 @@ impl AddressSpace {
         Ok(())
     }
 
-    /// Hosts the page holding `va` if the guest may read it and it is not hosted yet
-    /// (with the run around it, as `host_in`); returns whether it did. Called from the
-    /// host fault handler when translated code touches a page of the window that was
-    /// not filled yet: it makes one mmap call and touches only the page table's cells.
-    pub fn host_in_at(&self, va: u32) -> bool {
+    /// Hosts the page holding `va` if the guest may make the access (`write`: a write)
+    /// and it is not hosted yet (with the run around it, as `host_in`); returns whether
+    /// it did. Called from the host fault handler when translated code touches a page of
+    /// the window that was not filled yet: it makes one mmap call and touches only the
+    /// page table's cells. A write the page refuses leaves it unhosted, as Linux leaves
+    /// such a page not present (the fault's error code says so).
+    pub fn host_in_at(&self, va: u32, write: bool) -> bool {
         let page = va >> PAGE_SHIFT;
         let p = self.pt[page as usize].get();
-        p.readable() && !p.hosted() && self.host_in(page, 1).is_ok()
+        p.readable() && (!write || p.writable()) && !p.hosted() && self.host_in(page, 1).is_ok()
     }
 
     /// Resolves a write to the copy-on-write page holding `va` as `prepare_write` would

@@ -27,7 +27,9 @@ use std::rc::Rc;
 use crate::pagecache::{fstat, write_back_page};
 use crate::pte::{Prot, Pte};
 use crate::window::{PageTable, WindowSlot};
-use crate::{FileId, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err};
+use crate::{
+    FileId, FileKey, Frame, MemError, NUM_PAGES, PAGE_SHIFT, PAGE_SIZE, PageCache, PhysAddr, PhysMem, host_err,
+};
 
 /// Why a guest access failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,9 +38,12 @@ pub enum MemFaultKind {
     Unmapped,
     /// Mapped, but the access is not allowed (`SEGV_ACCERR`).
     Protection,
+    /// Allowed, but the page of the mapped file lies wholly beyond its end (`SIGBUS`,
+    /// `BUS_ADRERR`).
+    BeyondEof,
 }
 
-/// A guest memory fault: becomes a guest `SIGSEGV`.
+/// A guest memory fault: becomes a guest `SIGSEGV` (`SIGBUS` beyond the end of a file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemFault {
     /// The faulting guest address.
@@ -63,6 +68,9 @@ pub enum MapKind {
         /// For a shared mapping of a file opened read/write: where its pages are written
         /// back (see [`AddressSpace::write_back`]).
         writeback: Option<Rc<OwnedFd>>,
+        /// The file, as Linux's VMA holds it (the page cache's descriptor, shared): its
+        /// pages can be found again after the cache dropped them (`madvise`).
+        file: Rc<File>,
     },
 }
 

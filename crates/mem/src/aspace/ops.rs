@@ -30,9 +30,10 @@ impl AddressSpace {
         }
         let contiguous = match (&l.kind, &r.kind) {
             (MapKind::Anon, MapKind::Anon) => true,
-            (MapKind::File { id: a, page: pa, writeback: wa }, MapKind::File { id: b, page: pb, writeback: wb }) => {
-                a.key() == b.key() && wa.is_some() == wb.is_some() && pa + ((addr - ls) >> PAGE_SHIFT) == *pb
-            }
+            (
+                MapKind::File { id: a, page: pa, writeback: wa, .. },
+                MapKind::File { id: b, page: pb, writeback: wb, .. },
+            ) => a.key() == b.key() && wa.is_some() == wb.is_some() && pa + ((addr - ls) >> PAGE_SHIFT) == *pb,
             _ => false,
         };
         if contiguous {
@@ -235,8 +236,15 @@ impl AddressSpace {
             true => cache.shared_writer(id.key(), file).map(Some),
             false => Ok(None),
         });
-        let writeback = writeback.and_then(|w| self.unhost(first, n).map(|()| w));
-        let writeback = match writeback {
+        // The cache holds the file now (`pages` found it there or put it there).
+        let pinned = writeback.and_then(|w| match cache.pinned(id.key()) {
+            Some(f) => Ok((w, f)),
+            None => {
+                file.try_clone().map(|f| (w, Rc::new(f))).map_err(|err| MemError::Host { op: "dup(mapped file)", err })
+            }
+        });
+        let writeback = pinned.and_then(|w| self.unhost(first, n).map(|()| w));
+        let (writeback, pinned) = match writeback {
             Ok(w) => w,
             Err(e) => {
                 for f in frames {
@@ -247,8 +255,11 @@ impl AddressSpace {
         };
         self.remove_range(first, n);
         let cow = !shared && prot.has(Prot::WRITE);
-        for (i, f) in (first..).zip(frames) {
-            self.pt[i as usize].set(Pte::new(f, prot, cow, shared));
+        // Pages wholly past the end of the file give SIGBUS (Linux checks at the fault).
+        let eof_page = id.size.div_ceil(u64::from(PAGE_SIZE));
+        for ((i, f), fp) in (first..).zip(frames).zip(u64::from(file_page)..) {
+            let beyond = if fp >= eof_page { Pte::BEYOND_EOF } else { 0 };
+            self.pt[i as usize].set(Pte(Pte::new(f, prot, cow, shared).0 | beyond));
         }
         self.vmas.insert(
             start,
@@ -257,12 +268,65 @@ impl AddressSpace {
                 end: start + (n << PAGE_SHIFT),
                 prot,
                 shared,
-                kind: MapKind::File { id, page: file_page, writeback },
+                kind: MapKind::File { id, page: file_page, writeback, file: pinned },
                 name: name.into(),
             },
         );
         self.merge_around(start + (n << PAGE_SHIFT));
         self.merge_around(start);
+        self.account();
+        Ok(())
+    }
+
+    /// Maps at `to` (free) a second view of the shared mapping at `from`, `len` bytes
+    /// (`mremap` with an old size of 0): the same frames, protection and object, from
+    /// `from`'s offset in it. Past the end of `from`'s mapping, a file mapping goes on
+    /// with the file's next pages (`SIGBUS` past its end) and shared memory gives
+    /// `SIGBUS`, as past the end of Linux's shared memory object.
+    pub fn alias_shared(&mut self, cache: &mut PageCache, from: u32, to: u32, len: u32) -> Result<(), MemError> {
+        let (first, n) = pages(from, len);
+        let (dfirst, _) = pages(to, len);
+        let Some(v) = self.vma_at(from).filter(|v| v.shared && n > 0).cloned() else { return Ok(()) };
+        self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
+        let inside = n.min((v.end - from) >> PAGE_SHIFT);
+        let skip = (from - v.start) >> PAGE_SHIFT;
+        // The pages past the mapping's end, with their BEYOND_EOF bit.
+        let (more, kind): (Vec<(Frame, u64)>, MapKind) = match &v.kind {
+            MapKind::Anon => {
+                let frames = self.phys.alloc_zeroed(n - inside)?;
+                (frames.into_iter().map(|f| (f, Pte::BEYOND_EOF)).collect(), MapKind::Anon)
+            }
+            MapKind::File { page, writeback, file, .. } => {
+                let id = FileId::of(file).map_err(|err| MemError::Host { op: "fstat(mapped file)", err })?;
+                let eof_page = id.size.div_ceil(u64::from(PAGE_SIZE));
+                let next = page + skip + inside;
+                let frames = if n > inside { cache.pages(&self.phys, file, id, next, n - inside)? } else { Vec::new() };
+                let more = (u64::from(next)..)
+                    .zip(frames)
+                    .map(|(fp, f)| {
+                        self.phys.retain(f);
+                        (f, if fp >= eof_page { Pte::BEYOND_EOF } else { 0 })
+                    })
+                    .collect();
+                (more, MapKind::File { id, page: page + skip, writeback: writeback.clone(), file: file.clone() })
+            }
+        };
+        for i in 0..n {
+            let q = if i < inside {
+                let p = self.pt[(first + i) as usize].get();
+                if p.has_frame() {
+                    self.phys.retain(p.frame());
+                }
+                Pte(p.0 & !(Pte::HOSTED | Pte::CODE_RO))
+            } else {
+                let (f, beyond) = more[(i - inside) as usize];
+                Pte(Pte::new(f, v.prot, false, true).0 | beyond)
+            };
+            self.pt[(dfirst + i) as usize].set(q);
+        }
+        let start = dfirst << PAGE_SHIFT;
+        let name = v.name.clone();
+        self.vmas.insert(start, Vma { start, end: start + (n << PAGE_SHIFT), prot: v.prot, shared: true, kind, name });
         self.account();
         Ok(())
     }
@@ -364,7 +428,7 @@ impl AddressSpace {
             let cow = p.cow() || (!shared && p.has_frame() && self.phys.refcount(p.frame()) > 1);
             // Keep the translated-code protection (the frame still holds that code) and
             // the host mapping (same frame; only its protection changes).
-            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED);
+            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED | Pte::BEYOND_EOF);
             let q = Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | keep);
             lost_read |= p.readable() && !q.readable();
             self.pt[i as usize].set(q);
@@ -470,6 +534,7 @@ impl AddressSpace {
             let q = self.pt[j as usize].get();
             q.present()
                 && q.cow()
+                && !q.beyond_eof()
                 && q.0 & Pte::CODE_RO == 0
                 && self.phys.refcount(q.frame()) > 1
                 && !self.phys.is_code(q.frame())

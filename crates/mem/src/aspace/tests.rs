@@ -118,7 +118,7 @@ fn the_host_window_fills_at_first_access() {
     // Unmapping a hosted page makes the window inaccessible there again.
     a.unmap(0x9000, 0x1000).unwrap();
     assert!(!a.pte(0x9000).hosted() && a.read_u32(0x9000).is_err());
-    assert!(!a.host_in_at(0x9000), "nothing to host where nothing is mapped");
+    assert!(!a.host_in_at(0x9000, false), "nothing to host where nothing is mapped");
 }
 
 #[test]

@@ -120,8 +120,8 @@ struct CachedFile {
     /// Page index → frame (the cache holds one reference on each).
     pages: BTreeMap<u32, Frame>,
     /// A descriptor of the file: keeps its inode alive, so the key stays its own, and
-    /// re-reads written ranges.
-    file: File,
+    /// re-reads written ranges. Mappings of the file hold it too (see [`crate::MapKind`]).
+    file: Rc<File>,
     /// A read/write descriptor without `O_APPEND`, for writing shared pages back; kept
     /// while a shared writable mapping of the file may exist.
     writer: Option<Rc<OwnedFd>>,
@@ -194,7 +194,13 @@ impl PageCache {
             Entry::Vacant(v) => {
                 let pin = file.try_clone().map_err(|err| MemError::Host { op: "dup(page cache file)", err })?;
                 self.stats.files += 1;
-                v.insert(CachedFile { pages: BTreeMap::new(), file: pin, writer: None, stamp: id.stamp(), last_use: 0 })
+                v.insert(CachedFile {
+                    pages: BTreeMap::new(),
+                    file: Rc::new(pin),
+                    writer: None,
+                    stamp: id.stamp(),
+                    last_use: 0,
+                })
             }
         };
         e.last_use = self.clock;
@@ -254,6 +260,16 @@ impl PageCache {
             i = j;
         }
         Ok(out)
+    }
+
+    /// The descriptor the cache holds for the cached file `key` (shared, not a copy).
+    pub fn pinned(&self, key: FileKey) -> Option<Rc<File>> {
+        self.files.get(&key).map(|e| e.file.clone())
+    }
+
+    /// The current size of the cached file `key` (`None` if it is not cached).
+    pub fn size_of(&self, key: FileKey) -> Option<u64> {
+        self.files.get(&key).and_then(|e| fstat(e.file.as_raw_fd()).ok()).map(|st| st.st_size as u64)
     }
 
     /// Whether the file has pages in the cache (writes to other files need no work).

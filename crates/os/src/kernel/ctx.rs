@@ -34,14 +34,23 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) ioctl_unknown: &'a mut HashMap<u32, u64>,
     /// When the machine started (the uptime).
     pub(crate) started: Instant,
-    /// Every process but the caller, seen only through `special::Sys`.
-    procs: &'a BTreeMap<Pid, Process>,
+    /// Every process but the caller, seen only through `special::Sys` and
+    /// [`FileCtx::file_resized`].
+    procs: &'a mut BTreeMap<Pid, Process>,
 }
 
 impl<'a> FileCtx<'a> {
     /// What `/dev` and `/proc` see: the file system and every process but the caller.
-    pub(crate) fn sys(&self) -> special::Sys<'a> {
+    pub(crate) fn sys(&self) -> special::Sys<'_> {
         special::Sys { vfs: self.vfs, procs: self.procs }
+    }
+
+    /// The file `key` now has `len` bytes: every other process's mappings of it see the
+    /// new end (pages wholly past it give `SIGBUS`), as the caller's must.
+    pub(crate) fn file_resized(&mut self, key: morph_mem::FileKey, len: u64) {
+        for q in self.procs.values_mut() {
+            q.aspace.file_resized(key, len);
+        }
     }
 
     /// How many processes there are besides the caller.
@@ -61,7 +70,7 @@ impl Machine {
             rng: &mut self.rng,
             ioctl_unknown: &mut self.ioctl_unknown,
             started: self.started,
-            procs: &self.procs,
+            procs: &mut self.procs,
         }
     }
 }

@@ -68,6 +68,19 @@ impl FutexTable {
         woken
     }
 
+    /// Wakes the first waiter on `key` (a PI futex's next owner); returns its tid.
+    pub(crate) fn wake_first(&mut self, key: FutexKey) -> Option<Pid> {
+        let i = self.waiters.iter().position(|w| w.key == key)?;
+        let w = self.waiters.remove(i);
+        self.woken.insert(w.tid);
+        Some(w.tid)
+    }
+
+    /// Whether a thread waits on `key`.
+    pub(crate) fn has_waiters(&self, key: FutexKey) -> bool {
+        self.waiters.iter().any(|w| w.key == key)
+    }
+
     /// Wakes up to `nwake` waiters on `from` and moves up to `nmove` more to `to`;
     /// returns how many were woken plus how many were moved.
     pub(crate) fn requeue(&mut self, from: FutexKey, to: FutexKey, nwake: u32, nmove: u32) -> u32 {

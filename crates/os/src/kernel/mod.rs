@@ -142,6 +142,8 @@ pub struct Machine {
     pub(crate) net: sockets::Net,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
+    /// The thread that ran last (`rseq`: a thread another ran after was switched out).
+    pub(crate) last_tid: Pid,
     pub(crate) yield_slice: bool,
     /// Where `--strace` lines go (stderr if `None`).
     trace_out: Option<Box<dyn std::io::Write>>,
@@ -174,6 +176,7 @@ impl Machine {
             ioctl_unknown: HashMap::new(),
             net: sockets::Net::default(),
             yield_slice: false,
+            last_tid: 0,
             trace_out: None,
         })
     }
@@ -291,7 +294,7 @@ impl Machine {
                 *r = lim;
             }
         }
-        let mut cpu = Cpu::new();
+        let mut cpu = Cpu::with_segments(self.cfg.kernel.user_segments());
         cpu.eip = img.entry;
         cpu.gpr[morph_cpu::state::reg::ESP] = img.sp;
         let p = Process {
@@ -321,12 +324,15 @@ impl Machine {
             resumed: None,
             clear_child_tid: 0,
             robust_list: (0, 0),
+            rseq: Default::default(),
             threads: Vec::new(),
             thread_exited: false,
             leader_exit: None,
             dead_threads_icount: 0,
             vfork_parent: None,
             vfork_lent: false,
+            vm_share: None,
+            holds_vm: false,
             alarm: None,
             timers: Vec::new(),
             exit_signal: SIGCHLD,
@@ -338,6 +344,29 @@ impl Machine {
         self.procs.insert(pid, p);
         self.tids.insert(pid, pid);
         Ok(pid)
+    }
+
+    /// Before `p` runs: if it shares an address space with other processes
+    /// (`vm_share`), it takes the space from the one holding it.
+    pub(crate) fn acquire_vm(&mut self, p: &mut Process) {
+        let Some(key) = p.vm_share.filter(|_| !p.holds_vm) else { return };
+        if let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key) && q.holds_vm) {
+            std::mem::swap(&mut p.aspace, &mut q.aspace);
+            q.holds_vm = false;
+            p.holds_vm = true;
+        }
+    }
+
+    /// `p` (running, so holding it) leaves the address space it shares (exit, exec):
+    /// another process of the group takes it; `p` keeps that one's empty space.
+    pub(crate) fn leave_vm(&mut self, p: &mut Process) {
+        let Some(key) = p.vm_share.take() else { return };
+        if std::mem::take(&mut p.holds_vm)
+            && let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key))
+        {
+            std::mem::swap(&mut p.aspace, &mut q.aspace);
+            q.holds_vm = true;
+        }
     }
 
     /// A `vfork` child running in its parent's address space is done with it (exit or

@@ -16,7 +16,8 @@
 //! | `/proc/self` | a link to `/proc/<pid>` of the caller |
 //! | `/proc/<pid>/exe`, `cwd`, `root` | links to the executable, working directory and `/` |
 //! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds (`(unreachable)/name` for a host file outside the root); opening it opens that object again, as Linux does, but a host object outside the root with no more access than the descriptor has |
-//! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
+//! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
+//! | `/proc/<pid>/task/<tid>/stat`, `status`, `comm` | the same for each thread of the group (`task` lists the thread ids) |
 //!
 //! `<pid>` is any live guest process. The directories can be listed (`getdents`), made
 //! the working directory, and used as `*at` directory descriptors. Nothing here can be
@@ -40,7 +41,7 @@ use crate::vfs::{Errno, Vfs};
 
 mod text;
 use crate::files::Listing;
-pub use crate::files::{DirState, ProcFile, Snapshot};
+pub use crate::files::{DirState, ProcFile, Snapshot, TaskFile};
 pub use text::text;
 
 /// What `/dev` and `/proc` see of the machine: its file system and its processes (the
@@ -68,6 +69,7 @@ impl ProcFile {
             b"status" => ProcFile::Status,
             b"stat" => ProcFile::Stat,
             b"cmdline" => ProcFile::Cmdline,
+            b"comm" => ProcFile::Comm,
             _ => return None,
         })
     }
@@ -311,6 +313,19 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
                 }
                 _ => Err(ENOTDIR),
             }
+        }
+        b"task" => {
+            let Some(&t) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("{base}/task")))) };
+            let tid = parse_num(t).filter(|&t| q.tids().any(|x| x == t)).ok_or(ENOENT)?;
+            let Some(&name) = c.get(4) else { return Ok(Step::Node(Node::Dir(format!("{base}/task/{tid}")))) };
+            let f = match name {
+                b"stat" => TaskFile::Stat,
+                b"status" => TaskFile::Status,
+                b"comm" => TaskFile::Comm,
+                _ => return Err(ENOENT),
+            };
+            let path = format!("{base}/task/{tid}/{}", String::from_utf8_lossy(name));
+            leaf(c, 4, Node::Proc(pid, ProcFile::Task(tid, f), path))
         }
         _ => {
             let f = ProcFile::of(what).ok_or(ENOENT)?;
@@ -561,9 +576,10 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
     let Some(q) = parts.get(1).and_then(|s| s.parse().ok()).and_then(|pid| process(m, p, pid)) else {
         return Vec::new();
     };
-    match parts.get(2) {
-        None => named(&[
+    match (parts.get(2).copied(), parts.get(3)) {
+        (None, _) => named(&[
             ("cmdline", DT_REG),
+            ("comm", DT_REG),
             ("cwd", DT_LNK),
             ("exe", DT_LNK),
             ("fd", DT_DIR),
@@ -571,8 +587,15 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             ("root", DT_LNK),
             ("stat", DT_REG),
             ("status", DT_REG),
+            ("task", DT_DIR),
         ]),
-        Some(_) => (0..crate::process::MAX_FDS as u32)
+        (Some("task"), None) => {
+            let mut tids: Vec<Pid> = q.tids().collect();
+            tids.sort_unstable();
+            tids.into_iter().map(|t| (t.to_string().into_bytes(), DT_DIR)).collect()
+        }
+        (Some("task"), Some(_)) => named(&[("comm", DT_REG), ("stat", DT_REG), ("status", DT_REG)]),
+        _ => (0..crate::process::MAX_FDS as u32)
             .filter(|&n| q.fds.get(n).is_some())
             .map(|n| (n.to_string().into_bytes(), DT_LNK))
             .collect(),

@@ -1,4 +1,5 @@
-//! The text of `/proc/<pid>/maps`, `status`, `stat` and `cmdline`, in Linux's format.
+//! The text of `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm` and of
+//! `task/<tid>/stat`, `status`, `comm`, in Linux's format.
 
 use super::*;
 
@@ -32,18 +33,58 @@ pub(super) fn dispositions(q: &Process) -> (u64, u64) {
     (ign, cgt)
 }
 
-/// The contents of a `/proc/<pid>` text file.
+/// One thread of a group, as `/proc` shows it.
+pub(super) struct TaskView {
+    blocked: bool,
+    esp: u32,
+    eip: u32,
+    pending: u64,
+    sigmask: u64,
+    icount: u64,
+}
+
+/// Thread `tid` of `q`, if it lives.
+pub(super) fn task(q: &Process, tid: Pid) -> Option<TaskView> {
+    use morph_cpu::state::reg::ESP;
+    if tid == q.tid {
+        let (esp, eip) = (q.cpu.gpr[ESP], q.cpu.eip);
+        let (pending, sigmask, icount) = (q.pending, q.sigmask, q.cpu.icount);
+        return Some(TaskView { blocked: q.blocked.is_some(), esp, eip, pending, sigmask, icount });
+    }
+    q.threads.iter().find(|t| t.tid == tid).map(|t| TaskView {
+        blocked: t.blocked.is_some(),
+        esp: t.cpu.gpr[ESP],
+        eip: t.cpu.eip,
+        pending: t.pending,
+        sigmask: t.sigmask,
+        icount: t.cpu.icount,
+    })
+}
+
+/// What the process-wide files show of a thread: the leader's, as Linux's do (or the
+/// running thread's once the leader has ended).
+fn leader(q: &Process) -> TaskView {
+    task(q, q.pid).or_else(|| task(q, q.tid)).expect("the running thread lives")
+}
+
+/// The contents of a `/proc/<pid>` text file (empty for a thread that has ended).
 pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
     match f {
         ProcFile::Maps => maps(q).into_bytes(),
         ProcFile::Cmdline => q.cmdline.clone(),
-        ProcFile::Status => status(q).into_bytes(),
-        ProcFile::Stat => stat(q).into_bytes(),
+        ProcFile::Status => status(q, &leader(q), q.pid).into_bytes(),
+        ProcFile::Stat => stat(q, &leader(q), None).into_bytes(),
+        ProcFile::Comm | ProcFile::Task(_, TaskFile::Comm) => format!("{}\n", comm(q)).into_bytes(),
+        ProcFile::Task(tid, f) => match (task(q, tid), f) {
+            (Some(t), TaskFile::Status) => status(q, &t, tid).into_bytes(),
+            (Some(t), _) => stat(q, &t, Some(tid)).into_bytes(),
+            (None, _) => Vec::new(),
+        },
     }
 }
 
-pub(super) fn state(q: &Process) -> (char, &'static str) {
-    if q.blocked.is_some() { ('S', "sleeping") } else { ('R', "running") }
+pub(super) fn state(t: &TaskView) -> (char, &'static str) {
+    if t.blocked { ('S', "sleeping") } else { ('R', "running") }
 }
 
 /// Linux's `/proc/<pid>/maps`, as a 32-bit kernel prints it (the name column starts
@@ -83,48 +124,50 @@ pub(super) fn maps(q: &Process) -> String {
     s
 }
 
-pub(super) fn status(q: &Process) -> String {
+/// `status` of the process (`pid` its id, `t` its leader) or of thread `pid` (`t`).
+pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
     let id = ids();
     let (size, rss) = memory(q);
     let (ign, cgt) = dispositions(q);
-    let (st, st_name) = state(q);
+    let (st, st_name) = state(t);
     let mut s = String::new();
     let _ = writeln!(s, "Name:\t{}", comm(q));
     let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
     let _ = writeln!(s, "State:\t{st} ({st_name})");
-    let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, q.pid, q.ppid);
+    let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, pid, q.ppid);
     let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", id[0], id[1], id[1], id[1]);
     let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
     let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
     let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
     let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
-    let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", q.pending, 0);
-    let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", q.sigmask, ign, cgt);
+    let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", t.pending, 0);
+    let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", t.sigmask, ign, cgt);
     s
 }
 
-pub(super) fn stat(q: &Process) -> String {
+/// `stat` of the process (`t` its leader, `tid` `None`) or of thread `tid` (`t`): the
+/// thread's id, state, registers and signals; its own time, or the group's.
+pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>) -> String {
     let (size, rss) = memory(q);
     let (ign, cgt) = dispositions(q);
     let tick = |n: u64| n / crate::process::INSNS_PER_TICK;
     let lo = |v: u64| v & 0xffff_ffff;
-    let utime = tick(q.group_icount());
+    let utime = tick(if tid.is_some() { t.icount.saturating_sub(q.start_icount) } else { q.group_icount() });
     let cutime = tick(q.child_icount);
     let threads = 1 + q.threads.len();
-    let g = &q.cpu.gpr;
     format!(
         "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 {threads} 0 0 {size} {rss} 4294967295 \
          0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
-        q.pid,
+        tid.unwrap_or(q.pid),
         comm(q),
-        state(q).0,
+        state(t).0,
         q.ppid,
         q.pgid,
         q.sid,
-        g[morph_cpu::state::reg::ESP],
-        q.cpu.eip,
-        lo(q.pending),
-        lo(q.sigmask),
+        t.esp,
+        t.eip,
+        lo(t.pending),
+        lo(t.sigmask),
         lo(ign),
         lo(cgt),
         q.exit_signal,

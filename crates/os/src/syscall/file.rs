@@ -1,4 +1,4 @@
-//! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, directory listings.
+//! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, fadvise, directory listings.
 
 use super::common::*;
 use super::wait;
@@ -27,6 +27,8 @@ table! {
         194 ftruncate64 "fq" sys_ftruncate64;
         220 getdents64 "fpu" sys_getdents64;
         221 fcntl64 "fdx" sys_fcntl;
+        250 fadvise64 "fqud" sys_fadvise64;
+        272 fadvise64_64 "fqqd" sys_fadvise64_64;
         295 openat "fsOo" sys_openat;
         330 dup3 "ffx" sys_dup3;
     }
@@ -121,6 +123,7 @@ pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let one = [InPlace::window(&p.aspace, a[1], len)];
     let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &one))?;
     wrote(m.cache, m.phys, p, a[0], None, n);
+    grew(m, p, a[0]);
     Ok(n)
 }
 
@@ -144,14 +147,56 @@ pub(super) fn sys_pwrite64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
     guest_in(p, a[1], len)?;
     let n = host::pwrite_in_place(fd, InPlace::window(&p.aspace, a[1], len), off)?;
     wrote(m.cache, m.phys, p, a[0], Some(off as u64), n);
+    grew(m, p, a[0]);
     Ok(n)
 }
 
-/// After the file `key` was truncated (or extended) to `len` bytes.
-pub(super) fn truncated(cache: &mut PageCache, phys: &PhysMem, key: Option<FileKey>, len: u64) {
-    if let Some(key) = key {
-        cache.truncated(phys, key, len);
+/// After the file `key` was truncated (or extended) to `len` bytes: the page cache, and
+/// the mappings of the file (see [`resized`]).
+pub(super) fn truncated(m: &mut FileCtx<'_>, p: &mut Process, key: Option<FileKey>, len: u64) {
+    let Some(key) = key.filter(|&k| m.cache.is_cached(k)) else { return };
+    m.cache.truncated(m.phys, key, len);
+    resized(m, p, key, len);
+}
+
+/// The file `key` now has `len` bytes: in every address space, the pages of its
+/// mappings wholly past the end give `SIGBUS`, those before it are there.
+fn resized(m: &mut FileCtx<'_>, p: &mut Process, key: FileKey, len: u64) {
+    p.aspace.file_resized(key, len);
+    m.file_resized(key, len);
+}
+
+/// After a write to guest `fd` (`wrote` done): if it went past the end of a cached
+/// file, the mappings see the new end.
+fn grew(m: &mut FileCtx<'_>, p: &mut Process, fd: u32) {
+    if let Some(key) = cached_file(m.cache, p, fd)
+        && let Some(size) = m.cache.size_of(key)
+    {
+        resized(m, p, key, size);
     }
+}
+
+/// `fadvise64(fd, offset_lo, offset_hi, len, advice)`: i386's 32-bit length.
+fn sys_fadvise64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fadvise(p, a[0], pair(a[1], a[2]), i64::from(a[3]), a[4])
+}
+
+/// `fadvise64_64(fd, offset_lo, offset_hi, len_lo, len_hi, advice)`.
+fn sys_fadvise64_64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    fadvise(p, a[0], pair(a[1], a[2]), pair(a[3], a[4]), a[5])
+}
+
+/// A 64-bit argument passed in two registers, low half first.
+fn pair(lo: u32, hi: u32) -> i64 {
+    ((u64::from(hi) << 32) | u64::from(lo)) as i64
+}
+
+/// The advice is only a hint, so the host is asked with the guest's arguments on the
+/// same kind of object (the host descriptor behind the guest's): its answer carries
+/// Linux's checks (`EBADF` for an `O_PATH` descriptor, `ESPIPE` for a pipe, `EINVAL`
+/// for a negative length or an unknown advice), else 0.
+fn fadvise(p: &Process, fd: u32, offset: i64, len: i64, advice: u32) -> SysResult {
+    host::fadvise(host_fd(p, fd)?, offset, len, advice as i32)
 }
 
 pub(super) fn ftruncate_common(m: &mut FileCtx<'_>, p: &mut Process, guest_fd: u32, len: i64) -> SysResult {
@@ -161,7 +206,7 @@ pub(super) fn ftruncate_common(m: &mut FileCtx<'_>, p: &mut Process, guest_fd: u
     let fd = host_fd(p, guest_fd)?;
     let r = host::ftruncate(fd, len)?;
     let key = cached_file(m.cache, p, guest_fd);
-    truncated(m.cache, m.phys, key, len as u64);
+    truncated(m, p, key, len as u64);
     Ok(r)
 }
 
@@ -173,7 +218,7 @@ pub(super) fn truncate_common(m: &mut FileCtx<'_>, p: &mut Process, path: u32, l
     // Only a regular file is opened (a FIFO would block the machine): EISDIR, else EINVAL.
     let fd = m.vfs.open_regular(&p.cwd, &path, libc::O_WRONLY, |k| if k == libc::S_IFDIR { EISDIR } else { EINVAL })?;
     let r = host::ftruncate(fd.as_raw_fd(), len)?;
-    truncated(m.cache, m.phys, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
+    truncated(m, p, FileKey::of_fd(fd.as_raw_fd()).ok().flatten(), len as u64);
     Ok(r)
 }
 
@@ -253,6 +298,7 @@ pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &v))?;
     wrote(m.cache, m.phys, p, a[0], None, n);
+    grew(m, p, a[0]);
     Ok(n)
 }
 
@@ -280,10 +326,10 @@ pub(super) fn open_common(
     };
     let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
     if flags & O_TRUNC != 0
-        && let Some(key) = entry.file().filter(|&k| m.cache.is_cached(k))
+        && let Some(key) = entry.file()
         && let Ok(st) = host_stat_fd(entry.host.as_raw_fd())
     {
-        m.cache.truncated(m.phys, key, st.st_size as u64);
+        truncated(m, p, Some(key), st.st_size as u64);
     }
     p.fds.install(entry, 0).ok_or(EMFILE)
 }

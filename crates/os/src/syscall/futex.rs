@@ -21,6 +21,7 @@ use super::common::*;
 use super::wait;
 use crate::kernel::futexes::FutexKey;
 use crate::process::{Blocked, Wait};
+use morph_mem::MapKind;
 
 table! {
     /// Futexes and thread ids.
@@ -34,24 +35,39 @@ table! {
     }
 }
 
-/// The key of the futex at `uaddr` for the calling process.
-fn key_of(p: &Process, uaddr: u32, private: bool) -> Result<FutexKey, Errno> {
+/// The key of the futex at `uaddr` for the calling process, with Linux's checks: a
+/// misaligned word is `EINVAL`; a private futex's key is its address, whatever is mapped
+/// there; a shared one needs the page (`EFAULT` if it cannot be read, or written when
+/// `write`), and a read-only anonymous page is `EFAULT` too (it can never change).
+fn key_of(p: &Process, uaddr: u32, private: bool, write: bool) -> Result<FutexKey, Errno> {
     if uaddr & 3 != 0 {
         return Err(EINVAL);
     }
-    let pte = p.aspace.pte(uaddr);
-    if !private
-        && pte.shared()
-        && let Some(pa) = p.aspace.translate(uaddr)
-    {
-        return Ok(FutexKey::Shared(pa.0));
+    if private {
+        return Ok(FutexKey::Private(p.mm_key(), uaddr));
     }
-    Ok(FutexKey::Private(p.pid, uaddr))
+    let pte = p.aspace.pte(uaddr);
+    if !pte.readable() || (write && !pte.writable()) {
+        return Err(EFAULT);
+    }
+    let anon = match p.aspace.vma_at(uaddr) {
+        Some(v) if !v.shared => {
+            matches!(v.kind, MapKind::Anon) || !pte.has_frame() || p.aspace.phys().file_page(pte.frame()).is_none()
+        }
+        _ => false,
+    };
+    if anon && !pte.writable() {
+        return Err(EFAULT);
+    }
+    match p.aspace.translate(uaddr) {
+        Some(pa) if pte.shared() => Ok(FutexKey::Shared(pa.0)),
+        _ => Ok(FutexKey::Private(p.mm_key(), uaddr)),
+    }
 }
 
 /// Wakes up to `n` waiters of the futex at `uaddr`, counted.
 pub(crate) fn wake(m: &mut Machine, p: &Process, uaddr: u32, private: bool, n: u32, bitset: u32) -> SysResult {
-    let key = key_of(p, uaddr, private)?;
+    let key = key_of(p, uaddr, private, false)?;
     let woken = m.futexes.wake(key, n, bitset);
     m.stats.futex_wakes += u64::from(woken);
     Ok(woken)
@@ -70,7 +86,7 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
-    if op & FUTEX_CLOCK_REALTIME != 0 && !matches!(cmd, FUTEX_WAIT | FUTEX_WAIT_BITSET) {
+    if op & FUTEX_CLOCK_REALTIME != 0 && !matches!(cmd, FUTEX_WAIT_BITSET | FUTEX_LOCK_PI2) {
         return Err(ENOSYS);
     }
     match cmd {
@@ -81,17 +97,18 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
                 Some(true) => return Err(ETIMEDOUT),
                 None => {}
             }
-            let bitset = if cmd == FUTEX_WAIT { u32::MAX } else { val3 };
-            if bitset == 0 {
-                return Err(EINVAL);
-            }
-            let key = key_of(p, uaddr, private)?;
+            // The timeout is read first, as Linux's entry does.
             let deadline = if timeout == 0 {
                 None
             } else {
                 let t = wait::read_timespec(p, timeout, wide)?;
                 Some(if cmd == FUTEX_WAIT { Instant::now() + t } else { absolute(op & FUTEX_CLOCK_REALTIME != 0, t) })
             };
+            let bitset = if cmd == FUTEX_WAIT { u32::MAX } else { val3 };
+            if bitset == 0 {
+                return Err(EINVAL);
+            }
+            let key = key_of(p, uaddr, private, false)?;
             if p.aspace.read_u32(uaddr).map_err(efault)? != val {
                 return Err(EAGAIN);
             }
@@ -114,8 +131,8 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             if (val as i32) < 0 || (timeout as i32) < 0 {
                 return Err(EINVAL);
             }
-            let from = key_of(p, uaddr, private)?;
-            let to = key_of(p, uaddr2, private)?;
+            let from = key_of(p, uaddr, private, false)?;
+            let to = key_of(p, uaddr2, private, false)?;
             if cmd == FUTEX_CMP_REQUEUE && p.aspace.read_u32(uaddr).map_err(efault)? != val3 {
                 return Err(EAGAIN);
             }
@@ -125,11 +142,13 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             Ok(n)
         }
         FUTEX_WAKE_OP => {
-            let k1 = key_of(p, uaddr, private)?;
-            let k2 = key_of(p, uaddr2, private)?;
+            let k1 = key_of(p, uaddr, private, false)?;
+            let k2 = key_of(p, uaddr2, private, true)?;
             let old = p.aspace.read_u32(uaddr2).map_err(efault)?;
             let (new, cond) = wake_op(val3, old).ok_or(ENOSYS)?;
             p.aspace.write_u32(uaddr2, new).map_err(efault)?;
+            // An unknown comparison fails after the store, as Linux's does.
+            let cond = cond.ok_or(ENOSYS)?;
             let mut n = m.futexes.wake(k1, val, u32::MAX);
             if cond {
                 n += m.futexes.wake(k2, timeout, u32::MAX);
@@ -137,13 +156,89 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
             m.stats.futex_wakes += u64::from(n);
             Ok(n)
         }
+        FUTEX_LOCK_PI | FUTEX_LOCK_PI2 | FUTEX_TRYLOCK_PI => {
+            // The timeout is read first: absolute, on CLOCK_REALTIME for LOCK_PI.
+            let deadline = match (cmd, timeout) {
+                (FUTEX_TRYLOCK_PI, _) | (_, 0) => None,
+                _ => {
+                    let t = wait::read_timespec(p, timeout, wide)?;
+                    Some(absolute(cmd == FUTEX_LOCK_PI || op & FUTEX_CLOCK_REALTIME != 0, t))
+                }
+            };
+            lock_pi(m, p, uaddr, private, deadline, cmd == FUTEX_TRYLOCK_PI)
+        }
+        FUTEX_UNLOCK_PI => unlock_pi(m, p, uaddr, private),
         _ => Err(ENOSYS),
     }
 }
 
+/// `FUTEX_LOCK_PI` (`try`: `FUTEX_TRYLOCK_PI`) on the word at `uaddr`: owner tid, plus
+/// `FUTEX_WAITERS` while threads wait in the kernel. A free word is taken; a held one
+/// gets the waiters bit and the caller waits (FIFO: morph has no priorities to inherit)
+/// until the owner's `FUTEX_UNLOCK_PI` hands it the lock, which it then owns on return.
+fn lock_pi(
+    m: &mut Machine,
+    p: &mut Process,
+    uaddr: u32,
+    private: bool,
+    deadline: Option<Instant>,
+    try_: bool,
+) -> SysResult {
+    // A re-run after the wait: handed the lock, or timed out (no longer waiting).
+    match p.resumed {
+        Some(false) => return Ok(0),
+        Some(true) => return Err(ETIMEDOUT),
+        None => {}
+    }
+    let key = key_of(p, uaddr, private, true)?;
+    let w = p.aspace.read_u32(uaddr).map_err(efault)?;
+    let owner = w & FUTEX_TID_MASK;
+    if owner == 0 {
+        let waiters = if m.futexes.has_waiters(key) { FUTEX_WAITERS } else { 0 };
+        p.aspace.write_u32(uaddr, (w & FUTEX_OWNER_DIED) | p.tid | waiters).map_err(efault)?;
+        return Ok(0);
+    }
+    if owner == p.tid {
+        return Err(EDEADLK);
+    }
+    // Linux marks the word before it looks for the owner.
+    p.aspace.write_u32(uaddr, w | FUTEX_WAITERS).map_err(efault)?;
+    if !m.tids.contains_key(&owner) {
+        return Err(ESRCH);
+    }
+    if try_ {
+        return Err(EAGAIN);
+    }
+    if deadline.is_some_and(|d| d <= Instant::now()) {
+        return Err(ETIMEDOUT);
+    }
+    m.futexes.wait(key, p.tid, u32::MAX);
+    m.stats.futex_waits += 1;
+    p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true });
+    Err(ERESTARTSYS)
+}
+
+/// `FUTEX_UNLOCK_PI`: the owner gives the lock to the first waiter (the word becomes its
+/// tid with `FUTEX_WAITERS`, as Linux keeps the bit while waiters may remain), or frees
+/// it; `EPERM` for a caller that does not own it.
+fn unlock_pi(m: &mut Machine, p: &mut Process, uaddr: u32, private: bool) -> SysResult {
+    let key = key_of(p, uaddr, private, true)?;
+    let w = p.aspace.read_u32(uaddr).map_err(efault)?;
+    if w & FUTEX_TID_MASK != p.tid {
+        return Err(EPERM);
+    }
+    p.aspace.prepare_write(uaddr, 4).map_err(efault)?;
+    let next = m.futexes.wake_first(key);
+    let word = next.map_or(0, |t| t | FUTEX_WAITERS);
+    p.aspace.write_u32(uaddr, word).map_err(efault)?;
+    m.stats.futex_wakes += u64::from(next.is_some());
+    Ok(0)
+}
+
 /// `FUTEX_WAKE_OP`'s encoded operation on the old value of the second word: the value
-/// to store and whether the comparison holds (`None`: an unknown operation).
-fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
+/// to store (`None`: an unknown operation) and whether the comparison holds (`None`: an
+/// unknown comparison).
+fn wake_op(encoded: u32, old: u32) -> Option<(u32, Option<bool>)> {
     let sext12 = |v: u32| ((v << 20) as i32) >> 20;
     let op = (encoded >> 28) & 7;
     let shift = encoded & (8 << 28) != 0;
@@ -170,9 +265,9 @@ fn wake_op(encoded: u32, old: u32) -> Option<(u32, bool)> {
         3 => o <= cmparg,
         4 => o > cmparg,
         5 => o >= cmparg,
-        _ => return None,
+        _ => return Some((new, None)),
     };
-    Some((new, cond))
+    Some((new, Some(cond)))
 }
 
 /// The host instant of an absolute time `t` on `CLOCK_REALTIME` or `CLOCK_MONOTONIC`.
@@ -236,30 +331,50 @@ fn exit_robust_list(m: &mut Machine, p: &mut Process) {
     let (Some(mut entry), Some(offset), Some(pending)) = (rd(p, head), rd(p, head + 4), rd(p, head + 8)) else {
         return;
     };
-    let pending = pending & !1;
+    // Bit 0 of each pointer says whether the entry it points to is a PI futex.
+    let (pending_pi, pending) = (pending & 1 != 0, pending & !1);
     for _ in 0..2048 {
+        let pi = entry & 1 != 0;
         entry &= !1;
         if entry == head {
             break;
         }
         let Some(next) = rd(p, entry) else { break };
         if entry != pending {
-            futex_death(m, p, entry.wrapping_add(offset));
+            futex_death(m, p, entry.wrapping_add(offset), pi);
         }
         entry = next;
     }
     if pending != 0 {
-        futex_death(m, p, pending.wrapping_add(offset));
+        futex_death(m, p, pending.wrapping_add(offset), pending_pi);
     }
 }
 
 /// A robust futex held by the dying thread: `FUTEX_OWNER_DIED`, and one waiter woken.
-fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32) {
+/// A PI one (`pi`) goes to its first waiter, which owns it on return from
+/// `FUTEX_LOCK_PI` (tid, `FUTEX_WAITERS` and `FUTEX_OWNER_DIED`), as Linux's
+/// `exit_pi_state_list` hands it on.
+fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32, pi: bool) {
     if uaddr & 3 != 0 {
         return;
     }
     let Ok(val) = p.aspace.read_u32(uaddr) else { return };
     if val & FUTEX_TID_MASK != p.tid {
+        return;
+    }
+    if pi {
+        let Ok(key) = key_of(p, uaddr, false, true) else { return };
+        if p.aspace.prepare_write(uaddr, 4).is_err() {
+            return;
+        }
+        let word = match m.futexes.wake_first(key) {
+            Some(t) => {
+                m.stats.futex_wakes += 1;
+                t | FUTEX_WAITERS | FUTEX_OWNER_DIED
+            }
+            None => (val & FUTEX_WAITERS) | FUTEX_OWNER_DIED,
+        };
+        let _ = p.aspace.write_u32(uaddr, word);
         return;
     }
     if p.aspace.write_u32(uaddr, (val & FUTEX_WAITERS) | FUTEX_OWNER_DIED).is_ok() && val & FUTEX_WAITERS != 0 {
@@ -276,15 +391,18 @@ mod tests {
     fn wake_op_decoding() {
         // FUTEX_OP(FUTEX_OP_SET, 0, FUTEX_OP_CMP_GT, 1): glibc's condvar/lll form.
         let enc = (4 << 24) | 1;
-        assert_eq!(wake_op(enc, 2), Some((0, true)));
-        assert_eq!(wake_op(enc, 1), Some((0, false)));
+        assert_eq!(wake_op(enc, 2), Some((0, Some(true))));
+        assert_eq!(wake_op(enc, 1), Some((0, Some(false))));
         // ADD 1 with shift: 1 << 3.
         let enc = ((1 | 8) << 28) | (3 << 12);
-        assert_eq!(wake_op(enc, 1), Some((9, false)));
-        assert_eq!(wake_op(enc, 0), Some((8, true)));
+        assert_eq!(wake_op(enc, 1), Some((9, Some(false))));
+        assert_eq!(wake_op(enc, 0), Some((8, Some(true))));
         // Negative cmparg, LT.
         let enc = (2 << 24) | 0xfff;
-        assert_eq!(wake_op(enc, (-2i32) as u32), Some((0, true)));
+        assert_eq!(wake_op(enc, (-2i32) as u32), Some((0, Some(true))));
+        // An unknown operation; an unknown comparison still gives the value to store.
+        assert_eq!(wake_op(7 << 28, 1), None);
+        assert_eq!(wake_op(15 << 24, 1), Some((0, None)));
     }
 
     #[test]

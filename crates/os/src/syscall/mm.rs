@@ -174,6 +174,18 @@ pub(super) fn sys_mremap(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     }
     let new_len = new_len as u32;
     let vma = p.aspace.vma_at(old).ok_or(EFAULT)?.clone();
+    if old_len == 0 {
+        // A second view of shared memory (Linux refuses it for a private mapping).
+        if !vma.shared {
+            return Err(EINVAL);
+        }
+        if flags & MREMAP_MAYMOVE == 0 {
+            return Err(ENOMEM);
+        }
+        let dest = p.aspace.find_free_top_down(new_len, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?;
+        p.aspace.alias_shared(m.cache, old, dest, new_len).map_err(|_| ENOMEM)?;
+        return Ok(dest);
+    }
     if u64::from(old) + u64::from(old_len) > u64::from(vma.end) {
         return Err(EFAULT);
     }
@@ -229,7 +241,7 @@ pub(super) fn sys_mprotect(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
     }
     p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|k| match k {
         MemFaultKind::Protection => EACCES,
-        MemFaultKind::Unmapped => ENOMEM,
+        MemFaultKind::Unmapped | MemFaultKind::BeyondEof => ENOMEM,
     })?;
     Ok(0)
 }
@@ -265,12 +277,12 @@ pub(super) fn sys_msync(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 /// WILLNEED, MERGEABLE, UNMERGEABLE, HUGEPAGE, NOHUGEPAGE, DONTDUMP, DODUMP, COLD,
 /// PAGEOUT, and FREE on private anonymous memory (its pages may be kept, as Linux keeps
 /// them until memory is short). DONTNEED gives private anonymous pages back: they read
-/// as zeros again; shared memory keeps its bytes. DONTNEED on a private file mapping
-/// (its pages would go back to the file's) and the advice that changes fork or
-/// removes backing store (REMOVE, DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK,
-/// POPULATE_*) give EINVAL, as from a kernel without them. A hole in the range gives
+/// as zeros again; on a private file mapping they show the file's bytes again (its
+/// pages are mapped afresh from the page cache); shared memory keeps its bytes. The
+/// advice that changes fork or removes backing store (REMOVE, DONTFORK, DOFORK,
+/// WIPEONFORK, KEEPONFORK, POPULATE_*) gives EINVAL, as from a kernel without it. A hole in the range gives
 /// ENOMEM after the mapped parts are advised, as Linux does.
-pub(super) fn sys_madvise(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_madvise(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const DONTNEED: u32 = 4;
     const FREE: u32 = 8;
     const HINTS: [u32; 13] = [0, 1, 2, 3, 12, 13, 14, 15, 16, 17, 20, 21, FREE];
@@ -294,14 +306,23 @@ pub(super) fn sys_madvise(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
         return Err(EINVAL);
     }
     if advice == DONTNEED {
-        if parts.iter().any(|v| !v.shared && !private_anon(v)) {
-            return Err(EINVAL);
-        }
-        for v in parts.iter().filter(|v| private_anon(v)) {
+        for v in parts.iter().filter(|v| !v.shared) {
             let from = v.start.max(start);
             let n = (u64::from(v.end).min(end) - u64::from(from)) as u32;
-            p.aspace.unmap(from, n).map_err(|_| ENOMEM)?;
-            p.aspace.map_anon(from, n, v.prot, false, &v.name).map_err(|_| ENOMEM)?;
+            match &v.kind {
+                morph_mem::MapKind::Anon => {
+                    p.aspace.unmap(from, n).map_err(|_| ENOMEM)?;
+                    p.aspace.map_anon(from, n, v.prot, false, &v.name).map_err(|_| ENOMEM)?;
+                }
+                // The private copies go: the pages are the file's again, as now.
+                morph_mem::MapKind::File { page, file, .. } => {
+                    let off = (u64::from(*page) + u64::from((from - v.start) / PAGE_SIZE)) * u64::from(PAGE_SIZE);
+                    let id = morph_mem::FileId::of(file).map_err(|_| EIO)?;
+                    p.aspace
+                        .map_file(m.cache, from, n, v.prot, false, file, id, off, &v.name)
+                        .map_err(|_| ENOMEM)?;
+                }
+            }
         }
     }
     if covered < len { Err(ENOMEM) } else { Ok(0) }
@@ -319,7 +340,8 @@ pub(crate) fn set_thread_area(p: &mut Process, ptr: u32) -> SysResult {
 /// Installs the TLS descriptor at `ptr` into `cpu`'s per-thread TLS entries (also for
 /// a new thread: `clone`'s `CLONE_SETTLS`).
 pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::AddressSpace, ptr: u32) -> SysResult {
-    use morph_cpu::state::{TLS_ENTRIES, TLS_ENTRY_MIN, seg};
+    use morph_cpu::state::{TLS_ENTRIES, seg};
+    let tls_min = cpu.segs.tls_min;
     let a = [ptr];
     let mut d = [0u8; 16];
     aspace.read_bytes(a[0], &mut d).map_err(efault)?;
@@ -327,11 +349,11 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
     let (entry, base, limit, flags) = (w(0), w(4), w(8), w(12));
     let idx = if entry == u32::MAX {
         let free = cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
-        let n = (TLS_ENTRY_MIN + free) as u32;
+        let n = (tls_min + free) as u32;
         aspace.write_u32(a[0], n).map_err(efault)?;
         free
     } else {
-        let i = (entry as usize).wrapping_sub(TLS_ENTRY_MIN);
+        let i = (entry as usize).wrapping_sub(tls_min);
         if i >= TLS_ENTRIES {
             return Err(EINVAL);
         }
@@ -343,7 +365,7 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
     // Reload segment registers that use this entry.
     for s in [seg::FS, seg::GS] {
         let sel = cpu.sel[s];
-        if usize::from(sel >> 3) == TLS_ENTRY_MIN + idx {
+        if usize::from(sel >> 3) == tls_min + idx {
             cpu.seg_base[s] = if present { base } else { 0 };
         }
     }

@@ -54,6 +54,7 @@ mod io;
 mod mm;
 pub(crate) mod net;
 pub(crate) mod proc;
+pub(crate) mod rseq;
 mod signal;
 mod stat;
 pub mod strace;
@@ -71,6 +72,7 @@ pub static TABLES: &[&[Syscall]] = &[
     proc::TABLE,
     futex::TABLE,
     signal::TABLE,
+    rseq::TABLE,
     io::TABLE,
     net::TABLE,
 ];

@@ -4,14 +4,15 @@
 //! the page cache) and shares open file descriptions. `vfork` is a `fork` whose parent
 //! waits until the child execs or exits, which is all POSIX promises; `clone` with
 //! fork-like flags is `fork`, `clone` with `CLONE_THREAD` adds a thread to the caller's
-//! group (see [`Process`]), and `CLONE_VM` without either is not supported: `-ENOSYS`,
-//! counted.
+//! group (see [`Process`]), and `CLONE_VM` without either makes a process that shares
+//! the caller's address space (`Process::vm_share`; with `CLONE_FILES`, `CLONE_FS` or
+//! `CLONE_SIGHAND` too it is not supported: `-ENOSYS`, counted).
 
 use morph_cpu::Cpu;
 use morph_mem::AddressSpace;
 
 use super::common::*;
-use super::mm::{install_tls, set_thread_area};
+use super::mm::install_tls;
 use crate::layout::Kernel;
 use crate::loader::LoadError;
 use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
@@ -127,7 +128,11 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     if flags & CLONE_THREAD != 0 {
         return clone_thread(m, p, flags, rest);
     }
-    if flags & CLONE_VM != 0 && flags & CLONE_VFORK == 0 {
+    // `CLONE_VM` without `CLONE_THREAD`: a process sharing the caller's address space
+    // (see `Process::vm_share`); its own descriptors, directory and handlers (sharing
+    // those between processes is not supported).
+    let share_vm = flags & CLONE_VM != 0 && (flags & CLONE_VFORK == 0 || p.vm_share.is_some());
+    if share_vm && flags & (CLONE_FILES | CLONE_FS | CLONE_SIGHAND) != 0 {
         m.stats.unsupported_clones += 1;
         return Err(ENOSYS);
     }
@@ -135,10 +140,12 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     // parent's memory, as on Linux (posix_spawn's child reports a failed exec there);
     // the parent, suspended until the child execs or exits, holds an empty space
     // meanwhile. A parent with other threads (which need its memory) lends a copy.
-    let lend = flags & CLONE_VM != 0 && flags & CLONE_VFORK != 0 && p.threads.is_empty();
+    let lend = !share_vm && flags & CLONE_VM != 0 && flags & CLONE_VFORK != 0 && p.threads.is_empty();
     let aspace = if lend {
         let empty = AddressSpace::new(m.phys.clone()).map_err(|_| ENOMEM)?;
         std::mem::replace(&mut p.aspace, empty)
+    } else if share_vm {
+        AddressSpace::new(m.phys.clone()).map_err(|_| ENOMEM)?
     } else {
         p.aspace.fork().map_err(|_| ENOMEM)?
     };
@@ -176,12 +183,16 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         resumed: None,
         clear_child_tid: if flags & CLONE_CHILD_CLEARTID != 0 { ctid } else { 0 },
         robust_list: (0, 0),
+        // A registration is inherited by fork, not by a child sharing the memory.
+        rseq: if flags & CLONE_VM != 0 { Default::default() } else { p.rseq },
         threads: Vec::new(),
         thread_exited: false,
         leader_exit: None,
         dead_threads_icount: 0,
         vfork_parent: (flags & CLONE_VFORK != 0).then_some(p.pid),
         vfork_lent: lend,
+        vm_share: share_vm.then(|| p.mm_key()),
+        holds_vm: false,
         alarm: None,
         timers: Vec::new(),
         exit_signal: (flags & CSIGNAL) as i32,
@@ -190,17 +201,19 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         cmdline: p.cmdline.clone(),
     };
     let setup = |p: &mut Process, child: &mut Process| -> Result<(), Errno> {
+        if flags & CLONE_PARENT_SETTID != 0 && !lend && !share_vm {
+            p.aspace.write_u32(ptid, pid).map_err(efault)?;
+        }
+        // The child's memory (the caller's, when shared).
+        let mem = if share_vm { &mut p.aspace } else { &mut child.aspace };
         if flags & CLONE_SETTLS != 0 {
-            set_thread_area(child, tls)?;
+            install_tls(&mut child.cpu, mem, tls)?;
         }
         if flags & CLONE_CHILD_SETTID != 0 {
-            child.aspace.write_u32(ctid, pid).map_err(efault)?;
+            mem.write_u32(ctid, pid).map_err(efault)?;
         }
         if flags & CLONE_PARENT_SETTID != 0 {
-            if !lend {
-                p.aspace.write_u32(ptid, pid).map_err(efault)?;
-            }
-            child.aspace.write_u32(ptid, pid).map_err(efault)?;
+            mem.write_u32(ptid, pid).map_err(efault)?;
         }
         Ok(())
     };
@@ -209,6 +222,10 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
             std::mem::swap(&mut p.aspace, &mut child.aspace);
         }
         return Err(e);
+    }
+    if share_vm {
+        p.vm_share = Some(p.mm_key());
+        p.holds_vm = true;
     }
     m.procs.insert(pid, child);
     m.tids.insert(pid, pid);
@@ -328,7 +345,9 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     }
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
+    p.rseq = Default::default();
     p.leader_exit = None;
+    m.leave_vm(p); // the others keep the space it shared
     let old = std::mem::replace(&mut p.aspace, aspace);
     // A vfork child gives its parent's memory back (its empty space goes).
     if std::mem::take(&mut p.vfork_lent)
@@ -336,7 +355,7 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     {
         parent.aspace = old;
     }
-    let mut cpu = Cpu::new();
+    let mut cpu = Cpu::with_segments(m.cfg.kernel.user_segments());
     cpu.eip = img.entry;
     cpu.gpr[reg::ESP] = img.sp;
     cpu.icount = p.cpu.icount;

@@ -21,7 +21,7 @@
 //! The x87/SSE state goes in a separate `_fpstate` (112-byte legacy header, then the
 //! 512-byte FXSAVE image) below the frame; `sigcontext.fpstate` points at it.
 
-use morph_cpu::state::{TLS_ENTRY_MIN, flags, seg};
+use morph_cpu::state::{flags, seg};
 
 use super::common::*;
 use super::wait;
@@ -118,6 +118,9 @@ impl Machine {
                 p.cpu.gpr[reg::EAX] = (-EINTR) as u32;
             }
         }
+        // A restartable sequence the handler interrupts is aborted first (Linux's
+        // `rseq_signal_deliver`): the frame returns to its abort handler.
+        super::rseq::resume(p);
         let oldmask = p.saved_mask.take().unwrap_or(p.sigmask);
         if build_frame(p, sig, act, info, oldmask).is_err() {
             // No room for the frame: Linux forces SIGSEGV.
@@ -272,7 +275,7 @@ fn build_frame(
 /// base for FS/GS, the flat base otherwise.
 fn load_segment(p: &mut Process, s: usize, sel: u16) {
     p.cpu.sel[s] = sel;
-    let idx = usize::from(sel >> 3).wrapping_sub(TLS_ENTRY_MIN);
+    let idx = usize::from(sel >> 3).wrapping_sub(p.cpu.segs.tls_min);
     p.cpu.seg_base[s] = match p.cpu.tls.get(idx) {
         Some(t) if (s == seg::FS || s == seg::GS) && t.present => t.base,
         _ => 0,

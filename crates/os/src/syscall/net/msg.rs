@@ -8,18 +8,20 @@ use super::addr::*;
 use super::sock::*;
 use super::sockopt;
 use crate::host::Zeroed;
-use crate::syscall::file::iovecs;
+use crate::syscall::file::{guest_in, guest_out, iovecs};
 
 pub(super) fn sys_sendto(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (fd, buf, len, flags, addr, alen) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
-    p.aspace.check_read(buf, len).map_err(efault)?;
+    // What Linux transfers from a partly valid buffer is the protocol's business: the
+    // host stops at the first page the guest may not read, as Linux would.
+    guest_in(p, buf, len)?;
     let to = if addr != 0 { Some(host_addr(m, p, read_sockaddr(p, addr, alen)?, Use::Send)?) } else { None };
     autobind_if_passcred(m.net, raw)?;
     let (tp, tl) = to.as_ref().map_or((std::ptr::null(), 0), |h| (h.ptr(), h.len()));
-    // SAFETY: the guest range was checked readable and is mapped in our window; the
-    // address (if any) is our buffer of `tl` bytes.
+    // SAFETY: a range of our window slot, hosted up to the first page the guest may not
+    // read (the host stops there); the address (if any) is our buffer of `tl` bytes.
     let r =
         host(unsafe { libc::sendto(raw, p.aspace.host_ptr(buf).cast(), len as usize, send_flags(flags), tp, tl) }
             as isize);
@@ -30,14 +32,15 @@ pub(super) fn sys_recvfrom(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
     let (fd, buf, len, flags, addr, len_ptr) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
-    p.aspace.prepare_write(buf, len).map_err(efault)?;
+    guest_out(p, buf, len)?; // a datagram that does not fit is consumed, as on Linux
     let dontwait = flags & MSG_DONTWAIT != 0 || f.guest_nonblock();
     if let Some(r) = wait_all(p, raw, flags, len as usize, dontwait) {
         return r;
     }
     let mut from = AddrBuf::new();
-    // SAFETY: the guest range was checked writable and is mapped in our window; the
-    // address goes to our buffer of `from.len` bytes.
+    // SAFETY: a range of our window slot, prepared up to the first page the guest may
+    // not write (the host stops there); the address goes to our buffer of `from.len`
+    // bytes.
     let r = unsafe {
         libc::recvfrom(
             raw,
