@@ -3,7 +3,9 @@
 //! page cache and physical memory, `/proc`'s read-only view of the other processes, the
 //! RNG and the configuration. Such a handler cannot reach the process table, the
 //! engine, the futex waiters or the sockets. The socket calls get a [`NetCtx`]: the
-//! socket namespace, the file system (for `AF_UNIX` paths) and the counters.
+//! socket namespace, the file system (for `AF_UNIX` paths) and the counters. The
+//! pipe, readiness and sleep calls (the `io` family) get an [`IoCtx`]: only the flag
+//! that ends the caller's time slice.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -90,5 +92,20 @@ impl Machine {
     /// The context of a socket call.
     pub(crate) fn net_ctx(&mut self) -> NetCtx<'_> {
         NetCtx { net: &mut self.net, vfs: &self.vfs, stats: &mut self.stats }
+    }
+}
+
+/// What a pipe, readiness or sleep call may use: everything it waits for is in the
+/// caller's `Process` (its descriptors, its blocked call); the machine gives it only
+/// the flag that ends the caller's time slice (`sched_yield`).
+pub(crate) struct IoCtx<'a> {
+    /// Set to end the running process's time slice.
+    pub(crate) yield_slice: &'a mut bool,
+}
+
+impl Machine {
+    /// The context of a pipe, readiness or sleep call.
+    pub(crate) fn io_ctx(&mut self) -> IoCtx<'_> {
+        IoCtx { yield_slice: &mut self.yield_slice }
     }
 }

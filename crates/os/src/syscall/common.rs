@@ -10,7 +10,7 @@ pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
-pub(crate) use crate::kernel::ctx::{FileCtx, NetCtx};
+pub(crate) use crate::kernel::ctx::{FileCtx, IoCtx, NetCtx};
 pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
@@ -29,6 +29,8 @@ pub(crate) enum Handler {
     Files(fn(&mut FileCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
     /// A socket call ([`NetCtx`]).
     Net(fn(&mut NetCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
+    /// A pipe, readiness or sleep call ([`IoCtx`]).
+    Io(fn(&mut IoCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
     /// A call that changes processes, signals or futexes: the whole machine.
     Machine(fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult),
 }

@@ -318,9 +318,7 @@ pub(super) fn sys_madvise(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
                 morph_mem::MapKind::File { page, file, .. } => {
                     let off = (u64::from(*page) + u64::from((from - v.start) / PAGE_SIZE)) * u64::from(PAGE_SIZE);
                     let id = morph_mem::FileId::of(file).map_err(|_| EIO)?;
-                    p.aspace
-                        .map_file(m.cache, from, n, v.prot, false, file, id, off, &v.name)
-                        .map_err(|_| ENOMEM)?;
+                    p.aspace.map_file(m.cache, from, n, v.prot, false, file, id, off, &v.name).map_err(|_| ENOMEM)?;
                 }
             }
         }

@@ -28,8 +28,8 @@ use common::Handler;
 pub use common::{SysResult, Syscall};
 
 /// Declares a static table of system calls: `nr name "args" handler;` rows. The
-/// handlers take the whole machine, or, after `TABLE: Files` or `TABLE: Net`, a
-/// [`common::FileCtx`] or a [`common::NetCtx`].
+/// handlers take the whole machine, or, after `TABLE: Files`, `TABLE: Net` or
+/// `TABLE: Io`, a [`common::FileCtx`], a [`common::NetCtx`] or a [`common::IoCtx`].
 macro_rules! table {
     ($(#[$m:meta])* $vis:vis $table:ident { $($rows:tt)* }) => {
         table!($(#[$m])* $vis $table: Machine { $($rows)* });
@@ -113,6 +113,7 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
         Some(s) => match s.handler {
             Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
             Handler::Net(h) => h(&mut m.net_ctx(), p, &args),
+            Handler::Io(h) => h(&mut m.io_ctx(), p, &args),
             Handler::Machine(h) => h(m, p, &args),
         },
         None => {
