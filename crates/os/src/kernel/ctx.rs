@@ -72,7 +72,7 @@ impl Machine {
             rng: &mut self.rng,
             ioctl_unknown: &mut self.ioctl_unknown,
             started: self.started,
-            procs: &mut self.procs,
+            procs: &mut self.tasks.procs,
         }
     }
 }

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 pub(crate) mod ctx;
 pub(crate) mod futexes;
 pub(crate) mod sockets;
+pub(crate) mod tasks;
 
 use morph_cpu::Cpu;
 use morph_dbt::{Engine, EngineConfig};
@@ -24,7 +25,7 @@ use crate::host::{self, host_nice, ids};
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
-use crate::process::{ExitStatus, FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo, Zombie};
+use crate::process::{FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo};
 use crate::special;
 use crate::vfs::Vfs;
 
@@ -128,22 +129,16 @@ pub struct Machine {
     pub(crate) engine: Engine,
     pub(crate) vfs: Vfs,
     pub(crate) rng: ChaCha8Rng,
-    pub(crate) procs: BTreeMap<Pid, Process>,
-    /// Every live thread: tid → its group's pid (a single-threaded process has tid = pid).
-    pub(crate) tids: BTreeMap<Pid, Pid>,
+    /// The process table.
+    pub(crate) tasks: tasks::Tasks,
     /// Threads waiting in `futex`, and those woken.
     pub(crate) futexes: futexes::FutexTable,
-    pub(crate) zombies: BTreeMap<Pid, Zombie>,
-    pub(crate) next_pid: Pid,
-    pub(crate) first_status: Option<ExitStatus>,
     pub(crate) stats: OsStats,
     pub(crate) started: Instant,
     pub(crate) ioctl_unknown: HashMap<u32, u64>,
     pub(crate) net: sockets::Net,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
-    /// The thread that ran last (`rseq`: a thread another ran after was switched out).
-    pub(crate) last_tid: Pid,
     pub(crate) yield_slice: bool,
     /// Where `--strace` lines go (stderr if `None`).
     trace_out: Option<Box<dyn std::io::Write>>,
@@ -165,18 +160,13 @@ impl Machine {
             cache: PageCache::new(),
             engine,
             vfs,
-            procs: BTreeMap::new(),
-            tids: BTreeMap::new(),
+            tasks: Default::default(),
             futexes: Default::default(),
-            zombies: BTreeMap::new(),
-            next_pid: FIRST_PID,
-            first_status: None,
             stats: OsStats::default(),
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
             net: sockets::Net::default(),
             yield_slice: false,
-            last_tid: 0,
             trace_out: None,
         })
     }
@@ -230,7 +220,7 @@ impl Machine {
 
     /// What `/dev` and `/proc` see: the file system and every process but the caller.
     pub(crate) fn sys(&self) -> special::Sys<'_> {
-        special::Sys { vfs: &self.vfs, procs: &self.procs }
+        special::Sys { vfs: &self.vfs, procs: &self.tasks.procs }
     }
 
     /// Loads `path` into a fresh address space with a new layout; used by spawn and exec.
@@ -286,8 +276,8 @@ impl Machine {
                 fds.set(fd as u32, FdEntry::of(OpenFile::inherited(d), false));
             }
         }
-        let pid = self.next_pid;
-        self.next_pid += 1;
+        let pid = self.tasks.next_pid;
+        self.tasks.next_pid += 1;
         let mut rlimits = [(u64::MAX, u64::MAX); 16];
         for (i, r) in rlimits.iter_mut().enumerate() {
             if let Some(lim) = host::getrlimit(i as u32) {
@@ -341,77 +331,8 @@ impl Machine {
             cmdline: crate::process::cmdline_of(&argv),
         };
         self.stats.processes += 1;
-        self.procs.insert(pid, p);
-        self.tids.insert(pid, pid);
+        self.tasks.procs.insert(pid, p);
+        self.tasks.tids.insert(pid, pid);
         Ok(pid)
-    }
-
-    /// Before `p` runs: if it shares an address space with other processes
-    /// (`vm_share`), it takes the space from the one holding it.
-    pub(crate) fn acquire_vm(&mut self, p: &mut Process) {
-        let Some(key) = p.vm_share.filter(|_| !p.holds_vm) else { return };
-        if let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key) && q.holds_vm) {
-            std::mem::swap(&mut p.aspace, &mut q.aspace);
-            q.holds_vm = false;
-            p.holds_vm = true;
-        }
-    }
-
-    /// `p` (running, so holding it) leaves the address space it shares (exit, exec):
-    /// another process of the group takes it; `p` keeps that one's empty space.
-    pub(crate) fn leave_vm(&mut self, p: &mut Process) {
-        let Some(key) = p.vm_share.take() else { return };
-        if std::mem::take(&mut p.holds_vm)
-            && let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key))
-        {
-            std::mem::swap(&mut p.aspace, &mut q.aspace);
-            q.holds_vm = true;
-        }
-    }
-
-    /// A `vfork` child running in its parent's address space is done with it (exit or
-    /// exec): the parent gets it back (`p` keeps the parent's empty one).
-    pub(crate) fn give_back_aspace(&mut self, p: &mut Process) {
-        if !std::mem::take(&mut p.vfork_lent) {
-            return;
-        }
-        if let Some(parent) = p.vfork_parent.and_then(|pp| self.procs.get_mut(&pp)) {
-            std::mem::swap(&mut parent.aspace, &mut p.aspace);
-        }
-    }
-
-    /// Queues `sig` for every process `target` names (`kill` semantics: a pid, 0 for
-    /// the caller's group, -1 for all, -pgid). `p` is the caller (not in the table
-    /// while it runs). Returns how many processes were signalled.
-    pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
-        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], status: 0 };
-        let mut n = 0;
-        // A thread id names its group.
-        let target = match self.tids.get(&(target as Pid)) {
-            Some(&pid) if target > 0 => pid as i32,
-            _ => target,
-        };
-        let hit = |q: &Process| match target {
-            t if t > 0 => q.pid == t as Pid,
-            0 => q.pgid == p.pgid,
-            -1 => q.pid != 1,
-            t => q.pgid == t.unsigned_abs(),
-        };
-        let self_hit = hit(p);
-        for q in self.procs.values_mut() {
-            if hit(q) {
-                n += 1;
-                if sig != 0 {
-                    q.raise_group(sig, info);
-                }
-            }
-        }
-        if self_hit && (target != -1) {
-            n += 1;
-            if sig != 0 {
-                p.raise_group(sig, info);
-            }
-        }
-        n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
     }
 }

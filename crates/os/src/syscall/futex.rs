@@ -203,7 +203,7 @@ fn lock_pi(
     }
     // Linux marks the word before it looks for the owner.
     p.aspace.write_u32(uaddr, w | FUTEX_WAITERS).map_err(efault)?;
-    if !m.tids.contains_key(&owner) {
+    if !m.tasks.tids.contains_key(&owner) {
         return Err(ESRCH);
     }
     if try_ {
@@ -301,8 +301,8 @@ fn sys_get_robust_list(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     } else if let Some(t) = p.threads.iter().find(|t| t.tid == tid) {
         t.robust_list.0
     } else {
-        let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
-        let q = m.procs.get(&pid).ok_or(ESRCH)?;
+        let pid = *m.tasks.tids.get(&tid).ok_or(ESRCH)?;
+        let q = m.tasks.procs.get(&pid).ok_or(ESRCH)?;
         if q.tid == tid { q.robust_list.0 } else { q.threads.iter().find(|t| t.tid == tid).ok_or(ESRCH)?.robust_list.0 }
     };
     p.aspace.write_u32(a[1], head).map_err(efault)?;

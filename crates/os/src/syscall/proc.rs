@@ -122,7 +122,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     if flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 || flags & CLONE_THREAD != 0 && flags & CLONE_SIGHAND == 0 {
         return Err(EINVAL);
     }
-    if m.tids.len() >= m.cfg.max_procs {
+    if m.tasks.tids.len() >= m.cfg.max_procs {
         return Err(EAGAIN);
     }
     if flags & CLONE_THREAD != 0 {
@@ -149,8 +149,8 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     } else {
         p.aspace.fork().map_err(|_| ENOMEM)?
     };
-    let pid = m.next_pid;
-    m.next_pid += 1;
+    let pid = m.tasks.next_pid;
+    m.tasks.next_pid += 1;
     let mut cpu: Cpu = p.cpu.clone();
     cpu.gpr[reg::EAX] = 0;
     if newsp != 0 {
@@ -227,8 +227,8 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         p.vm_share = Some(p.mm_key());
         p.holds_vm = true;
     }
-    m.procs.insert(pid, child);
-    m.tids.insert(pid, pid);
+    m.tasks.procs.insert(pid, child);
+    m.tasks.tids.insert(pid, pid);
     m.stats.processes += 1;
     // Linux 2.6.12's scheduler ran a new child before its parent (`wake_up_new_task`
     // rescheduled the parent: the child is likely to exec); modern kernels run the
@@ -249,7 +249,7 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
 /// implied: a group has one of each).
 fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
     let [newsp, ptid, tls, ctid] = rest;
-    let tid = m.next_pid;
+    let tid = m.tasks.next_pid;
     let mut cpu: Cpu = p.cpu.clone();
     cpu.gpr[reg::EAX] = 0;
     cpu.icount = 0;
@@ -269,10 +269,10 @@ fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) ->
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid = ctid;
     }
-    m.next_pid += 1;
+    m.tasks.next_pid += 1;
     p.threads.push(t);
     p.threads.sort_by_key(|t| t.tid);
-    m.tids.insert(tid, p.pid);
+    m.tasks.tids.insert(tid, p.pid);
     m.stats.threads += 1;
     Ok(tid)
 }
@@ -334,24 +334,24 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // The point of no return: the old image goes, with the group's other threads; the
     // calling thread becomes the leader.
     for t in std::mem::take(&mut p.threads) {
-        m.tids.remove(&t.tid);
+        m.tasks.tids.remove(&t.tid);
         m.futexes.cancel(t.tid);
         p.dead_threads_icount += t.cpu.icount;
     }
     if p.tid != p.pid {
-        m.tids.remove(&p.tid);
-        m.tids.insert(p.pid, p.pid);
+        m.tasks.tids.remove(&p.tid);
+        m.tasks.tids.insert(p.pid, p.pid);
         p.tid = p.pid;
     }
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
     p.rseq = Default::default();
     p.leader_exit = None;
-    m.leave_vm(p); // the others keep the space it shared
+    m.tasks.leave_vm(p); // the others keep the space it shared
     let old = std::mem::replace(&mut p.aspace, aspace);
     // A vfork child gives its parent's memory back (its empty space goes).
     if std::mem::take(&mut p.vfork_lent)
-        && let Some(parent) = p.vfork_parent.and_then(|pp| m.procs.get_mut(&pp))
+        && let Some(parent) = p.vfork_parent.and_then(|pp| m.tasks.procs.get_mut(&pp))
     {
         parent.aspace = old;
     }
@@ -393,7 +393,7 @@ fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | 0x4000_0000 | 0x8000_0000 | 0x2000_0000) != 0 {
         return Err(EINVAL);
     }
-    let found = m.zombies.iter().find(|(k, z)| z.ppid == p.pid && wait_matches(want, p.pgid, **k, z.pgid));
+    let found = m.tasks.zombies.iter().find(|(k, z)| z.ppid == p.pid && wait_matches(want, p.pgid, **k, z.pgid));
     if let Some((&cpid, z)) = found {
         let st = z.status.wait_status();
         if status != 0 {
@@ -403,10 +403,10 @@ fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
             p.aspace.write_bytes(rusage, &rusage_bytes(z.icount)).map_err(efault)?;
         }
         p.child_icount += z.icount;
-        m.zombies.remove(&cpid);
+        m.tasks.zombies.remove(&cpid);
         return Ok(cpid);
     }
-    if !m.procs.values().any(|c| c.ppid == p.pid && wait_matches(want, p.pgid, c.pid, c.pgid)) {
+    if !m.tasks.procs.values().any(|c| c.ppid == p.pid && wait_matches(want, p.pgid, c.pid, c.pgid)) {
         return Err(ECHILD);
     }
     if options & WNOHANG != 0 {
@@ -470,7 +470,7 @@ fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     }
     let sid = p.sid;
     let group_ok = |m: &Machine, p: &Process| {
-        pgid == pid || p.pgid == pgid && p.sid == sid || m.procs.values().any(|q| q.pgid == pgid && q.sid == sid)
+        pgid == pid || p.pgid == pgid && p.sid == sid || m.tasks.procs.values().any(|q| q.pgid == pgid && q.sid == sid)
     };
     if pid == p.pid {
         if p.sid == p.pid {
@@ -483,7 +483,7 @@ fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         return Ok(0);
     }
     let ok = group_ok(m, p);
-    let c = m.procs.get_mut(&pid).filter(|c| c.ppid == p.pid).ok_or(ESRCH)?;
+    let c = m.tasks.procs.get_mut(&pid).filter(|c| c.ppid == p.pid).ok_or(ESRCH)?;
     if c.sid != sid || !ok {
         return Err(EPERM);
     }
@@ -494,7 +494,7 @@ fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 /// The processes `getpriority`/`setpriority` name: (which, who) = process, group or
 /// user (every process runs as the same user), `who` 0 meaning the caller's.
 fn priority_targets(m: &Machine, p: &Process, which: u32, who: u32) -> Result<Vec<Pid>, Errno> {
-    let all = std::iter::once(p).chain(m.procs.values());
+    let all = std::iter::once(p).chain(m.tasks.procs.values());
     let v: Vec<Pid> = match which {
         PRIO_PROCESS => all.filter(|q| q.pid == if who == 0 { p.pid } else { who }).map(|q| q.pid).collect(),
         PRIO_PGRP => all.filter(|q| q.pgid == if who == 0 { p.pgid } else { who }).map(|q| q.pid).collect(),
@@ -506,7 +506,7 @@ fn priority_targets(m: &Machine, p: &Process, which: u32, who: u32) -> Result<Ve
 
 fn sys_getpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let pids = priority_targets(m, p, a[0], a[1])?;
-    let nice = |pid: Pid| if pid == p.pid { p.nice } else { m.procs[&pid].nice };
+    let nice = |pid: Pid| if pid == p.pid { p.nice } else { m.tasks.procs[&pid].nice };
     // The system call returns 20 - nice (1..=40); glibc converts it back.
     Ok((20 - pids.into_iter().map(nice).min().unwrap_or(0)) as u32)
 }
@@ -515,7 +515,7 @@ fn sys_setpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult 
     let pids = priority_targets(m, p, a[0], a[1])?;
     let want = (a[2] as i32).clamp(-20, 19);
     for pid in pids {
-        let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).expect("a process") };
+        let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).expect("a process") };
         // Raising priority needs CAP_SYS_NICE: only root has it here.
         if want < q.nice && ids()[1] != 0 {
             return Err(EACCES);
@@ -526,7 +526,7 @@ fn sys_setpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult 
 }
 
 fn lookup_proc<'a>(m: &'a Machine, p: &'a Process, pid: u32) -> Result<&'a Process, Errno> {
-    if pid == 0 || pid == p.pid { Ok(p) } else { m.procs.get(&pid).ok_or(ESRCH) }
+    if pid == 0 || pid == p.pid { Ok(p) } else { m.tasks.procs.get(&pid).ok_or(ESRCH) }
 }
 
 fn sys_getpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -538,7 +538,7 @@ fn sys_getsid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 fn sys_setsid(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
-    if p.pgid == p.pid || m.procs.values().any(|q| q.pgid == p.pid) {
+    if p.pgid == p.pid || m.tasks.procs.values().any(|q| q.pgid == p.pid) {
         return Err(EPERM);
     }
     p.sid = p.pid;

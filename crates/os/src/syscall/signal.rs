@@ -514,7 +514,7 @@ fn sys_kill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if !(0..=64).contains(&sig) {
         return Err(EINVAL);
     }
-    if m.kill(p, a[0] as i32, sig) == 0 { Err(ESRCH) } else { Ok(0) }
+    if m.tasks.kill(p, a[0] as i32, sig) == 0 { Err(ESRCH) } else { Ok(0) }
 }
 
 fn sys_tkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -536,12 +536,12 @@ fn thread_kill(m: &mut Machine, p: &mut Process, tgid: Option<u32>, tid: u32, si
     if !(0..=64).contains(&sig) {
         return Err(EINVAL);
     }
-    let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
+    let pid = *m.tasks.tids.get(&tid).ok_or(ESRCH)?;
     if tgid.is_some_and(|g| g != pid) {
         return Err(ESRCH);
     }
     let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], status: 0 };
-    let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).ok_or(ESRCH)? };
+    let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);
     }
