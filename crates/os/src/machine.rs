@@ -229,7 +229,7 @@ impl Machine {
         // zeroed and woken (what a thread's own `exit` did already is not done twice).
         for tid in p.tids().collect::<Vec<_>>() {
             p.switch_to(tid);
-            syscall::futex::thread_exit(self, &mut p);
+            syscall::futex::thread_exit(&mut self.task_ctx(), &mut p);
         }
         self.tasks.give_back_aspace(&mut p);
         self.tasks.leave_vm(&mut p);

@@ -26,7 +26,6 @@ use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
 use crate::process::{FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo};
-use crate::special;
 use crate::vfs::Vfs;
 
 /// Default of [`Config::max_procs`].
@@ -218,12 +217,7 @@ impl Machine {
         }
     }
 
-    /// What `/dev` and `/proc` see: the file system and every process but the caller.
-    pub(crate) fn sys(&self) -> special::Sys<'_> {
-        special::Sys { vfs: &self.vfs, procs: &self.tasks.procs }
-    }
-
-    /// Loads `path` into a fresh address space with a new layout; used by spawn and exec.
+    /// Loads `path` into a fresh address space with a new layout; used by spawn.
     pub(crate) fn load_image(
         &mut self,
         cwd: &str,
@@ -231,23 +225,14 @@ impl Machine {
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
     ) -> Result<(AddressSpace, Image), LoadError> {
-        let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, &mut self.rng);
-        let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
-        let vfs = &self.vfs;
-        let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
-        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
-        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
-        let img = match loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng) {
-            // Out of guest memory: the page cache gives back every page no process maps
-            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
-            Err(LoadError::NoMemory(_)) if self.cache.reclaim(&self.phys, u32::MAX, None) > 0 => {
-                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
-                loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?
-            }
-            r => r?,
+        let mut l = ImageLoader {
+            cfg: &self.cfg,
+            phys: &self.phys,
+            vfs: &self.vfs,
+            cache: &mut self.cache,
+            rng: &mut self.rng,
         };
-        aspace.set_mmap_base(layout.mmap_base);
-        Ok((aspace, img))
+        l.load(cwd, path, argv, envp)
     }
 
     /// Creates the first process, running `path` with `argv` and `envp`, with the host's
@@ -334,5 +319,44 @@ impl Machine {
         self.tasks.procs.insert(pid, p);
         self.tasks.tids.insert(pid, pid);
         Ok(pid)
+    }
+}
+
+/// What loading a program needs: the configuration (layout), physical memory, the file
+/// system, the page cache and the RNG (ASLR, `AT_RANDOM`).
+pub(crate) struct ImageLoader<'a> {
+    pub(crate) cfg: &'a Config,
+    pub(crate) phys: &'a Rc<PhysMem>,
+    pub(crate) vfs: &'a Vfs,
+    pub(crate) cache: &'a mut PageCache,
+    pub(crate) rng: &'a mut ChaCha8Rng,
+}
+
+impl ImageLoader<'_> {
+    /// Loads `path` into a fresh address space with a new layout (spawn and exec).
+    pub(crate) fn load(
+        &mut self,
+        cwd: &str,
+        path: &str,
+        argv: &[Vec<u8>],
+        envp: &[Vec<u8>],
+    ) -> Result<(AddressSpace, Image), LoadError> {
+        let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, self.rng);
+        let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+        let vfs = self.vfs;
+        let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
+        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
+        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
+        let img = match loader::load(&args, &mut aspace, self.cache, self.rng) {
+            // Out of guest memory: the page cache gives back every page no process maps
+            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
+            Err(LoadError::NoMemory(_)) if self.cache.reclaim(self.phys, u32::MAX, None) > 0 => {
+                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+                loader::load(&args, &mut aspace, self.cache, self.rng)?
+            }
+            r => r?,
+        };
+        aspace.set_mmap_base(layout.mmap_base);
+        Ok((aspace, img))
     }
 }

@@ -10,7 +10,7 @@ pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
-pub(crate) use crate::kernel::ctx::{FileCtx, IoCtx, NetCtx};
+pub(crate) use crate::kernel::ctx::{FileCtx, IoCtx, NetCtx, TaskCtx};
 pub(crate) use crate::kernel::sockets::Net;
 pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
@@ -31,8 +31,8 @@ pub(crate) enum Handler {
     Net(fn(&mut NetCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
     /// A pipe, readiness or sleep call ([`IoCtx`]).
     Io(fn(&mut IoCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
-    /// A call that changes processes, signals or futexes: the whole machine.
-    Machine(fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult),
+    /// A call that changes processes, threads, signals or futexes ([`TaskCtx`]).
+    Task(fn(&mut TaskCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
 }
 
 /// One row of the system call table.

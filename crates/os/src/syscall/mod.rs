@@ -27,13 +27,10 @@ pub use crate::process::INSNS_PER_TICK;
 use common::Handler;
 pub use common::{SysResult, Syscall};
 
-/// Declares a static table of system calls: `nr name "args" handler;` rows. The
-/// handlers take the whole machine, or, after `TABLE: Files`, `TABLE: Net` or
-/// `TABLE: Io`, a [`common::FileCtx`], a [`common::NetCtx`] or a [`common::IoCtx`].
+/// Declares a static table of system calls: `nr name "args" handler;` rows, after
+/// `TABLE: Files`, `Net`, `Io` or `Task`; the handlers take a [`common::FileCtx`], a
+/// [`common::NetCtx`], a [`common::IoCtx`] or a [`common::TaskCtx`].
 macro_rules! table {
-    ($(#[$m:meta])* $vis:vis $table:ident { $($rows:tt)* }) => {
-        table!($(#[$m])* $vis $table: Machine { $($rows)* });
-    };
     ($(#[$m:meta])* $vis:vis $table:ident: $ctx:ident { $($nr:literal $name:ident $args:literal $h:expr;)* }) => {
         $(#[$m])*
         $vis static $table: &[$crate::syscall::common::Syscall] = &[$($crate::syscall::common::Syscall {
@@ -114,7 +111,7 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
             Handler::Net(h) => h(&mut m.net_ctx(), p, &args),
             Handler::Io(h) => h(&mut m.io_ctx(), p, &args),
-            Handler::Machine(h) => h(m, p, &args),
+            Handler::Task(h) => h(&mut m.task_ctx(), p, &args),
         },
         None => {
             *m.stats.enosys.entry(nr).or_default() += 1;
