@@ -122,23 +122,23 @@ pub enum RunError {
 
 /// The guest machine.
 pub struct Machine {
-    pub(crate) cfg: Config,
-    pub(crate) phys: Rc<PhysMem>,
-    pub(crate) cache: PageCache,
-    pub(crate) engine: Engine,
-    pub(crate) vfs: Vfs,
-    pub(crate) rng: ChaCha8Rng,
+    cfg: Config,
+    phys: Rc<PhysMem>,
+    cache: PageCache,
+    engine: Engine,
+    vfs: Vfs,
+    rng: ChaCha8Rng,
     /// The process table.
-    pub(crate) tasks: tasks::Tasks,
+    tasks: tasks::Tasks,
     /// Threads waiting in `futex`, and those woken.
-    pub(crate) futexes: futexes::FutexTable,
-    pub(crate) stats: OsStats,
-    pub(crate) started: Instant,
-    pub(crate) ioctl_unknown: HashMap<u32, u64>,
-    pub(crate) net: sockets::Net,
+    futexes: futexes::FutexTable,
+    stats: OsStats,
+    started: Instant,
+    ioctl_unknown: HashMap<u32, u64>,
+    net: sockets::Net,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
-    pub(crate) yield_slice: bool,
+    yield_slice: bool,
     /// Where `--strace` lines go (stderr if `None`).
     trace_out: Option<Box<dyn std::io::Write>>,
 }
@@ -233,6 +233,52 @@ impl Machine {
             rng: &mut self.rng,
         };
         l.load(cwd, path, argv, envp)
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The process table (the scheduler's; handlers get it in a [`ctx::TaskCtx`]).
+    pub(crate) fn tasks(&self) -> &tasks::Tasks {
+        &self.tasks
+    }
+
+    /// The process table, to change.
+    pub(crate) fn tasks_mut(&mut self) -> &mut tasks::Tasks {
+        &mut self.tasks
+    }
+
+    /// The futex waiters.
+    pub(crate) fn futexes(&self) -> &futexes::FutexTable {
+        &self.futexes
+    }
+
+    /// The futex waiters, to change (a wait ends or is cancelled).
+    pub(crate) fn futexes_mut(&mut self) -> &mut futexes::FutexTable {
+        &mut self.futexes
+    }
+
+    /// OS counters, to count.
+    pub(crate) fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    /// The execution engine, to run a thread or drop a process's translations.
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// Whether a system call ended the running thread's time slice (and clears it).
+    pub(crate) fn take_yield(&mut self) -> bool {
+        std::mem::take(&mut self.yield_slice)
+    }
+
+    /// After a failure for want of a frame (see `PhysMem::take_starved`): true if the
+    /// page cache gave back up to `pages` idle pages, so the access may be tried again.
+    pub(crate) fn reclaim_starved(&mut self, pages: u32) -> bool {
+        self.phys.take_starved() && self.cache.reclaim(&self.phys, pages, None) > 0
     }
 
     /// Creates the first process, running `path` with `argv` and `envp`, with the host's

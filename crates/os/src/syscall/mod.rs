@@ -100,12 +100,12 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     let nr = p.cpu.gpr[reg::EAX];
     let g = &p.cpu.gpr;
     let args = [g[reg::EBX], g[reg::ECX], g[reg::EDX], g[reg::ESI], g[reg::EDI], g[reg::EBP]];
-    *m.stats.syscalls.entry(nr).or_default() += 1;
+    *m.stats_mut().syscalls.entry(nr).or_default() += 1;
     let row = lookup(nr);
-    let traced = m.cfg.strace.then(|| strace::Call::before(p, nr, row, &args));
+    let traced = m.config().strace.then(|| strace::Call::before(p, nr, row, &args));
     // Only this call's failures count below.
-    m.phys.take_starved();
-    m.phys.take_host_starved();
+    m.phys().take_starved();
+    m.phys().take_host_starved();
     let res = match row {
         Some(s) => match s.handler {
             Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
@@ -114,7 +114,7 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             Handler::Task(h) => h(&mut m.task_ctx(), p, &args),
         },
         None => {
-            *m.stats.enosys.entry(nr).or_default() += 1;
+            *m.stats_mut().enosys.entry(nr).or_default() += 1;
             Err(ENOSYS)
         }
     };
@@ -124,7 +124,7 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     // `EFAULT`, as Linux's copy to or from user memory fails when the fault cannot be
     // served.
     let res = match res {
-        Err(EFAULT) if m.phys.take_starved() && m.cache.reclaim(&m.phys, RECLAIM_IN_CALL, None) > 0 => Err(ERESTARTSYS),
+        Err(EFAULT) if m.reclaim_starved(RECLAIM_IN_CALL) => Err(ERESTARTSYS),
         r => r,
     };
     if let Some(call) = traced {

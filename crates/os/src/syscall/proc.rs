@@ -325,7 +325,7 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let envp = read_strings(p, a[2], &mut total)?;
     let (path, argv) = crate::loader::follow_scripts(path, argv, |path| {
         let path = crate::special::exec_path(m.sys(), p, path)?;
-        let head = open_exec(&m.vfs, p, &path)?;
+        let head = open_exec(m.vfs, p, &path)?;
         Ok((path, head))
     })?;
     let spath = String::from_utf8_lossy(&path).into_owned();

@@ -111,7 +111,7 @@ impl Machine {
         if let Some(b) = p.blocked.take() {
             p.resumed = None;
             if matches!(b.wait, Wait::Futex) {
-                self.futexes.cancel(p.tid);
+                self.futexes_mut().cancel(p.tid);
             }
             if !(b.restartable && act.flags & SA_RESTART != 0) {
                 p.cpu.eip = p.cpu.eip.wrapping_add(2);
