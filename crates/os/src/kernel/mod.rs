@@ -218,7 +218,7 @@ impl Machine {
     }
 
     /// Loads `path` into a fresh address space with a new layout; used by spawn.
-    pub(crate) fn load_image(
+    fn load_image(
         &mut self,
         cwd: &str,
         path: &str,
