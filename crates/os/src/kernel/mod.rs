@@ -121,6 +121,10 @@ pub enum RunError {
 }
 
 /// The guest machine.
+///
+/// Its fields are private to `kernel`: a system call handler gets the narrow context
+/// of its family (`kernel/ctx.rs`), and the scheduler (`crate::machine`) and the dispatcher
+/// use the accessors below.
 pub struct Machine {
     cfg: Config,
     phys: Rc<PhysMem>,
@@ -370,17 +374,17 @@ impl Machine {
 
 /// What loading a program needs: the configuration (layout), physical memory, the file
 /// system, the page cache and the RNG (ASLR, `AT_RANDOM`).
-pub(crate) struct ImageLoader<'a> {
-    pub(crate) cfg: &'a Config,
-    pub(crate) phys: &'a Rc<PhysMem>,
-    pub(crate) vfs: &'a Vfs,
-    pub(crate) cache: &'a mut PageCache,
-    pub(crate) rng: &'a mut ChaCha8Rng,
+struct ImageLoader<'a> {
+    cfg: &'a Config,
+    phys: &'a Rc<PhysMem>,
+    vfs: &'a Vfs,
+    cache: &'a mut PageCache,
+    rng: &'a mut ChaCha8Rng,
 }
 
 impl ImageLoader<'_> {
     /// Loads `path` into a fresh address space with a new layout (spawn and exec).
-    pub(crate) fn load(
+    fn load(
         &mut self,
         cwd: &str,
         path: &str,
