@@ -195,7 +195,7 @@ impl Machine {
                 return;
             }
             let t0 = Instant::now();
-            self.deliver_signals(p);
+            self.task_ctx().deliver_signals(p);
             self.stats_mut().os_ns += t0.elapsed().as_nanos() as u64;
             if p.exit.is_some() || p.blocked.is_some() {
                 return;

@@ -10,9 +10,9 @@ pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
+pub(crate) use crate::kernel::OsStats;
 pub(crate) use crate::kernel::ctx::{FileCtx, IoCtx, NetCtx, TaskCtx};
 pub(crate) use crate::kernel::sockets::Net;
-pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
 pub(crate) use crate::linux::*;
 pub(crate) use crate::process::{ExitStatus, FdEntry, FileKind, INSNS_PER_TICK, OpenFile, Process};

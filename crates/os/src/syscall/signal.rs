@@ -67,7 +67,7 @@ fn sigbit(sig: i32) -> u64 {
     1u64 << (sig - 1)
 }
 
-impl Machine {
+impl TaskCtx<'_> {
     /// Delivers pending, unblocked signals to `p`: default actions, or one handler
     /// frame per call. A blocked system call is interrupted (`EINTR`) or, with
     /// `SA_RESTART` on a restartable call, re-run after the handler.
@@ -111,7 +111,7 @@ impl Machine {
         if let Some(b) = p.blocked.take() {
             p.resumed = None;
             if matches!(b.wait, Wait::Futex) {
-                self.futexes_mut().cancel(p.tid);
+                self.futexes.cancel(p.tid);
             }
             if !(b.restartable && act.flags & SA_RESTART != 0) {
                 p.cpu.eip = p.cpu.eip.wrapping_add(2);
