@@ -23,10 +23,10 @@ impl Machine {
     /// descriptors, children, deadlines, signals) whenever the scheduler looks for the
     /// next process; when none can run, the host thread sleeps in `poll` until one can.
     pub fn run(&mut self) -> Result<ExitStatus, RunError> {
-        let first = *self.procs.keys().next().expect("a process to run");
-        let deadline = self.cfg.timeout.map(|t| (t, Instant::now() + t));
+        let first = *self.tasks().procs.keys().next().expect("a process to run");
+        let deadline = self.config().timeout.map(|t| (t, Instant::now() + t));
         let mut cursor = 0;
-        while !self.procs.is_empty() {
+        while !self.tasks().procs.is_empty() {
             if let Some((t, d)) = deadline
                 && Instant::now() > d
             {
@@ -40,11 +40,11 @@ impl Machine {
                 continue;
             };
             cursor = tid;
-            let pid = self.tids[&tid];
-            let mut p = self.procs.remove(&pid).expect("process");
+            let pid = self.tasks().tids[&tid];
+            let mut p = self.tasks_mut().procs.remove(&pid).expect("process");
             p.switch_to(tid);
-            self.acquire_vm(&mut p);
-            if std::mem::replace(&mut self.last_tid, tid) != tid {
+            self.tasks_mut().acquire_vm(&mut p);
+            if std::mem::replace(&mut self.tasks_mut().last_tid, tid) != tid {
                 syscall::rseq::resume(&mut p); // it was switched out: abort its sequence
             }
             self.run_slice(&mut p);
@@ -52,27 +52,32 @@ impl Machine {
                 // One thread ended, others live on.
                 let tid = p.tid;
                 if p.retire_thread().is_some() {
-                    self.tids.remove(&tid);
-                    self.futexes.cancel(tid);
+                    self.tasks_mut().tids.remove(&tid);
+                    self.futexes_mut().cancel(tid);
                 }
             }
             if p.exit.is_some() {
                 self.reap(p);
             } else {
-                self.procs.insert(pid, p);
+                self.tasks_mut().procs.insert(pid, p);
             }
         }
-        let status = self.first_status.take().filter(|_| first == FIRST_PID);
+        let status = self.tasks_mut().first_status.take().filter(|_| first == FIRST_PID);
         Ok(status.unwrap_or(ExitStatus::Code(0)))
     }
 
     /// The next thread after `cursor` (in tid order, wrapping) that can run now.
     fn pick(&mut self, cursor: Pid) -> Option<Pid> {
         let now = Instant::now();
-        let order: Vec<(Pid, Pid)> =
-            self.tids.range(cursor + 1..).chain(self.tids.range(..=cursor)).map(|(&t, &p)| (t, p)).collect();
+        let order: Vec<(Pid, Pid)> = self
+            .tasks()
+            .tids
+            .range(cursor + 1..)
+            .chain(self.tasks().tids.range(..=cursor))
+            .map(|(&t, &p)| (t, p))
+            .collect();
         for (tid, pid) in order {
-            let p = self.procs.get(&pid)?;
+            let p = self.tasks().procs.get(&pid)?;
             if p.tid != tid {
                 // A parked thread still waiting for something no signal interrupts is
                 // left parked (swapping it in would change nothing).
@@ -84,16 +89,16 @@ impl Machine {
                     continue;
                 }
             }
-            let p = self.procs.get_mut(&pid)?;
+            let p = self.tasks_mut().procs.get_mut(&pid)?;
             p.switch_to(tid);
             if p.blocked.is_none() {
                 p.fire_timers(now);
                 return Some(tid);
             }
             // A blocked thread: its wait may depend on the others (children, vfork).
-            let mut p = self.procs.remove(&pid)?;
+            let mut p = self.tasks_mut().procs.remove(&pid)?;
             let ready = self.wake_if_ready(&mut p, now);
-            self.procs.insert(pid, p);
+            self.tasks_mut().procs.insert(pid, p);
             if ready {
                 return Some(tid);
             }
@@ -105,7 +110,7 @@ impl Machine {
     /// futex wait not woken, before its deadline).
     fn wait_may_end(&self, tid: Pid, b: &crate::process::Blocked, now: Instant) -> bool {
         match b.wait {
-            Wait::Futex => self.futexes.is_woken(tid) || b.deadline.is_some_and(|d| now >= d),
+            Wait::Futex => self.futexes().is_woken(tid) || b.deadline.is_some_and(|d| now >= d),
             _ => true,
         }
     }
@@ -117,14 +122,16 @@ impl Machine {
         let ready = match &b.wait {
             Wait::Fds(fds) => !fds.is_empty() && poll_now(fds),
             Wait::Child => self.child_event(p.pid),
-            Wait::Vfork(child) => !self.procs.contains_key(child) || self.procs[child].vfork_parent.is_none(),
+            Wait::Vfork(child) => {
+                !self.tasks().procs.contains_key(child) || self.tasks().procs[child].vfork_parent.is_none()
+            }
             Wait::Signal => false,
-            Wait::Futex => self.futexes.take_woken(p.tid),
+            Wait::Futex => self.futexes_mut().take_woken(p.tid),
             Wait::SigWait(set) => p.pending & set != 0,
         };
         let timed_out = b.deadline.is_some_and(|d| now >= d);
         if timed_out && !ready && matches!(b.wait, Wait::Futex) {
-            self.futexes.cancel(p.tid);
+            self.futexes_mut().cancel(p.tid);
         }
         if ready || timed_out {
             // The call completes (a signal that came meanwhile is delivered after it,
@@ -141,7 +148,7 @@ impl Machine {
 
     /// True if `pid` has a child to report or no children at all (`wait4` then fails).
     fn child_event(&self, pid: Pid) -> bool {
-        self.zombies.values().any(|z| z.ppid == pid) || !self.procs.values().any(|c| c.ppid == pid)
+        self.tasks().zombies.values().any(|z| z.ppid == pid) || !self.tasks().procs.values().any(|c| c.ppid == pid)
     }
 
     /// Nothing can run: sleep in the host until a descriptor, a deadline or the time
@@ -149,7 +156,7 @@ impl Machine {
     fn sleep_until_ready(&mut self, limit: Option<Instant>) -> Result<(), RunError> {
         let mut fds = Vec::new();
         let mut wake = limit;
-        for p in self.procs.values() {
+        for p in self.tasks().procs.values() {
             let mut earliest = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
             if let Some(t) = p.next_timer() {
                 earliest(t);
@@ -164,7 +171,7 @@ impl Machine {
             }
         }
         if fds.is_empty() && wake == limit && limit.is_none() {
-            let pids: Vec<String> = self.procs.keys().map(|p| p.to_string()).collect();
+            let pids: Vec<String> = self.tasks().procs.keys().map(|p| p.to_string()).collect();
             return Err(RunError::Deadlock(pids.join(", ")));
         }
         if let Some(fd) = crate::stop::wake_fd() {
@@ -176,7 +183,7 @@ impl Machine {
         });
         let t0 = Instant::now();
         let _ = crate::host::poll(&mut fds, ms);
-        self.stats.idle_ns += t0.elapsed().as_nanos() as u64;
+        self.stats_mut().idle_ns += t0.elapsed().as_nanos() as u64;
         Ok(())
     }
 
@@ -188,26 +195,27 @@ impl Machine {
                 return;
             }
             let t0 = Instant::now();
-            self.deliver_signals(p);
-            self.stats.os_ns += t0.elapsed().as_nanos() as u64;
+            self.task_ctx().deliver_signals(p);
+            self.stats_mut().os_ns += t0.elapsed().as_nanos() as u64;
             if p.exit.is_some() || p.blocked.is_some() {
                 return;
             }
             let used = p.cpu.icount - start;
-            if used >= self.cfg.slice {
+            if used >= self.config().slice {
                 return;
             }
+            let budget = self.config().slice - used;
             let t0 = Instant::now();
-            let exit = self.engine.run(&mut p.cpu, &mut p.aspace, p.pid, self.cfg.slice - used);
+            let exit = self.engine_mut().run(&mut p.cpu, &mut p.aspace, p.pid, budget);
             let t1 = Instant::now();
-            self.stats.engine_ns += (t1 - t0).as_nanos() as u64;
+            self.stats_mut().engine_ns += (t1 - t0).as_nanos() as u64;
             match exit {
                 Exit::Budget => {}
                 Exit::Syscall => syscall::dispatch(self, p),
                 Exit::Fault(f) => self.fault(p, &f),
             }
-            self.stats.os_ns += t1.elapsed().as_nanos() as u64;
-            if std::mem::take(&mut self.yield_slice) {
+            self.stats_mut().os_ns += t1.elapsed().as_nanos() as u64;
+            if self.take_yield() {
                 return;
             }
         }
@@ -222,32 +230,32 @@ impl Machine {
         // zeroed and woken (what a thread's own `exit` did already is not done twice).
         for tid in p.tids().collect::<Vec<_>>() {
             p.switch_to(tid);
-            syscall::futex::thread_exit(self, &mut p);
+            syscall::futex::thread_exit(&mut self.task_ctx(), &mut p);
         }
-        self.give_back_aspace(&mut p);
-        self.leave_vm(&mut p);
+        self.tasks_mut().give_back_aspace(&mut p);
+        self.tasks_mut().leave_vm(&mut p);
         if p.pid == FIRST_PID {
-            self.first_status = Some(status);
+            self.tasks_mut().first_status = Some(status);
         }
-        self.engine.drop_context(p.pid);
+        self.engine_mut().drop_context(p.pid);
         for tid in p.tids().collect::<Vec<_>>() {
-            self.tids.remove(&tid);
-            self.futexes.cancel(tid);
+            self.tasks_mut().tids.remove(&tid);
+            self.futexes_mut().cancel(tid);
         }
         p.fds = FdTable::default();
-        for c in self.procs.values_mut() {
+        for c in self.tasks_mut().procs.values_mut() {
             if c.ppid == p.pid {
                 c.ppid = 1;
             }
         }
-        self.zombies.retain(|_, z| z.ppid != p.pid);
+        self.tasks_mut().zombies.retain(|_, z| z.ppid != p.pid);
         let (code, st) = match status {
             ExitStatus::Code(c) => (CLD_EXITED, c),
             ExitStatus::Signal(s) => (CLD_KILLED, s),
         };
         let info = SigInfo { code, pid_or_addr: p.pid, uid: ids()[0], status: st };
         let mut keep = true;
-        if let Some(parent) = self.procs.get_mut(&p.ppid) {
+        if let Some(parent) = self.tasks_mut().procs.get_mut(&p.ppid) {
             let act = parent.sigactions[(SIGCHLD - 1) as usize];
             if p.exit_signal == SIGCHLD && (act.handler == SIG_IGN || act.flags & SA_NOCLDWAIT != 0) {
                 keep = false;
@@ -260,7 +268,7 @@ impl Machine {
         }
         if keep {
             let icount = p.group_icount() + p.child_icount;
-            self.zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status, icount });
+            self.tasks_mut().zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status, icount });
         }
     }
 
@@ -281,15 +289,15 @@ impl Machine {
         // scattered over frames take one each): the window's are dropped and made
         // again as pages are touched. An instruction needs only a few pages, so
         // the retry gets through.
-        let frames = self.phys.take_starved() && self.cache.reclaim(&self.phys, RECLAIM_AT_FAULT, None) > 0;
-        if frames || (self.phys.take_host_starved() && p.aspace.unhost_all()) {
+        let frames = self.reclaim_starved(RECLAIM_AT_FAULT);
+        if frames || (self.phys().take_host_starved() && p.aspace.unhost_all()) {
             p.cpu.eip = eip;
             return true;
         }
         eprintln!(
             "morph: pid {} killed by SIGKILL: out of guest memory (--max-mem {} MiB) at eip {:#010x}",
             p.pid,
-            self.cfg.max_mem >> 20,
+            self.config().max_mem >> 20,
             eip
         );
         p.exit = Some(ExitStatus::Signal(SIGKILL));
@@ -304,7 +312,7 @@ impl Machine {
         let mut err = 0;
         let (sig, code, addr, what) = match &f.kind {
             FaultKind::Page(m) => {
-                if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(&self.cache, m.addr) {
+                if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(self.page_cache(), m.addr) {
                     return; // the file grew: the instruction runs again
                 }
                 let (sig, code, how) = match m.kind {

@@ -129,7 +129,7 @@ pub struct Process {
     pub vfork_lent: bool,
     /// `clone(CLONE_VM)` without `CLONE_THREAD`: the processes sharing one address space
     /// have the same key here (the first one's pid). The one space moves to whichever
-    /// of them runs (the scheduler's [`Machine::acquire_vm`](crate::kernel::Machine));
+    /// of them runs (the scheduler calls `Tasks::acquire_vm`, `crate::kernel::tasks`);
     /// the others hold an empty one meanwhile.
     pub vm_share: Option<Pid>,
     /// Whether this process holds its group's address space now (see `vm_share`).

@@ -3,7 +3,12 @@
 //! page cache and physical memory, `/proc`'s read-only view of the other processes, the
 //! RNG and the configuration. Such a handler cannot reach the process table, the
 //! engine, the futex waiters or the sockets. The socket calls get a [`NetCtx`]: the
-//! socket namespace, the file system (for `AF_UNIX` paths) and the counters.
+//! socket namespace, the file system (for `AF_UNIX` paths) and the counters. The
+//! pipe, readiness and sleep calls (the `io` family) get an [`IoCtx`]: only the flag
+//! that ends the caller's time slice. The process, thread, futex and signal calls
+//! (`proc`, `futex`, `signal`, `rseq`) get a [`TaskCtx`]: the process table, the futex
+//! waiters, the engine (exec drops a process's translations), the counters and what
+//! loading a program needs; no sockets, no `--strace` sink.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -11,8 +16,16 @@ use std::time::Instant;
 use morph_mem::{PageCache, PhysMem};
 use rand_chacha::ChaCha8Rng;
 
+use std::rc::Rc;
+
+use morph_dbt::Engine;
+use morph_mem::AddressSpace;
+
+use super::futexes::FutexTable;
 use super::sockets::Net;
-use super::{Config, Machine, OsStats};
+use super::tasks::Tasks;
+use super::{Config, ImageLoader, Machine, OsStats};
+use crate::loader::{Image, LoadError};
 use crate::process::{Pid, Process};
 use crate::special;
 use crate::vfs::Vfs;
@@ -70,7 +83,7 @@ impl Machine {
             rng: &mut self.rng,
             ioctl_unknown: &mut self.ioctl_unknown,
             started: self.started,
-            procs: &mut self.procs,
+            procs: &mut self.tasks.procs,
         }
     }
 }
@@ -90,5 +103,83 @@ impl Machine {
     /// The context of a socket call.
     pub(crate) fn net_ctx(&mut self) -> NetCtx<'_> {
         NetCtx { net: &mut self.net, vfs: &self.vfs, stats: &mut self.stats }
+    }
+}
+
+/// What a pipe, readiness or sleep call may use: everything it waits for is in the
+/// caller's `Process` (its descriptors, its blocked call); the machine gives it only
+/// the flag that ends the caller's time slice (`sched_yield`).
+pub(crate) struct IoCtx<'a> {
+    /// Set to end the running process's time slice.
+    pub(crate) yield_slice: &'a mut bool,
+}
+
+impl Machine {
+    /// The context of a pipe, readiness or sleep call.
+    pub(crate) fn io_ctx(&mut self) -> IoCtx<'_> {
+        IoCtx { yield_slice: &mut self.yield_slice }
+    }
+}
+
+/// What a process, thread, futex or signal call may use (see the module documentation).
+pub(crate) struct TaskCtx<'a> {
+    /// The machine's configuration.
+    pub(crate) cfg: &'a Config,
+    /// Physical memory (a new address space).
+    pub(crate) phys: &'a Rc<PhysMem>,
+    /// The sandboxed file system (exec's path).
+    pub(crate) vfs: &'a Vfs,
+    /// The execution engine (exec and exit drop a process's translations).
+    pub(crate) engine: &'a mut Engine,
+    /// The process table.
+    pub(crate) tasks: &'a mut Tasks,
+    /// Threads waiting in `futex`, and those woken.
+    pub(crate) futexes: &'a mut FutexTable,
+    /// The OS counters.
+    pub(crate) stats: &'a mut OsStats,
+    /// When the machine started (`times`).
+    pub(crate) started: Instant,
+    /// Set to end the running process's time slice (fork: the child runs first).
+    pub(crate) yield_slice: &'a mut bool,
+    /// The page cache and the RNG, for [`TaskCtx::load_image`] only.
+    cache: &'a mut PageCache,
+    rng: &'a mut ChaCha8Rng,
+}
+
+impl TaskCtx<'_> {
+    /// What `/dev` and `/proc` see: the file system and every process but the caller.
+    pub(crate) fn sys(&self) -> special::Sys<'_> {
+        special::Sys { vfs: self.vfs, procs: &self.tasks.procs }
+    }
+
+    /// Loads `path` into a fresh address space with a new layout (exec).
+    pub(crate) fn load_image(
+        &mut self,
+        cwd: &str,
+        path: &str,
+        argv: &[Vec<u8>],
+        envp: &[Vec<u8>],
+    ) -> Result<(AddressSpace, Image), LoadError> {
+        let mut l = ImageLoader { cfg: self.cfg, phys: self.phys, vfs: self.vfs, cache: self.cache, rng: self.rng };
+        l.load(cwd, path, argv, envp)
+    }
+}
+
+impl Machine {
+    /// The context of a process, thread, futex or signal call.
+    pub(crate) fn task_ctx(&mut self) -> TaskCtx<'_> {
+        TaskCtx {
+            cfg: &self.cfg,
+            phys: &self.phys,
+            vfs: &self.vfs,
+            engine: &mut self.engine,
+            tasks: &mut self.tasks,
+            futexes: &mut self.futexes,
+            stats: &mut self.stats,
+            started: self.started,
+            yield_slice: &mut self.yield_slice,
+            cache: &mut self.cache,
+            rng: &mut self.rng,
+        }
     }
 }

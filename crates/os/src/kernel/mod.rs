@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 pub(crate) mod ctx;
 pub(crate) mod futexes;
 pub(crate) mod sockets;
+pub(crate) mod tasks;
 
 use morph_cpu::Cpu;
 use morph_dbt::{Engine, EngineConfig};
@@ -24,8 +25,7 @@ use crate::host::{self, host_nice, ids};
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
-use crate::process::{ExitStatus, FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo, Zombie};
-use crate::special;
+use crate::process::{FdEntry, FdTable, OpenFile, Pid, Process, SigAction, SigInfo};
 use crate::vfs::Vfs;
 
 /// Default of [`Config::max_procs`].
@@ -121,30 +121,28 @@ pub enum RunError {
 }
 
 /// The guest machine.
+///
+/// Its fields are private to `kernel`: a system call handler gets the narrow context
+/// of its family (`kernel/ctx.rs`), and the scheduler (`crate::machine`) and the dispatcher
+/// use the accessors below.
 pub struct Machine {
-    pub(crate) cfg: Config,
-    pub(crate) phys: Rc<PhysMem>,
-    pub(crate) cache: PageCache,
-    pub(crate) engine: Engine,
-    pub(crate) vfs: Vfs,
-    pub(crate) rng: ChaCha8Rng,
-    pub(crate) procs: BTreeMap<Pid, Process>,
-    /// Every live thread: tid → its group's pid (a single-threaded process has tid = pid).
-    pub(crate) tids: BTreeMap<Pid, Pid>,
+    cfg: Config,
+    phys: Rc<PhysMem>,
+    cache: PageCache,
+    engine: Engine,
+    vfs: Vfs,
+    rng: ChaCha8Rng,
+    /// The process table.
+    tasks: tasks::Tasks,
     /// Threads waiting in `futex`, and those woken.
-    pub(crate) futexes: futexes::FutexTable,
-    pub(crate) zombies: BTreeMap<Pid, Zombie>,
-    pub(crate) next_pid: Pid,
-    pub(crate) first_status: Option<ExitStatus>,
-    pub(crate) stats: OsStats,
-    pub(crate) started: Instant,
-    pub(crate) ioctl_unknown: HashMap<u32, u64>,
-    pub(crate) net: sockets::Net,
+    futexes: futexes::FutexTable,
+    stats: OsStats,
+    started: Instant,
+    ioctl_unknown: HashMap<u32, u64>,
+    net: sockets::Net,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
-    /// The thread that ran last (`rseq`: a thread another ran after was switched out).
-    pub(crate) last_tid: Pid,
-    pub(crate) yield_slice: bool,
+    yield_slice: bool,
     /// Where `--strace` lines go (stderr if `None`).
     trace_out: Option<Box<dyn std::io::Write>>,
 }
@@ -165,18 +163,13 @@ impl Machine {
             cache: PageCache::new(),
             engine,
             vfs,
-            procs: BTreeMap::new(),
-            tids: BTreeMap::new(),
+            tasks: Default::default(),
             futexes: Default::default(),
-            zombies: BTreeMap::new(),
-            next_pid: FIRST_PID,
-            first_status: None,
             stats: OsStats::default(),
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
             net: sockets::Net::default(),
             yield_slice: false,
-            last_tid: 0,
             trace_out: None,
         })
     }
@@ -228,36 +221,68 @@ impl Machine {
         }
     }
 
-    /// What `/dev` and `/proc` see: the file system and every process but the caller.
-    pub(crate) fn sys(&self) -> special::Sys<'_> {
-        special::Sys { vfs: &self.vfs, procs: &self.procs }
-    }
-
-    /// Loads `path` into a fresh address space with a new layout; used by spawn and exec.
-    pub(crate) fn load_image(
+    /// Loads `path` into a fresh address space with a new layout; used by spawn.
+    fn load_image(
         &mut self,
         cwd: &str,
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
     ) -> Result<(AddressSpace, Image), LoadError> {
-        let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, &mut self.rng);
-        let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
-        let vfs = &self.vfs;
-        let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
-        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
-        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
-        let img = match loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng) {
-            // Out of guest memory: the page cache gives back every page no process maps
-            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
-            Err(LoadError::NoMemory(_)) if self.cache.reclaim(&self.phys, u32::MAX, None) > 0 => {
-                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
-                loader::load(&args, &mut aspace, &mut self.cache, &mut self.rng)?
-            }
-            r => r?,
+        let mut l = ImageLoader {
+            cfg: &self.cfg,
+            phys: &self.phys,
+            vfs: &self.vfs,
+            cache: &mut self.cache,
+            rng: &mut self.rng,
         };
-        aspace.set_mmap_base(layout.mmap_base);
-        Ok((aspace, img))
+        l.load(cwd, path, argv, envp)
+    }
+
+    /// The configuration.
+    pub(crate) fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The process table (the scheduler's; handlers get it in a [`ctx::TaskCtx`]).
+    pub(crate) fn tasks(&self) -> &tasks::Tasks {
+        &self.tasks
+    }
+
+    /// The process table, to change.
+    pub(crate) fn tasks_mut(&mut self) -> &mut tasks::Tasks {
+        &mut self.tasks
+    }
+
+    /// The futex waiters.
+    pub(crate) fn futexes(&self) -> &futexes::FutexTable {
+        &self.futexes
+    }
+
+    /// The futex waiters, to change (a wait ends or is cancelled).
+    pub(crate) fn futexes_mut(&mut self) -> &mut futexes::FutexTable {
+        &mut self.futexes
+    }
+
+    /// OS counters, to count.
+    pub(crate) fn stats_mut(&mut self) -> &mut OsStats {
+        &mut self.stats
+    }
+
+    /// The execution engine, to run a thread or drop a process's translations.
+    pub(crate) fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// Whether a system call ended the running thread's time slice (and clears it).
+    pub(crate) fn take_yield(&mut self) -> bool {
+        std::mem::take(&mut self.yield_slice)
+    }
+
+    /// After a failure for want of a frame (see `PhysMem::take_starved`): true if the
+    /// page cache gave back up to `pages` idle pages, so the access may be tried again.
+    pub(crate) fn reclaim_starved(&mut self, pages: u32) -> bool {
+        self.phys.take_starved() && self.cache.reclaim(&self.phys, pages, None) > 0
     }
 
     /// Creates the first process, running `path` with `argv` and `envp`, with the host's
@@ -286,8 +311,8 @@ impl Machine {
                 fds.set(fd as u32, FdEntry::of(OpenFile::inherited(d), false));
             }
         }
-        let pid = self.next_pid;
-        self.next_pid += 1;
+        let pid = self.tasks.next_pid;
+        self.tasks.next_pid += 1;
         let mut rlimits = [(u64::MAX, u64::MAX); 16];
         for (i, r) in rlimits.iter_mut().enumerate() {
             if let Some(lim) = host::getrlimit(i as u32) {
@@ -341,77 +366,47 @@ impl Machine {
             cmdline: crate::process::cmdline_of(&argv),
         };
         self.stats.processes += 1;
-        self.procs.insert(pid, p);
-        self.tids.insert(pid, pid);
+        self.tasks.procs.insert(pid, p);
+        self.tasks.tids.insert(pid, pid);
         Ok(pid)
     }
+}
 
-    /// Before `p` runs: if it shares an address space with other processes
-    /// (`vm_share`), it takes the space from the one holding it.
-    pub(crate) fn acquire_vm(&mut self, p: &mut Process) {
-        let Some(key) = p.vm_share.filter(|_| !p.holds_vm) else { return };
-        if let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key) && q.holds_vm) {
-            std::mem::swap(&mut p.aspace, &mut q.aspace);
-            q.holds_vm = false;
-            p.holds_vm = true;
-        }
-    }
+/// What loading a program needs: the configuration (layout), physical memory, the file
+/// system, the page cache and the RNG (ASLR, `AT_RANDOM`).
+struct ImageLoader<'a> {
+    cfg: &'a Config,
+    phys: &'a Rc<PhysMem>,
+    vfs: &'a Vfs,
+    cache: &'a mut PageCache,
+    rng: &'a mut ChaCha8Rng,
+}
 
-    /// `p` (running, so holding it) leaves the address space it shares (exit, exec):
-    /// another process of the group takes it; `p` keeps that one's empty space.
-    pub(crate) fn leave_vm(&mut self, p: &mut Process) {
-        let Some(key) = p.vm_share.take() else { return };
-        if std::mem::take(&mut p.holds_vm)
-            && let Some(q) = self.procs.values_mut().find(|q| q.vm_share == Some(key))
-        {
-            std::mem::swap(&mut p.aspace, &mut q.aspace);
-            q.holds_vm = true;
-        }
-    }
-
-    /// A `vfork` child running in its parent's address space is done with it (exit or
-    /// exec): the parent gets it back (`p` keeps the parent's empty one).
-    pub(crate) fn give_back_aspace(&mut self, p: &mut Process) {
-        if !std::mem::take(&mut p.vfork_lent) {
-            return;
-        }
-        if let Some(parent) = p.vfork_parent.and_then(|pp| self.procs.get_mut(&pp)) {
-            std::mem::swap(&mut parent.aspace, &mut p.aspace);
-        }
-    }
-
-    /// Queues `sig` for every process `target` names (`kill` semantics: a pid, 0 for
-    /// the caller's group, -1 for all, -pgid). `p` is the caller (not in the table
-    /// while it runs). Returns how many processes were signalled.
-    pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
-        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], status: 0 };
-        let mut n = 0;
-        // A thread id names its group.
-        let target = match self.tids.get(&(target as Pid)) {
-            Some(&pid) if target > 0 => pid as i32,
-            _ => target,
-        };
-        let hit = |q: &Process| match target {
-            t if t > 0 => q.pid == t as Pid,
-            0 => q.pgid == p.pgid,
-            -1 => q.pid != 1,
-            t => q.pgid == t.unsigned_abs(),
-        };
-        let self_hit = hit(p);
-        for q in self.procs.values_mut() {
-            if hit(q) {
-                n += 1;
-                if sig != 0 {
-                    q.raise_group(sig, info);
-                }
+impl ImageLoader<'_> {
+    /// Loads `path` into a fresh address space with a new layout (spawn and exec).
+    fn load(
+        &mut self,
+        cwd: &str,
+        path: &str,
+        argv: &[Vec<u8>],
+        envp: &[Vec<u8>],
+    ) -> Result<(AddressSpace, Image), LoadError> {
+        let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, self.rng);
+        let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+        let vfs = self.vfs;
+        let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
+        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
+        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
+        let img = match loader::load(&args, &mut aspace, self.cache, self.rng) {
+            // Out of guest memory: the page cache gives back every page no process maps
+            // (see `PageCache::reclaim`), and the program is loaded again from scratch.
+            Err(LoadError::NoMemory(_)) if self.cache.reclaim(self.phys, u32::MAX, None) > 0 => {
+                aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
+                loader::load(&args, &mut aspace, self.cache, self.rng)?
             }
-        }
-        if self_hit && (target != -1) {
-            n += 1;
-            if sig != 0 {
-                p.raise_group(sig, info);
-            }
-        }
-        n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
+            r => r?,
+        };
+        aspace.set_mmap_base(layout.mmap_base);
+        Ok((aspace, img))
     }
 }

@@ -10,9 +10,9 @@ pub(crate) use rand::Rng;
 
 pub(crate) use crate::host;
 pub(crate) use crate::host::{InPlace, ids};
-pub(crate) use crate::kernel::ctx::{FileCtx, NetCtx};
+pub(crate) use crate::kernel::OsStats;
+pub(crate) use crate::kernel::ctx::{FileCtx, IoCtx, NetCtx, TaskCtx};
 pub(crate) use crate::kernel::sockets::Net;
-pub(crate) use crate::kernel::{Machine, OsStats};
 pub(crate) use crate::layout::MMAP_MIN_ADDR;
 pub(crate) use crate::linux::*;
 pub(crate) use crate::process::{ExitStatus, FdEntry, FileKind, INSNS_PER_TICK, OpenFile, Process};
@@ -29,8 +29,10 @@ pub(crate) enum Handler {
     Files(fn(&mut FileCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
     /// A socket call ([`NetCtx`]).
     Net(fn(&mut NetCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
-    /// A call that changes processes, signals or futexes: the whole machine.
-    Machine(fn(&mut Machine, &mut Process, &[u32; 6]) -> SysResult),
+    /// A pipe, readiness or sleep call ([`IoCtx`]).
+    Io(fn(&mut IoCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
+    /// A call that changes processes, threads, signals or futexes ([`TaskCtx`]).
+    Task(fn(&mut TaskCtx<'_>, &mut Process, &[u32; 6]) -> SysResult),
 }
 
 /// One row of the system call table.

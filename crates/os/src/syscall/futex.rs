@@ -25,7 +25,7 @@ use morph_mem::MapKind;
 
 table! {
     /// Futexes and thread ids.
-    pub(super) TABLE {
+    pub(super) TABLE: Task {
         224 gettid "" |_, p, _| Ok(p.tid);
         240 futex "pxuxpx" sys_futex;
         258 set_tid_address "p" sys_set_tid_address;
@@ -66,23 +66,23 @@ fn key_of(p: &Process, uaddr: u32, private: bool, write: bool) -> Result<FutexKe
 }
 
 /// Wakes up to `n` waiters of the futex at `uaddr`, counted.
-pub(crate) fn wake(m: &mut Machine, p: &Process, uaddr: u32, private: bool, n: u32, bitset: u32) -> SysResult {
+pub(crate) fn wake(m: &mut TaskCtx<'_>, p: &Process, uaddr: u32, private: bool, n: u32, bitset: u32) -> SysResult {
     let key = key_of(p, uaddr, private, false)?;
     let woken = m.futexes.wake(key, n, bitset);
     m.stats.futex_wakes += u64::from(woken);
     Ok(woken)
 }
 
-fn sys_futex(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_futex(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     futex(m, p, a, false)
 }
 
-fn sys_futex_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_futex_time64(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     futex(m, p, a, true)
 }
 
 /// `futex(uaddr, op, val, timeout | val2, uaddr2, val3)`; `wide`: 64-bit `timespec`.
-fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+fn futex(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
@@ -177,7 +177,7 @@ fn futex(m: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResul
 /// gets the waiters bit and the caller waits (FIFO: morph has no priorities to inherit)
 /// until the owner's `FUTEX_UNLOCK_PI` hands it the lock, which it then owns on return.
 fn lock_pi(
-    m: &mut Machine,
+    m: &mut TaskCtx<'_>,
     p: &mut Process,
     uaddr: u32,
     private: bool,
@@ -203,7 +203,7 @@ fn lock_pi(
     }
     // Linux marks the word before it looks for the owner.
     p.aspace.write_u32(uaddr, w | FUTEX_WAITERS).map_err(efault)?;
-    if !m.tids.contains_key(&owner) {
+    if !m.tasks.tids.contains_key(&owner) {
         return Err(ESRCH);
     }
     if try_ {
@@ -221,7 +221,7 @@ fn lock_pi(
 /// `FUTEX_UNLOCK_PI`: the owner gives the lock to the first waiter (the word becomes its
 /// tid with `FUTEX_WAITERS`, as Linux keeps the bit while waiters may remain), or frees
 /// it; `EPERM` for a caller that does not own it.
-fn unlock_pi(m: &mut Machine, p: &mut Process, uaddr: u32, private: bool) -> SysResult {
+fn unlock_pi(m: &mut TaskCtx<'_>, p: &mut Process, uaddr: u32, private: bool) -> SysResult {
     let key = key_of(p, uaddr, private, true)?;
     let w = p.aspace.read_u32(uaddr).map_err(efault)?;
     if w & FUTEX_TID_MASK != p.tid {
@@ -278,7 +278,7 @@ fn absolute(realtime: bool, t: Duration) -> Instant {
     Instant::now() + t.saturating_sub(now)
 }
 
-fn sys_set_tid_address(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_set_tid_address(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.clear_child_tid = a[0];
     Ok(p.tid)
 }
@@ -286,7 +286,7 @@ fn sys_set_tid_address(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
 /// `sizeof(struct robust_list_head)` on i386.
 const ROBUST_HEAD_SIZE: u32 = 12;
 
-fn sys_set_robust_list(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_set_robust_list(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] != ROBUST_HEAD_SIZE {
         return Err(EINVAL);
     }
@@ -294,15 +294,15 @@ fn sys_set_robust_list(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
     Ok(0)
 }
 
-fn sys_get_robust_list(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_get_robust_list(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let tid = if a[0] == 0 { p.tid } else { a[0] };
     let head = if tid == p.tid {
         p.robust_list.0
     } else if let Some(t) = p.threads.iter().find(|t| t.tid == tid) {
         t.robust_list.0
     } else {
-        let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
-        let q = m.procs.get(&pid).ok_or(ESRCH)?;
+        let pid = *m.tasks.tids.get(&tid).ok_or(ESRCH)?;
+        let q = m.tasks.procs.get(&pid).ok_or(ESRCH)?;
         if q.tid == tid { q.robust_list.0 } else { q.threads.iter().find(|t| t.tid == tid).ok_or(ESRCH)?.robust_list.0 }
     };
     p.aspace.write_u32(a[1], head).map_err(efault)?;
@@ -313,7 +313,7 @@ fn sys_get_robust_list(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysRes
 /// The running thread is ending: its robust futexes are marked `FUTEX_OWNER_DIED` (one
 /// waiter of each woken), and its `clear_child_tid` word is zeroed and woken, which is
 /// what `pthread_join` waits for. Faults are ignored, as Linux ignores them.
-pub(crate) fn thread_exit(m: &mut Machine, p: &mut Process) {
+pub(crate) fn thread_exit(m: &mut TaskCtx<'_>, p: &mut Process) {
     exit_robust_list(m, p);
     let ctid = std::mem::take(&mut p.clear_child_tid);
     if ctid != 0 && p.aspace.write_u32(ctid, 0).is_ok() {
@@ -322,7 +322,7 @@ pub(crate) fn thread_exit(m: &mut Machine, p: &mut Process) {
 }
 
 /// Walks the robust list as Linux's `exit_robust_list` does (at most 2,048 entries).
-fn exit_robust_list(m: &mut Machine, p: &mut Process) {
+fn exit_robust_list(m: &mut TaskCtx<'_>, p: &mut Process) {
     let (head, _) = std::mem::take(&mut p.robust_list);
     if head == 0 {
         return;
@@ -354,7 +354,7 @@ fn exit_robust_list(m: &mut Machine, p: &mut Process) {
 /// A PI one (`pi`) goes to its first waiter, which owns it on return from
 /// `FUTEX_LOCK_PI` (tid, `FUTEX_WAITERS` and `FUTEX_OWNER_DIED`), as Linux's
 /// `exit_pi_state_list` hands it on.
-fn futex_death(m: &mut Machine, p: &mut Process, uaddr: u32, pi: bool) {
+fn futex_death(m: &mut TaskCtx<'_>, p: &mut Process, uaddr: u32, pi: bool) {
     if uaddr & 3 != 0 {
         return;
     }

@@ -16,12 +16,12 @@ use crate::process::OpenFile;
 
 table! {
     /// Pipes, readiness and sleeping.
-    pub(super) TABLE {
+    pub(super) TABLE: Io {
         42 pipe "p" sys_pipe;
         82 select "p" sys_old_select;
         142 _newselect "dpppp" sys_newselect;
-        158 sched_yield "" |m, _, _| {
-            m.yield_slice = true; // the next runnable thread or process goes on
+        158 sched_yield "" |c, _, _| {
+            *c.yield_slice = true; // the next runnable thread or process goes on
             Ok(0)
         };
         162 nanosleep "pp" sys_nanosleep;
@@ -54,11 +54,11 @@ fn make_pipe(p: &mut Process, ptr: u32, flags: u32) -> SysResult {
     Ok(0)
 }
 
-fn sys_pipe(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_pipe(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     make_pipe(p, a[0], 0)
 }
 
-fn sys_pipe2(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_pipe2(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     make_pipe(p, a[0], a[1])
 }
 
@@ -71,7 +71,7 @@ fn sleep(p: &mut Process, d: Duration) -> SysResult {
     block_on(p, Vec::new(), Some(Instant::now() + d), false)
 }
 
-fn sys_nanosleep(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_nanosleep(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let d = read_timespec(p, a[0], false)?;
     sleep(p, d)
 }
@@ -92,11 +92,11 @@ fn clock_sleep(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     sleep(p, d)
 }
 
-fn sys_clock_nanosleep(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_clock_nanosleep(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     clock_sleep(p, a, false)
 }
 
-fn sys_clock_nanosleep64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_clock_nanosleep64(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     clock_sleep(p, a, true)
 }
 
@@ -145,7 +145,7 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
     Ok(ready as u32)
 }
 
-fn sys_poll(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_poll(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let t = a[2] as i32;
     do_poll(p, a[0], a[1], (t >= 0).then(|| Duration::from_millis(t as u64)))
 }
@@ -179,11 +179,11 @@ fn ppoll(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     end_temp_mask(p, r)
 }
 
-fn sys_ppoll(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_ppoll(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ppoll(p, a, false)
 }
 
-fn sys_ppoll64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_ppoll64(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ppoll(p, a, true)
 }
 
@@ -285,11 +285,11 @@ fn select(p: &mut Process, a: [u32; 5]) -> SysResult {
     r
 }
 
-fn sys_newselect(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_newselect(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     select(p, [a[0], a[1], a[2], a[3], a[4]])
 }
 
-fn sys_old_select(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_old_select(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut v = [0u32; 5];
     for (i, x) in v.iter_mut().enumerate() {
         *x = p.aspace.read_u32(a[0] + 4 * i as u32).map_err(efault)?;
@@ -308,10 +308,10 @@ fn pselect(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     end_temp_mask(p, r)
 }
 
-fn sys_pselect6(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_pselect6(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     pselect(p, a, false)
 }
 
-fn sys_pselect6_64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_pselect6_64(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     pselect(p, a, true)
 }

@@ -27,13 +27,10 @@ pub use crate::process::INSNS_PER_TICK;
 use common::Handler;
 pub use common::{SysResult, Syscall};
 
-/// Declares a static table of system calls: `nr name "args" handler;` rows. The
-/// handlers take the whole machine, or, after `TABLE: Files` or `TABLE: Net`, a
-/// [`common::FileCtx`] or a [`common::NetCtx`].
+/// Declares a static table of system calls: `nr name "args" handler;` rows, after
+/// `TABLE: Files`, `Net`, `Io` or `Task`; the handlers take a [`common::FileCtx`], a
+/// [`common::NetCtx`], a [`common::IoCtx`] or a [`common::TaskCtx`].
 macro_rules! table {
-    ($(#[$m:meta])* $vis:vis $table:ident { $($rows:tt)* }) => {
-        table!($(#[$m])* $vis $table: Machine { $($rows)* });
-    };
     ($(#[$m:meta])* $vis:vis $table:ident: $ctx:ident { $($nr:literal $name:ident $args:literal $h:expr;)* }) => {
         $(#[$m])*
         $vis static $table: &[$crate::syscall::common::Syscall] = &[$($crate::syscall::common::Syscall {
@@ -103,20 +100,21 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     let nr = p.cpu.gpr[reg::EAX];
     let g = &p.cpu.gpr;
     let args = [g[reg::EBX], g[reg::ECX], g[reg::EDX], g[reg::ESI], g[reg::EDI], g[reg::EBP]];
-    *m.stats.syscalls.entry(nr).or_default() += 1;
+    *m.stats_mut().syscalls.entry(nr).or_default() += 1;
     let row = lookup(nr);
-    let traced = m.cfg.strace.then(|| strace::Call::before(p, nr, row, &args));
+    let traced = m.config().strace.then(|| strace::Call::before(p, nr, row, &args));
     // Only this call's failures count below.
-    m.phys.take_starved();
-    m.phys.take_host_starved();
+    m.phys().take_starved();
+    m.phys().take_host_starved();
     let res = match row {
         Some(s) => match s.handler {
             Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
             Handler::Net(h) => h(&mut m.net_ctx(), p, &args),
-            Handler::Machine(h) => h(m, p, &args),
+            Handler::Io(h) => h(&mut m.io_ctx(), p, &args),
+            Handler::Task(h) => h(&mut m.task_ctx(), p, &args),
         },
         None => {
-            *m.stats.enosys.entry(nr).or_default() += 1;
+            *m.stats_mut().enosys.entry(nr).or_default() += 1;
             Err(ENOSYS)
         }
     };
@@ -126,7 +124,7 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     // `EFAULT`, as Linux's copy to or from user memory fails when the fault cannot be
     // served.
     let res = match res {
-        Err(EFAULT) if m.phys.take_starved() && m.cache.reclaim(&m.phys, RECLAIM_IN_CALL, None) > 0 => Err(ERESTARTSYS),
+        Err(EFAULT) if m.reclaim_starved(RECLAIM_IN_CALL) => Err(ERESTARTSYS),
         r => r,
     };
     if let Some(call) = traced {

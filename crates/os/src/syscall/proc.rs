@@ -19,7 +19,7 @@ use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
 
 table! {
     /// Processes.
-    pub(super) TABLE {
+    pub(super) TABLE: Task {
         1 exit "d" sys_exit;
         2 fork "" sys_fork;
         7 waitpid "dpx" sys_waitpid;
@@ -45,7 +45,7 @@ table! {
 
 /// `exit`: ends the calling thread; the group ends with its last thread (with the
 /// leader's status).
-fn sys_exit(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_exit(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let status = ExitStatus::Code((a[0] & 0xff) as i32);
     super::futex::thread_exit(m, p);
     if p.threads.is_empty() {
@@ -60,25 +60,25 @@ fn sys_exit(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 /// `exit_group`: ends every thread of the group.
-fn sys_exit_group(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_exit_group(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     super::futex::thread_exit(m, p);
     p.exit = Some(ExitStatus::Code((a[0] & 0xff) as i32));
     Err(EJUSTRETURN)
 }
 
-fn sys_getpid(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+fn sys_getpid(_: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     Ok(p.pid)
 }
 
-fn sys_fork(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+fn sys_fork(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     do_fork(m, p, SIGCHLD as u32, [0; 4])
 }
 
-fn sys_vfork(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+fn sys_vfork(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     do_fork(m, p, CLONE_VM | CLONE_VFORK | SIGCHLD as u32, [0; 4])
 }
 
-fn sys_clone(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_clone(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // i386 order: flags, newsp, parent_tidptr, tls, child_tidptr.
     do_fork(m, p, a[0], [a[1], a[2], a[3], a[4]])
 }
@@ -86,7 +86,7 @@ fn sys_clone(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 /// `clone3(args, size)`: `struct clone_args` (64 bytes in its first version; later
 /// versions' fields must be zero) gives `clone`'s arguments, the exit signal apart and
 /// the stack as base and size.
-fn sys_clone3(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_clone3(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const VER0: u32 = 64;
     let size = a[1];
     if size < VER0 {
@@ -117,12 +117,12 @@ fn sys_clone3(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 /// Creates a child: `rest` = newsp, parent_tid, tls, child_tid (clone's arguments).
-fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
+fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
     let [newsp, ptid, tls, ctid] = rest;
     if flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 || flags & CLONE_THREAD != 0 && flags & CLONE_SIGHAND == 0 {
         return Err(EINVAL);
     }
-    if m.tids.len() >= m.cfg.max_procs {
+    if m.tasks.tids.len() >= m.cfg.max_procs {
         return Err(EAGAIN);
     }
     if flags & CLONE_THREAD != 0 {
@@ -149,8 +149,8 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
     } else {
         p.aspace.fork().map_err(|_| ENOMEM)?
     };
-    let pid = m.next_pid;
-    m.next_pid += 1;
+    let pid = m.tasks.next_pid;
+    m.tasks.next_pid += 1;
     let mut cpu: Cpu = p.cpu.clone();
     cpu.gpr[reg::EAX] = 0;
     if newsp != 0 {
@@ -227,15 +227,15 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
         p.vm_share = Some(p.mm_key());
         p.holds_vm = true;
     }
-    m.procs.insert(pid, child);
-    m.tids.insert(pid, pid);
+    m.tasks.procs.insert(pid, child);
+    m.tasks.tids.insert(pid, pid);
     m.stats.processes += 1;
     // Linux 2.6.12's scheduler ran a new child before its parent (`wake_up_new_task`
     // rescheduled the parent: the child is likely to exec); modern kernels run the
     // parent on (`sched_child_runs_first` = 0 since 2.6.32). Child first also spares
     // copies: a parent that goes on copies the copy-on-write pages it writes, only for
     // the child to drop its share of them at exec a moment later.
-    m.yield_slice = m.cfg.kernel == Kernel::Linux2612;
+    *m.yield_slice = m.cfg.kernel == Kernel::Linux2612;
     if flags & CLONE_VFORK != 0 {
         // The parent returns the pid once the child has exec'd or exited.
         p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false });
@@ -247,9 +247,9 @@ fn do_fork(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysR
 /// but its CPU state, signal mask and pending signals, TLS entries, alternate stack and
 /// robust list (`CLONE_FS`, `CLONE_FILES`, `CLONE_SIGHAND` and `CLONE_SYSVSEM` are
 /// implied: a group has one of each).
-fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
+fn clone_thread(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> SysResult {
     let [newsp, ptid, tls, ctid] = rest;
-    let tid = m.next_pid;
+    let tid = m.tasks.next_pid;
     let mut cpu: Cpu = p.cpu.clone();
     cpu.gpr[reg::EAX] = 0;
     cpu.icount = 0;
@@ -269,10 +269,10 @@ fn clone_thread(m: &mut Machine, p: &mut Process, flags: u32, rest: [u32; 4]) ->
     if flags & CLONE_CHILD_CLEARTID != 0 {
         t.clear_child_tid = ctid;
     }
-    m.next_pid += 1;
+    m.tasks.next_pid += 1;
     p.threads.push(t);
     p.threads.sort_by_key(|t| t.tid);
-    m.tids.insert(tid, p.pid);
+    m.tasks.tids.insert(tid, p.pid);
     m.stats.threads += 1;
     Ok(tid)
 }
@@ -318,14 +318,14 @@ fn load_errno(e: &LoadError) -> Errno {
     }
 }
 
-fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let mut total = 0;
     let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
     let (path, argv) = crate::loader::follow_scripts(path, argv, |path| {
         let path = crate::special::exec_path(m.sys(), p, path)?;
-        let head = open_exec(&m.vfs, p, &path)?;
+        let head = open_exec(m.vfs, p, &path)?;
         Ok((path, head))
     })?;
     let spath = String::from_utf8_lossy(&path).into_owned();
@@ -334,24 +334,24 @@ fn sys_execve(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // The point of no return: the old image goes, with the group's other threads; the
     // calling thread becomes the leader.
     for t in std::mem::take(&mut p.threads) {
-        m.tids.remove(&t.tid);
+        m.tasks.tids.remove(&t.tid);
         m.futexes.cancel(t.tid);
         p.dead_threads_icount += t.cpu.icount;
     }
     if p.tid != p.pid {
-        m.tids.remove(&p.tid);
-        m.tids.insert(p.pid, p.pid);
+        m.tasks.tids.remove(&p.tid);
+        m.tasks.tids.insert(p.pid, p.pid);
         p.tid = p.pid;
     }
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
     p.rseq = Default::default();
     p.leader_exit = None;
-    m.leave_vm(p); // the others keep the space it shared
+    m.tasks.leave_vm(p); // the others keep the space it shared
     let old = std::mem::replace(&mut p.aspace, aspace);
     // A vfork child gives its parent's memory back (its empty space goes).
     if std::mem::take(&mut p.vfork_lent)
-        && let Some(parent) = p.vfork_parent.and_then(|pp| m.procs.get_mut(&pp))
+        && let Some(parent) = p.vfork_parent.and_then(|pp| m.tasks.procs.get_mut(&pp))
     {
         parent.aspace = old;
     }
@@ -388,12 +388,12 @@ fn wait_matches(want: i32, own_pgid: Pid, pid: Pid, pgid: Pid) -> bool {
     }
 }
 
-fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_wait4(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (want, status, options, rusage) = (a[0] as i32, a[1], a[2], a[3]);
     if options & !(WNOHANG | WUNTRACED | WCONTINUED | 0x4000_0000 | 0x8000_0000 | 0x2000_0000) != 0 {
         return Err(EINVAL);
     }
-    let found = m.zombies.iter().find(|(k, z)| z.ppid == p.pid && wait_matches(want, p.pgid, **k, z.pgid));
+    let found = m.tasks.zombies.iter().find(|(k, z)| z.ppid == p.pid && wait_matches(want, p.pgid, **k, z.pgid));
     if let Some((&cpid, z)) = found {
         let st = z.status.wait_status();
         if status != 0 {
@@ -403,10 +403,10 @@ fn sys_wait4(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
             p.aspace.write_bytes(rusage, &rusage_bytes(z.icount)).map_err(efault)?;
         }
         p.child_icount += z.icount;
-        m.zombies.remove(&cpid);
+        m.tasks.zombies.remove(&cpid);
         return Ok(cpid);
     }
-    if !m.procs.values().any(|c| c.ppid == p.pid && wait_matches(want, p.pgid, c.pid, c.pgid)) {
+    if !m.tasks.procs.values().any(|c| c.ppid == p.pid && wait_matches(want, p.pgid, c.pid, c.pgid)) {
         return Err(ECHILD);
     }
     if options & WNOHANG != 0 {
@@ -424,7 +424,7 @@ fn ticks(n: u64) -> u32 {
 /// `times`: user time is the process's guest instructions, children's the instructions
 /// of the children it waited for, in ticks of [`INSNS_PER_TICK`]; system time is 0. The
 /// return value counts host wall-clock ticks since the machine started.
-fn sys_times(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_times(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] != 0 {
         let mut b = Vec::with_capacity(16);
         for v in [ticks(p.group_icount()), 0, ticks(p.child_icount), 0] {
@@ -444,7 +444,7 @@ fn rusage_bytes(n: u64) -> [u8; 72] {
     b
 }
 
-fn sys_getrusage(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_getrusage(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const RUSAGE_SELF: i32 = 0;
     const RUSAGE_CHILDREN: i32 = -1;
     const RUSAGE_THREAD: i32 = 1;
@@ -458,19 +458,19 @@ fn sys_getrusage(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(0)
 }
 
-fn sys_waitpid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_waitpid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sys_wait4(m, p, &[a[0], a[1], a[2], 0, 0, 0])
 }
 
-fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_setpgid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let pid = if a[0] == 0 { p.pid } else { a[0] };
     let pgid = if a[1] == 0 { pid } else { a[1] };
     if (a[1] as i32) < 0 {
         return Err(EINVAL);
     }
     let sid = p.sid;
-    let group_ok = |m: &Machine, p: &Process| {
-        pgid == pid || p.pgid == pgid && p.sid == sid || m.procs.values().any(|q| q.pgid == pgid && q.sid == sid)
+    let group_ok = |m: &TaskCtx<'_>, p: &Process| {
+        pgid == pid || p.pgid == pgid && p.sid == sid || m.tasks.procs.values().any(|q| q.pgid == pgid && q.sid == sid)
     };
     if pid == p.pid {
         if p.sid == p.pid {
@@ -483,7 +483,7 @@ fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
         return Ok(0);
     }
     let ok = group_ok(m, p);
-    let c = m.procs.get_mut(&pid).filter(|c| c.ppid == p.pid).ok_or(ESRCH)?;
+    let c = m.tasks.procs.get_mut(&pid).filter(|c| c.ppid == p.pid).ok_or(ESRCH)?;
     if c.sid != sid || !ok {
         return Err(EPERM);
     }
@@ -493,8 +493,8 @@ fn sys_setpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 /// The processes `getpriority`/`setpriority` name: (which, who) = process, group or
 /// user (every process runs as the same user), `who` 0 meaning the caller's.
-fn priority_targets(m: &Machine, p: &Process, which: u32, who: u32) -> Result<Vec<Pid>, Errno> {
-    let all = std::iter::once(p).chain(m.procs.values());
+fn priority_targets(m: &TaskCtx<'_>, p: &Process, which: u32, who: u32) -> Result<Vec<Pid>, Errno> {
+    let all = std::iter::once(p).chain(m.tasks.procs.values());
     let v: Vec<Pid> = match which {
         PRIO_PROCESS => all.filter(|q| q.pid == if who == 0 { p.pid } else { who }).map(|q| q.pid).collect(),
         PRIO_PGRP => all.filter(|q| q.pgid == if who == 0 { p.pgid } else { who }).map(|q| q.pid).collect(),
@@ -504,18 +504,18 @@ fn priority_targets(m: &Machine, p: &Process, which: u32, who: u32) -> Result<Ve
     if v.is_empty() { Err(ESRCH) } else { Ok(v) }
 }
 
-fn sys_getpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_getpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let pids = priority_targets(m, p, a[0], a[1])?;
-    let nice = |pid: Pid| if pid == p.pid { p.nice } else { m.procs[&pid].nice };
+    let nice = |pid: Pid| if pid == p.pid { p.nice } else { m.tasks.procs[&pid].nice };
     // The system call returns 20 - nice (1..=40); glibc converts it back.
     Ok((20 - pids.into_iter().map(nice).min().unwrap_or(0)) as u32)
 }
 
-fn sys_setpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_setpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let pids = priority_targets(m, p, a[0], a[1])?;
     let want = (a[2] as i32).clamp(-20, 19);
     for pid in pids {
-        let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).expect("a process") };
+        let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).expect("a process") };
         // Raising priority needs CAP_SYS_NICE: only root has it here.
         if want < q.nice && ids()[1] != 0 {
             return Err(EACCES);
@@ -525,20 +525,20 @@ fn sys_setpriority(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult 
     Ok(0)
 }
 
-fn lookup_proc<'a>(m: &'a Machine, p: &'a Process, pid: u32) -> Result<&'a Process, Errno> {
-    if pid == 0 || pid == p.pid { Ok(p) } else { m.procs.get(&pid).ok_or(ESRCH) }
+fn lookup_proc<'a>(m: &'a TaskCtx<'_>, p: &'a Process, pid: u32) -> Result<&'a Process, Errno> {
+    if pid == 0 || pid == p.pid { Ok(p) } else { m.tasks.procs.get(&pid).ok_or(ESRCH) }
 }
 
-fn sys_getpgid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_getpgid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(lookup_proc(m, p, a[0])?.pgid)
 }
 
-fn sys_getsid(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_getsid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(lookup_proc(m, p, a[0])?.sid)
 }
 
-fn sys_setsid(m: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
-    if p.pgid == p.pid || m.procs.values().any(|q| q.pgid == p.pid) {
+fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    if p.pgid == p.pid || m.tasks.procs.values().any(|q| q.pgid == p.pid) {
         return Err(EPERM);
     }
     p.sid = p.pid;

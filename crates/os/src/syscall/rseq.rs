@@ -20,7 +20,7 @@ use crate::process::{Rseq, SigInfo};
 
 table! {
     /// Restartable sequences.
-    pub(super) TABLE {
+    pub(super) TABLE: Task {
         386 rseq "pxdx" sys_rseq;
     }
 }
@@ -42,7 +42,7 @@ const MM_CID: u32 = 24;
 const TASK_SIZE: u64 = 0xffff_e000;
 
 /// `rseq(rseq, rseq_len, flags, sig)` with Linux's checks.
-fn sys_rseq(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rseq(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (addr, len, flags, sig) = (a[0], a[1], a[2], a[3]);
     let cur = p.rseq;
     if flags & UNREGISTER != 0 {

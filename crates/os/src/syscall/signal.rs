@@ -31,7 +31,7 @@ use crate::process::{Blocked, IntervalTimer, SigInfo, Wait};
 
 table! {
     /// Signals.
-    pub(super) TABLE {
+    pub(super) TABLE: Task {
         27 alarm "u" sys_alarm;
         29 pause "" sys_pause;
         37 kill "dd" sys_kill;
@@ -67,7 +67,7 @@ fn sigbit(sig: i32) -> u64 {
     1u64 << (sig - 1)
 }
 
-impl Machine {
+impl TaskCtx<'_> {
     /// Delivers pending, unblocked signals to `p`: default actions, or one handler
     /// frame per call. A blocked system call is interrupted (`EINTR`) or, with
     /// `SA_RESTART` on a restartable call, re-run after the handler.
@@ -313,7 +313,7 @@ fn restore_sigcontext(p: &mut Process, sc: u32) -> Result<(), MemFault> {
     Ok(())
 }
 
-fn sys_sigreturn(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+fn sys_sigreturn(_: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     // The restorer popped pretcode (by `ret`) and sig (by `pop %eax`).
     let frame = p.cpu.gpr[reg::ESP].wrapping_sub(8);
     let sc = frame + 8;
@@ -328,7 +328,7 @@ fn sys_sigreturn(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
     }
 }
 
-fn sys_rt_sigreturn(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+fn sys_rt_sigreturn(_: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     // The handler's `ret` popped pretcode.
     let frame = p.cpu.gpr[reg::ESP].wrapping_sub(4);
     let uc = frame + 16 + SIGINFO_SIZE;
@@ -348,7 +348,7 @@ fn bad_frame(p: &mut Process) -> SysResult {
     Err(EJUSTRETURN)
 }
 
-fn sys_rt_sigaction(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rt_sigaction(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let sig = a[0] as i32;
     if !(1..=64).contains(&sig) || a[3] != 8 {
         return Err(EINVAL);
@@ -384,7 +384,7 @@ fn sys_rt_sigaction(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult
     Ok(0)
 }
 
-fn sys_rt_sigprocmask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rt_sigprocmask(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[3] != 8 {
         return Err(EINVAL);
     }
@@ -404,7 +404,7 @@ fn sys_rt_sigprocmask(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResu
     Ok(0)
 }
 
-fn sys_rt_sigpending(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rt_sigpending(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] > 8 {
         return Err(EINVAL);
     }
@@ -420,11 +420,11 @@ fn wait_for_signal(p: &mut Process) -> SysResult {
     Err(ERESTARTSYS)
 }
 
-fn sys_pause(_: &mut Machine, p: &mut Process, _: &[u32; 6]) -> SysResult {
+fn sys_pause(_: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     wait_for_signal(p)
 }
 
-fn sys_rt_sigsuspend(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rt_sigsuspend(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[1] != 8 {
         return Err(EINVAL);
     }
@@ -436,17 +436,17 @@ fn sys_rt_sigsuspend(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResul
     wait_for_signal(p)
 }
 
-fn sys_rt_sigtimedwait(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rt_sigtimedwait(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sigtimedwait(m, p, a, false)
 }
 
-fn sys_rt_sigtimedwait_time64(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_rt_sigtimedwait_time64(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sigtimedwait(m, p, a, true)
 }
 
 /// `rt_sigtimedwait(set, info, timeout, sigsetsize)`: takes a pending signal of `set`
 /// (which the caller normally blocks), else waits for one; `EAGAIN` at the timeout.
-fn sigtimedwait(_: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+fn sigtimedwait(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     if a[3] != 8 {
         return Err(EINVAL);
     }
@@ -473,7 +473,7 @@ fn sigtimedwait(_: &mut Machine, p: &mut Process, a: &[u32; 6], wide: bool) -> S
     Err(ERESTARTSYS)
 }
 
-fn sys_sigaltstack(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_sigaltstack(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (sp, size, fl) = p.altstack;
     let on = fl & SS_DISABLE == 0 && p.cpu.gpr[reg::ESP].wrapping_sub(sp) < size;
     if a[0] != 0 {
@@ -509,22 +509,22 @@ fn sys_sigaltstack(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult 
     Ok(0)
 }
 
-fn sys_kill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_kill(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let sig = a[1] as i32;
     if !(0..=64).contains(&sig) {
         return Err(EINVAL);
     }
-    if m.kill(p, a[0] as i32, sig) == 0 { Err(ESRCH) } else { Ok(0) }
+    if m.tasks.kill(p, a[0] as i32, sig) == 0 { Err(ESRCH) } else { Ok(0) }
 }
 
-fn sys_tkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_tkill(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] as i32 <= 0 {
         return Err(EINVAL);
     }
     thread_kill(m, p, None, a[0], a[1] as i32)
 }
 
-fn sys_tgkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_tgkill(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] as i32 <= 0 || a[1] as i32 <= 0 {
         return Err(EINVAL);
     }
@@ -532,23 +532,23 @@ fn sys_tgkill(m: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 /// Sends `sig` to thread `tid` (of group `tgid`, if given).
-fn thread_kill(m: &mut Machine, p: &mut Process, tgid: Option<u32>, tid: u32, sig: i32) -> SysResult {
+fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32, sig: i32) -> SysResult {
     if !(0..=64).contains(&sig) {
         return Err(EINVAL);
     }
-    let pid = *m.tids.get(&tid).ok_or(ESRCH)?;
+    let pid = *m.tasks.tids.get(&tid).ok_or(ESRCH)?;
     if tgid.is_some_and(|g| g != pid) {
         return Err(ESRCH);
     }
     let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], status: 0 };
-    let q = if pid == p.pid { &mut *p } else { m.procs.get_mut(&pid).ok_or(ESRCH)? };
+    let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);
     }
     Ok(0)
 }
 
-fn sys_alarm(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_alarm(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let now = std::time::Instant::now();
     let left = p.alarm.map_or(0, |t| {
         let d = t.saturating_duration_since(now);
@@ -563,7 +563,7 @@ fn sys_alarm(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
 /// The most timers a process may create (Linux bounds them by `RLIMIT_SIGPENDING`).
 const MAX_TIMERS: usize = 256;
 
-fn sys_timer_create(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_create(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let clock = a[0] as i32;
     // CPU-time clocks are not modeled: guest CPU time is not host time.
     if ![libc::CLOCK_REALTIME, libc::CLOCK_MONOTONIC, libc::CLOCK_BOOTTIME].contains(&clock) {
@@ -657,27 +657,27 @@ fn timer_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     Ok(0)
 }
 
-fn sys_timer_settime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_settime(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     timer_settime(p, a, false)
 }
 
-fn sys_timer_settime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_settime64(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     timer_settime(p, a, true)
 }
 
-fn sys_timer_gettime(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_gettime(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     timer_gettime(p, a[0], a[1], false)
 }
 
-fn sys_timer_gettime64(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_gettime64(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     timer_gettime(p, a[0], a[1], true)
 }
 
-fn sys_timer_getoverrun(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_getoverrun(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     Ok(timer_mut(p, a[0])?.overrun.min(i32::MAX as u32))
 }
 
-fn sys_timer_delete(_: &mut Machine, p: &mut Process, a: &[u32; 6]) -> SysResult {
+fn sys_timer_delete(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     timer_mut(p, a[0])?;
     p.timers[a[0] as usize] = None;
     Ok(0)
