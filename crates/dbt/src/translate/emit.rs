@@ -148,22 +148,17 @@ impl Emitter {
         self.code.len() - 4
     }
 
-    /// A direct jump to `delta` bytes from the block start (instructions counted).
+    /// A direct jump to `delta` bytes from the block start (instructions counted): a
+    /// chain site; into another page with the target EIP in r13d first, as the target's
+    /// far entry takes it.
     pub(super) fn jump(&mut self, delta: i32) {
-        if self.in_page(delta) {
-            self.code.push(0xe9);
-            let rel = self.code.len();
-            self.code.extend_from_slice(&[0; 4]);
-            self.branch_field(rel, delta);
-        } else {
-            // Another page: a site chained to the target's far entry, with the target
-            // EIP in r13d.
+        if !self.in_page(delta) {
             self.bytes(&runtime::lea_r13_r14(self.at(delta)));
-            self.code.push(0xe9);
-            let rel = self.code.len();
-            self.code.extend_from_slice(&[0; 4]);
-            self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
         }
+        self.code.push(0xe9);
+        let rel = self.code.len();
+        self.code.extend_from_slice(&[0; 4]);
+        self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
     }
 }
 

@@ -153,11 +153,11 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 .map(fix32)
             })?;
             e.bytes(&b);
-            e.count(done);
             if e.opts.ras {
+                e.count(done);
                 e.bytes(glue::ras_return());
             }
-            e.lookup();
+            e.exit_indirect(done);
             ended = true;
             true
         }

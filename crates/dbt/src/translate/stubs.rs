@@ -19,10 +19,7 @@ pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
     // target's far entry).
     for (rel, delta) in std::mem::take(&mut e.far) {
         e.local.push((rel, e.code.len()));
-        e.bytes(&runtime::lea_r13_r14(e.at(delta)));
-        e.bytes(&[0xe9, 0, 0, 0, 0]);
-        let rel = e.code.len() - 4;
-        e.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
+        e.jump(delta);
     }
     // Exit stubs of the sites (unchained targets).
     let mut sites = std::mem::take(&mut e.sites);

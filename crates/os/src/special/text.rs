@@ -43,13 +43,19 @@ pub(super) struct TaskView {
     icount: u64,
 }
 
+/// The thread of `q` that runs (or last ran).
+fn current(q: &Process) -> TaskView {
+    use morph_cpu::state::reg::ESP;
+    let (esp, eip) = (q.cpu.gpr[ESP], q.cpu.eip);
+    let (pending, sigmask, icount) = (q.pending, q.sigmask, q.cpu.icount);
+    TaskView { blocked: q.blocked.is_some(), esp, eip, pending, sigmask, icount }
+}
+
 /// Thread `tid` of `q`, if it lives.
 pub(super) fn task(q: &Process, tid: Pid) -> Option<TaskView> {
     use morph_cpu::state::reg::ESP;
     if tid == q.tid {
-        let (esp, eip) = (q.cpu.gpr[ESP], q.cpu.eip);
-        let (pending, sigmask, icount) = (q.pending, q.sigmask, q.cpu.icount);
-        return Some(TaskView { blocked: q.blocked.is_some(), esp, eip, pending, sigmask, icount });
+        return Some(current(q));
     }
     q.threads.iter().find(|t| t.tid == tid).map(|t| TaskView {
         blocked: t.blocked.is_some(),
@@ -64,7 +70,7 @@ pub(super) fn task(q: &Process, tid: Pid) -> Option<TaskView> {
 /// What the process-wide files show of a thread: the leader's, as Linux's do (or the
 /// running thread's once the leader has ended).
 fn leader(q: &Process) -> TaskView {
-    task(q, q.pid).or_else(|| task(q, q.tid)).expect("the running thread lives")
+    task(q, q.pid).unwrap_or_else(|| current(q))
 }
 
 /// The contents of a `/proc/<pid>` text file (empty for a thread that has ended).
