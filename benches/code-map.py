@@ -43,7 +43,10 @@ def disasm(t, hot):
         )
     for line in r.stdout.splitlines()[7:]:
         addr = line.split(":")[0].strip()
-        mark = ">>" if addr and int(addr, 16) in hot else "  "
+        try:
+            mark = ">>" if int(addr, 16) in hot else "  "
+        except ValueError:  # objdump's "..." for a run of zero bytes, blank lines
+            mark = "  "
         print(mark, line)
 
 
