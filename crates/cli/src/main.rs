@@ -1,4 +1,5 @@
 //! The `morph` command line (see the CLI contract in `docs/design.md`).
+#![recursion_limit = "256"]
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -487,6 +488,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "translated_instructions": e.translated_instructions,
             "translated_guest_instructions": e.translated_guest_instructions,
             "helper_instructions": e.helper_instructions,
+            "pc_thunks": e.pc_thunks,
             "host_faults": e.host_faults,
             "blocks": e.blocks,
             "host_bytes": e.host_bytes,

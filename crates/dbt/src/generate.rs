@@ -186,6 +186,7 @@ impl Engine {
             self.stats.retranslations += u64::from(seen);
             self.stats.translations += 1;
             self.stats.translated_guest_instructions += u64::from(made.instructions);
+            self.stats.pc_thunks += u64::from(made.pc_thunks);
         }
         self.stats.helper_instructions += u64::from(made.fallbacks);
         self.fpu_live |= made.uses_fpu;

@@ -176,6 +176,8 @@ pub struct EngineStats {
     pub translated_guest_instructions: u64,
     /// Instructions translations hand to the interpreter helper (static count).
     pub helper_instructions: u64,
+    /// Calls of PC thunks translated inline (static count, new translations).
+    pub pc_thunks: u64,
     /// Host faults inside translated code.
     pub host_faults: u64,
     /// Live translations.

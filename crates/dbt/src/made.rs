@@ -26,6 +26,8 @@ pub(crate) struct Made {
     pub(crate) helpers: Rc<Vec<Box<Instruction>>>,
     pub(crate) fallbacks: u32,
     pub(crate) uses_fpu: bool,
+    /// Calls of PC thunks done inline (0 for a translation loaded from a `tcache`).
+    pub(crate) pc_thunks: u32,
 }
 
 impl From<translate::Translated> for Made {
@@ -44,6 +46,7 @@ impl From<translate::Translated> for Made {
             helpers: Rc::new(t.helper_instrs),
             fallbacks: t.fallbacks,
             uses_fpu: t.uses_fpu,
+            pc_thunks: t.pc_thunks,
         }
     }
 }

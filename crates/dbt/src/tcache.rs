@@ -375,6 +375,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
         helpers: std::rc::Rc::new(helpers),
         fallbacks,
         uses_fpu,
+        pc_thunks: 0,
     })
 }
 

@@ -10,17 +10,75 @@
 //! control transfer, an invalid instruction, a branch back to its start (a loop,
 //! unrolled), the page end (an instruction straddling it is the last), or
 //! [`MAX_INSTRUCTIONS`](super::MAX_INSTRUCTIONS).
+//!
+//! One call does not end it: a call of a *PC thunk*, the two-instruction function
+//! `mov r32, [esp]; ret` through which i386 position-independent code (every PIE and
+//! shared library gcc builds) reads its own address, at nearly every function entry.
+//! Its effect is known from its four bytes: the register gets the return address (left
+//! below ESP, as the call wrote it). The translation does that inline and goes on, after
+//! a check at run time that the four bytes are still there (see `lower::pc_thunk`).
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
+use iced_x86::{Code, Decoder, DecoderOptions, FlowControl, Instruction, OpKind, Register};
 use morph_mem::PAGE_SIZE;
 
 use super::MAX_INSTRUCTIONS;
 
+/// The guest instructions of one translation.
+pub(super) struct Formed {
+    /// In guest order.
+    pub instrs: Vec<Instruction>,
+    /// The calls of PC thunks done inline: the call's index in `instrs` and the guest
+    /// register the thunk loads.
+    pub thunks: Vec<(usize, Register)>,
+}
+
+impl Formed {
+    /// The register the PC thunk called by instruction `k` loads, if it is such a call.
+    pub fn thunk(&self, k: usize) -> Option<Register> {
+        self.thunks.iter().find(|t| t.0 == k).map(|t| t.1)
+    }
+}
+
+/// The bytes of the PC thunk that loads `r` (a general register other than ESP):
+/// `mov r, [esp]` (8b, ModRM with `r` and a SIB, SIB `[esp]`) and `ret` (c3).
+pub(super) fn thunk_bytes(r: Register) -> u32 {
+    let reg = (r as u32) - (Register::EAX as u32);
+    u32::from_le_bytes([0x8b, 0x04 | (reg << 3) as u8, 0x24, 0xc3])
+}
+
+/// If `call` is a direct call of a PC thunk (see the module's documentation), the
+/// register the thunk loads. Only the canonical encoding counts: the translation checks
+/// exactly [`thunk_bytes`] at run time.
+fn pc_thunk(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &Instruction) -> Option<Register> {
+    let target = call.near_branch32();
+    if call.code() != Code::Call_rel32_32 || target == call.next_ip32() {
+        return None;
+    }
+    let mut t = Vec::with_capacity(4);
+    if !fetch(target, &mut t) || t.len() < 2 {
+        return None;
+    }
+    let (mov, ret) = (&t[0], &t[1]);
+    let r = mov.op0_register();
+    let ok = mov.code() == Code::Mov_r32_rm32
+        && mov.len() == 3
+        && mov.op1_kind() == OpKind::Memory
+        && mov.memory_base() == Register::ESP
+        && mov.memory_index() == Register::None
+        && mov.memory_displacement32() == 0
+        && mov.segment_prefix() == Register::None
+        && r != Register::ESP
+        && ret.code() == Code::Retnd
+        && ret.len() == 1;
+    ok.then_some(r)
+}
+
 /// The instructions of the translation at `eip`. `fetch(at, out)` appends the decoded
 /// block at `at` (false if its first instruction cannot be fetched).
-pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u32) -> Vec<Instruction> {
+pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u32) -> Formed {
     let page_left = PAGE_SIZE - (eip & (PAGE_SIZE - 1));
     let mut instrs = Vec::with_capacity(16);
+    let mut thunks = Vec::new();
     let mut block = Vec::with_capacity(16);
     let mut at = eip;
     'blocks: while instrs.len() < MAX_INSTRUCTIONS {
@@ -32,9 +90,15 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             // A branch back to the block's start ends it: the block is a loop.
             let side_exit =
                 ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 && ins.near_branch32() != eip;
-            let end = (ins.flow_control() != FlowControl::Next && !side_exit)
+            let in_page = ins.next_ip32().wrapping_sub(eip) < page_left;
+            let thunk =
+                if in_page && ins.flow_control() == FlowControl::Call { pc_thunk(&mut fetch, ins) } else { None };
+            let end = (ins.flow_control() != FlowControl::Next && !side_exit && thunk.is_none())
                 || ins.is_invalid()
-                || ins.next_ip32().wrapping_sub(eip) >= page_left;
+                || !in_page;
+            if let Some(r) = thunk {
+                thunks.push((instrs.len(), r));
+            }
             instrs.push(*ins);
             at = ins.next_ip32();
             if end || instrs.len() == MAX_INSTRUCTIONS {
@@ -42,7 +106,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             }
         }
     }
-    instrs
+    Formed { instrs, thunks }
 }
 
 /// `fetch` for [`form`] from the guest bytes at `eip` (the tests and benchmarks, which

@@ -174,6 +174,44 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
     Some((handled, ended))
 }
 
+/// A call of a PC thunk that loads `r` (`block::pc_thunk`), done inline: if the four
+/// bytes at the call's target are still the thunk's (read through the window at run time,
+/// so any later write, remapping or unmapping of the thunk's page is seen), store the
+/// return address below ESP as the call would have pushed it and the thunk's `ret` popped
+/// it, put it in `r` and go on; else make the call (the out-of-line path, as
+/// [`inline`]'s `Call` without the return stack). `p.done` counts the thunk's two
+/// instructions. The check is flag-free (`lea` + `jrcxz` through rcx, the guest's ECX kept
+/// in r9); a fault of its read re-runs the call in the interpreter, which then faults
+/// precisely (or not) at the thunk, as the host would.
+pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register) -> Option<()> {
+    let target = ins.near_branch32().wrapping_sub(p.eip) as i32;
+    let want = super::block::thunk_bytes(r).wrapping_neg().to_le_bytes();
+    let at = e.at(target).to_le_bytes();
+    e.bytes(&[0x49, 0x89, 0xc9]); // mov r9, rcx
+    e.bytes(&[0x65, 0x67, 0x41, 0x8b, 0x8e, at[0], at[1], at[2], at[3]]); // mov ecx, gs:[r14d + at]
+    e.bytes(&[0x8d, 0x89, want[0], want[1], want[2], want[3]]); // lea ecx, [rcx - bytes]
+    e.bytes(&[0xe3, 0]); // jrcxz ok
+    let jrcxz = e.code.len() - 1;
+    // Not the thunk (any more): the call.
+    e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
+    let counted = e.counted;
+    e.bytes(&runtime::lea_r13_r14(e.at(p.next)));
+    push_reg(e, r13d)?;
+    e.count(p.done - 2);
+    e.jump(target);
+    e.counted = counted;
+    e.code[jrcxz] = u8::try_from(e.code.len() - (jrcxz + 1)).ok().filter(|d| *d < 0x80)?;
+    // ok: the thunk's effect.
+    e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
+    let hr = runtime::host_gpr(gpr_index(r));
+    let d = e.at(p.next);
+    e.bytes(&fix32(asm(|a| {
+        a.lea(hr, dword_ptr(r14 + d))?;
+        a.mov(dword_ptr(r12 - 4).gs(), hr)
+    })?));
+    Some(())
+}
+
 /// A call's transfer, after the guest's return address (`next` bytes from the block
 /// start, also in `ret`: r13d or r8d) was pushed and the call counted.
 enum CallTo {

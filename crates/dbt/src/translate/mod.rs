@@ -119,6 +119,8 @@ pub struct Translated {
     /// Whether the block runs x87/MMX instructions natively (the guest FPU state must
     /// then be live in the host FPU).
     pub uses_fpu: bool,
+    /// Calls of PC thunks done inline (see `block`).
+    pub pc_thunks: u32,
 }
 
 /// The translator's switches: what kinds of host code it may emit.
@@ -151,7 +153,9 @@ pub fn translate_decoded(
     id: u32,
     opts: Options,
 ) -> Option<Translated> {
-    let instrs = block::form(fetch, eip);
+    let formed = block::form(fetch, eip);
+    let pc_thunks = formed.thunks.len() as u32;
+    let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
     // The far entry's key slot and the far entry (see `runtime::far_entry`), then the
@@ -171,7 +175,9 @@ pub fn translate_decoded(
     let mut relocs = Vec::new();
     let mut fallbacks = 0;
     let mut uses_fpu = false;
-    let n = instrs.len() as u32;
+    // Guest instructions the block runs: an inlined PC thunk's two count, so that the
+    // count (which `rdtsc` reads) is the interpreter's.
+    let n = instrs.len() as u32 + 2 * pc_thunks;
     // A small loop whose last instruction branches back to its first is unrolled: the
     // copies but the last leave through an inverted branch (a side exit to the loop's
     // exit) and fall into the next copy, so the budget check and the instruction count
@@ -186,19 +192,26 @@ pub fn translate_decoded(
     };
     let total = n * unroll;
     let mut ended = false;
+    // Guest instructions completed before the one being lowered (over all copies).
+    let mut before = 0;
     for (k, ins) in (0..unroll).flat_map(|_| instrs.iter()).enumerate() {
-        let k = k as u32;
+        let thunk = formed.thunk(k % instrs.len());
         let goff = ins.ip32().wrapping_sub(eip);
         // Instructions of the block completed but not yet counted in r11 when this one
         // starts (the fault handler and the helper add them).
-        let pending = k - e.counted;
+        let pending = before - e.counted;
         points.push((e.code.len() as u32, e.at(goff as i32) as u32, pending));
-        let p = lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: k + 1, n, total };
+        before += if thunk.is_some() { 3 } else { 1 };
+        let p = lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: before, n, total };
+        if let Some(r) = thunk {
+            lower::pc_thunk(&mut e, ins, &p, r)?;
+            continue;
+        }
         let l = lower::instruction(&mut e, ins, &p)?;
         uses_fpu |= l.fpu;
         ended = l.ended;
         if l.helper {
-            fallbacks += u32::from(k < n);
+            fallbacks += u32::from(k < instrs.len());
             let boxed = Box::new(*ins);
             let at = e.code.len();
             helper_call(&mut e, helper, &boxed, pending, goff);
@@ -233,12 +246,13 @@ pub fn translate_decoded(
         fixups: e.fixups,
         relocs,
         points,
-        instructions: n,
-        instrs,
+        instructions: instrs.len() as u32,
+        instrs: formed.instrs,
         guest_len,
         helper_instrs,
         fallbacks,
         uses_fpu,
+        pc_thunks,
     })
 }
 
