@@ -7,7 +7,7 @@ use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
 use morph_mem::{PAGE_SHIFT, PAGE_SIZE};
 
-use crate::runtime::{EXIT_INDIRECT, HITS_SHIFT, JC_ENTRIES, off};
+use crate::runtime::{EXIT_INDIRECT, JC_ENTRIES, off};
 
 /// The assembler of the hand-written glue below: dynasm-rs turns each `dynasm!`
 /// template into byte pushes at compile time, so emitting glue costs next to nothing
@@ -290,10 +290,11 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
 ///
 /// The guest flags stay live in EFLAGS across it and nothing here touches them: the
 /// index is folded with BMI2 `rorx`, `lea` and `movzx` and the page computed with
-/// `shrx`/`shlx`, the key compared
-/// with `not` + `lea` (`tag << 32 | target` minus the entry's key: zero iff equal) and
+/// `shrx`/`shlx`, the key compared with `lea` (`tag << 32 | target` plus the entry's
+/// negated key: zero iff equal; the tag half is computed while the entry loads) and
 /// `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit counter
-/// incremented with `lea`. (`pushfq`/`popfq` around ordinary instructions cost
+/// incremented with one `lea` (the low bits of r11). Every path here writes r13d with a
+/// 32-bit operation first, so its high half is zero and no `mov r13d, r13d` is needed. (`pushfq`/`popfq` around ordinary instructions cost
 /// most of the time of call-heavy code; without BMI2 they are kept around the masking
 /// only.) The code is emitted inline at every indirect site, so the host predicts each
 /// site's final `jmp` on its own.
@@ -302,10 +303,6 @@ pub fn indirect_lookup() -> &'static [u8] {
     CODE.get_or_init(|| {
         let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
         let mut v = assemble(|a| {
-            dynasm!(a
-                ; .arch x64
-                ; mov r13d, r13d // the key below is 64-bit: no stale high half
-            );
             // The index (see `jc_index`): the target's low bits.
             if bmi2 {
                 dynasm!(a
@@ -332,12 +329,11 @@ pub fn indirect_lookup() -> &'static [u8] {
                 ; mov r9, [r15 + 96] // jc
                 ; lea r8, [r8 + r8] // 16-byte entries
                 ; lea r8, [r9 + r8 * 8]
-                ; mov r9, [r8]
-                ; not r9
-                ; lea r9, [r9 + r13 + 1] // target - key
                 ; mov r14, rcx
                 ; mov rcx, [r15 + 120] // jc_tag
-                ; lea rcx, [rcx + r9] // (tag << 32 | target) - key
+                ; lea rcx, [rcx + r13] // tag << 32 | target (r13's high half is zero)
+                ; mov r9, [r8] // -(tag << 32 | target) of the entry
+                ; lea rcx, [rcx + r9]
                 ; jrcxz >hit
                 ; mov rcx, r14
                 ; jmp BYTE >miss
@@ -346,8 +342,7 @@ pub fn indirect_lookup() -> &'static [u8] {
                 ; mov r10, rcx
                 ; jrcxz >spent
                 ; mov rcx, r14
-                ; mov r9, QWORD 1 << HITS_SHIFT
-                ; lea r11, [r11 + r9]
+                ; lea r11, [r11 + 1] // a hit (see runtime::ICOUNT_SHIFT)
             );
             // r14d: the target's page.
             if bmi2 {

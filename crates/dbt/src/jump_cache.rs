@@ -97,7 +97,7 @@ impl JumpCache {
 
     #[inline]
     pub(crate) fn set(&mut self, va: u32, host: u64) {
-        self.entries[runtime::jc_index(va)] = JcEntry { key: JcEntry::key(self.tag, va), host };
+        self.entries[runtime::jc_index(va)] = JcEntry { neg_key: JcEntry::key(self.tag, va).wrapping_neg(), host };
     }
 
     /// Records that `page`'s translations are in the cache under the current tag;
@@ -111,7 +111,7 @@ impl JumpCache {
 }
 
 /// Empty entries, all zero (key 0: tag 0, which is never current, so no lookup ever
-/// takes one: `tag << 32 | target` minus 0 is never zero for a tag ≥ 1). Allocated
+/// takes one: `tag << 32 | target` plus 0 is never zero for a tag ≥ 1). Allocated
 /// zeroed: the host gives the 1 MiB as zero pages when first touched, so an engine that
 /// runs little code neither writes nor faults in most of it (filling it cost a cold
 /// `morph run` of a dynamic hello 4 % of its time).
@@ -122,7 +122,7 @@ fn zeroed_entries() -> Box<[JcEntry]> {
         std::mem::size_of::<JcEntry>() == 16 && std::mem::align_of::<JcEntry>() == std::mem::align_of::<[u64; 2]>()
     );
     // SAFETY: `JcEntry` is `repr(C)` with two `u64` fields: the same size, alignment
-    // and validity as `[u64; 2]` (all zeroes is `key: 0, host: 0`), so the allocation
+    // and validity as `[u64; 2]` (all zeroes is `neg_key: 0, host: 0`), so the allocation
     // is one of `JC_ENTRIES` entries and is freed with the same layout.
     unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [JcEntry]) }
 }
@@ -134,7 +134,7 @@ mod tests {
     /// What translated code's lookup finds for `va` under the current tag.
     fn hit(jc: &JumpCache, va: u32) -> Option<u64> {
         let e = jc.entries[runtime::jc_index(va)];
-        (e.key == JcEntry::key(jc.tag, va)).then_some(e.host)
+        (e.neg_key.wrapping_neg() == JcEntry::key(jc.tag, va)).then_some(e.host)
     }
 
     #[test]
@@ -172,6 +172,6 @@ mod tests {
         jc.last_tag = u32::MAX;
         jc.select((2, 0));
         assert!(jc.tag != 0 && jc.tag < 4, "restarted");
-        assert!(jc.entries.iter().all(|e| e.key == 0 && e.host == 0), "every entry reset");
+        assert!(jc.entries.iter().all(|e| e.neg_key == 0 && e.host == 0), "every entry reset");
     }
 }

@@ -9,7 +9,7 @@
 //! | r12d | esp | the host keeps its own stack in rsp |
 //! | r14d | VA of the current block's page | every EIP-dependent value is derived from it; constant along chains (they stay in the page) |
 //! | r15 | `*mut JitState` | |
-//! | r11 | guest instructions completed since entry, and jump-cache hits above bit 40 | counted with flag-free `lea`s (a counter in memory put a store-to-load chain on every return) |
+//! | r11 | jump-cache hits since entry in the low 24 bits, guest instructions completed above them | counted with flag-free `lea`s (a counter in memory put a store-to-load chain on every return; a hit is `lea r11, [r11 + 1]`) |
 //! | r10 | backward chains and jump-cache hits left before returning to the dispatcher | counted down without touching flags |
 //! | r13, r8, r9 | scratch | |
 //! | rsp | the return stack ([`crate::ras`]) | host call/return pairs for guest call/return; the dispatcher's rsp is in the state block |
@@ -39,8 +39,8 @@ pub struct JitState {
     /// Chained block entries allowed before translated code returns (r10 counts them
     /// down; see [`chain_check`]).
     pub limit: u64,
-    /// r11: instructions completed in the low [`HITS_SHIFT`] bits, indirect branches
-    /// resolved by the jump cache above them (see [`split_count`]).
+    /// r11: indirect branches resolved by the jump cache in the low [`ICOUNT_SHIFT`]
+    /// bits, instructions completed above them (see [`split_count`]).
     pub icount: u64,
     /// Guest FS base.
     pub fs_base: u32,
@@ -98,8 +98,8 @@ pub struct JitState {
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct JcEntry {
-    /// `tag << 32 | guest VA`.
-    pub key: u64,
+    /// `-(tag << 32 | guest VA)`: the lookup adds `tag << 32 | target` and tests for zero.
+    pub neg_key: u64,
     /// Host address of the translation's body.
     pub host: u64,
 }
@@ -226,14 +226,21 @@ pub const EXIT_BUDGET: u32 = 5;
 /// The fallback helper stopped with a guest exit (kept in the helper context).
 pub const EXIT_HELPER: u32 = 6;
 
-/// Where r11 counts jump-cache hits: instructions stay below 2^40 per entry into
-/// translated code (the budget bounds checked edges to 2^24 and between two of them run at
-/// most a page of forward-chained blocks), hits below 2^24.
-pub const HITS_SHIFT: u32 = 40;
+/// Where r11 counts instructions: above the jump-cache hits, which stay below 2^24 per
+/// entry into translated code (each takes one of the budget's [`MAX_LIMIT`] entries), so
+/// that a hit is counted by `lea r11, [r11 + 1]` (a 64-bit constant cost a `mov` on every
+/// indirect branch) and a block's instructions by `lea r11, [r11 + n << 24]`, whose
+/// displacement holds `n` up to 127. Instructions stay below 2^40 per entry (between two
+/// checked edges run at most a page of forward-chained blocks).
+pub const ICOUNT_SHIFT: u32 = 24;
+
+/// The most chained entries (checked edges and jump-cache hits) one entry into translated
+/// code allows (`JitState::limit`): the hits fit below [`ICOUNT_SHIFT`].
+pub const MAX_LIMIT: u64 = (1 << ICOUNT_SHIFT) - 1;
 
 /// r11 (`JitState::icount`) as (instructions completed, jump-cache hits).
 pub fn split_count(count: u64) -> (u64, u64) {
-    (count & ((1 << HITS_SHIFT) - 1), count >> HITS_SHIFT)
+    (count >> ICOUNT_SHIFT, count & ((1 << ICOUNT_SHIFT) - 1))
 }
 
 /// The guest flags translated code keeps in host EFLAGS: the arithmetic flags and DF.
@@ -246,10 +253,17 @@ pub fn host_gpr(i: usize) -> AsmRegister32 {
 
 // ----- hand-encoded glue with fixed layouts (patched or emitted very often) ----------
 
-/// `lea r11, [r11 + n]`.
-pub fn lea_r11(n: u32) -> [u8; 7] {
-    let d = n.to_le_bytes();
-    [0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]
+/// `lea r11, [r11 + n << ICOUNT_SHIFT]`: `n` instructions completed (one `lea` per 127).
+pub fn lea_r11(n: u32) -> Vec<u8> {
+    let mut v = Vec::with_capacity(7);
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(127);
+        left -= k;
+        let d = (k << ICOUNT_SHIFT).to_le_bytes();
+        v.extend_from_slice(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
+    }
+    v
 }
 
 /// `lea r13d, [r14 + d]`.
@@ -456,7 +470,7 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         st.exit = EXIT_FAULT;
         st.fault_addr = addr as u32;
         st.fault_point = i as u32;
-        gregs[libc::REG_R11 as usize] += i64::from(k);
+        gregs[libc::REG_R11 as usize] += i64::from(k) << ICOUNT_SHIFT;
         gregs[libc::REG_RIP as usize] = (map.code_base + map.exit_common) as i64;
     }
 }
@@ -503,7 +517,8 @@ mod tests {
             }
             out.join("; ")
         };
-        assert_eq!(show(&lea_r11(7)), "lea r11,[r11+7]");
+        assert_eq!(show(&lea_r11(7)), "lea r11,[r11+7000000h]");
+        assert_eq!(show(&lea_r11(130)), "lea r11,[r11+7F000000h]; lea r11,[r11+3000000h]");
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
