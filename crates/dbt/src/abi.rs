@@ -75,7 +75,7 @@ impl Engine {
             epoch: mem.phys().code_epoch(),
         };
         {
-            let st = &mut *self.state;
+            let st = &mut self.jc.frame.state;
             st.gpr = cpu.gpr;
             st.eflags = cpu.eflags & LIVE_FLAGS;
             st.page_va = cpu.eip & !(PAGE_SIZE - 1);
@@ -89,7 +89,7 @@ impl Engine {
             st.fs_base = cpu.seg_base[seg::FS];
             st.gs_base = cpu.seg_base[seg::GS];
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
-            st.jc = self.jc.entries.as_mut_ptr();
+            st.jc = self.jc.frame.jc_keys.as_mut_ptr();
             st.jc_tag = u64::from(self.jc.tag) << 32;
             // Return-stack entries hold no tag: the stack is emptied whenever the tag
             // changes (another mapping, or translations dropped; see `ras`).
@@ -106,7 +106,7 @@ impl Engine {
         runtime::set_window(window);
         let base = self.code_base;
         self.fault_map.window = window;
-        self.fault_map.state = &mut *self.state;
+        self.fault_map.state = &mut self.jc.frame.state;
         self.fault_map.aspace = mem as *mut AddressSpace;
         runtime::set_fault_map(&*self.fault_map);
         let body = base + body;
@@ -118,10 +118,10 @@ impl Engine {
         // move) in the dispatcher, after which `code_base` is re-read.
         unsafe {
             let enter: extern "C" fn(*mut JitState, usize) = std::mem::transmute(base + self.enter_off);
-            enter(&mut *self.state, body);
+            enter(&mut self.jc.frame.state, body);
         }
         runtime::set_fault_map(std::ptr::null());
-        let st = &*self.state;
+        let st = &self.jc.frame.state;
         cpu.gpr = st.gpr;
         cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
         cpu.eip = st.eip;

@@ -38,8 +38,8 @@ impl Engine {
             // The far entry checks the tag and EIP, counts the edge against the budget
             // and sets r14d (the page changes).
             let t = &self.trans[to.id as usize];
-            let key = crate::runtime::JcEntry::key(self.jc.tag, target).wrapping_neg();
-            let dest = t.start + crate::runtime::FAR_KEY_BYTES;
+            let key = crate::runtime::jc_key(self.jc.tag, target).wrapping_neg();
+            let dest = t.start + crate::runtime::FAR_ENTRY;
             let rel = (dest as i64 - (field as i64 + 4)) as i32;
             if self.code.patch(t.start, &key.to_le_bytes()) && self.code.patch(field, &rel.to_le_bytes()) {
                 self.stats.chain_patches += 1;

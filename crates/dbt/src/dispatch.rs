@@ -125,7 +125,7 @@ impl Engine {
         self.jc.select(mapping);
         let eip = cpu.eip;
         self.prefill(eip, frame, ctx);
-        self.jc.set(eip, (self.code_base + body) as u64);
+        self.jc.set(eip, (self.code_base + crate::runtime::jc_entry(body)) as u64);
         self.execute(body, cpu, mem, budget)
     }
 
@@ -144,7 +144,7 @@ impl Engine {
         for e in list.iter().filter(|e| !e.straddles) {
             let va = page | e.key.page_offset();
             if self.cfg.key.key(va, frame, ctx) == e.key {
-                self.jc.set(va, (self.code_base + e.body as usize) as u64);
+                self.jc.set(va, (self.code_base + crate::runtime::jc_entry(e.body as usize)) as u64);
             }
         }
     }

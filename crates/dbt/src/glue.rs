@@ -5,9 +5,8 @@
 
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
-use morph_mem::{PAGE_SHIFT, PAGE_SIZE};
 
-use crate::runtime::{EXIT_INDIRECT, JC_ENTRIES, off};
+use crate::runtime::{EXIT_INDIRECT, JC_ENTRIES, JC_HOSTS, JC_KEYS, off};
 
 /// The assembler of the hand-written glue below: dynasm-rs turns each `dynasm!`
 /// template into byte pushes at compile time, so emitting glue costs next to nothing
@@ -283,21 +282,21 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
 }
 
 /// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
-/// look the target up in the jump cache under the current tag and, on a hit within the
-/// budget, jump straight to the target's body with r14d set to the target's page;
-/// otherwise store EIP and an indirect exit and leave through the `jmp rel32` at the
-/// end (to `exit_common`).
+/// look the target up in the jump cache under the current tag and, on a hit, jump to the
+/// target's jump-cache entry (`runtime::jc_entry`), which sets r14d to its page and
+/// counts the hit against the budget on its way into the body; otherwise store EIP and
+/// an indirect exit and leave through the `jmp rel32` at the end (to `exit_common`).
 ///
 /// The guest flags stay live in EFLAGS across it and nothing here touches them: the
-/// index is folded with BMI2 `rorx`, `lea` and `movzx` and the page computed with
-/// `shrx`/`shlx`, the key compared with `lea` (`tag << 32 | target` plus the entry's
-/// negated key: zero iff equal; the tag half is computed while the entry loads) and
-/// `jrcxz`, the budget counted down with `lea` and `jrcxz`, and the hit counter
-/// incremented with one `lea` (the low bits of r11). Every path here writes r13d with a
-/// 32-bit operation first, so its high half is zero and no `mov r13d, r13d` is needed. (`pushfq`/`popfq` around ordinary instructions cost
-/// most of the time of call-heavy code; without BMI2 they are kept around the masking
-/// only.) The code is emitted inline at every indirect site, so the host predicts each
-/// site's final `jmp` on its own.
+/// index is folded with BMI2 `rorx`, `lea` and `movzx`, the key compared with `lea`
+/// (`tag << 32 | target` plus the entry's negated key: zero iff equal; the tag half is
+/// summed while the entry loads) and `jrcxz`, and the hit counter incremented with one
+/// `lea` (the low bits of r11). The entries are addressed from r15 (`runtime::JitFrame`),
+/// with no base to load. Every path here writes r13d with a 32-bit operation first, so
+/// its high half is zero and no `mov r13d, r13d` is needed. (`pushfq`/`popfq` around
+/// ordinary instructions cost most of the time of call-heavy code; without BMI2 they are
+/// kept around the masking only.) The code is emitted inline at every indirect site, so
+/// the host predicts each site's final `jmp` on its own.
 pub fn indirect_lookup() -> &'static [u8] {
     static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     CODE.get_or_init(|| {
@@ -307,65 +306,37 @@ pub fn indirect_lookup() -> &'static [u8] {
             if bmi2 {
                 dynasm!(a
                     ; .arch x64
-                    ; rorx r8d, r13d, 16
-                    ; lea r8d, [r8 + r13]
-                    ; movzx r8d, r8w
+                    ; rorx r9d, r13d, 16
+                    ; lea r9d, [r9 + r13]
+                    ; movzx r9d, r9w
                 );
             } else {
                 dynasm!(a
                     ; .arch x64
                     ; pushfq
-                    ; mov r8d, r13d
-                    ; shr r8d, 16
-                    ; add r8d, r13d
-                    ; and r8d, (JC_ENTRIES - 1) as i32
+                    ; mov r9d, r13d
+                    ; shr r9d, 16
+                    ; add r9d, r13d
+                    ; and r9d, (JC_ENTRIES - 1) as i32
                     ; popfq
                 );
             }
-            // r14 is free until the hit sets it: it keeps the guest's rcx while rcx
-            // holds what jrcxz tests.
+            // r8 keeps the guest's rcx while rcx holds what jrcxz tests; r14 is free
+            // (the target's jump-cache entry sets it).
             dynasm!(a
                 ; .arch x64
-                ; mov r9, [r15 + 96] // jc
-                ; lea r8, [r8 + r8] // 16-byte entries
-                ; lea r8, [r9 + r8 * 8]
-                ; mov r14, rcx
+                ; mov r8, rcx
                 ; mov rcx, [r15 + 120] // jc_tag
                 ; lea rcx, [rcx + r13] // tag << 32 | target (r13's high half is zero)
-                ; mov r9, [r8] // -(tag << 32 | target) of the entry
-                ; lea rcx, [rcx + r9]
+                ; mov r14, [r15 + r9 * 8 + JC_KEYS] // -(tag << 32 | target) of the entry
+                ; lea rcx, [rcx + r14]
                 ; jrcxz >hit
-                ; mov rcx, r14
+                ; mov rcx, r8
                 ; jmp BYTE >miss
                 ; hit:
-                ; lea rcx, [r10 - 1]
-                ; mov r10, rcx
-                ; jrcxz >spent
-                ; mov rcx, r14
+                ; mov rcx, r8
                 ; lea r11, [r11 + 1] // a hit (see runtime::ICOUNT_SHIFT)
-            );
-            // r14d: the target's page.
-            if bmi2 {
-                dynasm!(a
-                    ; .arch x64
-                    ; mov r9d, PAGE_SHIFT as i32
-                    ; shrx r14d, r13d, r9d
-                    ; shlx r14d, r14d, r9d
-                );
-            } else {
-                dynasm!(a
-                    ; .arch x64
-                    ; pushfq
-                    ; mov r14d, r13d
-                    ; and r14d, !(PAGE_SIZE - 1) as i32
-                    ; popfq
-                );
-            }
-            dynasm!(a
-                ; .arch x64
-                ; jmp QWORD [r8 + 8]
-                ; spent:
-                ; mov rcx, r14
+                ; jmp QWORD [r15 + r9 * 8 + JC_HOSTS]
                 ; miss:
                 ; mov [r15 + 32], r13d // eip
                 ; mov DWORD [r15 + 44], EXIT_INDIRECT as i32 // exit

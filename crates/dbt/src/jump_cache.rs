@@ -4,7 +4,7 @@
 use morph_mem::PAGE_SHIFT;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::runtime::{self, JC_ENTRIES, JcEntry};
+use crate::runtime::{self, JitFrame, jc_key};
 
 /// Pages remembered as prefilled in the jump cache (direct-mapped by page number; a
 /// process runs code from a few hundred pages).
@@ -19,7 +19,9 @@ const JC_PAGES: usize = 1024;
 /// giving the current mapping a new tag and forgetting the others'; tags are never
 /// reused (a wrap of the counter resets every entry), so old entries never hit again.
 pub(crate) struct JumpCache {
-    pub(crate) entries: Box<[JcEntry]>,
+    /// The state block translated code runs with and the entries, which follow it
+    /// (`runtime::JitFrame`: translated code reaches both from r15).
+    pub(crate) frame: Box<JitFrame>,
     /// The tag of each mapping seen since the cache was last emptied.
     tags: HashMap<(u64, u32), u32>,
     /// The current mapping and its tag.
@@ -42,7 +44,7 @@ impl JumpCache {
 
     pub(crate) fn new() -> JumpCache {
         JumpCache {
-            entries: zeroed_entries(),
+            frame: JitFrame::new(),
             tags: HashMap::default(),
             cur: (0, 0),
             tag: 1,
@@ -88,7 +90,7 @@ impl JumpCache {
 
     /// Sets every entry to empty and restarts the tags.
     pub(crate) fn reset(&mut self) {
-        self.entries = zeroed_entries();
+        self.frame.clear_jc();
         self.pages.fill(0);
         self.tags.clear();
         self.last_tag = 1;
@@ -97,7 +99,9 @@ impl JumpCache {
 
     #[inline]
     pub(crate) fn set(&mut self, va: u32, host: u64) {
-        self.entries[runtime::jc_index(va)] = JcEntry { neg_key: JcEntry::key(self.tag, va).wrapping_neg(), host };
+        let i = runtime::jc_index(va);
+        self.frame.jc_keys[i] = jc_key(self.tag, va).wrapping_neg();
+        self.frame.jc_hosts[i] = host;
     }
 
     /// Records that `page`'s translations are in the cache under the current tag;
@@ -110,31 +114,14 @@ impl JumpCache {
     }
 }
 
-/// Empty entries, all zero (key 0: tag 0, which is never current, so no lookup ever
-/// takes one: `tag << 32 | target` plus 0 is never zero for a tag ≥ 1). Allocated
-/// zeroed: the host gives the 1 MiB as zero pages when first touched, so an engine that
-/// runs little code neither writes nor faults in most of it (filling it cost a cold
-/// `morph run` of a dynamic hello 4 % of its time).
-fn zeroed_entries() -> Box<[JcEntry]> {
-    // `[u64; 2]` is zero-initialised by `alloc_zeroed` (a `JcEntry` would be written).
-    let zeroed: Box<[[u64; 2]]> = vec![[0u64; 2]; JC_ENTRIES].into_boxed_slice();
-    const _: () = assert!(
-        std::mem::size_of::<JcEntry>() == 16 && std::mem::align_of::<JcEntry>() == std::mem::align_of::<[u64; 2]>()
-    );
-    // SAFETY: `JcEntry` is `repr(C)` with two `u64` fields: the same size, alignment
-    // and validity as `[u64; 2]` (all zeroes is `neg_key: 0, host: 0`), so the allocation
-    // is one of `JC_ENTRIES` entries and is freed with the same layout.
-    unsafe { Box::from_raw(Box::into_raw(zeroed) as *mut [JcEntry]) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// What translated code's lookup finds for `va` under the current tag.
     fn hit(jc: &JumpCache, va: u32) -> Option<u64> {
-        let e = jc.entries[runtime::jc_index(va)];
-        (e.neg_key.wrapping_neg() == JcEntry::key(jc.tag, va)).then_some(e.host)
+        let i = runtime::jc_index(va);
+        (jc.frame.jc_keys[i].wrapping_neg() == jc_key(jc.tag, va)).then_some(jc.frame.jc_hosts[i])
     }
 
     #[test]
@@ -172,6 +159,6 @@ mod tests {
         jc.last_tag = u32::MAX;
         jc.select((2, 0));
         assert!(jc.tag != 0 && jc.tag < 4, "restarted");
-        assert!(jc.entries.iter().all(|e| e.neg_key == 0 && e.host == 0), "every entry reset");
+        assert!(jc.frame.jc_keys.iter().chain(jc.frame.jc_hosts.iter()).all(|&w| w == 0), "every entry reset");
     }
 }

@@ -79,7 +79,7 @@ use jump_cache::JumpCache;
 use key::Key;
 use morph_cpu::Interp;
 use morph_mem::Frame;
-use runtime::{FaultMap, JitState};
+use runtime::FaultMap;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use slots::{FrameEntry, NO_SLOT, Slot};
 
@@ -236,7 +236,6 @@ pub struct Engine {
     /// Blocks the translator cannot take (an instruction it cannot encode, or one that
     /// straddles into an unreadable page): left to the interpreter without retrying.
     untranslatable: HashSet<Key>,
-    state: Box<JitState>,
     /// The return stack translated code runs on.
     ras: ras::ReturnStack,
     /// The jump-cache tag and resets when the return stack was last emptied.
@@ -293,7 +292,6 @@ impl Engine {
             by_frame: HashMap::default(),
             seen_pa: HashSet::default(),
             untranslatable: HashSet::default(),
-            state: Box::default(),
             ras: ras::ReturnStack::new()?,
             ras_tag: 0,
             ras_resets: 0,
@@ -315,7 +313,7 @@ impl Engine {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.
             e.code_map = std::fs::File::create(path).ok();
         }
-        e.ras.attach(&mut e.state);
+        e.ras.attach(&mut e.jc.frame.state);
         e.emit_runtime();
         Ok(e)
     }

@@ -57,8 +57,9 @@ pub struct JitState {
     /// Index in `FaultMap::points` of the instruction a host fault stopped at (set by
     /// the fault handler with `EXIT_FAULT`).
     pub fault_point: u32,
-    /// The jump cache: guest VA → host entry, for indirect branches.
-    pub jc: *mut JcEntry,
+    /// The jump cache's keys (`JitFrame::jc_keys`; translated code addresses them from
+    /// r15 instead).
+    pub jc: *mut u64,
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
     /// code runs if `fpu_live` is set.
     pub fpu: *mut morph_cpu::FpuState,
@@ -68,7 +69,7 @@ pub struct JitState {
     /// Padding.
     pub _pad2: u32,
     /// The jump-cache tag of the running process, shifted to the high half (see
-    /// [`JcEntry`]).
+    /// [`JitFrame`]).
     pub jc_tag: u64,
     /// Morph's own x87 control word and MXCSR, put back when the guest FPU state leaves
     /// the host FPU (see `glue::fpu_save`).
@@ -89,28 +90,70 @@ pub struct JitState {
     pub ras_misses: u64,
 }
 
-/// One jump-cache entry: a guest block start under a tag, and the host address of its
-/// body. The tag names the mapping the entry was made under (the engine gives one to
-/// each address-space mapping it runs, see `AddressSpace::mapping_id`), so entries of
-/// several processes live side by side and a process switch changes only the tag in
-/// [`JitState::jc_tag`]: an entry hits only for the tag it was made under. Tag 0 is
-/// never current: an empty entry (all zero) never hits.
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub struct JcEntry {
-    /// `-(tag << 32 | guest VA)`: the lookup adds `tag << 32 | target` and tests for zero.
-    pub neg_key: u64,
-    /// Host address of the translation's body.
-    pub host: u64,
+/// What r15 points at while translated code runs: the state block, then the jump
+/// cache's two arrays, so that a lookup addresses an entry as `[r15 + index * 8 +
+/// JC_KEYS]` with no base register to load. Entry `i` is a guest block start under a
+/// tag, `jc_keys[i] = -(tag << 32 | guest VA)` (the lookup adds `tag << 32 | target` and
+/// tests for zero), and the host address translated code enters it at,
+/// `jc_hosts[i]` (its jump-cache entry, see [`jc_entry`]). The tag names the mapping the
+/// entry was made under (the engine gives one to each address-space mapping it runs, see
+/// `AddressSpace::mapping_id`), so entries of several processes live side by side and a
+/// process switch changes only the tag in [`JitState::jc_tag`]: an entry hits only for
+/// the tag it was made under. Tag 0 is never current: an empty entry (all zero) never
+/// hits. Allocated zeroed ([`JitFrame::new`]): the host gives the 1 MiB as zero pages
+/// when first touched, so an engine that runs little code neither writes nor faults in
+/// most of it.
+#[repr(C, align(64))]
+pub struct JitFrame {
+    pub state: JitState,
+    pub jc_keys: [u64; JC_ENTRIES],
+    pub jc_hosts: [u64; JC_ENTRIES],
 }
 
-impl JcEntry {
-    /// The key of guest VA `va` under `tag`.
-    #[inline]
-    pub fn key(tag: u32, va: u32) -> u64 {
-        u64::from(tag) << 32 | u64::from(va)
+/// Offset of `JitFrame::jc_keys` from r15.
+pub const JC_KEYS: i32 = std::mem::offset_of!(JitFrame, jc_keys) as i32;
+/// Offset of `JitFrame::jc_hosts` from r15.
+pub const JC_HOSTS: i32 = std::mem::offset_of!(JitFrame, jc_hosts) as i32;
+
+impl JitFrame {
+    /// A frame with the default state and an empty jump cache.
+    pub fn new() -> Box<JitFrame> {
+        let layout = std::alloc::Layout::new::<JitFrame>();
+        // SAFETY: the layout is not zero-sized; all zeroes is a valid pair of `u64`
+        // arrays, and the state is written before the box is made; the allocation has
+        // `JitFrame`'s layout, so `Box` frees it with the same.
+        unsafe {
+            let p = std::alloc::alloc_zeroed(layout) as *mut JitFrame;
+            if p.is_null() {
+                std::alloc::handle_alloc_error(layout);
+            }
+            std::ptr::addr_of_mut!((*p).state).write(JitState::default());
+            Box::from_raw(p)
+        }
+    }
+
+    /// Empties every jump-cache entry.
+    pub fn clear_jc(&mut self) {
+        self.jc_keys.fill(0);
+        self.jc_hosts.fill(0);
     }
 }
+
+/// The jump-cache key of guest VA `va` under `tag`.
+#[inline]
+pub fn jc_key(tag: u32, va: u32) -> u64 {
+    u64::from(tag) << 32 | u64::from(va)
+}
+
+/// Where a jump-cache hit enters a translation whose body is at `body`: its jump-cache
+/// entry, `lea r14d, [r13 - page offset]` before the chain entry's budget check (see
+/// `translate`), so the lookup leaves r14d and the budget to the target.
+pub fn jc_entry(body: usize) -> usize {
+    body - CHAIN_CHECK_BYTES - JC_ENTRY_BYTES
+}
+
+/// Bytes of a translation's jump-cache entry (`lea r14d, [r13 - d]`).
+pub const JC_ENTRY_BYTES: usize = 7;
 
 /// log2 of the jump-cache entries: 16 bits of the VA, so that blocks at one offset of
 /// sixteen consecutive pages (function entries aligned alike, say) have entries of
@@ -285,65 +328,64 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
 }
 
-/// The budget check at a chain entry, without touching the guest's flags (which live in
-/// EFLAGS across the chained jump): the count goes through rcx for `jrcxz` while r9
-/// keeps the guest's rcx (plain `mov`s, which the host renames away; `xchg` put two
-/// dependent operations on the guest's rcx and on the count per loop iteration). Laid
-/// out so that the body follows the check with no jump: `out: mov rcx, r9; jmp <rel32>;
-/// entry: mov r9, rcx; lea rcx, [r10-1]; mov r10, rcx; jrcxz out; mov rcx, r9` — the
-/// body follows. Returns the bytes, the offset of the rel32 field (to the budget exit)
-/// and the offset of the entry.
-pub fn chain_check() -> (&'static [u8], usize, usize) {
-    const CHECK: &[u8] = &[
-        0x4c, 0x89, 0xc9, // out: mov rcx, r9
-        0xe9, 0, 0, 0, 0, // jmp budget exit
-        0x49, 0x89, 0xc9, // entry: mov r9, rcx
+/// Bytes before a translation's far entry: the 8-byte key of the one chained edge from
+/// another page it last accepted, then the budget exit stub (see [`prologue`]).
+pub const FAR_KEY_BYTES: usize = 8;
+/// Offset of the far entry in a translation.
+pub const FAR_ENTRY: usize = FAR_KEY_BYTES + 8;
+/// Bytes of the chain entry's budget check, between the jump-cache entry and the body.
+pub const CHAIN_CHECK_BYTES: usize = 15;
+
+/// What every translation starts with, after its 8-byte far key slot: the entries other
+/// than its body, all without touching the guest's flags (which live in EFLAGS across
+/// chained jumps), in this order, so that each falls into the next and the body follows
+/// with no jump:
+///
+/// - `out: mov rcx, r8; jmp <rel32>` — the budget exit (to the block's stub that leaves
+///   with EIP at its start);
+/// - the *far entry*, where chained edges from other pages enter with the target EIP in
+///   r13d: it checks that the key slot holds `-(tag << 32 | EIP)` for the current
+///   jump-cache tag (`mov rcx, [slot]; lea rcx, [rcx + r13]; lea rcx, [rcx + tag];
+///   jrcxz`); any other tag or EIP (another mapping, a mapping changed, a translation
+///   dropped, the same code at another address) goes to the shared jump-cache lookup
+///   instead. The dispatcher writes the slot when it chains an edge from another page
+///   to this translation (`Engine::try_chain`): like the Crusoe's interpage prologue (US
+///   6,845,353), a chained edge into another page is checked on entry, here against the
+///   jump cache's tag, which changes whenever what any page maps may have changed;
+/// - the *jump-cache entry* ([`jc_entry`]), where jump-cache hits and checked far edges
+///   continue with the EIP in r13d: `lea r14d, [r13 - page_off]` sets r14d to the page;
+/// - the *chain entry*, where backward chained edges in the page enter (r14d already
+///   right): the budget check, `mov r8, rcx; lea rcx, [r10-1]; mov r10, rcx; jrcxz out;
+///   mov rcx, r8` — the count goes through rcx for `jrcxz` while r8 keeps the guest's rcx
+///   (plain `mov`s, which the host renames away; `xchg` put two dependent operations on
+///   the guest's rcx and on the count per loop iteration).
+///
+/// Returns the bytes (placed at [`FAR_KEY_BYTES`]), the offsets in them of the rel32 to
+/// the budget exit and of the rel32 to the shared lookup, and of the chain entry.
+pub fn prologue(page_off: u32) -> ([u8; 65], usize, usize, usize) {
+    let d = (page_off as i32).wrapping_neg().to_le_bytes();
+    const SLOT: i32 = -((FAR_ENTRY + 3 + 7) as i32);
+    let s = SLOT.to_le_bytes();
+    let code = [
+        0x4c, 0x89, 0xc1, // out: mov rcx, r8
+        0xe9, 0, 0, 0, 0, // jmp the budget exit
+        0x49, 0x89, 0xc8, // far: mov r8, rcx
+        0x48, 0x8b, 0x0d, s[0], s[1], s[2], s[3], // mov rcx, [rip - to the slot]
+        0x4a, 0x8d, 0x0c, 0x29, // lea rcx, [rcx + r13]
+        0x4d, 0x8b, 0x4f, 0x78, // mov r9, [r15 + jc_tag]
+        0x4a, 0x8d, 0x0c, 0x09, // lea rcx, [rcx + r9]
+        0xe3, 0x08, // jrcxz ok
+        0x4c, 0x89, 0xc1, // mov rcx, r8
+        0xe9, 0, 0, 0, 0, // jmp the shared lookup
+        0x4c, 0x89, 0xc1, // ok: mov rcx, r8
+        0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], // jc: lea r14d, [r13 - page_off]
+        0x49, 0x89, 0xc8, // chain: mov r8, rcx
         0x49, 0x8d, 0x4a, 0xff, // lea rcx, [r10-1]
         0x49, 0x89, 0xca, // mov r10, rcx
-        0xe3, 0xec, // jrcxz out (-20)
-        0x4c, 0x89, 0xc9, // mov rcx, r9
+        0xe3, 0xc2, // jrcxz out (-62)
+        0x4c, 0x89, 0xc1, // mov rcx, r8
     ];
-    (CHECK, 4, 8)
-}
-
-/// Bytes before a translation's far entry: the 8-byte key of the one chained edge from
-/// another page it last accepted (see [`far_entry`]).
-pub const FAR_KEY_BYTES: usize = 8;
-
-/// A translation's *far entry*, where chained edges from other pages enter, placed right
-/// after its key slot (at [`FAR_KEY_BYTES`]) and before its chain entry: entered with the
-/// target EIP in r13d, it checks that the slot holds `-(tag << 32 | EIP)` for the
-/// current jump-cache tag (`mov rcx, [slot]; lea rcx, [rcx + r13]; lea rcx, [rcx +
-/// tag]; jrcxz`: flags untouched), sets r14d to its page (`lea r14d, [r13 - page_off]`)
-/// and continues at the chain entry, whose budget check counts the edge. Any other
-/// tag or EIP (another mapping, a mapping changed, a translation dropped, the same code
-/// at another address) goes to the shared jump-cache lookup instead. The dispatcher writes
-/// the slot when it chains an edge from another page to this translation
-/// (`Engine::try_chain`): like the Crusoe's interpage prologue (US 6,845,353), a chained
-/// edge into another page is checked on entry, here against the jump cache's tag, which
-/// changes whenever what any page maps may have changed. Returns the bytes, the offset
-/// of the rel32 to the shared lookup and of the rel8 of the `jmp` to the chain entry.
-pub fn far_entry(page_off: u32) -> ([u8; 44], usize, usize) {
-    let d = (page_off as i32).wrapping_neg().to_le_bytes();
-    const SLOT: i32 = -((FAR_KEY_BYTES + 3 + 7) as i32);
-    let s = SLOT.to_le_bytes();
-    (
-        [
-            0x49, 0x89, 0xc8, // mov r8, rcx
-            0x48, 0x8b, 0x0d, s[0], s[1], s[2], s[3], // mov rcx, [rip - to the slot]
-            0x4a, 0x8d, 0x0c, 0x29, // lea rcx, [rcx + r13]
-            0x4d, 0x8b, 0x4f, 0x78, // mov r9, [r15 + jc_tag]
-            0x4a, 0x8d, 0x0c, 0x09, // lea rcx, [rcx + r9]
-            0xe3, 0x08, // jrcxz ok
-            0x4c, 0x89, 0xc1, // mov rcx, r8
-            0xe9, 0, 0, 0, 0, // jmp the shared lookup
-            0x4c, 0x89, 0xc1, // ok: mov rcx, r8
-            0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], // lea r14d, [r13 - page_off]
-            0xeb, 0, // jmp the chain entry
-        ],
-        28,
-        43,
-    )
+    (code, 4, 36, 50)
 }
 
 // ----- the process window and host faults -------------------------------------------
@@ -522,15 +564,19 @@ mod tests {
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
+        let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(
-            show(&far_entry(0x10).0),
-            "mov r8,rcx; mov rcx,[0FFFFFFFFFFFFFFF8h]; lea rcx,[rcx+r13]; mov r9,[r15+78h]; lea rcx,[rcx+r9]; \
-             jrcxz 0000000000000020h; mov rcx,r8; jmp 0000000000000020h; mov rcx,r8; lea r14d,[r13-10h]; \
-             jmp short 000000000000002Ch"
+            show(&p),
+            "mov rcx,r8; jmp 8; mov r8,rcx; mov rcx,[0FFFFFFFFFFFFFFF8h]; lea rcx,[rcx+r13]; \
+             mov r9,[r15+78h]; lea rcx,[rcx+r9]; jrcxz 0000000000000028h; mov rcx,r8; jmp 0000000000000028h; \
+             mov rcx,r8; lea r14d,[r13-10h]; mov r8,rcx; lea rcx,[r10-1]; mov r10,rcx; jrcxz 0; mov rcx,r8"
         );
+        assert_eq!((p[budget_rel - 1], p[lookup_rel - 1]), (0xe9, 0xe9));
+        assert_eq!(p.len() - chain, CHAIN_CHECK_BYTES);
         assert_eq!(
-            show(chain_check().0),
-            "mov rcx,r9; jmp 8; mov r9,rcx; lea rcx,[r10-1]; mov r10,rcx; jrcxz 0; mov rcx,r9"
+            chain - JC_ENTRY_BYTES,
+            FAR_ENTRY + 35 - FAR_KEY_BYTES,
+            "the jump-cache entry follows the far entry"
         );
     }
 }

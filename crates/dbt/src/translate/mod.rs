@@ -158,18 +158,15 @@ pub fn translate_decoded(
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
-    // The far entry's key slot and the far entry (see `runtime::far_entry`), then the
-    // chain entry: the budget check; the body follows.
+    // The far entry's key slot, the budget exit, the far entry, the jump-cache entry and
+    // the chain entry (see `runtime::prologue`); the body follows.
     e.bytes(&[0; runtime::FAR_KEY_BYTES]);
-    let (far, lookup_rel, to_entry) = runtime::far_entry(e.page_off);
+    let (prologue, budget_rel, lookup_rel, entry) = runtime::prologue(e.page_off);
     e.fixups.push((runtime::FAR_KEY_BYTES + lookup_rel, Fixup::Lookup));
-    e.bytes(&far);
-    let check_at = e.code.len();
-    let (check, budget_rel, entry) = runtime::chain_check();
-    let (budget_rel, entry) = (check_at + budget_rel, check_at + entry);
-    e.code[runtime::FAR_KEY_BYTES + to_entry] = (entry - check_at) as u8;
-    e.bytes(check);
+    let (budget_rel, entry) = (runtime::FAR_KEY_BYTES + budget_rel, runtime::FAR_KEY_BYTES + entry);
+    e.bytes(&prologue);
     let body = e.code.len();
+    debug_assert_eq!(runtime::jc_entry(body), entry - runtime::JC_ENTRY_BYTES);
     let mut points = Vec::with_capacity(4 * instrs.len());
     let mut helper_instrs = Vec::new();
     let mut relocs = Vec::new();
