@@ -649,6 +649,16 @@ impl FreeFrames {
     }
 }
 
+/// `n` flags, all false, in memory the host hands out zeroed (one `calloc`): a machine
+/// with 4 GiB of guest memory has a million frames, and the pages of flags no frame in
+/// use reaches are never touched.
+fn zeroed_flags(n: usize) -> Box<[Cell<bool>]> {
+    let flags: Box<[bool]> = vec![false; n].into_boxed_slice();
+    // SAFETY: `Cell<bool>` has the layout of `bool` (`repr(transparent)`), so the boxed
+    // slice is reinterpreted in place, with the same length and allocation.
+    unsafe { Box::from_raw(Box::into_raw(flags) as *mut [Cell<bool>]) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -707,14 +717,4 @@ mod tests {
         assert_eq!(s.frames_in_use, 0);
         assert!(s.frames_touched <= 2 * s.frames_peak, "{s:?}");
     }
-}
-
-/// `n` flags, all false, in memory the host hands out zeroed (one `calloc`): a machine
-/// with 4 GiB of guest memory has a million frames, and the pages of flags no frame in
-/// use reaches are never touched.
-fn zeroed_flags(n: usize) -> Box<[Cell<bool>]> {
-    let flags: Box<[bool]> = vec![false; n].into_boxed_slice();
-    // SAFETY: `Cell<bool>` has the layout of `bool` (`repr(transparent)`), so the boxed
-    // slice is reinterpreted in place, with the same length and allocation.
-    unsafe { Box::from_raw(Box::into_raw(flags) as *mut [Cell<bool>]) }
 }

@@ -31,10 +31,10 @@ use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::{Frame, MemError, PAGE_SHIFT, PAGE_SIZE, PhysMem};
@@ -220,7 +220,14 @@ impl PageCache {
     /// the fill of a mapped page at its first touch. The file's identity is read again
     /// only if a page is missing. Fails, rather than wait, if the cache is in use (never
     /// expected: no cache call runs guest code or touches an address space).
-    pub(crate) fn fill(&self, phys: &PhysMem, file: &File, key: FileKey, index: u32, n: u32) -> Result<Vec<Frame>, MemError> {
+    pub(crate) fn fill(
+        &self,
+        phys: &PhysMem,
+        file: &File,
+        key: FileKey,
+        index: u32,
+        n: u32,
+    ) -> Result<Vec<Frame>, MemError> {
         let busy = || MemError::Host { op: "page cache fill", err: std::io::Error::other("page cache busy") };
         let mut c = self.inner.try_borrow_mut().map_err(|_| busy())?;
         c.clock += 1;
