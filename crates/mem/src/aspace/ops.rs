@@ -198,8 +198,10 @@ impl AddressSpace {
     /// Maps `len` bytes of `file` from byte `offset` (page aligned) at `start`, through the
     /// page cache, replacing what was there. A private writable mapping shares the cached
     /// frames copy-on-write; a shared one maps them writable, and if `file` is open
-    /// read/write its stores are written back to the file (see [`MapKind::File`]). The
-    /// caller checks the access mode against `prot`, as `mmap` does.
+    /// read/write its stores are written back to the file (see [`MapKind::File`]). Pages
+    /// the cache holds are mapped now; the others are read at their first touch
+    /// (`fill_file_pages`). The caller checks the access mode against `prot`, as `mmap`
+    /// does.
     #[allow(clippy::too_many_arguments)]
     pub fn map_file(
         &mut self,
