@@ -387,17 +387,12 @@ impl Cache {
             let Some(e) = self.files.get_mut(&key) else { return Err(gone()) };
             let contiguous = frames.windows(2).all(|w| w[1].0 == w[0].0 + 1);
             let read = if contiguous {
-                // SAFETY: the frames are freshly allocated, consecutive pages of the
-                // physmap, not yet mapped anywhere else.
-                let buf =
-                    unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(frames[0]), (run * PAGE_SIZE) as usize) };
-                read_fully(&e.file, buf, page_offset(index + i))
+                fill_frames(phys, &e.file, frames[0], run, page_offset(index + i))
             } else {
-                frames.iter().zip(index + i..).try_for_each(|(&f, page)| {
-                    // SAFETY: as above, one page at a time.
-                    let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(f), PAGE_SIZE as usize) };
-                    read_fully(&e.file, buf, page_offset(page))
-                })
+                frames
+                    .iter()
+                    .zip(index + i..)
+                    .try_for_each(|(&f, page)| fill_frames(phys, &e.file, f, 1, page_offset(page)))
             };
             if let Err(err) = read {
                 for f in frames {
@@ -647,6 +642,37 @@ fn read_fully(file: &File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+    Ok(())
+}
+
+/// Fills the `n` consecutive frames from `frame` (just allocated, mapped nowhere else)
+/// with the bytes of `file` from `off`, zeros past its end. The copy is made inside the
+/// host kernel (`sendfile` into the memfd, at its file position, which nothing else
+/// uses): no host page fault on the physmap per page and no zeroing of pages about to
+/// be overwritten, as a `read` into the physmap costs; a plain read finishes where the
+/// host refuses it.
+fn fill_frames(phys: &PhysMem, file: &File, frame: Frame, n: u32, off: u64) -> std::io::Result<()> {
+    let len = (n * PAGE_SIZE) as usize;
+    let mut done = 0;
+    // SAFETY: lseek on the machine's own memfd.
+    let placed = unsafe { libc::lseek(phys.raw_fd(), frame.file_offset(), libc::SEEK_SET) } >= 0;
+    while placed && done < len {
+        let mut src = (off + done as u64) as i64;
+        // SAFETY: both descriptors are open for the call; `src` is a local the call
+        // advances; the memfd range written is the caller's frames.
+        let r = unsafe { libc::sendfile(phys.raw_fd(), file.as_raw_fd(), &mut src, len - done) };
+        match r {
+            0 => break, // the end of the file
+            r if r > 0 => done += r as usize,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => break, // refused: read the rest
+        }
+    }
+    if done < len {
+        // SAFETY: the frames are consecutive pages of the physmap, the caller's alone.
+        let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(frame).add(done), len - done) };
+        read_fully(file, buf, off + done as u64)?;
     }
     Ok(())
 }
