@@ -364,7 +364,8 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         envp.push(kv.as_bytes().to_vec());
     }
     check_executable(&machine, &path, &cwd)?;
-    let config = run_config(&a, &root, &path, &argv);
+    // Only `--stats-json` records it (the sysroot's package list takes a while to read).
+    let config = a.stats_json.is_some().then(|| run_config(&a, &root, &path, &argv));
     machine.spawn(&path, &argv, &envp, &cwd)?;
     // SIGTERM, SIGINT and SIGHUP end the run like --timeout does (shared file mappings
     // are written back when the machine is dropped), then kill morph as they would have.
@@ -388,7 +389,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             print_stats(&s);
         }
         if let Some(f) = &a.stats_json {
-            s["config"] = config;
+            s["config"] = config.unwrap_or_default();
             s["metadata"] = meta::metadata();
             // The guest's exit status stays the status: a failed write is reported only.
             let text = serde_json::to_string_pretty(&s).unwrap_or_default() + "\n";

@@ -155,6 +155,9 @@ impl Block {
 }
 
 const MAX_BLOCK: usize = 128;
+
+/// The instructions room is made for when a block is decoded (it grows past them).
+const BLOCK_GUESS: usize = 8;
 /// The longest x86 instruction, in bytes.
 pub const MAX_INSN_LEN: u32 = 15;
 
@@ -328,10 +331,17 @@ impl Interp {
         // is a few instructions: copying the rest of its page each time would stream
         // megabytes through the host cache).
         let mut want = avail.min(FETCH_FIRST);
+        // The first fetch goes to the stack; a longer block's to the heap.
+        let (mut first_fetch, mut more) = ([0u8; FETCH_FIRST as usize], Vec::new());
         let (instrs, last) = loop {
-            let mut bytes = vec![0u8; want as usize];
-            mem.read_bytes(eip, &mut bytes).map_err(&fetch)?;
-            match self.decode_from(&bytes, eip, page_end, want == avail) {
+            let bytes = if want <= FETCH_FIRST {
+                &mut first_fetch[..want as usize]
+            } else {
+                more.resize(want as usize, 0);
+                &mut more[..]
+            };
+            mem.read_bytes(eip, bytes).map_err(&fetch)?;
+            match self.decode_from(bytes, eip, page_end, want == avail) {
                 Fetched::Block(instrs, last) => break (instrs, last),
                 Fetched::Truncated => {
                     return Err(fetch(mem.check_read(eip, MAX_INSN_LEN + 1).expect_err("truncated instruction")));
@@ -353,7 +363,8 @@ impl Interp {
     /// fetch or not).
     fn decode_from(&mut self, bytes: &[u8], eip: u32, page_end: u32, all: bool) -> Fetched {
         let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
-        let mut instrs = Vec::new();
+        // Most blocks are a few instructions: one allocation, no regrowth.
+        let mut instrs = Vec::with_capacity(BLOCK_GUESS);
         let mut last = eip;
         while instrs.len() < MAX_BLOCK {
             let at = dec.ip() as u32;

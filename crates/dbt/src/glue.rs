@@ -281,6 +281,15 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
     (before, t.after.clone())
 }
 
+/// Whether the host CPU has BMI2: two `cpuid`s (leaves 0 and 7) rather than the
+/// standard library's detection of every feature at once, a dozen `cpuid`s, each a
+/// trap to the hypervisor on a virtual machine, at every start of morph.
+pub fn host_has_bmi2() -> bool {
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+    // Leaf 7 is asked only if leaf 0 says it exists.
+    __cpuid(0).eax >= 7 && __cpuid_count(7, 0).ebx & (1 << 8) != 0
+}
+
 /// The indirect-branch path, entered with the target EIP in r13d (and r11 counted):
 /// look the target up in the jump cache under the current tag and, on a hit, jump to the
 /// target's jump-cache entry (`runtime::jc_entry`), which sets r14d to its page and
@@ -300,7 +309,7 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
 pub fn indirect_lookup() -> &'static [u8] {
     static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
     CODE.get_or_init(|| {
-        let bmi2 = std::arch::is_x86_feature_detected!("bmi2");
+        let bmi2 = host_has_bmi2();
         let mut v = assemble(|a| {
             // The index (see `jc_index`): the target's low bits.
             if bmi2 {

@@ -143,7 +143,7 @@ impl PhysMem {
                 size: 0,
                 stats: PhysStats::default(),
             }),
-            code: (0..max_frames.min(1 << 22)).map(|_| Cell::new(false)).collect(),
+            code: zeroed_flags(max_frames.min(1 << 22) as usize),
             code_epoch: Cell::new(0),
             shared_code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
@@ -647,6 +647,16 @@ impl FreeFrames {
         }
         None
     }
+}
+
+/// `n` flags, all false, in memory the host hands out zeroed (one `calloc`): a machine
+/// with 4 GiB of guest memory has a million frames, and the pages of flags no frame in
+/// use reaches are never touched.
+fn zeroed_flags(n: usize) -> Box<[Cell<bool>]> {
+    let flags: Box<[bool]> = vec![false; n].into_boxed_slice();
+    // SAFETY: `Cell<bool>` has the layout of `bool` (`repr(transparent)`), so the boxed
+    // slice is reinterpreted in place, with the same length and allocation.
+    unsafe { Box::from_raw(Box::into_raw(flags) as *mut [Cell<bool>]) }
 }
 
 #[cfg(test)]

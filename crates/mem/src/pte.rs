@@ -60,6 +60,11 @@ impl Pte {
     /// `SIGBUS`, as on Linux. The frame (the page cache's, zero) is kept, so the page
     /// becomes accessible as it was if the file grows ([`crate::AddressSpace::eof_moved`]).
     pub(crate) const BEYOND_EOF: u64 = 1 << 9;
+    /// A page of a file mapping not touched yet: it has no frame; at its first touch it
+    /// gets the page cache's frame of its file page, read from the file then if the
+    /// cache does not hold it (see `AddressSpace::fill_file_pages`). A present page
+    /// with no frame and without this bit is demand-zero.
+    pub(crate) const UNFILLED: u64 = 1 << 10;
 
     /// This entry mapping `frame` instead (protections and flags kept).
     pub(crate) fn with_frame(self, frame: Frame) -> Pte {
@@ -111,7 +116,17 @@ impl Pte {
     /// reads as zeros, and gets a frame when it is first hosted (see `materialize`).
     pub(crate) const NO_FRAME: u32 = u32::MAX;
 
-    /// Whether the page has a frame (a present page without one is demand-zero).
+    /// Whether the page is private anonymous memory never touched yet (no frame, and
+    /// none to come from a file): it counts against the memory limit as committed.
+    pub(crate) fn demand_zero(self) -> bool {
+        self.present() && !self.has_frame() && self.0 & Self::UNFILLED == 0
+    }
+    /// Whether the page is a file page not touched yet (see `UNFILLED`).
+    pub(crate) fn unfilled(self) -> bool {
+        self.0 & Self::UNFILLED != 0
+    }
+    /// Whether the page has a frame (a present page without one is demand-zero, or a
+    /// file page not filled yet).
     pub fn has_frame(self) -> bool {
         self.present() && (self.0 >> 32) as u32 != Self::NO_FRAME
     }

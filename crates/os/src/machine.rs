@@ -312,7 +312,7 @@ impl Machine {
         let mut err = 0;
         let (sig, code, addr, what) = match &f.kind {
             FaultKind::Page(m) => {
-                if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(self.page_cache(), m.addr) {
+                if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(m.addr) {
                     return; // the file grew: the instruction runs again
                 }
                 let (sig, code, how) = match m.kind {

@@ -19,10 +19,10 @@ impl AddressSpace {
     /// mapping that the file has grown over since accessible again (Linux looks at the
     /// file's size at each fault); returns whether the page at `va` is one of them, so
     /// the access should be retried rather than answered with `SIGBUS`.
-    pub fn eof_moved(&mut self, cache: &PageCache, va: u32) -> bool {
+    pub fn eof_moved(&mut self, va: u32) -> bool {
         let Some(v) = self.vma_at(va) else { return false };
-        let MapKind::File { id, page, .. } = &v.kind else { return false };
-        let Some(size) = cache.size_of(id.key()) else { return false };
+        let MapKind::File { page, file, .. } = &v.kind else { return false };
+        let Ok(size) = fstat(file.as_raw_fd()).map(|st| st.st_size as u64) else { return false };
         let (first, end, file_page) = (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT, u64::from(*page));
         let eof_page = size.div_ceil(u64::from(PAGE_SIZE));
         for i in first..end {
@@ -119,9 +119,14 @@ impl AddressSpace {
         loop {
             let a = (page << PAGE_SHIFT).max(va);
             let host_fault = MemFault { addr: a, write: true, kind: MemFaultKind::Protection };
-            let p = self.pt[page as usize].get();
+            let mut p = self.pt[page as usize].get();
             if !p.writable() {
                 return Err(self.fault(a, true));
+            }
+            if p.unfilled() {
+                // Filled first: a private page becomes copy-on-write then.
+                self.materialize(page).map_err(|_| host_fault)?;
+                p = self.pt[page as usize].get();
             }
             if p.0 & Pte::CODE_RO != 0 {
                 self.pt[page as usize].set(Pte(p.0 & !Pte::CODE_RO));

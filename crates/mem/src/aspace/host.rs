@@ -10,7 +10,8 @@ impl AddressSpace {
     // mapping only drops the window's pages that were hosted; a page is hosted at its
     // first access (`host_in`): by the interpreter's and the OS layer's checked accesses
     // (`check_read`, `prepare_write`), or, for translated code, in the host fault
-    // handler (`host_in_at`). A demand-zero page gets its frame there too.
+    // handler (`host_in_at`). A demand-zero page gets its frame there too, and a file
+    // page not filled yet its page-cache frame (`fill_file_pages`).
 
     /// The range `[lo, hi)` around page `i` (with `lo ≥ lo_min`, `hi ≤ hi_max`) whose
     /// pages other than `i` all satisfy `joins`.
@@ -104,11 +105,14 @@ impl AddressSpace {
     pub(super) fn materialize(&self, i: u32) -> Result<(), MemError> {
         const ZERO_REACH: u32 = 8;
         let p = self.pt[i as usize].get();
+        if p.unfilled() {
+            return self.fill_file_pages(i);
+        }
         let (vlo, vhi) =
             self.vma_at(i << PAGE_SHIFT).map_or((i, i + 1), |v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT));
         let zero = |j: u32| {
             let q = self.pt[j as usize].get();
-            q.present() && !q.has_frame() && q.host_prot() == p.host_prot()
+            q.demand_zero() && q.host_prot() == p.host_prot()
         };
         let (lo, hi) = Self::extent(i, vlo.max(i.saturating_sub(ZERO_REACH)), vhi.min(i + 1 + ZERO_REACH), zero);
         let frames = self.phys.alloc_zeroed(hi - lo)?;
@@ -116,6 +120,39 @@ impl AddressSpace {
         for (j, f) in (lo..hi).zip(frames) {
             let q = self.pt[j as usize].get();
             self.pt[j as usize].set(q.with_frame(f));
+        }
+        Ok(())
+    }
+
+    /// Gives the file page `i`, not filled yet, its page-cache frame, and with it the
+    /// pages around it not filled yet in its VMA, within its aligned cluster of
+    /// `FILL_CLUSTER` file pages and before the end of the file (Linux's read-around):
+    /// the missing ones are read from the file in one read, into consecutive frames that
+    /// one host mapping takes. A private page is copy-on-write if writable.
+    pub(super) fn fill_file_pages(&self, i: u32) -> Result<(), MemError> {
+        const FILL_CLUSTER: u32 = 16;
+        let lost = || MemError::Host { op: "page fill", err: std::io::Error::other("no file mapping there") };
+        let v = self.vma_at(i << PAGE_SHIFT).ok_or_else(lost)?;
+        let MapKind::File { id, page, writeback, file } = &v.kind else { return Err(lost()) };
+        let cache = self.cache.as_ref().ok_or_else(lost)?;
+        let (vlo, vhi) = (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT);
+        // Cluster bounds in page-table indices (file page `page` sits at `vlo`).
+        let base = i.saturating_sub((page + (i - vlo)) % FILL_CLUSTER);
+        let (c_lo, c_hi) = (base.max(vlo), base.saturating_add(FILL_CLUSTER).min(vhi));
+        let fill = |j: u32| {
+            let q = self.pt[j as usize].get();
+            q.present() && q.unfilled() && !q.beyond_eof()
+        };
+        let (lo, hi) = Self::extent(i, c_lo, c_hi, fill);
+        let frames = cache.fill(&self.phys, file, id.key(), page + (lo - vlo), hi - lo)?;
+        if let Some(w) = writeback {
+            cache.note_writer(id.key(), w);
+        }
+        for (j, f) in (lo..hi).zip(frames) {
+            self.phys.retain(f);
+            let q = self.pt[j as usize].get();
+            let cow = if !q.shared() && q.0 & Pte::WRITE != 0 { Pte::COW } else { 0 };
+            self.pt[j as usize].set(Pte((q.0 & !Pte::UNFILLED) | cow).with_frame(f));
         }
         Ok(())
     }

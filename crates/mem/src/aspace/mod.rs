@@ -122,6 +122,9 @@ pub struct AddressSpace {
     /// Its VMAs plus its page table as last counted in the machine's total (see
     /// `PhysMem::vma_room`).
     counted: u64,
+    /// The machine's page cache, once a file is mapped: pages of file mappings are read
+    /// (or found) there at their first touch (see `fill_file_pages`).
+    cache: Option<PageCache>,
 }
 
 impl AddressSpace {
@@ -140,6 +143,7 @@ impl AddressSpace {
             mmap_base: 0x4000_0000,
             aliases_seen: Cell::new(0),
             counted: 0,
+            cache: None,
         })
         .map(|mut a: AddressSpace| {
             a.account();
@@ -230,7 +234,7 @@ impl Drop for AddressSpace {
         for v in self.vmas.values() {
             for p in &self.pt[(v.start >> PAGE_SHIFT) as usize..(v.end >> PAGE_SHIFT) as usize] {
                 let p = p.take();
-                if !p.has_frame() && p.present() {
+                if p.demand_zero() {
                     self.phys.uncommit(1);
                 }
                 if p.has_frame() {

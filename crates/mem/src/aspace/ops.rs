@@ -88,7 +88,7 @@ impl AddressSpace {
             let p = self.pt[i as usize].take();
             if p.has_frame() {
                 self.phys.release(p.frame());
-            } else if p.present() {
+            } else if p.demand_zero() {
                 self.phys.uncommit(1);
             }
             any |= p.present();
@@ -198,8 +198,10 @@ impl AddressSpace {
     /// Maps `len` bytes of `file` from byte `offset` (page aligned) at `start`, through the
     /// page cache, replacing what was there. A private writable mapping shares the cached
     /// frames copy-on-write; a shared one maps them writable, and if `file` is open
-    /// read/write its stores are written back to the file (see [`MapKind::File`]). The
-    /// caller checks the access mode against `prot`, as `mmap` does.
+    /// read/write its stores are written back to the file (see [`MapKind::File`]). Pages
+    /// the cache holds are mapped now; the others are read at their first touch
+    /// (`fill_file_pages`). The caller checks the access mode against `prot`, as `mmap`
+    /// does.
     #[allow(clippy::too_many_arguments)]
     pub fn map_file(
         &mut self,
@@ -221,44 +223,32 @@ impl AddressSpace {
         let file_page = u32::try_from(offset >> PAGE_SHIFT).ok().filter(|p| p.checked_add(n - 1).is_some()).ok_or(
             MemError::Host { op: "mmap(file offset)", err: std::io::Error::from_raw_os_error(libc::EOVERFLOW) },
         )?;
-        // Find (or read) every page before touching the old mapping, so that a failure
-        // leaves it in place. Each frame gets the mapping's reference at once.
-        let (frames, found) = match cache.pages(&self.phys, file, id, file_page, n) {
-            Ok(frames) => {
-                for &f in &frames {
-                    self.phys.retain(f);
-                }
-                (frames, Ok(()))
-            }
-            Err(e) => (Vec::new(), Err(e)),
-        };
-        let writeback = found.and_then(|()| match shared && is_read_write(file) {
-            true => cache.shared_writer(id.key(), file).map(Some),
-            false => Ok(None),
+        // Register the file (and its writer) before touching the old mapping, so that
+        // a failure leaves it in place. No page is read now: each is read (or found in
+        // the cache) at its first touch (`fill_file_pages`), except that pages already
+        // cached are mapped at once, as Linux's fault-around maps cached pages without
+        // reading (a program run again finds its pages with no fault).
+        let pinned = cache.open(&self.phys, file, id);
+        let writeback = pinned.and_then(|pinned| match shared && is_read_write(file) {
+            true => cache.shared_writer(id.key(), file).map(|w| (Some(w), pinned)),
+            false => Ok((None, pinned)),
         });
-        // The cache holds the file now (`pages` found it there or put it there).
-        let pinned = writeback.and_then(|w| match cache.pinned(id.key()) {
-            Some(f) => Ok((w, f)),
-            None => {
-                file.try_clone().map(|f| (w, Rc::new(f))).map_err(|err| MemError::Host { op: "dup(mapped file)", err })
-            }
-        });
-        let writeback = pinned.and_then(|w| self.unhost(first, n).map(|()| w));
-        let (writeback, pinned) = match writeback {
-            Ok(w) => w,
-            Err(e) => {
-                for f in frames {
-                    self.phys.release(f);
-                }
-                return Err(e);
-            }
-        };
+        let (writeback, pinned) = writeback.and_then(|w| self.unhost(first, n).map(|()| w))?;
+        let cached = cache.cached(id.key(), file_page, n);
+        self.cache.get_or_insert_with(|| cache.share());
         self.remove_range(first, n);
         let cow = !shared && prot.has(Prot::WRITE);
         // Pages wholly past the end of the file give SIGBUS (Linux checks at the fault).
         let eof_page = id.size.div_ceil(u64::from(PAGE_SIZE));
-        for ((i, f), fp) in (first..).zip(frames).zip(u64::from(file_page)..) {
-            let beyond = if fp >= eof_page { Pte::BEYOND_EOF } else { 0 };
+        let unfilled = Pte(Pte::new(Frame(Pte::NO_FRAME), prot, false, shared).0 | Pte::UNFILLED);
+        for (i, fp) in (first..first + n).zip(file_page..) {
+            let beyond = if u64::from(fp) >= eof_page { Pte::BEYOND_EOF } else { 0 };
+            self.pt[i as usize].set(Pte(unfilled.0 | beyond));
+        }
+        for (fp, f) in cached {
+            let i = first + (fp - file_page);
+            self.phys.retain(f);
+            let beyond = self.pt[i as usize].get().0 & Pte::BEYOND_EOF;
             self.pt[i as usize].set(Pte(Pte::new(f, prot, cow, shared).0 | beyond));
         }
         self.vmas.insert(
@@ -342,6 +332,11 @@ impl AddressSpace {
         let (first, n) = pages(start, len);
         if n == 0 || n > EAGER_COPY_PAGES {
             return;
+        }
+        for i in first..first + n {
+            if self.pt[i as usize].get().unfilled() && self.materialize(i).is_err() {
+                return;
+            }
         }
         if self.pt[first as usize..(first + n) as usize]
             .iter()
@@ -428,7 +423,7 @@ impl AddressSpace {
             let cow = p.cow() || (!shared && p.has_frame() && self.phys.refcount(p.frame()) > 1);
             // Keep the translated-code protection (the frame still holds that code) and
             // the host mapping (same frame; only its protection changes).
-            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED | Pte::BEYOND_EOF);
+            let keep = p.0 & (Pte::CODE_RO | Pte::HOSTED | Pte::BEYOND_EOF | Pte::UNFILLED);
             let q = Pte(Pte::new(p.frame(), prot, cow && prot.has(Prot::WRITE), shared).0 | keep);
             lost_read |= p.readable() && !q.readable();
             self.pt[i as usize].set(q);
@@ -556,6 +551,7 @@ impl AddressSpace {
         child.vmas = self.vmas.clone();
         child.account();
         child.mmap_base = self.mmap_base;
+        child.cache = self.cache.as_ref().map(PageCache::share);
         child.mapping = self.mapping; // the same pages map the same frames
         // Every present page lies in a VMA: walk those, not the whole 4 GiB table.
         let ranges: Vec<(u32, u32)> =
@@ -565,12 +561,13 @@ impl AddressSpace {
             for i in first as usize..end as usize {
                 let mut p = self.pt[i].get();
                 if !p.has_frame() {
-                    // Nothing, or demand-zero: each space gets its own frame at its
-                    // first touch (the child's pages are promised too).
-                    if p.present() {
+                    // Nothing, demand-zero or a file page not filled yet: each space
+                    // gets its own frame at its first touch (the child's demand-zero
+                    // pages are promised too).
+                    if p.demand_zero() {
                         self.phys.commit_anyway(1);
-                        child.pt[i].set(p);
                     }
+                    child.pt[i].set(p);
                     continue;
                 }
                 self.phys.retain(p.frame());

@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap as HashMap;
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -145,9 +146,18 @@ impl CachedFile {
     }
 }
 
-/// The machine-wide page cache.
+/// The machine-wide page cache: a handle, shared by the machine and the address spaces
+/// that map files (which fill a file page at its first touch, see
+/// [`crate::AddressSpace`]). Each call borrows the cache for its own duration only and
+/// never calls back into an address space.
 #[derive(Default)]
 pub struct PageCache {
+    inner: Rc<RefCell<Cache>>,
+}
+
+/// What the page cache holds.
+#[derive(Default)]
+struct Cache {
     files: HashMap<FileKey, CachedFile>,
     clock: u64,
     stats: PageCacheStats,
@@ -157,6 +167,12 @@ impl PageCache {
     /// An empty cache.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Another handle on this cache (for an address space, which fills pages of the
+    /// files it maps at their first touch).
+    pub(crate) fn share(&self) -> PageCache {
+        PageCache { inner: self.inner.clone() }
     }
 
     /// The frame holding page `index` of `file`, reading it on first use. The cache
@@ -178,7 +194,138 @@ impl PageCache {
         index: u32,
         n: u32,
     ) -> Result<Vec<Frame>, MemError> {
-        self.stats.lookups += u64::from(n);
+        self.inner.borrow_mut().pages(phys, file, id, index, n)
+    }
+
+    /// Makes `file` (identity `id`, just read) a cached file without reading any of
+    /// its pages, for a mapping of it, and returns the descriptor the cache holds
+    /// (shared): the mapping's pages are read when first touched ([`PageCache::fill`]).
+    pub fn open(&mut self, phys: &PhysMem, file: &File, id: FileId) -> Result<Rc<File>, MemError> {
+        Ok(self.inner.borrow_mut().entry(phys, file, id)?.file.clone())
+    }
+
+    /// The pages of `[index, index+n)` of the file `key` already cached, with their
+    /// frames, in order (counted as lookups answered by the cache).
+    pub fn cached(&mut self, key: FileKey, index: u32, n: u32) -> Vec<(u32, Frame)> {
+        let mut c = self.inner.borrow_mut();
+        let Some(e) = c.files.get(&key) else { return Vec::new() };
+        let found: Vec<(u32, Frame)> = e.pages.range(index..index.saturating_add(n)).map(|(&i, &f)| (i, f)).collect();
+        c.stats.lookups += found.len() as u64;
+        c.stats.hits += found.len() as u64;
+        found
+    }
+
+    /// The frames of pages `index .. index + n` of the file `key`, reading the missing
+    /// ones from `file` (a descriptor of it a mapping holds), as [`PageCache::pages`]:
+    /// the fill of a mapped page at its first touch. The file's identity is read again
+    /// only if a page is missing. Fails, rather than wait, if the cache is in use (never
+    /// expected: no cache call runs guest code or touches an address space).
+    pub(crate) fn fill(
+        &self,
+        phys: &PhysMem,
+        file: &File,
+        key: FileKey,
+        index: u32,
+        n: u32,
+    ) -> Result<Vec<Frame>, MemError> {
+        let busy = || MemError::Host { op: "page cache fill", err: std::io::Error::other("page cache busy") };
+        let mut c = self.inner.try_borrow_mut().map_err(|_| busy())?;
+        c.clock += 1;
+        let clock = c.clock;
+        if let Some(e) = c.files.get_mut(&key) {
+            let cached: Vec<Frame> = e.pages.range(index..index.saturating_add(n)).map(|(_, &f)| f).collect();
+            if cached.len() == n as usize {
+                e.last_use = clock;
+                c.stats.lookups += u64::from(n);
+                c.stats.hits += u64::from(n);
+                return Ok(cached);
+            }
+        }
+        let id = FileId::of(file).map_err(|err| MemError::Host { op: "fstat(mapped file)", err })?;
+        c.pages(phys, file, id, index, n)
+    }
+
+    /// Records that a shared writable mapping of the file `key` (writing back through
+    /// `w`) is about to map a page of it: write-back before reads must consider it.
+    pub(crate) fn note_writer(&self, key: FileKey, w: &Rc<OwnedFd>) {
+        if let Ok(mut c) = self.inner.try_borrow_mut()
+            && let Some(e) = c.files.get_mut(&key)
+            && e.writer.is_none()
+        {
+            e.writer = Some(w.clone());
+        }
+    }
+
+    /// The descriptor the cache holds for the cached file `key` (shared, not a copy).
+    pub fn pinned(&self, key: FileKey) -> Option<Rc<File>> {
+        self.inner.borrow().pinned(key)
+    }
+
+    /// The current size of the cached file `key` (`None` if it is not cached).
+    pub fn size_of(&self, key: FileKey) -> Option<u64> {
+        self.inner.borrow().size_of(key)
+    }
+
+    /// Whether the file has pages in the cache (writes to other files need no work).
+    pub fn is_cached(&self, key: FileKey) -> bool {
+        self.inner.borrow().is_cached(key)
+    }
+
+    /// A read/write descriptor of the cached file `key` (opened from `file`) for writing
+    /// back the pages of a shared mapping, recording that the file may have dirty shared
+    /// pages. It is a fresh open file description, so the guest's `O_APPEND` or file
+    /// offset cannot affect write-back.
+    pub fn shared_writer(&mut self, key: FileKey, file: &File) -> Result<Rc<OwnedFd>, MemError> {
+        self.inner.borrow_mut().shared_writer(key, file)
+    }
+
+    /// Writes back the pages of `key` that processes map, if the file has shared writable
+    /// mappings: called before the OS layer reads the file, so `read(2)` sees stores
+    /// made through mappings. Only pages that differ from the file are written, and never
+    /// past its current end.
+    pub fn write_back(&mut self, phys: &PhysMem, key: FileKey) -> Result<(), MemError> {
+        self.inner.borrow_mut().write_back(phys, key)
+    }
+
+    /// Records that `[off, off+len)` of the file `key` was just written on the host:
+    /// the cached frames covering it take the new bytes, so every mapping sees them.
+    pub fn written(&mut self, phys: &PhysMem, key: FileKey, off: u64, len: u64) -> Result<(), MemError> {
+        self.inner.borrow_mut().written(phys, key, off, len)
+    }
+
+    /// Records that the file `key` was truncated (or extended) to `size` bytes: cached
+    /// bytes past the end become zero, and cached pages wholly past it are dropped, or
+    /// zeroed if a process still maps them.
+    pub fn truncated(&mut self, phys: &PhysMem, key: FileKey, size: u64) {
+        self.inner.borrow_mut().truncated(phys, key, size)
+    }
+
+    /// Drops the cached file `key` if it has been unlinked and no process maps it: no one
+    /// can reach it through a path any more, and its descriptor would keep it on disk.
+    /// Returns whether it was dropped.
+    pub fn forget_if_unlinked(&mut self, phys: &PhysMem, key: FileKey) -> bool {
+        self.inner.borrow_mut().forget_if_unlinked(phys, key)
+    }
+
+    /// Frees up to `want` frames under memory pressure by dropping cached pages that no
+    /// process maps, least recently used files first (as Linux reclaims clean page-cache
+    /// pages): never a mapped page, nor a page of a file that may still have stores of
+    /// shared mappings to write back, nor one of `keep` (the file being filled). Returns
+    /// how many pages it dropped.
+    pub fn reclaim(&mut self, phys: &PhysMem, want: u32, keep: Option<FileKey>) -> u32 {
+        self.inner.borrow_mut().reclaim(phys, want, keep)
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> PageCacheStats {
+        self.inner.borrow().stats()
+    }
+}
+
+impl Cache {
+    /// The entry of `file` (identity `id`), made if missing; an entry of a file changed
+    /// outside the machine that nobody maps is dropped and made afresh.
+    fn entry(&mut self, phys: &PhysMem, file: &File, id: FileId) -> Result<&mut CachedFile, MemError> {
         self.clock += 1;
         let key = id.key();
         match self.files.get(&key) {
@@ -204,6 +351,14 @@ impl PageCache {
             }
         };
         e.last_use = self.clock;
+        Ok(e)
+    }
+
+    /// See [`PageCache::pages`].
+    fn pages(&mut self, phys: &PhysMem, file: &File, id: FileId, index: u32, n: u32) -> Result<Vec<Frame>, MemError> {
+        self.stats.lookups += u64::from(n);
+        let key = id.key();
+        let e = self.entry(phys, file, id)?;
         // The common case, every page cached: one walk of the range.
         let cached: Vec<Frame> = e.pages.range(index..index.saturating_add(n)).map(|(_, &f)| f).collect();
         if cached.len() == n as usize {
@@ -232,17 +387,12 @@ impl PageCache {
             let Some(e) = self.files.get_mut(&key) else { return Err(gone()) };
             let contiguous = frames.windows(2).all(|w| w[1].0 == w[0].0 + 1);
             let read = if contiguous {
-                // SAFETY: the frames are freshly allocated, consecutive pages of the
-                // physmap, not yet mapped anywhere else.
-                let buf =
-                    unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(frames[0]), (run * PAGE_SIZE) as usize) };
-                read_fully(&e.file, buf, page_offset(index + i))
+                fill_frames(phys, &e.file, frames[0], run, page_offset(index + i))
             } else {
-                frames.iter().zip(index + i..).try_for_each(|(&f, page)| {
-                    // SAFETY: as above, one page at a time.
-                    let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(f), PAGE_SIZE as usize) };
-                    read_fully(&e.file, buf, page_offset(page))
-                })
+                frames
+                    .iter()
+                    .zip(index + i..)
+                    .try_for_each(|(&f, page)| fill_frames(phys, &e.file, f, 1, page_offset(page)))
             };
             if let Err(err) = read {
                 for f in frames {
@@ -262,26 +412,23 @@ impl PageCache {
         Ok(out)
     }
 
-    /// The descriptor the cache holds for the cached file `key` (shared, not a copy).
-    pub fn pinned(&self, key: FileKey) -> Option<Rc<File>> {
+    /// See [`PageCache::pinned`].
+    fn pinned(&self, key: FileKey) -> Option<Rc<File>> {
         self.files.get(&key).map(|e| e.file.clone())
     }
 
-    /// The current size of the cached file `key` (`None` if it is not cached).
-    pub fn size_of(&self, key: FileKey) -> Option<u64> {
+    /// See [`PageCache::size_of`].
+    fn size_of(&self, key: FileKey) -> Option<u64> {
         self.files.get(&key).and_then(|e| fstat(e.file.as_raw_fd()).ok()).map(|st| st.st_size as u64)
     }
 
-    /// Whether the file has pages in the cache (writes to other files need no work).
-    pub fn is_cached(&self, key: FileKey) -> bool {
+    /// See [`PageCache::is_cached`].
+    fn is_cached(&self, key: FileKey) -> bool {
         self.files.contains_key(&key)
     }
 
-    /// A read/write descriptor of the cached file `key` (opened from `file`) for writing
-    /// back the pages of a shared mapping, recording that the file may have dirty shared
-    /// pages. It is a fresh open file description, so the guest's `O_APPEND` or file
-    /// offset cannot affect write-back.
-    pub fn shared_writer(&mut self, key: FileKey, file: &File) -> Result<Rc<OwnedFd>, MemError> {
+    /// See [`PageCache::shared_writer`].
+    fn shared_writer(&mut self, key: FileKey, file: &File) -> Result<Rc<OwnedFd>, MemError> {
         let Some(e) = self.files.get_mut(&key) else {
             return Err(MemError::Host {
                 op: "shared_writer(uncached file)",
@@ -296,11 +443,8 @@ impl PageCache {
         Ok(w)
     }
 
-    /// Writes back the pages of `key` that processes map, if the file has shared writable
-    /// mappings: called before the OS layer reads the file, so `read(2)` sees stores
-    /// made through mappings. Only pages that differ from the file are written, and never
-    /// past its current end.
-    pub fn write_back(&mut self, phys: &PhysMem, key: FileKey) -> Result<(), MemError> {
+    /// See [`PageCache::write_back`].
+    fn write_back(&mut self, phys: &PhysMem, key: FileKey) -> Result<(), MemError> {
         let Some(e) = self.files.get_mut(&key) else { return Ok(()) };
         let Some(w) = e.writer.clone() else { return Ok(()) };
         let size = fstat(w.as_raw_fd()).map_err(|err| MemError::Host { op: "fstat(write-back)", err })?.st_size as u64;
@@ -327,9 +471,8 @@ impl PageCache {
         Ok(())
     }
 
-    /// Records that `[off, off+len)` of the file `key` was just written on the host:
-    /// the cached frames covering it take the new bytes, so every mapping sees them.
-    pub fn written(&mut self, phys: &PhysMem, key: FileKey, off: u64, len: u64) -> Result<(), MemError> {
+    /// See [`PageCache::written`].
+    fn written(&mut self, phys: &PhysMem, key: FileKey, off: u64, len: u64) -> Result<(), MemError> {
         let Some(e) = self.files.get_mut(&key) else { return Ok(()) };
         if len == 0 {
             return Ok(());
@@ -360,10 +503,8 @@ impl PageCache {
         result
     }
 
-    /// Records that the file `key` was truncated (or extended) to `size` bytes: cached
-    /// bytes past the end become zero, and cached pages wholly past it are dropped, or
-    /// zeroed if a process still maps them.
-    pub fn truncated(&mut self, phys: &PhysMem, key: FileKey, size: u64) {
+    /// See [`PageCache::truncated`].
+    fn truncated(&mut self, phys: &PhysMem, key: FileKey, size: u64) {
         let Some(e) = self.files.get_mut(&key) else { return };
         let mut dropped = Vec::new();
         let first = page_index(size);
@@ -391,10 +532,8 @@ impl PageCache {
         e.restamp();
     }
 
-    /// Drops the cached file `key` if it has been unlinked and no process maps it: no one
-    /// can reach it through a path any more, and its descriptor would keep it on disk.
-    /// Returns whether it was dropped.
-    pub fn forget_if_unlinked(&mut self, phys: &PhysMem, key: FileKey) -> bool {
+    /// See [`PageCache::forget_if_unlinked`].
+    fn forget_if_unlinked(&mut self, phys: &PhysMem, key: FileKey) -> bool {
         let Some(e) = self.files.get(&key) else { return false };
         let unlinked = fstat(e.file.as_raw_fd()).is_ok_and(|st| st.st_nlink == 0);
         if unlinked && e.writer.is_none() && !e.mapped(phys) {
@@ -404,12 +543,8 @@ impl PageCache {
         false
     }
 
-    /// Frees up to `want` frames under memory pressure by dropping cached pages that no
-    /// process maps, least recently used files first (as Linux reclaims clean page-cache
-    /// pages): never a mapped page, nor a page of a file that may still have stores of
-    /// shared mappings to write back, nor one of `keep` (the file being filled). Returns
-    /// how many pages it dropped.
-    pub fn reclaim(&mut self, phys: &PhysMem, want: u32, keep: Option<FileKey>) -> u32 {
+    /// See [`PageCache::reclaim`].
+    fn reclaim(&mut self, phys: &PhysMem, want: u32, keep: Option<FileKey>) -> u32 {
         let mut order: Vec<(u64, FileKey)> = self
             .files
             .iter()
@@ -469,8 +604,8 @@ impl PageCache {
         }
     }
 
-    /// Counters.
-    pub fn stats(&self) -> PageCacheStats {
+    /// See [`PageCache::stats`].
+    fn stats(&self) -> PageCacheStats {
         self.stats
     }
 }
@@ -507,6 +642,37 @@ fn read_fully(file: &File, buf: &mut [u8], off: u64) -> std::io::Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+    Ok(())
+}
+
+/// Fills the `n` consecutive frames from `frame` (just allocated, mapped nowhere else)
+/// with the bytes of `file` from `off`, zeros past its end. The copy is made inside the
+/// host kernel (`sendfile` into the memfd, at its file position, which nothing else
+/// uses): no host page fault on the physmap per page and no zeroing of pages about to
+/// be overwritten, as a `read` into the physmap costs; a plain read finishes where the
+/// host refuses it.
+fn fill_frames(phys: &PhysMem, file: &File, frame: Frame, n: u32, off: u64) -> std::io::Result<()> {
+    let len = (n * PAGE_SIZE) as usize;
+    let mut done = 0;
+    // SAFETY: lseek on the machine's own memfd.
+    let placed = unsafe { libc::lseek(phys.raw_fd(), frame.file_offset(), libc::SEEK_SET) } >= 0;
+    while placed && done < len {
+        let mut src = (off + done as u64) as i64;
+        // SAFETY: both descriptors are open for the call; `src` is a local the call
+        // advances; the memfd range written is the caller's frames.
+        let r = unsafe { libc::sendfile(phys.raw_fd(), file.as_raw_fd(), &mut src, len - done) };
+        match r {
+            0 => break, // the end of the file
+            r if r > 0 => done += r as usize,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => break, // refused: read the rest
+        }
+    }
+    if done < len {
+        // SAFETY: the frames are consecutive pages of the physmap, the caller's alone.
+        let buf = unsafe { std::slice::from_raw_parts_mut(phys.frame_ptr(frame).add(done), len - done) };
+        read_fully(file, buf, off + done as u64)?;
     }
     Ok(())
 }

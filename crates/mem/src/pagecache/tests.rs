@@ -64,6 +64,13 @@ fn map(a: &mut AddressSpace, c: &mut PageCache, s: &Scratch, va: u32, pages: u32
     a.map_file(c, va, pages * PAGE_SIZE, prot, shared, &s.file, s.id(), 0, "f").unwrap();
 }
 
+/// Reads a byte of each of `pages` pages from `va`: their first touch, which fills them.
+fn touch(a: &AddressSpace, va: u32, pages: u32) {
+    for i in 0..pages {
+        a.read_u8(va + i * PAGE_SIZE).unwrap();
+    }
+}
+
 #[test]
 fn idle_cached_pages_are_reclaimed_under_the_memory_limit() {
     // 1024 frames; seven 200-page files mapped and unmapped in turn would cache
@@ -73,8 +80,10 @@ fn idle_cached_pages_are_reclaimed_under_the_memory_limit() {
     let mut a = AddressSpace::new(phys.clone()).unwrap();
     let files: Vec<Scratch> = (0..7).map(|i| Scratch::new(&format!("reclaim{i}"), &pattern(200 << 12))).collect();
     map(&mut a, &mut c, &files[0], 0x1000_0000, 200, Prot::READ, false); // stays mapped
+    touch(&a, 0x1000_0000, 200);
     for (i, s) in files.iter().enumerate().skip(1) {
         map(&mut a, &mut c, s, 0x2000_0000, 200, Prot::READ, false);
+        touch(&a, 0x2000_0000, 200);
         let mut got = [0u8; 8];
         a.read_bytes(0x2000_0000 + 199 * 4096, &mut got).unwrap();
         assert_eq!(got[..], pattern(200 << 12)[199 * 4096..][..8], "file {i}");
@@ -101,6 +110,9 @@ fn shared_store_is_seen_by_private_mappings_of_the_page() {
     map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
     map(&mut a, &mut c, &s, 0x2000_0000, 3, Prot::RW, true);
     map(&mut b, &mut c, &s, 0x3000_0000, 3, Prot::RW, false);
+    touch(&a, 0x1000_0000, 1);
+    touch(&a, 0x2000_0000, 1);
+    assert!(a.pte(0x1000_0000).has_frame());
     assert_eq!(a.pte(0x1000_0000).frame(), a.pte(0x2000_0000).frame(), "one page-cache frame");
     a.write_bytes(0x2000_0064, b"SHARED").unwrap();
     let mut got = [0u8; 6];
@@ -124,7 +136,9 @@ fn a_data_segment_copied_at_once_is_private_and_hosted() {
     let mut a = AddressSpace::new(phys.clone()).unwrap();
     map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::RW, false);
     map(&mut a, &mut c, &s, 0x2000_0000, 17, Prot::RW, false);
+    touch(&a, 0x1000_0000, 1);
     let cached = a.pte(0x1000_0000).frame();
+    assert!(a.pte(0x1000_0000).has_frame() && a.pte(0x1000_0000).cow(), "filled copy-on-write");
     a.copy_now(0x1000_0000, 3 * PAGE_SIZE);
     a.copy_now(0x2000_0000, 17 * PAGE_SIZE);
     for i in 0..3 {
@@ -132,7 +146,9 @@ fn a_data_segment_copied_at_once_is_private_and_hosted() {
         assert!(p.writable() && !p.cow() && p.hosted(), "page {i}");
     }
     assert_ne!(a.pte(0x1000_0000).frame(), cached, "a frame of its own");
-    assert!(a.pte(0x2000_0000).cow(), "larger mappings are copied as written");
+    assert!(!a.pte(0x2000_0000).has_frame(), "larger mappings are filled as touched");
+    touch(&a, 0x2000_0000, 1);
+    assert!(a.pte(0x2000_0000).cow(), "and copied as written");
     let page1 = &pattern(2 * PAGE_SIZE as usize)[PAGE_SIZE as usize..][..8];
     let mut got = [0u8; 8];
     a.read_bytes(0x1000_1000, &mut got).unwrap();
@@ -150,6 +166,7 @@ fn write_through_is_seen_by_mappings() {
     let mut a = AddressSpace::new(phys.clone()).unwrap();
     map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
     map(&mut a, &mut c, &s, 0x2000_0000, 3, Prot::RW, true);
+    touch(&a, 0x1000_0000, 3);
     let code_frame = a.pte(0x1000_1000).frame();
     phys.set_code(code_frame);
     // A write straddling pages 0 and 1, as `pwrite(fd, "0123456789", 10, 4090)`.
@@ -217,6 +234,7 @@ fn truncation_zeroes_and_drops_cached_pages() {
     let s = Scratch::new("trunc", &pattern(3 * PAGE_SIZE as usize));
     let mut a = AddressSpace::new(phys.clone()).unwrap();
     map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
+    touch(&a, 0x1000_0000, 3);
     a.unmap(0x1000_2000, PAGE_SIZE).unwrap(); // page 2 stays cached, unmapped
     assert_eq!(c.stats().pages, 3);
     s.file.set_len(5000).unwrap();
@@ -243,10 +261,12 @@ fn identity_survives_writes_and_outside_changes_are_reread() {
     let s = Scratch::new("ident", &pattern(4096));
     let mut a = AddressSpace::new(phys.clone()).unwrap();
     map(&mut a, &mut c, &s, 0x1000_0000, 1, Prot::READ, false);
+    touch(&a, 0x1000_0000, 1);
     let frame = a.pte(0x1000_0000).frame();
     s.file.write_all_at(b"through morph", 0).unwrap();
     c.written(&phys, s.id().key(), 0, 13).unwrap();
     map(&mut a, &mut c, &s, 0x2000_0000, 1, Prot::READ, false);
+    touch(&a, 0x2000_0000, 1);
     assert_eq!(a.pte(0x2000_0000).frame(), frame, "same page after a write: same frame");
     a.unmap(0x1000_0000, PAGE_SIZE).unwrap();
     a.unmap(0x2000_0000, PAGE_SIZE).unwrap();
@@ -290,4 +310,109 @@ fn a_filled_frame_names_its_file_page_until_written_or_freed() {
         assert_eq!(phys.refcount(fr), 0, "dropped by the truncation, mapped nowhere");
         assert_eq!(phys.file_page(fr), None, "a freed frame has none");
     }
+}
+
+#[test]
+fn a_file_page_is_read_at_its_first_touch_with_its_cluster() {
+    let (phys, mut c) = machine();
+    let data = pattern(40 * PAGE_SIZE as usize);
+    let s = Scratch::new("lazy", &data);
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut a, &mut c, &s, 0x1000_0000, 40, Prot::READ, false);
+    assert_eq!((c.stats().fills, c.stats().pages, c.stats().files), (0, 0, 1), "mmap reads nothing");
+    assert!(!a.pte(0x1000_0000 + 20 * PAGE_SIZE).has_frame());
+    let mut got = [0u8; 8];
+    a.read_bytes(0x1000_0000 + 20 * PAGE_SIZE + 8, &mut got).unwrap();
+    assert_eq!(got[..], data[20 * PAGE_SIZE as usize + 8..][..8]);
+    // The aligned cluster of 16 file pages around page 20, in one read.
+    assert_eq!((c.stats().fills, c.stats().lookups, c.stats().hits), (16, 16, 0));
+    assert!((16..32).all(|i| a.pte(0x1000_0000 + i * PAGE_SIZE).has_frame()));
+    assert!(!a.pte(0x1000_0000 + 15 * PAGE_SIZE).has_frame() && !a.pte(0x1000_0000 + 32 * PAGE_SIZE).has_frame());
+    // A second mapping finds the cached pages at mmap and reads only the others.
+    map(&mut a, &mut c, &s, 0x2000_0000, 40, Prot::READ, false);
+    assert!(a.pte(0x2000_0000 + 20 * PAGE_SIZE).has_frame(), "cached pages are mapped at once");
+    assert_eq!(a.pte(0x2000_0000 + 20 * PAGE_SIZE).frame(), a.pte(0x1000_0000 + 20 * PAGE_SIZE).frame());
+    let mut all = vec![0u8; data.len()];
+    a.read_bytes(0x2000_0000, &mut all).unwrap();
+    assert!(all == data);
+    assert_eq!((c.stats().fills, c.stats().hits, c.stats().pages), (40, 16, 40));
+}
+
+#[test]
+fn a_page_not_touched_yet_shows_the_file_as_it_is_at_the_first_touch() {
+    let (phys, mut c) = machine();
+    let s = Scratch::new("later", &pattern(2 * PAGE_SIZE as usize));
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut a, &mut c, &s, 0x1000_0000, 2, Prot::RW, false);
+    // Written through morph (reported to the cache) and behind its back.
+    s.file.write_all_at(b"morph", 10).unwrap();
+    c.written(&phys, s.id().key(), 10, 5).unwrap();
+    s.file.write_all_at(b"outside", PAGE_SIZE as u64 + 10).unwrap();
+    let mut got = [0u8; 7];
+    a.read_bytes(0x1000_000a, &mut got[..5]).unwrap();
+    assert_eq!(&got[..5], b"morph");
+    a.read_bytes(0x1000_100a, &mut got).unwrap();
+    assert_eq!(&got, b"outside");
+    // A private page written before its first read is copied from the file's page.
+    let mut b = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut b, &mut c, &s, 0x1000_0000, 2, Prot::RW, false);
+    b.write_bytes(0x1000_0000, b"PRIV").unwrap();
+    b.read_bytes(0x1000_000a, &mut got[..5]).unwrap();
+    assert_eq!(&got[..5], b"morph");
+    a.read_bytes(0x1000_0000, &mut got[..4]).unwrap();
+    assert_eq!(got[..4], pattern(4)[..], "the cached page is untouched");
+}
+
+#[test]
+fn a_page_truncated_away_before_its_first_touch_gives_sigbus() {
+    let (phys, mut c) = machine();
+    let s = Scratch::new("cut", &pattern(3 * PAGE_SIZE as usize));
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut a, &mut c, &s, 0x1000_0000, 3, Prot::READ, false);
+    s.file.set_len(5000).unwrap();
+    c.truncated(&phys, s.id().key(), 5000);
+    a.file_resized(s.id().key(), 5000);
+    assert_eq!(a.read_u8(0x1000_2000).unwrap_err().kind, crate::MemFaultKind::BeyondEof);
+    let mut page1 = vec![0u8; PAGE_SIZE as usize];
+    a.read_bytes(0x1000_1000, &mut page1).unwrap();
+    assert_eq!(&page1[..904], &pattern(5000)[4096..]);
+    assert!(page1[904..].iter().all(|&b| b == 0), "bytes past the end read as zero");
+    assert!(!a.pte(0x1000_2000).has_frame(), "a page past the end is not filled");
+    // The file grows back: the page is there again, with the file's (zero) bytes.
+    s.file.set_len(3 * u64::from(PAGE_SIZE)).unwrap();
+    assert!(a.eof_moved(0x1000_2000));
+    assert_eq!(a.read_u8(0x1000_2000).unwrap(), 0);
+}
+
+#[test]
+fn fork_before_the_first_touch_keeps_private_and_shared_pages_apart() {
+    let (phys, mut c) = machine();
+    let s = Scratch::new("lazyfork", &pattern(PAGE_SIZE as usize));
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut a, &mut c, &s, 0x2000_0000, 1, Prot::RW, true);
+    map(&mut a, &mut c, &s, 0x3000_0000, 1, Prot::RW, false);
+    let mut child = a.fork().unwrap();
+    child.write_bytes(0x3000_0000, b"PRIV").unwrap();
+    child.write_bytes(0x2000_0010, b"SHARED").unwrap();
+    let mut got = [0u8; 6];
+    a.read_bytes(0x3000_0000, &mut got[..4]).unwrap();
+    assert_eq!(got[..4], pattern(4)[..], "the child's private write stays its own");
+    a.read_bytes(0x2000_0010, &mut got).unwrap();
+    assert_eq!(&got, b"SHARED");
+    drop(child);
+    assert_eq!(&s.contents()[16..22], b"SHARED");
+}
+
+#[test]
+fn a_shared_page_filled_after_a_write_back_is_written_back_before_reads() {
+    let (phys, mut c) = machine();
+    let s = Scratch::new("latewriter", &pattern(PAGE_SIZE as usize));
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut a, &mut c, &s, 0x2000_0000, 1, Prot::RW, true);
+    // Nothing mapped yet: the cache stops tracking the writer.
+    c.write_back(&phys, s.id().key()).unwrap();
+    a.write_bytes(0x2000_0020, b"LATE").unwrap();
+    c.write_back(&phys, s.id().key()).unwrap();
+    assert_eq!(&s.contents()[32..36], b"LATE");
+    assert_eq!(c.stats().write_backs, 1);
 }

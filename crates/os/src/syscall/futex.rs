@@ -50,6 +50,9 @@ fn key_of(p: &Process, uaddr: u32, private: bool, write: bool) -> Result<FutexKe
     if !pte.readable() || (write && !pte.writable()) {
         return Err(EFAULT);
     }
+    // A file page not touched yet gets its page-cache frame (the key of a shared one).
+    p.aspace.check_read(uaddr, 4).map_err(|_| EFAULT)?;
+    let pte = p.aspace.pte(uaddr);
     let anon = match p.aspace.vma_at(uaddr) {
         Some(v) if !v.shared => {
             matches!(v.kind, MapKind::Anon) || !pte.has_frame() || p.aspace.phys().file_page(pte.frame()).is_none()
