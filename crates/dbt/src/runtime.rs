@@ -103,7 +103,7 @@ pub struct JitState {
 /// hits. Allocated zeroed ([`JitFrame::new`]): the host gives the 1 MiB as zero pages
 /// when first touched, so an engine that runs little code neither writes nor faults in
 /// most of it.
-#[repr(C, align(64))]
+#[repr(C)]
 pub struct JitFrame {
     pub state: JitState,
     pub jc_keys: [u64; JC_ENTRIES],
@@ -119,6 +119,10 @@ impl JitFrame {
     /// A frame with the default state and an empty jump cache.
     pub fn new() -> Box<JitFrame> {
         let layout = std::alloc::Layout::new::<JitFrame>();
+        // Within malloc's own alignment, `alloc_zeroed` is `calloc`, which gives the MiB
+        // as untouched zero pages; a larger alignment made it `posix_memalign` and a
+        // `memset` of all of it (257 page faults on every run).
+        const _: () = assert!(std::mem::align_of::<JitFrame>() <= 16);
         // SAFETY: the layout is not zero-sized; all zeroes is a valid pair of `u64`
         // arrays, and the state is written before the box is made; the allocation has
         // `JitFrame`'s layout, so `Box` frees it with the same.
