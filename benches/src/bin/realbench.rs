@@ -685,7 +685,26 @@ mod plot {
         ("qemu-i386", RGBColor(127, 127, 127)),
     ];
 
+    /// Registers a TrueType font as plotters' "sans-serif" ($MORPH_FONT, else DejaVu
+    /// Sans where Debian, Fedora or Arch put it): with the workspace's plotters, text is
+    /// laid out by ab_glyph from a registered font (`morph exp` does the same).
+    fn load_font() -> anyhow::Result<()> {
+        let env = std::env::var("MORPH_FONT").ok();
+        let paths = ["/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf"];
+        for p in env.iter().map(String::as_str).chain(paths) {
+            if let Ok(bytes) = std::fs::read(p) {
+                // Plotters keeps fonts for the process's lifetime.
+                let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+                if plotters::style::register_font("sans-serif", FontStyle::Normal, bytes).is_ok() {
+                    return Ok(());
+                }
+            }
+        }
+        anyhow::bail!("--svg: no TrueType font for the plot's text (set MORPH_FONT or install fonts-dejavu-core)")
+    }
+
     pub fn ratios(path: &std::path::Path, programs: &[&str], rows: &[Row]) -> anyhow::Result<()> {
+        load_font()?;
         let native = |p: &str| rows.iter().find(|r| r.program == p && r.config == "native").map(|r| r.median_s);
         let top = rows
             .iter()
