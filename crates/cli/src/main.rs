@@ -398,6 +398,8 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // morph exits now: the engine's caches go with the process, not block by block.
+    machine.abandon_caches();
     Ok(ExitCode::from(match status {
         ExitStatus::Code(c) => (c & 0xff) as u8,
         ExitStatus::Signal(s) => (128 + s) as u8,

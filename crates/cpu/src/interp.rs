@@ -239,6 +239,13 @@ impl Interp {
         self.generation = self.generation.wrapping_add(1);
     }
 
+    /// Gives up the decoded blocks without freeing them one by one, for a process about
+    /// to exit (the host takes its memory back at once): see `Engine::abandon_caches`.
+    pub fn abandon_blocks(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.blocks));
+        self.generation = self.generation.wrapping_add(1);
+    }
+
     /// Drops blocks whose frames were written since the last check.
     fn sync_code(&mut self, mem: &AddressSpace) {
         let phys = mem.phys();
