@@ -166,7 +166,8 @@ fn huge_heap() {
         libc::mallopt(libc::M_TOP_PAD, HUGE_HEAP as i32);
         libc::mallopt(libc::M_TRIM_THRESHOLD, (2 * HUGE_HEAP) as i32);
         let before = libc::sbrk(0) as usize;
-        let p = libc::malloc(120 << 10);
+        // Kept (`black_box`): the compiler may otherwise drop an allocation freed unused.
+        let p = std::hint::black_box(libc::malloc(120 << 10));
         let end = libc::sbrk(0) as usize;
         let start = before.wrapping_add(HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
         if before != usize::MAX && end != usize::MAX && end > start {
