@@ -145,6 +145,38 @@ struct RunArgs {
     program: Vec<String>,
 }
 
+/// The heap grown at start and made huge-page backed (virtual: untouched bytes cost
+/// nothing).
+const HUGE_HEAP: usize = 64 << 20;
+/// A transparent huge page.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Backs the heap with transparent huge pages, where the host grants them on request
+/// (`madvise` mode): a starting program has tens of thousands of blocks decoded, each a
+/// few small allocations touched for the first time and then read a dozen times, far
+/// apart, so with 4 KiB pages each new page of heap is a host page fault, and each read
+/// likely a TLB miss. The heap is grown by `HUGE_HEAP` once (glibc's top pad) and that
+/// extension advised.
+fn huge_heap() {
+    // SAFETY: before any other thread exists. mallopt only tunes glibc's heap growth and
+    // trimming; the 120 KiB allocation (under the mmap threshold, so from the heap) is
+    // freed at once; madvise is given whole pages of the heap's extension just made
+    // (between the break before and after), which only this allocator uses.
+    unsafe {
+        libc::mallopt(libc::M_TOP_PAD, HUGE_HEAP as i32);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, (2 * HUGE_HEAP) as i32);
+        let before = libc::sbrk(0) as usize;
+        // Kept (`black_box`): the compiler may otherwise drop an allocation freed unused.
+        let p = std::hint::black_box(libc::malloc(120 << 10));
+        let end = libc::sbrk(0) as usize;
+        let start = before.wrapping_add(HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
+        if before != usize::MAX && end != usize::MAX && end > start {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+        libc::free(p);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -155,13 +187,16 @@ fn main() -> ExitCode {
         }
     };
     match cli.cmd {
-        Cmd::Run(args) => match run(args) {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("morph: {}", escaped(&format!("{e:#}")));
-                ExitCode::from(EXIT_MORPH)
+        Cmd::Run(args) => {
+            huge_heap();
+            match run(args) {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("morph: {}", escaped(&format!("{e:#}")));
+                    ExitCode::from(EXIT_MORPH)
+                }
             }
-        },
+        }
         Cmd::Exp(e) => {
             // The experiments print tables: a closed stdout (`| head`) ends them as it ends
             // any Unix tool, by SIGPIPE, instead of a panic in `println!`. (Not for `run`:
@@ -398,6 +433,8 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // morph exits now: the engine's caches go with the process, not block by block.
+    machine.abandon_caches();
     Ok(ExitCode::from(match status {
         ExitStatus::Code(c) => (c & 0xff) as u8,
         ExitStatus::Signal(s) => (128 + s) as u8,

@@ -108,20 +108,33 @@ pub struct InterpStats {
     pub fpu_instructions: u64,
 }
 
-/// A decoded instruction. The fields a run reads first lead (`repr(C)` keeps the
-/// order): the class, the pre-decoded form and the start of the `Instruction` (its next
-/// IP) share the first cache line.
-#[repr(C)]
+/// A decoded instruction, as compact as its run needs (36 bytes): while a program
+/// starts, tens of thousands of blocks are decoded and each runs a few times, far apart,
+/// so the bytes a block takes (host cache lines, and heap pages touched for the first
+/// time) are much of what it costs. iced-x86's 40-byte `Instruction` is kept only for
+/// the few instructions without a pre-decoded form.
+#[derive(Clone, Copy)]
 struct Decoded {
+    op: Op,
+    /// Its address, as decoded.
+    ip: u32,
+    /// Its length in bytes.
+    len: u8,
     class: Support,
     /// The interpreter function that runs it (see `isa::Family`).
     family: Family,
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
-    /// The pre-decoded form of a common integer instruction (see `fast`).
-    fast: Option<Fast>,
-    ins: Instruction,
+}
+
+/// How a decoded instruction runs.
+#[derive(Clone, Copy)]
+enum Op {
+    /// Its pre-decoded form (a common integer instruction, see `fast`).
+    Fast(Fast),
+    /// Through `exec`, from the instruction at this index in its block's `slow`.
+    Slow(u8),
 }
 
 /// A decoded basic block.
@@ -136,6 +149,8 @@ struct Block {
     /// was decoded.
     wraps16: bool,
     instrs: Box<[Decoded]>,
+    /// The instructions without a pre-decoded form, as iced-x86 decoded them.
+    slow: Box<[Instruction]>,
 }
 
 impl Block {
@@ -156,15 +171,14 @@ impl Block {
 
 const MAX_BLOCK: usize = 128;
 
-/// The instructions room is made for when a block is decoded (it grows past them).
-const BLOCK_GUESS: usize = 8;
 /// The longest x86 instruction, in bytes.
 pub const MAX_INSN_LEN: u32 = 15;
 
 /// What decoding a block from fetched bytes gave.
 enum Fetched {
-    /// The block's instructions and the address of its last byte.
-    Block(Vec<Decoded>, u32),
+    /// The block's instructions (in the interpreter's scratch vectors) and the address
+    /// of its last byte.
+    Block(u32),
     /// Its first instruction runs into an unreadable page.
     Truncated,
     /// It runs past the bytes fetched, and there are more to fetch.
@@ -200,6 +214,11 @@ pub struct Interp {
     generation: u32,
     epoch: u64,
     fpu: HostFpu,
+    /// Where a block is decoded before it is copied into its exact-size boxes.
+    scratch: Vec<Decoded>,
+    scratch_slow: Vec<Instruction>,
+    /// All the instructions of the block decoded last.
+    scratch_all: Vec<Instruction>,
     /// Counters.
     pub stats: InterpStats,
 }
@@ -229,6 +248,9 @@ impl Interp {
             generation: 0,
             epoch: 0,
             fpu: HostFpu::new(),
+            scratch: Vec::with_capacity(MAX_BLOCK),
+            scratch_slow: Vec::new(),
+            scratch_all: Vec::with_capacity(MAX_BLOCK),
             stats: InterpStats::default(),
         }
     }
@@ -236,6 +258,13 @@ impl Interp {
     /// Drops every cached block (e.g. when the guest's code is replaced wholesale).
     pub fn flush(&mut self) {
         self.blocks.clear();
+        self.generation = self.generation.wrapping_add(1);
+    }
+
+    /// Gives up the decoded blocks without freeing them one by one, for a process about
+    /// to exit (the host takes its memory back at once): see `Engine::abandon_caches`.
+    pub fn abandon_blocks(&mut self) {
+        std::mem::forget(std::mem::take(&mut self.blocks));
         self.generation = self.generation.wrapping_add(1);
     }
 
@@ -290,12 +319,25 @@ impl Interp {
 
     /// Appends to `out` the instructions of the decoded block at `eip` (from the block
     /// cache, or decoded now and kept), as at `eip`: the translator forms its
-    /// translations from these, so the two engines decode an instruction once. False if
-    /// the block's first instruction cannot be fetched.
+    /// translations from the same instructions as the interpreter runs. A block decoded
+    /// now gives them from that decode; a cached one keeps only its compact records, so
+    /// its bytes are decoded again (a block is translated once for every dozen or so
+    /// decoded). False if the block's first instruction cannot be fetched.
     pub fn decoded_block(&mut self, eip: u32, mem: &mut AddressSpace, out: &mut Vec<Instruction>) -> bool {
+        let decoded = self.stats.blocks_decoded;
         let Ok(b) = self.block(eip, mem) else { return false };
-        let delta = eip.wrapping_sub(b.start);
-        out.extend(b.instrs.iter().map(|d| relocated(&d.ins, delta)));
+        if self.stats.blocks_decoded != decoded {
+            out.extend_from_slice(&self.scratch_all); // decoded at `eip`
+            return true;
+        }
+        // The block fits at `eip`: its bytes are mapped there, from the frames decoded.
+        let mut bytes = [0u8; MAX_BLOCK * MAX_INSN_LEN as usize];
+        let Some(bytes) = bytes.get_mut(..b.last.wrapping_sub(b.start) as usize + 1) else { return false };
+        if mem.read_bytes(eip, bytes).is_err() {
+            return false;
+        }
+        let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
+        out.extend((0..b.instrs.len()).map(|_| dec.decode()));
         true
     }
 
@@ -333,7 +375,7 @@ impl Interp {
         let mut want = avail.min(FETCH_FIRST);
         // The first fetch goes to the stack; a longer block's to the heap.
         let (mut first_fetch, mut more) = ([0u8; FETCH_FIRST as usize], Vec::new());
-        let (instrs, last) = loop {
+        let last = loop {
             let bytes = if want <= FETCH_FIRST {
                 &mut first_fetch[..want as usize]
             } else {
@@ -342,7 +384,7 @@ impl Interp {
             };
             mem.read_bytes(eip, bytes).map_err(&fetch)?;
             match self.decode_from(bytes, eip, page_end, want == avail) {
-                Fetched::Block(instrs, last) => break (instrs, last),
+                Fetched::Block(last) => break last,
                 Fetched::Truncated => {
                     return Err(fetch(mem.check_read(eip, MAX_INSN_LEN + 1).expect_err("truncated instruction")));
                 }
@@ -354,17 +396,20 @@ impl Interp {
         mem.mark_code(eip);
         mem.mark_code(last);
         self.stats.blocks_decoded += 1;
-        self.stats.instructions_decoded += instrs.len() as u64;
-        let wraps16 = instrs.iter().any(|d| d.ins.op0_kind() == OpKind::NearBranch16);
-        Ok(Block { start: eip, frames, last, wraps16, instrs: instrs.into_boxed_slice() })
+        self.stats.instructions_decoded += self.scratch.len() as u64;
+        let wraps16 = self.scratch_all.iter().any(|i| i.op0_kind() == OpKind::NearBranch16);
+        let (instrs, slow) = (Box::from(&self.scratch[..]), Box::from(&self.scratch_slow[..]));
+        Ok(Block { start: eip, frames, last, wraps16, instrs, slow })
     }
 
     /// Decodes the block at `eip` from `bytes` (fetched from there, `all` there is to
     /// fetch or not).
     fn decode_from(&mut self, bytes: &[u8], eip: u32, page_end: u32, all: bool) -> Fetched {
         let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
-        // Most blocks are a few instructions: one allocation, no regrowth.
-        let mut instrs = Vec::with_capacity(BLOCK_GUESS);
+        let (instrs, slow, every) = (&mut self.scratch, &mut self.scratch_slow, &mut self.scratch_all);
+        instrs.clear();
+        slow.clear();
+        every.clear();
         let mut last = eip;
         while instrs.len() < MAX_BLOCK {
             let at = dec.ip() as u32;
@@ -386,13 +431,21 @@ impl Interp {
             last = ins.next_ip32().wrapping_sub(1);
             let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
             let writes = entry.writes(&ins);
-            let fast = if class == Support::Int { fast::form(&ins) } else { None };
-            instrs.push(Decoded { ins, class, family: entry.family, fast, writes });
+            let op = match if class == Support::Int { fast::form(&ins) } else { None } {
+                Some(f) => Op::Fast(f),
+                None => {
+                    slow.push(ins);
+                    Op::Slow((slow.len() - 1) as u8)
+                }
+            };
+            let (ip, len) = (ins.ip32(), ins.len() as u8);
+            instrs.push(Decoded { op, ip, len, class, family: entry.family, writes });
+            every.push(ins);
             if end {
                 break;
             }
         }
-        Fetched::Block(instrs, last)
+        Fetched::Block(last)
     }
 
     /// Runs the guest until a system call, a fault, or about `budget` instructions.
@@ -430,15 +483,12 @@ impl Interp {
         let delta = cpu.eip.wrapping_sub(block.start);
         let mut result = Ok(());
         for d in block.instrs.iter() {
-            // A pre-decoded form (integer instructions only) runs inline; the rest
-            // through `exec`.
-            let r = match d.fast {
-                Some(f) => fast::exec(cpu, mem, f, &d.ins, delta),
-                None => self.exec(cpu, mem, d, delta),
-            };
+            let ip = d.ip.wrapping_add(delta);
+            let next = ip.wrapping_add(u32::from(d.len));
+            let r = self.exec(cpu, mem, d, &block.slow, delta);
             match r {
                 Ok(Flow::Next) => {
-                    cpu.eip = d.ins.next_ip32().wrapping_add(delta);
+                    cpu.eip = next;
                     cpu.icount += 1;
                 }
                 Ok(Flow::Jump(t)) => {
@@ -480,7 +530,7 @@ impl Interp {
         let block = self.block_cached(cpu.eip, mem, cache)?;
         let delta = cpu.eip.wrapping_sub(block.start);
         let d = &block.instrs[0];
-        let r = self.exec(cpu, mem, d, delta);
+        let r = self.exec(cpu, mem, d, &block.slow, delta);
         let retired = match &r {
             Ok(_) => true,
             Err(Exit::Fault(f)) => f.kind.is_trap(),
@@ -491,24 +541,51 @@ impl Interp {
             self.stats.instructions += 1;
         }
         match r? {
-            Flow::Next => cpu.eip = d.ins.next_ip32().wrapping_add(delta),
+            Flow::Next => cpu.eip = d.ip.wrapping_add(u32::from(d.len)).wrapping_add(delta),
             Flow::Jump(t) => cpu.eip = t,
         }
         Err(fault(FaultKind::SingleStep, cpu.eip))
     }
 
-    /// Executes one instruction (also used by the translator for instructions it
+    /// Executes decoded instruction `d` of a block whose instructions without a
+    /// pre-decoded form are `slow`: the pre-decoded form inline (integer instructions
+    /// only), the rest through `exec_slow`. On `Ok`, the caller sets EIP.
+    #[inline(always)]
+    fn exec(
+        &mut self,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        d: &Decoded,
+        slow: &[Instruction],
+        delta: u32,
+    ) -> Res<Flow> {
+        match d.op {
+            Op::Fast(f) => {
+                let ip = d.ip.wrapping_add(delta);
+                fast::exec(cpu, mem, f, ip, ip.wrapping_add(u32::from(d.len)), delta)
+            }
+            Op::Slow(i) => self.exec_slow(cpu, mem, d.class, d.family, &slow[usize::from(i)], delta),
+        }
+    }
+
+    /// Executes `ins`, of interpreter class `class` and family `family`, through
+    /// iced-x86's operand accessors (also used by the translator for instructions it
     /// leaves to the interpreter). On `Ok`, the caller sets EIP.
-    fn exec(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, d: &Decoded, delta: u32) -> Res<Flow> {
-        match d.class {
-            Support::Int => match d.fast {
-                Some(f) => fast::exec(cpu, mem, f, &d.ins, delta),
-                None => exec_int(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.family),
-            },
-            Support::Fpu | Support::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins: &d.ins, delta }, d.class),
+    fn exec_slow(
+        &mut self,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        class: Support,
+        family: Family,
+        ins: &Instruction,
+        delta: u32,
+    ) -> Res<Flow> {
+        match class {
+            Support::Int => exec_int(&mut Ctx { cpu, mem, ins, delta }, family),
+            Support::Fpu | Support::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins, delta }, class),
             Support::Nop => Ok(Flow::Next),
-            Support::System => Err(fault(FaultKind::GeneralProtection(0), d.ins.ip32().wrapping_add(delta))),
-            Support::Invalid => Err(invalid(mem, &d.ins, delta)),
+            Support::System => Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta))),
+            Support::Invalid => Err(invalid(mem, ins, delta)),
         }
     }
 
@@ -517,8 +594,7 @@ impl Interp {
     /// translation was made from). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
         let e = isa::entry(ins.code());
-        let d = Decoded { ins: *ins, class: e.support, family: e.family, fast: None, writes: true };
-        let r = self.exec(cpu, mem, &d, 0);
+        let r = self.exec_slow(cpu, mem, e.support, e.family, ins, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;
             self.stats.instructions += 1;
@@ -553,20 +629,4 @@ fn exec_int(c: &mut Ctx<'_>, family: Family) -> Res<Flow> {
         Family::String => string::string(c).map(|()| Flow::Next),
         Family::Fpu | Family::None => Err(invalid(c.mem, c.ins, c.delta)),
     }
-}
-
-/// `ins` moved `delta` bytes from where it was decoded (the same bytes mapped elsewhere):
-/// its address, the next and a 32-bit relative branch target move with it. (Blocks with
-/// 16-bit branches, whose targets wrap, run only where they were decoded.)
-pub fn relocated(ins: &Instruction, delta: u32) -> Instruction {
-    if delta == 0 {
-        return *ins;
-    }
-    let mut i = *ins;
-    i.set_ip32(ins.ip32().wrapping_add(delta));
-    i.set_next_ip32(ins.next_ip32().wrapping_add(delta));
-    if (0..i.op_count()).any(|op| i.op_kind(op) == OpKind::NearBranch32) {
-        i.set_near_branch32(ins.near_branch32().wrapping_add(delta));
-    }
-    i
 }

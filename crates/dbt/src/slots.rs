@@ -137,7 +137,8 @@ impl Engine {
         if let Some(next) = self.slots.get(s.succ as usize) {
             prefetch(next);
             // The block's header, and the first four lines of its instructions (a
-            // typical interpreted block is five instructions of 72 bytes).
+            // typical interpreted block is five instructions of 36 bytes; a longer
+            // one's next lines come from the host's own sequential prefetch).
             let [block, instrs] = s.succ_hint;
             prefetch_ptr(block);
             for line in 0..4 {

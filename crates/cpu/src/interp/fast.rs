@@ -238,10 +238,10 @@ fn write(cpu: &mut Cpu, mem: &mut AddressSpace, d: Dst, v: u32, ip: u32) -> Res<
     }
 }
 
-/// Runs `f`, the pre-decoded form of `ins`, decoded `delta` bytes from where it runs.
+/// Runs `f`, the pre-decoded form of the instruction at `ip` whose next is at `next`
+/// (both where it runs), decoded `delta` bytes from there.
 #[inline(always)]
-pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruction, delta: u32) -> Res<Flow> {
-    let ip = ins.ip32().wrapping_add(delta);
+pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ip: u32, next: u32, delta: u32) -> Res<Flow> {
     match f {
         Fast::Mov(d, s) => {
             let v = read(cpu, mem, s, ip)?;
@@ -291,7 +291,7 @@ pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruc
         Fast::Jmp(t) => return Ok(Flow::Jump(t.wrapping_add(delta))),
         Fast::Call(t) => {
             let sp = cpu.gpr[reg::ESP].wrapping_sub(4);
-            mem.write_u32(sp, ins.next_ip32().wrapping_add(delta)).map_err(page_fault(ip))?;
+            mem.write_u32(sp, next).map_err(page_fault(ip))?;
             cpu.gpr[reg::ESP] = sp;
             return Ok(Flow::Jump(t.wrapping_add(delta)));
         }
@@ -299,7 +299,7 @@ pub(super) fn exec(cpu: &mut Cpu, mem: &mut AddressSpace, f: Fast, ins: &Instruc
         Fast::CallInd(l) => {
             let t = read(cpu, mem, l, ip)?;
             let sp = cpu.gpr[reg::ESP].wrapping_sub(4);
-            mem.write_u32(sp, ins.next_ip32().wrapping_add(delta)).map_err(page_fault(ip))?;
+            mem.write_u32(sp, next).map_err(page_fault(ip))?;
             cpu.gpr[reg::ESP] = sp;
             return Ok(Flow::Jump(t));
         }
@@ -352,7 +352,8 @@ mod tests {
         let mut mem = space();
         let r = if pre_decoded {
             let f = form(ins).unwrap_or_else(|| panic!("{ins} is not pre-decoded"));
-            exec(&mut cpu, &mut mem, f, ins, delta)
+            let (ip, next) = (ins.ip32().wrapping_add(delta), ins.next_ip32().wrapping_add(delta));
+            exec(&mut cpu, &mut mem, f, ip, next, delta)
         } else {
             exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta }, isa::entry(ins.code()).family)
         };

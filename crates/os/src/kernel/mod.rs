@@ -195,6 +195,12 @@ impl Machine {
         self.engine.save_tcache(Some(&self.phys));
     }
 
+    /// Gives up the engine's caches without freeing them one by one, for a run about to
+    /// end (see `Engine::abandon_caches`).
+    pub fn abandon_caches(&mut self) {
+        self.engine.abandon_caches();
+    }
+
     /// Physical memory (for its counters).
     pub fn phys(&self) -> &PhysMem {
         &self.phys
