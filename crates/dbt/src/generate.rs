@@ -54,9 +54,9 @@ fn span(eip: u32, mem: &AddressSpace) -> (u32, Option<u32>, u32) {
 }
 
 impl Engine {
-    /// Translates the block at `eip` from the interpreter's decoded blocks (each guest
-    /// instruction is decoded once, for both engines). The translation is numbered as
-    /// the next one of the cache.
+    /// Translates the block at `eip` from the interpreter's decoded blocks (the same
+    /// instructions both engines run; a cached block's bytes are decoded again, see
+    /// `Interp::decoded_block`). The translation is numbered as the next one of the cache.
     fn fetch_and_translate(&mut self, eip: u32, mem: &mut AddressSpace) -> Option<Made> {
         let (interp, id, opts) = (&mut self.interp, self.trans.len() as u32, self.cfg.translate_options());
         let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
