@@ -367,6 +367,9 @@ static inline int sys_failed(long r) { return (unsigned long)r >= (unsigned long
 
 __attribute__((noreturn)) void exit(int status);	/* flushes stdout */
 __attribute__((noreturn)) void _exit(int status);	/* exit_group, no flush */
+/* A private anonymous read/write/execute mapping of len bytes at at (MAP_FIXED
+ * if fixed, else a hint); prints the error and exits 1 if mmap2 fails. */
+void *map_rwx(void *at, size_t len, int fixed);
 
 /* ---- strings and memory ----------------------------------------------------- */
 void *memcpy(void *dst, const void *src, size_t n);

@@ -79,3 +79,15 @@ const char *sys_err(long r)
 		return buf;
 	}
 }
+
+void *map_rwx(void *at, size_t len, int fixed)
+{
+	long r = sys_mmap2(at, len, PROT_READ | PROT_WRITE | PROT_EXEC,
+			   MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED : 0), -1, 0);
+
+	if (sys_failed(r)) {
+		printf("mmap2 failed: %ld\n", r);
+		exit(1);
+	}
+	return (void *)r;
+}

@@ -11,17 +11,6 @@
 
 #define PAGE 4096
 
-static uint8_t *map_rwx(void *at, size_t len, int fixed)
-{
-	long r = sys_mmap2(at, len, PROT_READ | PROT_WRITE | PROT_EXEC,
-			   MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED : 0), -1, 0);
-	if (r < 0 && r > -4096) {
-		printf("mmap2 failed: %ld\n", r);
-		exit(1);
-	}
-	return (uint8_t *)r;
-}
-
 /* "movl $imm, %eax; ret" at p. */
 static void put_ret_imm(uint8_t *p, uint32_t imm)
 {

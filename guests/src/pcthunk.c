@@ -18,17 +18,6 @@
 #define SI_ADDR(si)	(((uint32_t *)(si))[3])
 #define UC_EIP(uc)	(((uint32_t *)(uc))[5 + 14])
 
-static uint8_t *map_rwx(void *at, size_t len, int fixed)
-{
-	long r = sys_mmap2(at, len, PROT_READ | PROT_WRITE | PROT_EXEC,
-			   MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED : 0), -1, 0);
-	if (r < 0 && r > -4096) {
-		printf("mmap2 failed: %ld\n", r);
-		exit(1);
-	}
-	return (uint8_t *)r;
-}
-
 /* The thunk loading register `reg` (0 eax .. 7 edi) at p. */
 static void put_thunk(uint8_t *p, int reg)
 {

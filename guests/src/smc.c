@@ -83,18 +83,6 @@ static uint32_t patch_off(const uint32_t *tpl)
 	return tpl[1] - tpl[0];
 }
 
-static void *map_rwx(void *hint, size_t len, int fixed)
-{
-	long r = sys_mmap2(hint, len, PROT_READ | PROT_WRITE | PROT_EXEC,
-			   MAP_PRIVATE | MAP_ANONYMOUS | (fixed ? MAP_FIXED : 0), -1, 0);
-
-	if (sys_failed(r)) {
-		printf("mmap2 failed: %ld\n", r);
-		exit(1);
-	}
-	return (void *)r;
-}
-
 static void put32(uint8_t *p, uint32_t v)
 {
 	memcpy(p, &v, 4);

@@ -89,7 +89,6 @@ impl Engine {
             st.fs_base = cpu.seg_base[seg::FS];
             st.gs_base = cpu.seg_base[seg::GS];
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
-            st.jc = self.jc.frame.jc_keys.as_mut_ptr();
             st.jc_tag = u64::from(self.jc.tag) << 32;
             // Return-stack entries hold no tag: the stack is emptied whenever the tag
             // changes (another mapping, or translations dropped; see `ras`).

@@ -57,9 +57,9 @@ pub struct JitState {
     /// Index in `FaultMap::points` of the instruction a host fault stopped at (set by
     /// the fault handler with `EXIT_FAULT`).
     pub fault_point: u32,
-    /// The jump cache's keys (`JitFrame::jc_keys`; translated code addresses them from
-    /// r15 instead).
-    pub jc: *mut u64,
+    /// Padding where the jump cache's address was (translated code reaches the entries
+    /// from r15, `JitFrame`): the fields after it keep the offsets the glue uses.
+    pub _pad_jc: u64,
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
     /// code runs if `fpu_live` is set.
     pub fpu: *mut morph_cpu::FpuState,
@@ -194,7 +194,7 @@ impl Default for JitState {
             ctx: std::ptr::null_mut(),
             helper_k: 0,
             fault_point: 0,
-            jc: std::ptr::null_mut(),
+            _pad_jc: 0,
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
             _pad2: 0,
@@ -234,7 +234,7 @@ pub mod off {
     pub const EXIT_SITE: i32 = 72;
     /// `helper_k`.
     pub const HELPER_K: i32 = 88;
-    /// `jc`.
+    /// `_pad_jc` (unused: kept so the fields after it stay where the glue has them).
     pub const JC: i32 = 96;
     /// `fpu`.
     pub const FPU: i32 = 104;
@@ -300,17 +300,16 @@ pub fn host_gpr(i: usize) -> AsmRegister32 {
 
 // ----- hand-encoded glue with fixed layouts (patched or emitted very often) ----------
 
-/// `lea r11, [r11 + n << ICOUNT_SHIFT]`: `n` instructions completed (one `lea` per 127).
-pub fn lea_r11(n: u32) -> Vec<u8> {
-    let mut v = Vec::with_capacity(7);
+/// Appends `lea r11, [r11 + n << ICOUNT_SHIFT]` to `out`: `n` instructions completed
+/// (one `lea` per 127).
+pub fn lea_r11(n: u32, out: &mut Vec<u8>) {
     let mut left = n;
     while left > 0 {
         let k = left.min(127);
         left -= k;
         let d = (k << ICOUNT_SHIFT).to_le_bytes();
-        v.extend_from_slice(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
+        out.extend_from_slice(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
     }
-    v
 }
 
 /// `lea r13d, [r14 + d]`.
@@ -535,7 +534,7 @@ mod tests {
         assert_eq!(&s.gs_base as *const _ as usize - base, off::GS_BASE as usize);
         assert_eq!(&s.exit_site as *const _ as usize - base, off::EXIT_SITE as usize);
         assert_eq!(&s.helper_k as *const _ as usize - base, off::HELPER_K as usize);
-        assert_eq!(&s.jc as *const _ as usize - base, off::JC as usize);
+        assert_eq!(&s._pad_jc as *const _ as usize - base, off::JC as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
         assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
@@ -563,8 +562,13 @@ mod tests {
             }
             out.join("; ")
         };
-        assert_eq!(show(&lea_r11(7)), "lea r11,[r11+7000000h]");
-        assert_eq!(show(&lea_r11(130)), "lea r11,[r11+7F000000h]; lea r11,[r11+3000000h]");
+        let lea = |n| {
+            let mut v = Vec::new();
+            lea_r11(n, &mut v);
+            v
+        };
+        assert_eq!(show(&lea(7)), "lea r11,[r11+7000000h]");
+        assert_eq!(show(&lea(130)), "lea r11,[r11+7F000000h]; lea r11,[r11+3000000h]");
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");

@@ -108,7 +108,7 @@ impl Emitter {
     /// last count, `done` being the block's instructions completed at this point.
     pub(super) fn count(&mut self, done: u32) {
         if done > self.counted {
-            self.bytes(&runtime::lea_r11(done - self.counted));
+            runtime::lea_r11(done - self.counted, &mut self.code);
             self.counted = done;
         }
     }

@@ -115,16 +115,10 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             ok
         }
         Inline::Call => {
-            e.bytes(&runtime::lea_r13_r14(e.at(next)));
-            push_reg(e, r13d);
-            e.count(done);
             let target = ins.near_branch32().wrapping_sub(eip) as i32;
             // A call of the next instruction reads EIP (`call 1f; 1: pop`): no return.
-            if e.opts.ras && target != next {
-                ras_call(e, Register::R13D, next, CallTo::Direct(target));
-            } else {
-                e.jump(target);
-            }
+            let ras = e.opts.ras && target != next;
+            call_direct(e, next, target, done, ras)?;
             ended = true;
             true
         }
@@ -195,10 +189,7 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
     // Not the thunk (any more): the call.
     e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
     let counted = e.counted;
-    e.bytes(&runtime::lea_r13_r14(e.at(p.next)));
-    push_reg(e, r13d)?;
-    e.count(p.done - 2);
-    e.jump(target);
+    call_direct(e, p.next, target, p.done - 2, false)?;
     e.counted = counted;
     e.code[jrcxz] = u8::try_from(e.code.len() - (jrcxz + 1)).ok().filter(|d| *d < 0x80)?;
     // ok: the thunk's effect.
@@ -209,6 +200,21 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
         a.lea(hr, dword_ptr(r14 + d))?;
         a.mov(dword_ptr(r12 - 4).gs(), hr)
     })?));
+    Some(())
+}
+
+/// A direct call: the return address (`next` bytes from the block start) pushed, `done`
+/// instructions counted, then the transfer to `target` bytes from the block start, on
+/// the return stack if `ras`.
+fn call_direct(e: &mut Emitter, next: i32, target: i32, done: u32, ras: bool) -> Option<()> {
+    e.bytes(&runtime::lea_r13_r14(e.at(next)));
+    push_reg(e, r13d)?;
+    e.count(done);
+    if ras {
+        ras_call(e, Register::R13D, next, CallTo::Direct(target));
+    } else {
+        e.jump(target);
+    }
     Some(())
 }
 

@@ -12,7 +12,7 @@ pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
     // Side exits: count, then a site (or a lookup) of their own.
     for (rel, k, delta) in std::mem::take(&mut e.side) {
         e.local.push((rel, e.code.len()));
-        e.bytes(&runtime::lea_r11(k));
+        runtime::lea_r11(k, &mut e.code);
         e.jump(delta);
     }
     // Edges into other pages: the target EIP in r13d, then a site (chained to the

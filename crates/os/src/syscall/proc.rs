@@ -515,7 +515,13 @@ fn sys_setpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
     let pids = priority_targets(m, p, a[0], a[1])?;
     let want = (a[2] as i32).clamp(-20, 19);
     for pid in pids {
-        let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).expect("a process") };
+        let q = if pid == p.pid {
+            &mut *p
+        } else if let Some(q) = m.tasks.procs.get_mut(&pid) {
+            q
+        } else {
+            continue; // gone since priority_targets listed it
+        };
         // Raising priority needs CAP_SYS_NICE: only root has it here.
         if want < q.nice && ids()[1] != 0 {
             return Err(EACCES);
