@@ -23,6 +23,23 @@ fn merge(old: u32, f: u64) -> u32 {
     (old & !ARITH) | (f as u32 & ARITH)
 }
 
+/// Whether the host is an AMD (or Hygon) CPU, which differ from Intel's where the SDM
+/// leaves a choice or says nothing and the guest can see it: a segment register pushed
+/// with a 32-bit operand size is stored zero-extended (Intel: a 16-bit move, the upper
+/// half of the slot kept), and a `rep scas`/`cmps` that faults part way leaves the
+/// flags of the last element compared (Intel: the flags from before the instruction).
+/// Native is the oracle, so the interpreter follows the host. One `cpuid`, at the
+/// first of those instructions.
+pub fn amd_like() -> bool {
+    static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AMD.get_or_init(|| {
+        // Leaf 0 exists on every x86-64 CPU and only reads identification.
+        let r = core::arch::x86_64::__cpuid(0);
+        let vendor = [r.ebx.to_le_bytes(), r.edx.to_le_bytes(), r.ecx.to_le_bytes()].concat();
+        vendor == b"AuthenticAMD" || vendor == b"HygonGenuine"
+    })
+}
+
 /// Runs the instruction `$t` on the given operands between loading the guest's
 /// flags into the host's and reading them back.
 macro_rules! with_flags {
@@ -113,6 +130,33 @@ pub fn mul_flags(signed: bool, acc: u32, src: u32, bits: u32, flags: u32) -> u32
         (true, 16) => mul!("imul {s:x}"),
         (false, _) => mul!("mul {s:e}"),
         (true, _) => mul!("imul {s:e}"),
+    }
+    merge(flags, f)
+}
+
+/// The flags after one-operand `div` (`idiv` if `signed`) of EDX:EAX (DX:AX, AX) by
+/// `src`, all undefined in the SDM: Intel's leave them as they were, AMD's change them.
+/// The caller has checked that the division does not fault (`src` non-zero, the
+/// quotient fits) and computes the quotient and remainder itself.
+pub fn div_flags(signed: bool, eax: u32, edx: u32, src: u32, bits: u32, flags: u32) -> u32 {
+    let (a, d, s, mut f) = (u64::from(eax), u64::from(edx), u64::from(src), flags_in(flags));
+    macro_rules! div {
+        ($t:literal) => {
+            // SAFETY: as `with_flags`; RAX and RDX are declared clobbered, and the caller
+            // guarantees the division does not raise #DE.
+            unsafe {
+                asm!("push {f}", "popfq", "mov rax, {a}", "mov rdx, {d}", $t, "pushfq", "pop {f}", f = inout(reg) f,
+                     a = in(reg) a, d = in(reg) d, s = in(reg) s, out("rax") _, out("rdx") _)
+            }
+        };
+    }
+    match (signed, bits) {
+        (false, 8) => div!("div {s:l}"),
+        (true, 8) => div!("idiv {s:l}"),
+        (false, 16) => div!("div {s:x}"),
+        (true, 16) => div!("idiv {s:x}"),
+        (false, _) => div!("div {s:e}"),
+        (true, _) => div!("idiv {s:e}"),
     }
     merge(flags, f)
 }

@@ -119,7 +119,9 @@ pub struct HostFpu {
     stubs: HashMap<Vec<u8>, usize>,
     /// The stub of each normalized instruction, so hot x87 code is not re-encoded.
     by_instruction: rustc_hash::FxHashMap<Instruction, usize>,
-    encoder: Encoder,
+    /// Made at the first x87 instruction: building iced-x86's encoder tables is a
+    /// good part of a start-up, and most programs run no x87 code.
+    encoder: Option<Encoder>,
 }
 
 impl HostFpu {
@@ -136,7 +138,7 @@ impl HostFpu {
             used: 0,
             stubs: HashMap::new(),
             by_instruction: rustc_hash::FxHashMap::default(),
-            encoder: Encoder::new(64),
+            encoder: None,
         }
     }
 
@@ -167,8 +169,9 @@ impl HostFpu {
         let off = match self.by_instruction.get(&host) {
             Some(&o) => o,
             None => {
-                self.encoder.encode(&host, 0).map_err(|e| StubError(format!("{ins} ({e})")))?;
-                let bytes = self.encoder.take_buffer();
+                let encoder = self.encoder.get_or_insert_with(|| Encoder::new(64));
+                encoder.encode(&host, 0).map_err(|e| StubError(format!("{ins} ({e})")))?;
+                let bytes = encoder.take_buffer();
                 let o = match self.stubs.get(&bytes) {
                     Some(&o) => o,
                     None => self.emit(bytes)?,

@@ -4,7 +4,7 @@
 use morph_mem::PAGE_SHIFT;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::runtime::{self, JitFrame, jc_key};
+use crate::runtime::{self, JitFrame, JitFrameBox, jc_key};
 
 /// Pages remembered as prefilled in the jump cache (direct-mapped by page number; a
 /// process runs code from a few hundred pages).
@@ -21,7 +21,7 @@ const JC_PAGES: usize = 1024;
 pub(crate) struct JumpCache {
     /// The state block translated code runs with and the entries, which follow it
     /// (`runtime::JitFrame`: translated code reaches both from r15).
-    pub(crate) frame: Box<JitFrame>,
+    pub(crate) frame: JitFrameBox,
     /// The tag of each mapping seen since the cache was last emptied.
     tags: HashMap<(u64, u32), u32>,
     /// The current mapping and its tag.
@@ -42,16 +42,16 @@ impl JumpCache {
     /// unreachable, like emptied ones).
     const MAX_TAGS: usize = 1 << 14;
 
-    pub(crate) fn new() -> JumpCache {
-        JumpCache {
-            frame: JitFrame::new(),
+    pub(crate) fn new() -> std::io::Result<JumpCache> {
+        Ok(JumpCache {
+            frame: JitFrame::allocate()?,
             tags: HashMap::default(),
             cur: (0, 0),
             tag: 1,
             last_tag: 1,
             pages: Box::new([0; JC_PAGES]),
             resets: 0,
-        }
+        })
     }
 
     /// Makes `mapping` current (with the tag it had, or a new one); returns whether it
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn jump_cache_entries_survive_a_process_switch_and_not_an_invalidation() {
-        let mut jc = JumpCache::new();
+        let mut jc = JumpCache::new().unwrap();
         let (parent, other) = ((7, 0), (8, 0));
         assert!(jc.select(parent));
         assert!(!jc.select(parent), "already current");
@@ -153,7 +153,7 @@ mod tests {
 
     #[test]
     fn jump_cache_tags_wrap_by_resetting_every_entry() {
-        let mut jc = JumpCache::new();
+        let mut jc = JumpCache::new().unwrap();
         jc.select((1, 0));
         jc.set(0x1000, 5);
         jc.last_tag = u32::MAX;

@@ -301,7 +301,7 @@ impl Engine {
             ticks: clock::Ticks::default(),
             epoch: 0,
             code_base: 0,
-            jc: JumpCache::new(),
+            jc: JumpCache::new()?,
             fpu_live: false,
             code_map: None,
             templates: Vec::new(),

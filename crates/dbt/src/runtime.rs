@@ -110,30 +110,36 @@ pub struct JitFrame {
     pub jc_hosts: [u64; JC_ENTRIES],
 }
 
+/// The one `JitFrame` of an engine, in its own zero-page mapping.
+pub struct JitFrameBox(morph_mem::ZeroedSlice<JitFrame>);
+
+impl std::ops::Deref for JitFrameBox {
+    type Target = JitFrame;
+    fn deref(&self) -> &JitFrame {
+        &self.0[0]
+    }
+}
+
+impl std::ops::DerefMut for JitFrameBox {
+    fn deref_mut(&mut self) -> &mut JitFrame {
+        &mut self.0[0]
+    }
+}
+
 /// Offset of `JitFrame::jc_keys` from r15.
 pub const JC_KEYS: i32 = std::mem::offset_of!(JitFrame, jc_keys) as i32;
 /// Offset of `JitFrame::jc_hosts` from r15.
 pub const JC_HOSTS: i32 = std::mem::offset_of!(JitFrame, jc_hosts) as i32;
 
 impl JitFrame {
-    /// A frame with the default state and an empty jump cache.
-    pub fn new() -> Box<JitFrame> {
-        let layout = std::alloc::Layout::new::<JitFrame>();
-        // Within malloc's own alignment, `alloc_zeroed` is `calloc`, which gives the MiB
-        // as untouched zero pages; a larger alignment made it `posix_memalign` and a
-        // `memset` of all of it (257 page faults on every run).
-        const _: () = assert!(std::mem::align_of::<JitFrame>() <= 16);
-        // SAFETY: the layout is not zero-sized; all zeroes is a valid pair of `u64`
-        // arrays, and the state is written before the box is made; the allocation has
-        // `JitFrame`'s layout, so `Box` frees it with the same.
-        unsafe {
-            let p = std::alloc::alloc_zeroed(layout) as *mut JitFrame;
-            if p.is_null() {
-                std::alloc::handle_alloc_error(layout);
-            }
-            std::ptr::addr_of_mut!((*p).state).write(JitState::default());
-            Box::from_raw(p)
-        }
+    /// A frame with the default state and an empty jump cache, in pages of its own
+    /// mapped as untouched zeroes (see `morph_mem::ZeroedSlice`: the engine's heap would
+    /// `memset` the MiB).
+    pub fn allocate() -> std::io::Result<JitFrameBox> {
+        // SAFETY: all zeroes is a valid `JitFrame` (integers only).
+        let mut m = unsafe { morph_mem::ZeroedSlice::<JitFrame>::new(1) }?;
+        m[0].state = JitState::default();
+        Ok(JitFrameBox(m))
     }
 
     /// Empties every jump-cache entry.

@@ -23,11 +23,13 @@ mod pagecache;
 mod phys;
 mod pte;
 mod window;
+mod zeroed;
 
 pub use aspace::{AddressSpace, MapKind, MemFault, MemFaultKind, Vma};
 pub use pagecache::{FileId, FileKey, PageCache, PageCacheStats};
 pub use phys::{FilePage, Frame, PhysMem, PhysStats};
 pub use pte::{Prot, Pte};
+pub use zeroed::ZeroedSlice;
 
 /// Size of a guest page (and of a physical frame).
 pub const PAGE_SIZE: u32 = 4096;

@@ -65,7 +65,7 @@ pub struct PhysMem {
     physmap: *mut u8,
     max_frames: u32,
     inner: RefCell<Inner>,
-    code: Box<[Cell<bool>]>,
+    code: crate::ZeroedSlice<Cell<bool>>,
     code_epoch: Cell<u64>,
     /// Bumped when a frame mapped by a shared mapping starts holding code: every
     /// address space then write-protects its own aliases of it (see
@@ -109,6 +109,7 @@ impl PhysMem {
     /// Creates physical memory of at most `max_bytes` (rounded down to frames).
     pub fn new(max_bytes: u64) -> Result<Self, MemError> {
         let max_frames = (max_bytes / u64::from(PAGE_SIZE)).clamp(1, u64::from(u32::MAX)) as u32;
+        let code = zeroed_flags(max_frames.min(1 << 22) as usize)?;
         let name = c"morph-physmem";
         // SAFETY: memfd_create takes a valid NUL-terminated name; the result is checked.
         let raw = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
@@ -143,7 +144,7 @@ impl PhysMem {
                 size: 0,
                 stats: PhysStats::default(),
             }),
-            code: zeroed_flags(max_frames.min(1 << 22) as usize),
+            code,
             code_epoch: Cell::new(0),
             shared_code_epoch: Cell::new(0),
             dirty_code: RefCell::new(Vec::new()),
@@ -534,15 +535,16 @@ impl Drop for PhysMem {
 
 /// The guest VMAs a machine may have: the host's `vm.max_map_count` less room for
 /// morph's own mappings (its code, heap, thread stacks, translation buffers) and for
-/// guest pages whose frames are not consecutive and so take a host mapping each.
+/// guest pages whose frames are not consecutive and so take a host mapping each. The
+/// reserve covers morph's own mappings (a few dozen at start) without counting them:
+/// `/proc/self/maps` costs the kernel more to produce than anything else a start reads.
 fn host_vma_budget() -> u64 {
-    const MORPH_RESERVE: u64 = 4096;
+    const MORPH_RESERVE: u64 = 4096 + 256;
     let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(65530);
-    let own = std::fs::read_to_string("/proc/self/maps").map_or(0, |s| s.lines().count() as u64);
-    max.saturating_sub(own + MORPH_RESERVE).max(64)
+    max.saturating_sub(MORPH_RESERVE).max(64)
 }
 
 /// The free frames below the high-water mark, as a bitmap (one bit per frame, set when
@@ -649,14 +651,12 @@ impl FreeFrames {
     }
 }
 
-/// `n` flags, all false, in memory the host hands out zeroed (one `calloc`): a machine
+/// `n` flags, all false, in pages of their own mapped as untouched zeroes: a machine
 /// with 4 GiB of guest memory has a million frames, and the pages of flags no frame in
-/// use reaches are never touched.
-fn zeroed_flags(n: usize) -> Box<[Cell<bool>]> {
-    let flags: Box<[bool]> = vec![false; n].into_boxed_slice();
-    // SAFETY: `Cell<bool>` has the layout of `bool` (`repr(transparent)`), so the boxed
-    // slice is reinterpreted in place, with the same length and allocation.
-    unsafe { Box::from_raw(Box::into_raw(flags) as *mut [Cell<bool>]) }
+/// use reaches are never touched (see `ZeroedSlice`).
+fn zeroed_flags(n: usize) -> Result<crate::ZeroedSlice<Cell<bool>>, MemError> {
+    // SAFETY: all-zero bytes are `Cell<bool>`'s `false`.
+    unsafe { crate::ZeroedSlice::new(n) }.map_err(|_| host_err("mmap(code flags)"))
 }
 
 #[cfg(test)]

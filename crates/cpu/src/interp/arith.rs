@@ -245,5 +245,7 @@ fn div(c: &mut Ctx<'_>, signed: bool) -> Res<()> {
             c.cpu.gpr[reg::EDX] = r as u32;
         }
     }
+    // The flags are undefined: the host's (the translator runs the host's `div`).
+    c.cpu.eflags = host::div_flags(signed, eax, edx, src & mask(bits), bits, c.cpu.eflags);
     Ok(())
 }

@@ -28,10 +28,11 @@ pub(super) fn bits(c: &mut Ctx<'_>) -> Res<Flow> {
             // A zero count (masked to 5 bits) changes nothing; any other runs on the
             // host, whose undefined flags the translated instruction gives too.
             if count & 0x1f != 0 {
-                // SHR and SAR: the host's undefined flags (AF = 0, OF as for a count of
-                // 1) are what `alu::shift` computes (checked by dbt's undefined.rs), and
-                // the Rust path spares the host's slow `popfq`.
-                let (r, f) = if matches!(op, Shift::Shr | Shift::Sar) {
+                // SHR and SAR: an Intel host's undefined flags (AF = 0, OF as for a count
+                // of 1) are what `alu::shift` computes (checked by dbt's undefined.rs), and
+                // the Rust path spares the host's slow `popfq`; an AMD host's differ (AF
+                // set, OF clear for larger counts) and are asked of it.
+                let (r, f) = if matches!(op, Shift::Shr | Shift::Sar) && !host::amd_like() {
                     alu::shift(op, a, count, bits, c.cpu.eflags).unwrap_or((a, c.cpu.eflags))
                 } else if ins.op_count() == 2 && ins.op_kind(1) != OpKind::Register {
                     host::shift_imm(op, a, count as u8, bits, c.cpu.eflags, ins.op_kind(0) == OpKind::Memory)

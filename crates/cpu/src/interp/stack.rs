@@ -26,9 +26,14 @@ pub(super) fn stack(c: &mut Ctx<'_>) -> Res<Flow> {
                 OpKind::Register | OpKind::Memory => c.read(0, bits)?,
                 _ => ins.immediate(0) as u32 & mask(bits),
             };
-            if bits == 32 && ins.op_kind(0) == OpKind::Register && ins.op0_register().is_segment_register() {
+            if bits == 32
+                && ins.op_kind(0) == OpKind::Register
+                && ins.op0_register().is_segment_register()
+                && !crate::host::amd_like()
+            {
                 // P6 family: a selector pushed with a 32-bit operand size is stored with a
-                // 16-bit move; the upper half of the stack slot keeps its bytes.
+                // 16-bit move; the upper half of the stack slot keeps its bytes (AMD's
+                // store it zero-extended, as `push` below: see `host::amd_like`).
                 let sp = c.cpu.gpr[reg::ESP].wrapping_sub(4);
                 write_sized(c.mem, sp, 16, v & 0xffff).map_err(c.pf())?;
                 c.cpu.gpr[reg::ESP] = sp;

@@ -84,9 +84,10 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
         return Ok(());
     }
     // A compare that faults part way leaves the flags as they were before the
-    // instruction, not those of the last element compared: what the host's `repne
+    // instruction, not those of the last element compared: what an Intel host's `repne
     // scas`/`cmps` leaves (its registers do point at the faulting element), and so what
-    // translated code, which runs the host's, leaves.
+    // translated code, which runs the host's, leaves. An AMD host's leave those of the
+    // last element compared (`host::amd_like`).
     let flags_in = c.cpu.eflags;
     let mut run = || -> Res<()> {
         loop {
@@ -145,7 +146,7 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
         Ok(())
     };
     let r = run();
-    if r.is_err() && compare {
+    if r.is_err() && compare && !crate::host::amd_like() {
         set_arith(c.cpu, flags_in);
     }
     r
