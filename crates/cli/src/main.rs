@@ -532,6 +532,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "helper_instructions": e.helper_instructions,
             "pc_thunks": e.pc_thunks,
             "host_faults": e.host_faults,
+            "window_faults": e.window_faults,
             "blocks": e.blocks,
             "host_bytes": e.host_bytes,
             "flushes": e.flushes,

@@ -98,6 +98,7 @@ impl Engine {
             }
             st.window = mem.host_base() as u64;
             st.ras_misses = 0;
+            st.window_faults = 0;
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u32::from(self.fpu_live);
         }
@@ -129,6 +130,7 @@ impl Engine {
         self.stats.translated_instructions += executed;
         self.stats.jump_cache_hits += jc_hits;
         self.stats.ras_misses += st.ras_misses;
+        self.stats.window_faults += st.window_faults;
         if let Some(n) = self.stats.exits.get_mut((st.exit as usize).wrapping_sub(1)) {
             *n += 1;
         }

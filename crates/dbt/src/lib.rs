@@ -181,8 +181,13 @@ pub struct EngineStats {
     pub helper_instructions: u64,
     /// Calls of PC thunks translated inline (static count, new translations).
     pub pc_thunks: u64,
-    /// Host faults inside translated code.
+    /// Host faults inside translated code that left it (a guest fault, code written,
+    /// an instruction re-run by the interpreter).
     pub host_faults: u64,
+    /// Host faults inside translated code resolved in the fault handler and retried: a
+    /// guest page hosted in the process's window at its first touch, or a copy-on-write
+    /// break (the cost of hosting lazily; not in `host_faults`).
+    pub window_faults: u64,
     /// Live translations.
     pub blocks: u64,
     /// Bytes of host code in the cache.

@@ -88,6 +88,9 @@ pub struct JitState {
     pub ras_empty_neg: u64,
     /// Returns the return stack did not predict (counted on that slow path only).
     pub ras_misses: u64,
+    /// Host faults of translated code that the fault handler resolved and retried (a
+    /// guest page hosted in the window at its first touch, a copy-on-write break).
+    pub window_faults: u64,
 }
 
 /// What r15 points at while translated code runs: the state block, then the jump
@@ -212,6 +215,7 @@ impl Default for JitState {
             ras_empty: 0,
             ras_empty_neg: 0,
             ras_misses: 0,
+            window_faults: 0,
         }
     }
 }
@@ -505,6 +509,7 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             && let write = gregs[libc::REG_ERR as usize] & 2 != 0
             && (aspace.host_in_at(va, write) | (write && aspace.cow_fault_at(va)))
         {
+            (*map.state).window_faults += 1;
             return;
         }
         let off = (pc - map.code_base) as u32;
