@@ -264,6 +264,49 @@ fn ras_call(e: &mut Emitter, ret: Register, next: i32, to: CallTo) {
     }
 }
 
+/// Consecutive register pushes (`push r32`, not ESP) or pops (`pop r32`, not ESP) at the
+/// start of `seq`, lowered as one run when there are two or more: the stores (loads) at
+/// their offsets from ESP, then ESP moved once, instead of an ESP update after each (a
+/// function's prologue and epilogue save and restore three or four registers: one
+/// dependent `lea` on ESP each). Returns how many instructions the run took (0 or 1:
+/// none lowered). Nothing but memory changes before the last access, so a fault part
+/// way is taken at the run's first instruction (its fault point) and the interpreter
+/// runs the run again from there.
+pub(super) fn stack_run(e: &mut Emitter, seq: &[&Instruction]) -> usize {
+    const MAX_RUN: usize = 8;
+    let reg = |ins: &Instruction, code: Code| {
+        // The one-byte forms only: a prefix (`lock pop`: #UD) leaves the instruction to
+        // its own lowering.
+        (ins.code() == code
+            && ins.len() == 1
+            && matches!(isa::lowering(ins), Lower::Inline(Inline::Push | Inline::Pop)))
+        .then(|| gpr_index(ins.op0_register()))
+        .filter(|&g| g != 4)
+    };
+    let Some(code) = seq.first().map(|i| i.code()).filter(|&c| c == Code::Push_r32 || c == Code::Pop_r32) else {
+        return 0;
+    };
+    let regs: Vec<u8> = seq.iter().take(MAX_RUN).map_while(|i| reg(i, code)).map(|g| g as u8).collect();
+    if regs.len() < 2 {
+        return 0;
+    }
+    // Guest registers other than ESP live in the host's eax..edi (no REX.R needed).
+    let host = |g: u8| -> u8 {
+        let r: Register = runtime::host_gpr(usize::from(g)).into();
+        (r as u8).wrapping_sub(Register::EAX as u8)
+    };
+    let n = regs.len() as i8;
+    for (j, &g) in regs.iter().enumerate() {
+        let (op, disp) = if code == Code::Push_r32 { (0x89, -4 * (j as i8 + 1)) } else { (0x8b, 4 * j as i8) };
+        // mov gs:[r12d + disp8], r32 / mov r32, gs:[r12d + disp8]
+        e.bytes(&[0x65, 0x67, 0x41, op, 0x44 | (host(g) << 3), 0x24, disp as u8]);
+    }
+    let total = if code == Code::Push_r32 { -4 * n } else { 4 * n };
+    // lea r12d, [r12d + total]
+    e.bytes(&[0x67, 0x45, 0x8d, 0x64, 0x24, total as u8]);
+    regs.len()
+}
+
 /// The hand lowering of a 32-bit `push`, `pop r32`, `leave` or a string instruction:
 /// whether it was lowered (none of them ends the block).
 fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<bool> {

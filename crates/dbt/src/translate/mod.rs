@@ -191,13 +191,33 @@ pub fn translate_decoded(
     let mut ended = false;
     // Guest instructions completed before the one being lowered (over all copies).
     let mut before = 0;
-    for (k, ins) in (0..unroll).flat_map(|_| instrs.iter()).enumerate() {
+    let seq: Vec<&Instruction> = (0..unroll).flat_map(|_| instrs.iter()).collect();
+    let mut k = 0;
+    while let Some(&ins) = seq.get(k) {
         let thunk = formed.thunk(k % instrs.len());
         let goff = ins.ip32().wrapping_sub(eip);
         // Instructions of the block completed but not yet counted in r11 when this one
         // starts (the fault handler and the helper add them).
         let pending = before - e.counted;
         points.push((e.code.len() as u32, e.at(goff as i32) as u32, pending));
+        // A run of register pushes (or pops) moves ESP once (see `lower::stack_run`): a
+        // fault inside it is taken at its first instruction (the point just pushed),
+        // from which the interpreter runs the run again (nothing but memory it rewrites
+        // with the same values has changed by then). The others' points (one per
+        // instruction: the fault map finds an instruction by its point's index) sit
+        // after the run's code, where the next instruction's point supersedes them.
+        let run = if thunk.is_none() { lower::stack_run(&mut e, &seq[k..]) } else { 0 };
+        if run > 1 {
+            for ins in &seq[k + 1..k + run] {
+                before += 1;
+                let goff = ins.ip32().wrapping_sub(eip);
+                points.push((e.code.len() as u32, e.at(goff as i32) as u32, before - e.counted));
+            }
+            before += 1;
+            k += run;
+            continue;
+        }
+        k += 1;
         before += if thunk.is_some() { 3 } else { 1 };
         let p = lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: before, n, total };
         if let Some(r) = thunk {
@@ -208,7 +228,7 @@ pub fn translate_decoded(
         uses_fpu |= l.fpu;
         ended = l.ended;
         if l.helper {
-            fallbacks += u32::from(k < instrs.len());
+            fallbacks += u32::from(k <= instrs.len());
             let boxed = Box::new(*ins);
             let at = e.code.len();
             helper_call(&mut e, helper, &boxed, pending, goff);
