@@ -239,7 +239,7 @@ use ctx::{
     Ctx, Flow, Res, alu_op, cond, ea, fault, get_reg, invalid, op_bits, page_fault, read_sized, reg_bits, reg_index,
     seg_base, set_arith, set_reg, write_sized,
 };
-use fast::Step;
+use fast::{Outcome, Step};
 
 /// Entries of the pure interpreter's block cache (see `Interp::run`).
 const RUN_CACHE: usize = 1024;
@@ -545,53 +545,54 @@ impl Interp {
         // EIP and the instruction count are kept in locals and stored when the block
         // ends (or before an instruction that may read them runs through `exec_slow`).
         let mut retired = 0u64;
-        let mut result = Ok(());
-        let mut eip = cpu.eip;
-        for d in block.instrs.iter() {
-            let step = match (d.run)(cpu, mem, &d.ops, delta) {
-                Step::Slow => {
-                    cpu.eip = d.ip.wrapping_add(delta);
-                    cpu.icount = start + retired;
-                    match self.exec_slow(cpu, mem, d.class, d.family, &block.slow[usize::from(d.ops.s)], delta) {
-                        Ok(Flow::Next) => Step::Next,
-                        Ok(Flow::Jump(t)) => Step::Jump(t),
-                        Err(e) => {
-                            // Traps and system calls retire their instruction (and set
-                            // EIP past it); faults do not.
-                            if let Exit::Syscall
-                            | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. }) = e
-                            {
-                                retired += 1;
+        let next = |d: &Decoded| d.ip.wrapping_add(delta).wrapping_add(u32::from(d.len));
+        let (eip, result) = 'run: {
+            for d in block.instrs.iter() {
+                let step = (d.run)(cpu, mem, &d.ops, delta);
+                // Anything but `NEXT` (one test on the common path) is handled here.
+                if step != Step::NEXT {
+                    let mut outcome = step.outcome();
+                    if outcome == Outcome::Slow {
+                        cpu.eip = d.ip.wrapping_add(delta);
+                        cpu.icount = start + retired;
+                        let ins = &block.slow[usize::from(d.ops.s)];
+                        outcome = match self.exec_slow(cpu, mem, d.class, d.family, ins, delta) {
+                            Ok(Flow::Next) => Outcome::Next,
+                            Ok(Flow::Jump(t)) => Outcome::Jump(t),
+                            Err(e) => {
+                                // Traps and system calls retire their instruction (and
+                                // set EIP past it); faults do not.
+                                if let Exit::Syscall
+                                | Exit::Fault(Fault {
+                                    kind: FaultKind::Breakpoint | FaultKind::Overflow, ..
+                                }) = e
+                                {
+                                    retired += 1;
+                                }
+                                break 'run (cpu.eip, Err(e));
                             }
-                            eip = cpu.eip;
-                            result = Err(e);
-                            break;
+                        };
+                    }
+                    match outcome {
+                        Outcome::Jump(t) => {
+                            retired += 1;
+                            break 'run (t, Ok(()));
                         }
+                        Outcome::Fault(f) => {
+                            let ip = d.ip.wrapping_add(delta);
+                            break 'run (ip, Err(page_fault(ip)(f)));
+                        }
+                        Outcome::Next | Outcome::Slow => {}
                     }
                 }
-                s => s,
-            };
-            match step {
-                Step::Next => {
-                    eip = d.ip.wrapping_add(delta).wrapping_add(u32::from(d.len));
-                    retired += 1;
+                retired += 1;
+                if d.writes && mem.phys().code_epoch() != self.epoch {
+                    break 'run (next(d), Ok(())); // the block may have rewritten itself: decode afresh
                 }
-                Step::Jump(t) => {
-                    eip = t;
-                    retired += 1;
-                    break;
-                }
-                Step::Fault(f) => {
-                    eip = d.ip.wrapping_add(delta);
-                    result = Err(page_fault(eip)(f));
-                    break;
-                }
-                Step::Slow => unreachable!("run by exec_slow above"),
             }
-            if d.writes && mem.phys().code_epoch() != self.epoch {
-                break; // the block may have rewritten itself: decode afresh
-            }
-        }
+            // Blocks are not empty.
+            (block.instrs.last().map_or(cpu.eip, next), Ok(()))
+        };
         cpu.eip = eip;
         cpu.icount = start + retired;
         self.stats.instructions += retired;
@@ -614,11 +615,11 @@ impl Interp {
         let delta = cpu.eip.wrapping_sub(block.start);
         let d = &block.instrs[0];
         let ip = d.ip.wrapping_add(delta);
-        let r = match (d.run)(cpu, mem, &d.ops, delta) {
-            Step::Next => Ok(Flow::Next),
-            Step::Jump(t) => Ok(Flow::Jump(t)),
-            Step::Fault(f) => Err(page_fault(ip)(f)),
-            Step::Slow => self.exec_slow(cpu, mem, d.class, d.family, &block.slow[usize::from(d.ops.s)], delta),
+        let r = match (d.run)(cpu, mem, &d.ops, delta).outcome() {
+            Outcome::Next => Ok(Flow::Next),
+            Outcome::Jump(t) => Ok(Flow::Jump(t)),
+            Outcome::Fault(f) => Err(page_fault(ip)(f)),
+            Outcome::Slow => self.exec_slow(cpu, mem, d.class, d.family, &block.slow[usize::from(d.ops.s)], delta),
         };
         let retired = match &r {
             Ok(_) => true,

@@ -15,7 +15,7 @@
 //! so faults are as precise); anything else has no form and runs through `exec_int`.
 
 use iced_x86::{Code, Instruction, Mnemonic as M, OpKind, Register};
-use morph_mem::{AddressSpace, MemFault};
+use morph_mem::{AddressSpace, MemFault, MemFaultKind};
 
 use crate::alu::{self, Shift};
 use crate::host;
@@ -92,9 +92,16 @@ pub(super) struct Operands {
     pub(super) imm: u32,
 }
 
+/// What running a pre-decoded instruction gave, as [`Outcome`] says, packed in a
+/// register (the common `NEXT` is 0: one test after each instruction): the tag in bits
+/// 32–39, a jump target or a faulting address in bits 0–31, a fault's access and kind
+/// in bits 40–42.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Step(u64);
+
 /// What running a pre-decoded instruction gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Step {
+pub(super) enum Outcome {
     /// It completed; the next instruction follows.
     Next,
     /// It completed and jumps here.
@@ -105,6 +112,46 @@ pub(super) enum Step {
     Slow,
 }
 
+impl Step {
+    pub(super) const NEXT: Step = Step(0);
+    pub(super) const SLOW: Step = Step(2 << 32);
+
+    #[inline(always)]
+    fn jump(target: u32) -> Step {
+        Step((1 << 32) | u64::from(target))
+    }
+
+    #[cold]
+    fn fault(f: MemFault) -> Step {
+        let kind = match f.kind {
+            MemFaultKind::Unmapped => 0,
+            MemFaultKind::Protection => 1,
+            MemFaultKind::BeyondEof => 2,
+        };
+        Step((3 << 32) | (u64::from(f.write) << 40) | (kind << 41) | u64::from(f.addr))
+    }
+
+    /// What it says.
+    #[inline]
+    pub(super) fn outcome(self) -> Outcome {
+        let low = self.0 as u32;
+        match (self.0 >> 32) as u8 {
+            0 => Outcome::Next,
+            1 => Outcome::Jump(low),
+            2 => Outcome::Slow,
+            _ => Outcome::Fault(MemFault {
+                addr: low,
+                write: self.0 & (1 << 40) != 0,
+                kind: match (self.0 >> 41) & 3 {
+                    0 => MemFaultKind::Unmapped,
+                    1 => MemFaultKind::Protection,
+                    _ => MemFaultKind::BeyondEof,
+                },
+            }),
+        }
+    }
+}
+
 /// Runs a pre-decoded instruction: the CPU, memory, its operands, and where it runs
 /// minus where it was decoded (added to the addresses its own position implies).
 pub(super) type Handler = fn(&mut Cpu, &mut AddressSpace, &Operands, u32) -> Step;
@@ -113,14 +160,14 @@ macro_rules! tri {
     ($e:expr) => {
         match $e {
             Ok(v) => v,
-            Err(f) => return Step::Fault(f),
+            Err(f) => return Step::fault(f),
         }
     };
 }
 
 /// The handler of the instructions without a pre-decoded form.
 pub(super) fn slow(_: &mut Cpu, _: &mut AddressSpace, _: &Operands, _: u32) -> Step {
-    Step::Slow
+    Step::SLOW
 }
 
 // ----- flags -------------------------------------------------------------------------
@@ -180,7 +227,7 @@ fn alu_rr<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u3
         set_gpr(cpu, o.r, r);
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu_ri<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -189,7 +236,7 @@ fn alu_ri<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u3
         set_gpr(cpu, o.r, r);
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu_rm<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -199,7 +246,7 @@ fn alu_rm<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &
         set_gpr(cpu, o.r, r);
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu_mr<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -210,7 +257,7 @@ fn alu_mr<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &
         tri!(mem.write_u32(at, r));
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu_mi<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -221,65 +268,65 @@ fn alu_mi<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &
         tri!(mem.write_u32(at, r));
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 // ----- moves ---------------------------------------------------------------------------
 
 fn mov_rr(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     set_gpr(cpu, o.r, gpr(cpu, o.s));
-    Step::Next
+    Step::NEXT
 }
 
 fn mov_ri(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     set_gpr(cpu, o.r, o.imm);
-    Step::Next
+    Step::NEXT
 }
 
 fn mov_rm<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u32(addr::<A>(cpu, &o.m)));
     set_gpr(cpu, o.r, v);
-    Step::Next
+    Step::NEXT
 }
 
 fn mov_mr<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     tri!(mem.write_u32(addr::<A>(cpu, &o.m), gpr(cpu, o.s)));
-    Step::Next
+    Step::NEXT
 }
 
 fn mov_mi<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     tri!(mem.write_u32(addr::<A>(cpu, &o.m), o.imm));
-    Step::Next
+    Step::NEXT
 }
 
 /// `movzx`/`movsx` (`S`: sign-extending) from byte register `o.s` (`HIGH`: AH..BH).
 fn ext_r8<const S: bool, const HIGH: bool>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = (gpr(cpu, o.s) >> if HIGH { 8 } else { 0 }) as u8;
     set_gpr(cpu, o.r, if S { v as i8 as i32 as u32 } else { u32::from(v) });
-    Step::Next
+    Step::NEXT
 }
 
 fn ext_r16<const S: bool>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = gpr(cpu, o.s) as u16;
     set_gpr(cpu, o.r, if S { v as i16 as i32 as u32 } else { u32::from(v) });
-    Step::Next
+    Step::NEXT
 }
 
 fn ext_m8<const S: bool, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u8(addr::<A>(cpu, &o.m)));
     set_gpr(cpu, o.r, if S { v as i8 as i32 as u32 } else { u32::from(v) });
-    Step::Next
+    Step::NEXT
 }
 
 fn ext_m16<const S: bool, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u16(addr::<A>(cpu, &o.m)));
     set_gpr(cpu, o.r, if S { v as i16 as i32 as u32 } else { u32::from(v) });
-    Step::Next
+    Step::NEXT
 }
 
 fn lea<const A: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     set_gpr(cpu, o.r, addr::<A>(cpu, &o.m));
-    Step::Next
+    Step::NEXT
 }
 
 // ----- the stack -----------------------------------------------------------------------
@@ -294,19 +341,19 @@ fn push(cpu: &mut Cpu, mem: &mut AddressSpace, v: u32) -> Result<(), MemFault> {
 
 fn push_r(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     tri!(push(cpu, mem, gpr(cpu, o.r)));
-    Step::Next
+    Step::NEXT
 }
 
 fn push_i(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     tri!(push(cpu, mem, o.imm));
-    Step::Next
+    Step::NEXT
 }
 
 /// The source is read (with ESP as it was) before ESP moves.
 fn push_m<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u32(addr::<A>(cpu, &o.m)));
     tri!(push(cpu, mem, v));
-    Step::Next
+    Step::NEXT
 }
 
 /// `pop r32`, not ESP.
@@ -315,7 +362,7 @@ fn pop_r(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u32(sp));
     cpu.gpr[reg::ESP] = sp.wrapping_add(4);
     set_gpr(cpu, o.r, v);
-    Step::Next
+    Step::NEXT
 }
 
 // ----- control transfers ---------------------------------------------------------------
@@ -339,7 +386,7 @@ fn cond<const CC: u8>(eflags: u32) -> bool {
 }
 
 fn jcc<const CC: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, delta: u32) -> Step {
-    if cond::<CC>(cpu.eflags) { Step::Jump(o.imm.wrapping_add(delta)) } else { Step::Next }
+    if cond::<CC>(cpu.eflags) { Step::jump(o.imm.wrapping_add(delta)) } else { Step::NEXT }
 }
 
 const JCC: [Handler; 16] = [
@@ -348,40 +395,40 @@ const JCC: [Handler; 16] = [
 ];
 
 fn jmp(_: &mut Cpu, _: &mut AddressSpace, o: &Operands, delta: u32) -> Step {
-    Step::Jump(o.imm.wrapping_add(delta))
+    Step::jump(o.imm.wrapping_add(delta))
 }
 
 fn call(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, delta: u32) -> Step {
     tri!(push(cpu, mem, o.m.disp.wrapping_add(delta)));
-    Step::Jump(o.imm.wrapping_add(delta))
+    Step::jump(o.imm.wrapping_add(delta))
 }
 
 fn jmp_r(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
-    Step::Jump(gpr(cpu, o.r))
+    Step::jump(gpr(cpu, o.r))
 }
 
 fn jmp_m<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
-    Step::Jump(tri!(mem.read_u32(addr::<A>(cpu, &o.m))))
+    Step::jump(tri!(mem.read_u32(addr::<A>(cpu, &o.m))))
 }
 
 /// The target is read (with ESP as it was) before the push.
 fn call_r(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, delta: u32) -> Step {
     let t = gpr(cpu, o.r);
     tri!(push(cpu, mem, o.imm.wrapping_add(delta)));
-    Step::Jump(t)
+    Step::jump(t)
 }
 
 fn call_m<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, delta: u32) -> Step {
     let t = tri!(mem.read_u32(addr::<A>(cpu, &o.m)));
     tri!(push(cpu, mem, o.imm.wrapping_add(delta)));
-    Step::Jump(t)
+    Step::jump(t)
 }
 
 fn ret(cpu: &mut Cpu, mem: &mut AddressSpace, _: &Operands, _: u32) -> Step {
     let sp = cpu.gpr[reg::ESP];
     let t = tri!(mem.read_u32(sp));
     cpu.gpr[reg::ESP] = sp.wrapping_add(4);
-    Step::Jump(t)
+    Step::jump(t)
 }
 
 // ----- byte operands -------------------------------------------------------------------
@@ -422,7 +469,7 @@ fn alu8_rr<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u
         set_gpr8(cpu, o.r, r);
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu8_ri<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -431,7 +478,7 @@ fn alu8_ri<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u
         set_gpr8(cpu, o.r, r);
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu8_rm<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -441,7 +488,7 @@ fn alu8_rm<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: 
         set_gpr8(cpu, o.r, r);
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu8_mr<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -452,7 +499,7 @@ fn alu8_mr<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: 
         tri!(mem.write_u8(at, r as u8));
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn alu8_mi<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -463,33 +510,33 @@ fn alu8_mi<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: 
         tri!(mem.write_u8(at, r as u8));
     }
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn mov8_rr(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     set_gpr8(cpu, o.r, gpr8(cpu, o.s));
-    Step::Next
+    Step::NEXT
 }
 
 fn mov8_ri(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     set_gpr8(cpu, o.r, o.imm);
-    Step::Next
+    Step::NEXT
 }
 
 fn mov8_rm<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u8(addr::<A>(cpu, &o.m)));
     set_gpr8(cpu, o.r, u32::from(v));
-    Step::Next
+    Step::NEXT
 }
 
 fn mov8_mr<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     tri!(mem.write_u8(addr::<A>(cpu, &o.m), gpr8(cpu, o.s) as u8));
-    Step::Next
+    Step::NEXT
 }
 
 fn mov8_mi<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     tri!(mem.write_u8(addr::<A>(cpu, &o.m), o.imm as u8));
-    Step::Next
+    Step::NEXT
 }
 
 // ----- one-operand arithmetic, shifts, multiplies -----------------------------------------
@@ -516,7 +563,7 @@ fn unary_r<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u
     let (r, f) = unary::<OP>(gpr(cpu, o.r), cpu.eflags);
     set_gpr(cpu, o.r, r);
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 fn unary_m<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -524,7 +571,7 @@ fn unary_m<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: 
     let (r, f) = unary::<OP>(tri!(mem.read_u32(at)), cpu.eflags);
     tri!(mem.write_u32(at, r));
     cpu.eflags = f;
-    Step::Next
+    Step::NEXT
 }
 
 const SHL: u8 = 0;
@@ -547,7 +594,7 @@ fn shift_ri<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: 
     let (r, f) = shift::<OP>(gpr(cpu, o.r), o.imm, cpu.eflags);
     set_gpr(cpu, o.r, r);
     cpu.eflags = (cpu.eflags & !ARITH) | (f & ARITH);
-    Step::Next
+    Step::NEXT
 }
 
 fn shift_mi<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -555,7 +602,7 @@ fn shift_mi<const OP: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o:
     let (r, f) = shift::<OP>(tri!(mem.read_u32(at)), o.imm, cpu.eflags);
     tri!(mem.write_u32(at, r));
     cpu.eflags = (cpu.eflags & !ARITH) | (f & ARITH);
-    Step::Next
+    Step::NEXT
 }
 
 /// A shift of a register by CL (a zero count changes nothing).
@@ -566,7 +613,7 @@ fn shift_rc<const OP: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: 
         set_gpr(cpu, o.r, r);
         cpu.eflags = (cpu.eflags & !ARITH) | (f & ARITH);
     }
-    Step::Next
+    Step::NEXT
 }
 
 /// `shld` (`LEFT`) or `shrd` of a register by an immediate count (masked, not 0).
@@ -574,7 +621,7 @@ fn shd_ri<const LEFT: bool>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _
     let (r, f) = host::double_shift(LEFT, gpr(cpu, o.r), gpr(cpu, o.s), o.imm as u8, 32, cpu.eflags);
     set_gpr(cpu, o.r, r);
     cpu.eflags = (cpu.eflags & !ARITH) | (f & ARITH);
-    Step::Next
+    Step::NEXT
 }
 
 fn shd_mi<const LEFT: bool, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
@@ -583,7 +630,7 @@ fn shd_mi<const LEFT: bool, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, 
     let (r, f) = host::double_shift(LEFT, a, gpr(cpu, o.s), o.imm as u8, 32, cpu.eflags);
     tri!(mem.write_u32(at, r));
     cpu.eflags = (cpu.eflags & !ARITH) | (f & ARITH);
-    Step::Next
+    Step::NEXT
 }
 
 /// `imul` into register `o.r` of `a` and `b`: CF and OF from the product, the other
@@ -597,24 +644,24 @@ fn imul(cpu: &mut Cpu, r: u8, a: u32, b: u32) {
 
 fn imul_rr(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     imul(cpu, o.r, gpr(cpu, o.r), gpr(cpu, o.s));
-    Step::Next
+    Step::NEXT
 }
 
 fn imul_rm<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let b = tri!(mem.read_u32(addr::<A>(cpu, &o.m)));
     imul(cpu, o.r, gpr(cpu, o.r), b);
-    Step::Next
+    Step::NEXT
 }
 
 fn imul_rri(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     imul(cpu, o.r, gpr(cpu, o.s), o.imm);
-    Step::Next
+    Step::NEXT
 }
 
 fn imul_rmi<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     let a = tri!(mem.read_u32(addr::<A>(cpu, &o.m)));
     imul(cpu, o.r, a, o.imm);
-    Step::Next
+    Step::NEXT
 }
 
 // ----- conditional moves and sets, `leave`, NOPs ---------------------------------------------
@@ -622,14 +669,14 @@ fn imul_rmi<const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: &Operands, _:
 /// `setcc` of a byte register.
 fn setcc_r<const CC: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     set_gpr8(cpu, o.r, u32::from(cond::<CC>(cpu.eflags)));
-    Step::Next
+    Step::NEXT
 }
 
 fn cmov_rr<const CC: u8>(cpu: &mut Cpu, _: &mut AddressSpace, o: &Operands, _: u32) -> Step {
     if cond::<CC>(cpu.eflags) {
         set_gpr(cpu, o.r, gpr(cpu, o.s));
     }
-    Step::Next
+    Step::NEXT
 }
 
 /// The source is read (and may fault) even when the condition is false.
@@ -638,7 +685,7 @@ fn cmov_rm<const CC: u8, const A: u8>(cpu: &mut Cpu, mem: &mut AddressSpace, o: 
     if cond::<CC>(cpu.eflags) {
         set_gpr(cpu, o.r, v);
     }
-    Step::Next
+    Step::NEXT
 }
 
 fn leave(cpu: &mut Cpu, mem: &mut AddressSpace, _: &Operands, _: u32) -> Step {
@@ -646,12 +693,12 @@ fn leave(cpu: &mut Cpu, mem: &mut AddressSpace, _: &Operands, _: u32) -> Step {
     let v = tri!(mem.read_u32(bp));
     cpu.gpr[reg::ESP] = bp.wrapping_add(4);
     cpu.gpr[reg::EBP] = v;
-    Step::Next
+    Step::NEXT
 }
 
 /// A NOP (of any form: a memory operand is not accessed).
 pub(super) fn nop(_: &mut Cpu, _: &mut AddressSpace, _: &Operands, _: u32) -> Step {
-    Step::Next
+    Step::NEXT
 }
 
 // ----- decoding --------------------------------------------------------------------------
@@ -1127,11 +1174,11 @@ mod tests {
         let mut mem = space();
         let r = if pre_decoded {
             let (run, ops) = form(ins).unwrap_or_else(|| panic!("{ins} is not pre-decoded"));
-            match run(&mut cpu, &mut mem, &ops, delta) {
-                Step::Next => Ok(Flow::Next),
-                Step::Jump(t) => Ok(Flow::Jump(t)),
-                Step::Fault(f) => Err(page_fault(ins.ip32().wrapping_add(delta))(f)),
-                Step::Slow => panic!("{ins} has the slow handler"),
+            match run(&mut cpu, &mut mem, &ops, delta).outcome() {
+                Outcome::Next => Ok(Flow::Next),
+                Outcome::Jump(t) => Ok(Flow::Jump(t)),
+                Outcome::Fault(f) => Err(page_fault(ins.ip32().wrapping_add(delta))(f)),
+                Outcome::Slow => panic!("{ins} has the slow handler"),
             }
         } else {
             exec_int(&mut Ctx { cpu: &mut cpu, mem: &mut mem, ins, delta }, isa::entry(ins.code()).family)
