@@ -538,7 +538,7 @@ impl Interp {
     }
 
     /// Runs `block`, which fits at `cpu.eip` (without TF set; the code epoch checked).
-    #[inline]
+    #[inline(always)]
     fn run_decoded(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, block: &Block) -> Result<(), Exit> {
         let start = cpu.icount;
         let delta = cpu.eip.wrapping_sub(block.start);

@@ -1,7 +1,9 @@
 //! Pre-decoded forms of the instructions the interpreter meets most (32-bit `mov`,
-//! `push`, `pop`, `lea`, the ALU group with `adc`/`sbb`, `movzx`/`movsx`, `jcc`, `jmp`,
-//! `call`, `ret`: more than nine in ten of the instructions interpreted while a
-//! dynamically linked program starts).
+//! `push`, `pop`, `lea`, the ALU group with `adc`/`sbb` (also on bytes, as `mov`),
+//! `movzx`/`movsx`, `inc`/`dec`/`neg`/`not`, shifts by an immediate or CL, `shld`/`shrd`
+//! by an immediate, `imul`, `setcc`, `cmovcc`, `leave`, `jcc`, `jmp`, `call`, `ret`:
+//! 99 in 100 of the instructions `python3.11 -S -c pass` interprets while it starts,
+//! where the earlier forms left 9 in 100 to `exec_int`).
 //!
 //! A block's instructions are decoded once and run many times (up to the translation
 //! threshold), so what can be worked out from the instruction alone is worked out at
