@@ -108,14 +108,16 @@ pub struct InterpStats {
     pub fpu_instructions: u64,
 }
 
-/// A decoded instruction, as compact as its run needs (36 bytes): while a program
-/// starts, tens of thousands of blocks are decoded and each runs a few times, far apart,
-/// so the bytes a block takes (host cache lines, and heap pages touched for the first
-/// time) are much of what it costs. iced-x86's 40-byte `Instruction` is kept only for
-/// the few instructions without a pre-decoded form.
+/// A decoded instruction, as compact as its run needs (32 bytes, two to a cache line):
+/// while a program starts, tens of thousands of blocks are decoded and each runs a few
+/// times, far apart, so the bytes a block takes (host cache lines, and heap pages
+/// touched for the first time) are much of what it costs. iced-x86's 40-byte
+/// `Instruction` is kept only for the few instructions without a pre-decoded form.
 #[derive(Clone, Copy)]
 struct Decoded {
-    op: Op,
+    /// What runs it: its pre-decoded form's handler (see `fast`), or `fast::slow`,
+    /// which sends it to `exec_slow`.
+    run: fast::Handler,
     /// Its address, as decoded.
     ip: u32,
     /// Its length in bytes.
@@ -126,16 +128,13 @@ struct Decoded {
     /// May write memory (and so rewrite code): only then is the code epoch checked
     /// after it.
     writes: bool,
+    /// The operands of its pre-decoded form; for one without, `ops.s` is its index in
+    /// its block's `slow`.
+    ops: fast::Operands,
 }
 
-/// How a decoded instruction runs.
-#[derive(Clone, Copy)]
-enum Op {
-    /// Its pre-decoded form (a common integer instruction, see `fast`).
-    Fast(Fast),
-    /// Through `exec`, from the instruction at this index in its block's `slow`.
-    Slow(u8),
-}
+const _: () = assert!(std::mem::size_of::<Decoded>() == 32);
+const _: () = assert!(std::mem::size_of::<fast::Step>() == 8);
 
 /// A decoded basic block.
 struct Block {
@@ -219,6 +218,8 @@ pub struct Interp {
     scratch_slow: Vec<Instruction>,
     /// All the instructions of the block decoded last.
     scratch_all: Vec<Instruction>,
+    /// `run`'s blocks, direct-mapped by EIP.
+    run_cache: Box<[RunEntry]>,
     /// Counters.
     pub stats: InterpStats,
 }
@@ -238,7 +239,21 @@ use ctx::{
     Ctx, Flow, Res, alu_op, cond, ea, fault, get_reg, invalid, op_bits, page_fault, read_sized, reg_bits, reg_index,
     seg_base, set_arith, set_reg, write_sized,
 };
-use fast::Fast;
+use fast::{Outcome, Step};
+
+/// Entries of the pure interpreter's block cache (see `Interp::run`).
+const RUN_CACHE: usize = 1024;
+
+/// An entry of `Interp::run`'s block cache: the block found at `eip` while the address
+/// space's pages mapped what they map under the number `mapping` (so the block fits
+/// there for as long as they do), in block cache generation `generation`.
+#[derive(Default)]
+struct RunEntry {
+    eip: u32,
+    generation: u32,
+    mapping: u64,
+    block: Option<Rc<Block>>,
+}
 
 impl Interp {
     /// A new interpreter with an empty block cache.
@@ -251,6 +266,7 @@ impl Interp {
             scratch: Vec::with_capacity(MAX_BLOCK),
             scratch_slow: Vec::new(),
             scratch_all: Vec::with_capacity(MAX_BLOCK),
+            run_cache: (0..RUN_CACHE).map(|_| RunEntry::default()).collect(),
             stats: InterpStats::default(),
         }
     }
@@ -431,15 +447,20 @@ impl Interp {
             last = ins.next_ip32().wrapping_sub(1);
             let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
             let writes = entry.writes(&ins);
-            let op = match if class == Support::Int { fast::form(&ins) } else { None } {
-                Some(f) => Op::Fast(f),
+            let pre_decoded = match class {
+                Support::Int => fast::form(&ins),
+                Support::Nop => Some((fast::nop as fast::Handler, fast::Operands::default())),
+                _ => None,
+            };
+            let (run, ops) = match pre_decoded {
+                Some(f) => f,
                 None => {
                     slow.push(ins);
-                    Op::Slow((slow.len() - 1) as u8)
+                    (fast::slow as fast::Handler, fast::Operands { s: (slow.len() - 1) as u8, ..Default::default() })
                 }
             };
             let (ip, len) = (ins.ip32(), ins.len() as u8);
-            instrs.push(Decoded { op, ip, len, class, family: entry.family, writes });
+            instrs.push(Decoded { run, ip, len, class, family: entry.family, writes, ops });
             every.push(ins);
             if end {
                 break;
@@ -452,11 +473,45 @@ impl Interp {
     pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, budget: u64) -> Exit {
         let start = cpu.icount;
         while cpu.icount.wrapping_sub(start) < budget {
-            if let Err(e) = self.run_block(cpu, mem) {
+            if mem.phys().code_epoch() != self.epoch {
+                self.sync_code(mem);
+            }
+            let r = if cpu.eflags & TF != 0 {
+                self.run_traced(cpu, mem, &mut None)
+            } else {
+                match self.run_lookup(cpu.eip, mem) {
+                    Ok(b) => self.run_decoded(cpu, mem, &b),
+                    Err(e) => Err(e),
+                }
+            };
+            if let Err(e) = r {
                 return e;
             }
         }
         Exit::Budget
+    }
+
+    /// The block at `eip` for `run`: from its direct-mapped cache if an entry for `eip`
+    /// was made under the address space's current mapping number and the block cache's
+    /// generation (then it still fits at `eip`), else as `block` finds it.
+    #[inline]
+    fn run_lookup(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Rc<Block>> {
+        let i = ((eip ^ (eip >> 12)) as usize) % RUN_CACHE;
+        let mapping = mem.mapping_id();
+        let e = &self.run_cache[i];
+        if e.eip == eip
+            && e.mapping == mapping
+            && e.generation == self.generation
+            && let Some(b) = &e.block
+        {
+            if eip != b.start {
+                self.stats.blocks_rebased += 1;
+            }
+            return Ok(b.clone());
+        }
+        let b = self.block(eip, mem)?;
+        self.run_cache[i] = RunEntry { eip, generation: self.generation, mapping, block: Some(b.clone()) };
+        Ok(b)
     }
 
     /// Executes the block at `cpu.eip` (or its rest, if it rewrites itself), leaving EIP
@@ -478,40 +533,69 @@ impl Interp {
         if cpu.eflags & TF != 0 {
             return self.run_traced(cpu, mem, cache);
         }
-        let start = cpu.icount;
         let block = self.block_cached(cpu.eip, mem, cache)?;
+        self.run_decoded(cpu, mem, &block)
+    }
+
+    /// Runs `block`, which fits at `cpu.eip` (without TF set; the code epoch checked).
+    #[inline(always)]
+    fn run_decoded(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, block: &Block) -> Result<(), Exit> {
+        let start = cpu.icount;
         let delta = cpu.eip.wrapping_sub(block.start);
-        let mut result = Ok(());
-        for d in block.instrs.iter() {
-            let ip = d.ip.wrapping_add(delta);
-            let next = ip.wrapping_add(u32::from(d.len));
-            let r = self.exec(cpu, mem, d, &block.slow, delta);
-            match r {
-                Ok(Flow::Next) => {
-                    cpu.eip = next;
-                    cpu.icount += 1;
-                }
-                Ok(Flow::Jump(t)) => {
-                    cpu.eip = t;
-                    cpu.icount += 1;
-                    break;
-                }
-                Err(e) => {
-                    // Traps and system calls retire their instruction; faults do not.
-                    if let Exit::Syscall
-                    | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. }) = e
-                    {
-                        cpu.icount += 1;
+        // EIP and the instruction count are kept in locals and stored when the block
+        // ends (or before an instruction that may read them runs through `exec_slow`).
+        let mut retired = 0u64;
+        let next = |d: &Decoded| d.ip.wrapping_add(delta).wrapping_add(u32::from(d.len));
+        let (eip, result) = 'run: {
+            for d in block.instrs.iter() {
+                let step = (d.run)(cpu, mem, &d.ops, delta);
+                // Anything but `NEXT` (one test on the common path) is handled here.
+                if step != Step::NEXT {
+                    let mut outcome = step.outcome();
+                    if outcome == Outcome::Slow {
+                        cpu.eip = d.ip.wrapping_add(delta);
+                        cpu.icount = start + retired;
+                        let ins = &block.slow[usize::from(d.ops.s)];
+                        outcome = match self.exec_slow(cpu, mem, d.class, d.family, ins, delta) {
+                            Ok(Flow::Next) => Outcome::Next,
+                            Ok(Flow::Jump(t)) => Outcome::Jump(t),
+                            Err(e) => {
+                                // Traps and system calls retire their instruction (and
+                                // set EIP past it); faults do not.
+                                if let Exit::Syscall
+                                | Exit::Fault(Fault {
+                                    kind: FaultKind::Breakpoint | FaultKind::Overflow, ..
+                                }) = e
+                                {
+                                    retired += 1;
+                                }
+                                break 'run (cpu.eip, Err(e));
+                            }
+                        };
                     }
-                    result = Err(e);
-                    break;
+                    match outcome {
+                        Outcome::Jump(t) => {
+                            retired += 1;
+                            break 'run (t, Ok(()));
+                        }
+                        Outcome::Fault(f) => {
+                            let ip = d.ip.wrapping_add(delta);
+                            break 'run (ip, Err(page_fault(ip)(f)));
+                        }
+                        Outcome::Next | Outcome::Slow => {}
+                    }
+                }
+                retired += 1;
+                if d.writes && mem.phys().code_epoch() != self.epoch {
+                    break 'run (next(d), Ok(())); // the block may have rewritten itself: decode afresh
                 }
             }
-            if d.writes && mem.phys().code_epoch() != self.epoch {
-                break; // the block may have rewritten itself: decode afresh
-            }
-        }
-        self.stats.instructions += cpu.icount - start;
+            // Blocks are not empty.
+            (block.instrs.last().map_or(cpu.eip, next), Ok(()))
+        };
+        cpu.eip = eip;
+        cpu.icount = start + retired;
+        self.stats.instructions += retired;
         result
     }
 
@@ -530,7 +614,13 @@ impl Interp {
         let block = self.block_cached(cpu.eip, mem, cache)?;
         let delta = cpu.eip.wrapping_sub(block.start);
         let d = &block.instrs[0];
-        let r = self.exec(cpu, mem, d, &block.slow, delta);
+        let ip = d.ip.wrapping_add(delta);
+        let r = match (d.run)(cpu, mem, &d.ops, delta).outcome() {
+            Outcome::Next => Ok(Flow::Next),
+            Outcome::Jump(t) => Ok(Flow::Jump(t)),
+            Outcome::Fault(f) => Err(page_fault(ip)(f)),
+            Outcome::Slow => self.exec_slow(cpu, mem, d.class, d.family, &block.slow[usize::from(d.ops.s)], delta),
+        };
         let retired = match &r {
             Ok(_) => true,
             Err(Exit::Fault(f)) => f.kind.is_trap(),
@@ -545,27 +635,6 @@ impl Interp {
             Flow::Jump(t) => cpu.eip = t,
         }
         Err(fault(FaultKind::SingleStep, cpu.eip))
-    }
-
-    /// Executes decoded instruction `d` of a block whose instructions without a
-    /// pre-decoded form are `slow`: the pre-decoded form inline (integer instructions
-    /// only), the rest through `exec_slow`. On `Ok`, the caller sets EIP.
-    #[inline(always)]
-    fn exec(
-        &mut self,
-        cpu: &mut Cpu,
-        mem: &mut AddressSpace,
-        d: &Decoded,
-        slow: &[Instruction],
-        delta: u32,
-    ) -> Res<Flow> {
-        match d.op {
-            Op::Fast(f) => {
-                let ip = d.ip.wrapping_add(delta);
-                fast::exec(cpu, mem, f, ip, ip.wrapping_add(u32::from(d.len)), delta)
-            }
-            Op::Slow(i) => self.exec_slow(cpu, mem, d.class, d.family, &slow[usize::from(i)], delta),
-        }
     }
 
     /// Executes `ins`, of interpreter class `class` and family `family`, through

@@ -66,7 +66,7 @@ fn int_row(code: Code) -> (Family, Option<FastForm>, Lower) {
             let wide = code.op_code().operand_size() != 16;
             (Family::Cond, Some(FastForm::Jcc), if wide { Lower::Inline(Inline::Jcc) } else { Lower::Helper })
         } else {
-            (Family::Cond, None, Lower::Reencode)
+            (Family::Cond, Some(FastForm::Cond), Lower::Reencode)
         }
     } else {
         match rows::ROWS.iter().find(|r| r.ms.contains(&m)) {

@@ -31,18 +31,23 @@ pub(super) const ROWS: &[Row] = &[
         F::Data, None, L::Reencode),
     row(&[M::Xlatb], F::Data, None, L::Helper),
     // Arithmetic.
-    row(&[M::Add, M::Sub, M::And, M::Or, M::Xor, M::Cmp, M::Test], F::Arith, Some(Fast::Alu), L::Reencode),
-    row(&[M::Adc, M::Sbb, M::Inc, M::Dec, M::Neg, M::Not, M::Mul, M::Imul, M::Div, M::Idiv], F::Arith, None, L::Reencode),
+    row(&[M::Add, M::Sub, M::And, M::Or, M::Xor, M::Cmp, M::Test, M::Adc, M::Sbb], F::Arith, Some(Fast::Alu), L::Reencode),
+    row(&[M::Inc, M::Dec, M::Neg, M::Not], F::Arith, Some(Fast::Unary), L::Reencode),
+    row(&[M::Imul], F::Arith, Some(Fast::Imul), L::Reencode),
+    row(&[M::Mul, M::Div, M::Idiv], F::Arith, None, L::Reencode),
     // Shifts, rotates, bit tests and scans (TZCNT/LZCNT run as BSF/BSR, see `host_code`).
-    row(&[M::Shl, M::Sal, M::Shr, M::Sar, M::Rol, M::Ror, M::Rcl, M::Rcr, M::Shld, M::Shrd], F::Bits, None, L::Reencode),
+    row(&[M::Shl, M::Sal, M::Shr, M::Sar], F::Bits, Some(Fast::Shift), L::Reencode),
+    row(&[M::Shld, M::Shrd], F::Bits, Some(Fast::DoubleShift), L::Reencode),
+    row(&[M::Rol, M::Ror, M::Rcl, M::Rcr], F::Bits, None, L::Reencode),
     row(&[M::Bt, M::Bts, M::Btr, M::Btc, M::Bsf, M::Bsr, M::Tzcnt, M::Lzcnt], F::Bits, None, L::Reencode),
     // Decimal adjusts (no 64-bit encoding: the helper runs them).
     row(&[M::Aaa, M::Aas, M::Daa, M::Das, M::Aam, M::Aad], F::Bcd, None, L::Helper),
     // The stack.
     row(&[M::Push], F::Stack, Some(Fast::Push), L::Helper),
     row(&[M::Pop], F::Stack, Some(Fast::Pop), L::Helper),
-    row(&[M::Pusha, M::Pushad, M::Popa, M::Popad, M::Pushf, M::Pushfd, M::Popf, M::Popfd, M::Enter, M::Leave],
+    row(&[M::Pusha, M::Pushad, M::Popa, M::Popad, M::Pushf, M::Pushfd, M::Popf, M::Popfd, M::Enter],
         F::Stack, None, L::Helper),
+    row(&[M::Leave], F::Stack, Some(Fast::Leave), L::Helper),
     // Control transfers.
     row(&[M::Jmp], F::Branch, Some(Fast::Jmp), L::Helper),
     row(&[M::Call], F::Branch, Some(Fast::Call), L::Helper),

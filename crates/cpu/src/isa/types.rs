@@ -60,7 +60,7 @@ pub enum FastForm {
     Mov,
     /// `movzx`/`movsx` into a 32-bit register.
     Ext,
-    /// `add`, `sub`, `and`, `or`, `xor`, `cmp`, `test` on 32 bits.
+    /// `add`, `sub`, `and`, `or`, `xor`, `cmp`, `test`, `adc`, `sbb` on 32 bits.
     Alu,
     /// `lea r32`.
     Lea,
@@ -76,6 +76,18 @@ pub enum FastForm {
     Call,
     /// `ret`.
     Ret,
+    /// `inc`, `dec`, `neg`, `not` of a 32-bit operand.
+    Unary,
+    /// `shl`, `shr`, `sar` of a 32-bit operand by an immediate (or of a register by CL).
+    Shift,
+    /// `shld`, `shrd` by an immediate.
+    DoubleShift,
+    /// Two- and three-operand `imul` on 32 bits.
+    Imul,
+    /// `setcc` of a byte register, `cmovcc` on 32 bits.
+    Cond,
+    /// `leave` (32-bit).
+    Leave,
 }
 
 /// How the translator lowers an instruction.
