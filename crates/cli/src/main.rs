@@ -150,17 +150,13 @@ struct RunArgs {
 const HUGE_HEAP: usize = 64 << 20;
 /// A transparent huge page.
 const HUGE_PAGE: usize = 2 << 20;
-/// The first bytes of the heap stay in 4 KiB pages: a short run (a dynamic hello uses
-/// about 3 MiB of heap) would otherwise have the host zero whole 2 MiB pages it mostly
-/// never touches.
-const SMALL_HEAP: usize = 4 << 20;
 
 /// Backs the heap with transparent huge pages, where the host grants them on request
 /// (`madvise` mode): a starting program has tens of thousands of blocks decoded, each a
 /// few small allocations touched for the first time and then read a dozen times, far
 /// apart, so with 4 KiB pages each new page of heap is a host page fault, and each read
 /// likely a TLB miss. The heap is grown by `HUGE_HEAP` once (glibc's top pad) and that
-/// extension advised, past its first `SMALL_HEAP`.
+/// extension advised.
 fn huge_heap() {
     // SAFETY: before any other thread exists. mallopt only tunes glibc's heap growth and
     // trimming; the 120 KiB allocation (under the mmap threshold, so from the heap) is
@@ -173,7 +169,7 @@ fn huge_heap() {
         // Kept (`black_box`): the compiler may otherwise drop an allocation freed unused.
         let p = std::hint::black_box(libc::malloc(120 << 10));
         let end = libc::sbrk(0) as usize;
-        let start = before.wrapping_add(SMALL_HEAP + HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
+        let start = before.wrapping_add(HUGE_PAGE - 1) & !(HUGE_PAGE - 1);
         if before != usize::MAX && end != usize::MAX && end > start {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
