@@ -47,6 +47,8 @@ pub(super) enum Seq {
     Leave,
     /// Add the base of the segment whose base is at this offset of the state block.
     SegBase(i32),
+    /// Load that base into r13d.
+    SegLoad(i32),
     /// A string instruction (see `morph_cpu::isa`).
     Str(Code, u8),
 }
