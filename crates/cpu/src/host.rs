@@ -111,27 +111,7 @@ pub fn bit_scan(forward: bool, old: u32, src: u32, bits: u32, flags: u32) -> (u3
 /// The flags after one-operand `mul` (`imul` if `signed`) of the accumulator `acc` by
 /// `src` (the products themselves are defined and computed by the caller).
 pub fn mul_flags(signed: bool, acc: u32, src: u32, bits: u32, flags: u32) -> u32 {
-    let (v, s, mut f) = (u64::from(acc), u64::from(src), flags_in(flags));
-    // The accumulator is `{v}`: the one-operand forms use AL/AX/EAX (and DX/EDX), so it
-    // is moved there; EDX is clobbered.
-    macro_rules! mul {
-        ($t:literal) => {
-            // SAFETY: as `with_flags`; RAX and RDX are declared clobbered.
-            unsafe {
-                asm!("push {f}", "popfq", "mov rax, {v}", $t, "pushfq", "pop {f}", f = inout(reg) f, v = in(reg) v,
-                     s = in(reg) s, out("rax") _, out("rdx") _)
-            }
-        };
-    }
-    match (signed, bits) {
-        (false, 8) => mul!("mul {s:l}"),
-        (true, 8) => mul!("imul {s:l}"),
-        (false, 16) => mul!("mul {s:x}"),
-        (true, 16) => mul!("imul {s:x}"),
-        (false, _) => mul!("mul {s:e}"),
-        (true, _) => mul!("imul {s:e}"),
-    }
-    merge(flags, f)
+    accumulator_flags(false, signed, acc, 0, src, bits, flags)
 }
 
 /// The flags after one-operand `div` (`idiv` if `signed`) of EDX:EAX (DX:AX, AX) by
@@ -139,26 +119,52 @@ pub fn mul_flags(signed: bool, acc: u32, src: u32, bits: u32, flags: u32) -> u32
 /// The caller has checked that the division does not fault (`src` non-zero, the
 /// quotient fits) and computes the quotient and remainder itself.
 pub fn div_flags(signed: bool, eax: u32, edx: u32, src: u32, bits: u32, flags: u32) -> u32 {
+    accumulator_flags(true, signed, eax, edx, src, bits, flags)
+}
+
+/// The flags after a one-operand multiply (`div`: divide) of EDX:EAX (DX:AX, AX) by
+/// `src` on the host: the one-operand forms use the accumulator, so EAX and EDX are
+/// loaded there (a multiply ignores EDX) and both are clobbered.
+fn accumulator_flags(div: bool, signed: bool, eax: u32, edx: u32, src: u32, bits: u32, flags: u32) -> u32 {
     let (a, d, s, mut f) = (u64::from(eax), u64::from(edx), u64::from(src), flags_in(flags));
-    macro_rules! div {
+    macro_rules! run {
         ($t:literal) => {
-            // SAFETY: as `with_flags`; RAX and RDX are declared clobbered, and the caller
-            // guarantees the division does not raise #DE.
+            // SAFETY: as `with_flags`; RAX and RDX are declared clobbered, and a division
+            // does not raise #DE (`div_flags`'s caller checked it).
             unsafe {
                 asm!("push {f}", "popfq", "mov rax, {a}", "mov rdx, {d}", $t, "pushfq", "pop {f}", f = inout(reg) f,
                      a = in(reg) a, d = in(reg) d, s = in(reg) s, out("rax") _, out("rdx") _)
             }
         };
     }
-    match (signed, bits) {
-        (false, 8) => div!("div {s:l}"),
-        (true, 8) => div!("idiv {s:l}"),
-        (false, 16) => div!("div {s:x}"),
-        (true, 16) => div!("idiv {s:x}"),
-        (false, _) => div!("div {s:e}"),
-        (true, _) => div!("idiv {s:e}"),
+    match (div, signed, bits) {
+        (false, false, 8) => run!("mul {s:l}"),
+        (false, true, 8) => run!("imul {s:l}"),
+        (false, false, 16) => run!("mul {s:x}"),
+        (false, true, 16) => run!("imul {s:x}"),
+        (false, false, _) => run!("mul {s:e}"),
+        (false, true, _) => run!("imul {s:e}"),
+        (true, false, 8) => run!("div {s:l}"),
+        (true, true, 8) => run!("idiv {s:l}"),
+        (true, false, 16) => run!("div {s:x}"),
+        (true, true, 16) => run!("idiv {s:x}"),
+        (true, false, _) => run!("div {s:e}"),
+        (true, true, _) => run!("idiv {s:e}"),
     }
     merge(flags, f)
+}
+
+/// SHR or SAR (`op`) of `v` (`bits` wide) by `count` (masked, not 0): the result and
+/// flags. Their undefined flags on an Intel host (AF = 0, OF as for a count of 1) are
+/// what `alu::shift` computes without the host's slow `popfq` (checked by dbt's
+/// undefined.rs); an AMD host's differ (AF set, OF clear for larger counts) and are
+/// asked of it (see `amd_like`).
+pub fn shift_right(op: Shift, v: u32, count: u32, bits: u32, flags: u32) -> (u32, u32) {
+    if amd_like() {
+        shift(op, v, count as u8, bits, flags)
+    } else {
+        crate::alu::shift(op, v, count, bits, flags).unwrap_or((v, flags))
+    }
 }
 
 /// The flags after two- or three-operand `imul` of `a` by `b` (16 or 32 bits).

@@ -3,7 +3,7 @@
 use iced_x86::{Mnemonic as M, OpKind};
 
 use super::{Ctx, Flow, Res, ea, get_reg, invalid, op_bits, read_sized, set_arith, write_sized};
-use crate::alu::{self, Shift, mask};
+use crate::alu::{Shift, mask};
 use crate::host;
 use crate::state::flags::CF;
 
@@ -28,12 +28,8 @@ pub(super) fn bits(c: &mut Ctx<'_>) -> Res<Flow> {
             // A zero count (masked to 5 bits) changes nothing; any other runs on the
             // host, whose undefined flags the translated instruction gives too.
             if count & 0x1f != 0 {
-                // SHR and SAR: an Intel host's undefined flags (AF = 0, OF as for a count
-                // of 1) are what `alu::shift` computes (checked by dbt's undefined.rs), and
-                // the Rust path spares the host's slow `popfq`; an AMD host's differ (AF
-                // set, OF clear for larger counts) and are asked of it.
-                let (r, f) = if matches!(op, Shift::Shr | Shift::Sar) && !host::amd_like() {
-                    alu::shift(op, a, count, bits, c.cpu.eflags).unwrap_or((a, c.cpu.eflags))
+                let (r, f) = if matches!(op, Shift::Shr | Shift::Sar) {
+                    host::shift_right(op, a, count, bits, c.cpu.eflags)
                 } else if ins.op_count() == 2 && ins.op_kind(1) != OpKind::Register {
                     host::shift_imm(op, a, count as u8, bits, c.cpu.eflags, ins.op_kind(0) == OpKind::Memory)
                 } else {

@@ -581,16 +581,13 @@ const SHR: u8 = 1;
 const SAR: u8 = 2;
 
 /// Shift `OP` of 32-bit `a` by `count` (masked, not 0), as `bits` computes it: SHL on
-/// the host (for its undefined OF), SHR and SAR by `alu::shift` on an Intel host and on
-/// the host on an AMD one (see `host::amd_like`).
+/// the host (for its undefined OF), SHR and SAR by `host::shift_right`.
 #[inline(always)]
 fn shift<const OP: u8>(a: u32, count: u32, eflags: u32) -> (u32, u32) {
     match OP {
         SHL => host::shift(Shift::Shl, a, count as u8, 32, eflags),
-        SHR if host::amd_like() => host::shift(Shift::Shr, a, count as u8, 32, eflags),
-        SAR if host::amd_like() => host::shift(Shift::Sar, a, count as u8, 32, eflags),
-        SHR => alu::shift(Shift::Shr, a, count, 32, eflags).unwrap_or((a, eflags)),
-        _ => alu::shift(Shift::Sar, a, count, 32, eflags).unwrap_or((a, eflags)),
+        SHR => host::shift_right(Shift::Shr, a, count, 32, eflags),
+        _ => host::shift_right(Shift::Sar, a, count, 32, eflags),
     }
 }
 
