@@ -8,9 +8,9 @@ use crate::slots::NO_FRAME;
 impl Engine {
     /// Patches site `site` of translation `from` to jump straight to the translation of
     /// `target`, if there is one and the key agrees: on the same page (same frame) to its
-    /// body or chain entry; on another page to its far entry, whose key slot is set to
+    /// body or chain entry; on another page to its far entry, whose key is set to
     /// this mapping's tag and `target`, so that the edge is taken only while they hold
-    /// (see `runtime::far_entry`).
+    /// (see `runtime::prologue`).
     pub(crate) fn try_chain(&mut self, from: u32, site: usize, target: u32, mem: &AddressSpace) {
         let f = &self.trans[from as usize];
         if !f.alive {
@@ -41,7 +41,9 @@ impl Engine {
             let key = crate::runtime::jc_key(self.jc.tag, target).wrapping_neg();
             let dest = t.start + crate::runtime::FAR_ENTRY;
             let rel = (dest as i64 - (field as i64 + 4)) as i32;
-            if self.code.patch(t.start, &key.to_le_bytes()) && self.code.patch(field, &rel.to_le_bytes()) {
+            if self.code.patch(t.start + crate::runtime::FAR_KEY_AT, &key.to_le_bytes())
+                && self.code.patch(field, &rel.to_le_bytes())
+            {
                 self.stats.chain_patches += 1;
                 self.stats.far_chains += 1;
             }

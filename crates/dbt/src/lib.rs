@@ -276,8 +276,11 @@ pub struct Engine {
 impl Engine {
     /// A new engine; fails if the host refuses the code buffer (a memfd mapped twice).
     pub fn new(cfg: EngineConfig) -> std::io::Result<Engine> {
+        let mut fault_map = Box::<FaultMap>::default();
         if cfg.translate {
             runtime::install_fault_handler();
+            fault_map.budget_guard = runtime::budget_guard()
+                .ok_or_else(|| std::io::Error::other("the host refused the budget region (16 MiB of address space)"))?;
         }
         let cap = cfg.tc_size.max(MIN_TC_SIZE);
         let tcache = match &cfg.tcache_dir {
@@ -307,7 +310,7 @@ impl Engine {
             ras: ras::ReturnStack::new()?,
             ras_tag: 0,
             ras_resets: 0,
-            fault_map: Box::default(),
+            fault_map,
             stats: EngineStats::default(),
             clock: Clock::new(),
             ticks: clock::Ticks::default(),

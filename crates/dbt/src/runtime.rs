@@ -10,7 +10,7 @@
 //! | r14d | VA of the current block's page | every EIP-dependent value is derived from it; constant along chains (they stay in the page) |
 //! | r15 | `*mut JitState` | |
 //! | r11 | jump-cache hits since entry in the low 24 bits, guest instructions completed above them | counted with flag-free `lea`s (a counter in memory put a store-to-load chain on every return; a hit is `lea r11, [r11 + 1]`) |
-//! | r10 | backward chains and jump-cache hits left before returning to the dispatcher | counted down without touching flags |
+//! | r10 | the budget pointer: backward chains and jump-cache hits step it through a readable region towards its guard page, whose fault ends the run ([`budget_guard`]) | stepped with a flag-free `lea` |
 //! | r13, r8, r9 | scratch | |
 //! | rsp | the return stack ([`crate::ras`]) | host call/return pairs for guest call/return; the dispatcher's rsp is in the state block |
 //! | gs base | the process window | a guest address `a` is `gs:[a]` with a 32-bit address size |
@@ -36,8 +36,8 @@ pub struct JitState {
     pub page_va: u32,
     /// Why translated code returned (`EXIT_*`).
     pub exit: u32,
-    /// Chained block entries allowed before translated code returns (r10 counts them
-    /// down; see [`chain_check`]).
+    /// r10, the budget pointer: the guard page's address minus the chained block entries
+    /// allowed before translated code returns (see [`budget_guard`]).
     pub limit: u64,
     /// r11: indirect branches resolved by the jump cache in the low [`ICOUNT_SHIFT`]
     /// bits, instructions completed above them (see [`split_count`]).
@@ -341,49 +341,58 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
 }
 
-/// Bytes before a translation's far entry: the 8-byte key of the one chained edge from
-/// another page it last accepted, then the budget exit stub (see [`prologue`]).
-pub const FAR_KEY_BYTES: usize = 8;
-/// Offset of the far entry in a translation.
-pub const FAR_ENTRY: usize = FAR_KEY_BYTES + 8;
+/// Offset of the far entry in a translation (after the budget exit stub).
+pub const FAR_ENTRY: usize = 5;
+/// Offset in a translation of the far entry's key: the 64-bit immediate of its `mov rcx,
+/// imm64`, which the dispatcher patches when it chains an edge from another page.
+pub const FAR_KEY_AT: usize = FAR_ENTRY + 5;
 /// Bytes of the chain entry's budget check, between the jump-cache entry and the body.
-pub const CHAIN_CHECK_BYTES: usize = 15;
+pub const CHAIN_CHECK_BYTES: usize = 8;
+/// Offset in a translation of the budget check's load, which faults on the guard page
+/// when the budget is spent (the fault handler then resumes at the budget exit, offset
+/// 0).
+pub const BUDGET_TRAP: usize = FAR_ENTRY + 38 + JC_ENTRY_BYTES + 4;
+/// The budget check's load, `movzx r8d, byte [r10]`, as the fault handler expects to
+/// find it at a budget fault.
+const BUDGET_LOAD: [u8; 4] = [0x45, 0x0f, 0xb6, 0x02];
 
-/// What every translation starts with, after its 8-byte far key slot: the entries other
-/// than its body, all without touching the guest's flags (which live in EFLAGS across
-/// chained jumps), in this order, so that each falls into the next and the body follows
-/// with no jump:
+/// What every translation starts with: the entries other than its body, all without
+/// touching the guest's flags (which live in EFLAGS across chained jumps), in this order,
+/// so that each falls into the next and the body follows with no jump:
 ///
-/// - `out: mov rcx, r8; jmp <rel32>` — the budget exit (to the block's stub that leaves
-///   with EIP at its start);
-/// - the *far entry*, where chained edges from other pages enter with the target EIP in
-///   r13d: it checks that the key slot holds `-(tag << 32 | EIP)` for the current
-///   jump-cache tag (`mov rcx, [slot]; lea rcx, [rcx + r13]; lea rcx, [rcx + tag];
-///   jrcxz`); any other tag or EIP (another mapping, a mapping changed, a translation
-///   dropped, the same code at another address) goes to the shared jump-cache lookup
-///   instead. The dispatcher writes the slot when it chains an edge from another page
-///   to this translation (`Engine::try_chain`): like the Crusoe's interpage prologue (US
+/// - `out: jmp <rel32>` — the budget exit (to the block's stub that leaves with EIP at
+///   its start);
+/// - the *far entry* ([`FAR_ENTRY`]), where chained edges from other pages enter with
+///   the target EIP in r13d: it checks that its key, the immediate at [`FAR_KEY_AT`],
+///   is `-(tag << 32 | EIP)` for the current jump-cache tag (`mov rcx, key; lea rcx,
+///   [rcx + r13]; lea rcx, [rcx + tag]; jrcxz`, the guest's rcx kept in r8); any other
+///   tag or EIP (another mapping, a mapping changed, a translation dropped, the same
+///   code at another address) goes to the shared jump-cache lookup instead. The
+///   dispatcher writes the key when it chains an edge from another page to this
+///   translation (`Engine::try_chain`): like the Crusoe's interpage prologue (US
 ///   6,845,353), a chained edge into another page is checked on entry, here against the
-///   jump cache's tag, which changes whenever what any page maps may have changed;
+///   jump cache's tag, which changes whenever what any page maps may have changed. The
+///   key is an immediate, not a data slot beside the code: a load from the code's own
+///   line cost a data-cache line and a data-TLB entry for every page of code entered
+///   from afar;
 /// - the *jump-cache entry* ([`jc_entry`]), where jump-cache hits and checked far edges
 ///   continue with the EIP in r13d: `lea r14d, [r13 - page_off]` sets r14d to the page;
 /// - the *chain entry*, where backward chained edges in the page enter (r14d already
-///   right): the budget check, `mov r8, rcx; lea rcx, [r10-1]; mov r10, rcx; jrcxz out;
-///   mov rcx, r8` — the count goes through rcx for `jrcxz` while r8 keeps the guest's rcx
-///   (plain `mov`s, which the host renames away; `xchg` put two dependent operations on
-///   the guest's rcx and on the count per loop iteration).
+///   right): the budget check, `lea r10, [r10 + 1]; movzx r8d, byte [r10]` — two
+///   instructions, no branch, no flags: r10 walks a readable region towards a guard page
+///   and the load that reaches the guard faults ([`budget_guard`]); the fault handler
+///   resumes at `out`. (A count in rcx for `jrcxz` took five instructions and a branch,
+///   the guest's rcx parked in r8 around it.)
 ///
-/// Returns the bytes (placed at [`FAR_KEY_BYTES`]), the offsets in them of the rel32 to
-/// the budget exit and of the rel32 to the shared lookup, and of the chain entry.
-pub fn prologue(page_off: u32) -> ([u8; 65], usize, usize, usize) {
+/// Returns the bytes (placed at the translation's start), the offsets in them of the
+/// rel32 to the budget exit and of the rel32 to the shared lookup, and of the chain entry.
+pub fn prologue(page_off: u32) -> ([u8; 58], usize, usize, usize) {
     let d = (page_off as i32).wrapping_neg().to_le_bytes();
-    const SLOT: i32 = -((FAR_ENTRY + 3 + 7) as i32);
-    let s = SLOT.to_le_bytes();
+    let [l0, l1, l2, l3] = BUDGET_LOAD;
     let code = [
-        0x4c, 0x89, 0xc1, // out: mov rcx, r8
-        0xe9, 0, 0, 0, 0, // jmp the budget exit
+        0xe9, 0, 0, 0, 0, // out: jmp the budget exit
         0x49, 0x89, 0xc8, // far: mov r8, rcx
-        0x48, 0x8b, 0x0d, s[0], s[1], s[2], s[3], // mov rcx, [rip - to the slot]
+        0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, // mov rcx, key
         0x4a, 0x8d, 0x0c, 0x29, // lea rcx, [rcx + r13]
         0x4d, 0x8b, 0x4f, 0x78, // mov r9, [r15 + jc_tag]
         0x4a, 0x8d, 0x0c, 0x09, // lea rcx, [rcx + r9]
@@ -392,13 +401,58 @@ pub fn prologue(page_off: u32) -> ([u8; 65], usize, usize, usize) {
         0xe9, 0, 0, 0, 0, // jmp the shared lookup
         0x4c, 0x89, 0xc1, // ok: mov rcx, r8
         0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], // jc: lea r14d, [r13 - page_off]
-        0x49, 0x89, 0xc8, // chain: mov r8, rcx
-        0x49, 0x8d, 0x4a, 0xff, // lea rcx, [r10-1]
-        0x49, 0x89, 0xca, // mov r10, rcx
-        0xe3, 0xc2, // jrcxz out (-62)
-        0x4c, 0x89, 0xc1, // mov rcx, r8
+        0x4d, 0x8d, 0x52, 0x01, // chain: lea r10, [r10 + 1]
+        l0, l1, l2, l3, // movzx r8d, byte [r10]
     ];
-    (code, 4, 36, 50)
+    (code, 1, 36, 50)
+}
+
+/// Bytes of the budget region's readable part: [`MAX_LIMIT`] fits.
+const BUDGET_REGION: usize = 1 << ICOUNT_SHIFT;
+
+/// The address of the budget guard page: an inaccessible page after [`BUDGET_REGION`]
+/// readable bytes. A run allowed `n` chained entries starts with r10 at `guard - n`; each
+/// entry steps r10 and reads the byte there, and the `n`-th reads the guard. The region
+/// is never written: its pages are the kernel's zero page, so the loads hit a few cache
+/// lines, and they are huge pages where the host allows (`MADV_HUGEPAGE`, and it is 2 MiB
+/// aligned): a run of a million entries walks a megabyte, which as 4 KiB pages cost a
+/// page fault and a TLB miss every 4096 entries. One region serves every engine and
+/// thread (it holds no state: r10 does). `None` if the host refused the mapping.
+pub fn budget_guard() -> Option<usize> {
+    static GUARD: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *GUARD.get_or_init(|| {
+        const HUGE: usize = 2 << 20;
+        let len = BUDGET_REGION + HUGE + 4096;
+        // SAFETY: a fresh private anonymous mapping that nothing else refers to; a 2 MiB
+        // aligned part of it is then made readable. It is never unmapped.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return None;
+            }
+            let start = (p as usize).next_multiple_of(HUGE);
+            if libc::mprotect(start as *mut libc::c_void, BUDGET_REGION, libc::PROT_READ) != 0 {
+                libc::munmap(p, len);
+                return None;
+            }
+            // Advice only: without huge pages the region still works.
+            libc::madvise(start as *mut libc::c_void, BUDGET_REGION, libc::MADV_HUGEPAGE);
+            Some(start + BUDGET_REGION)
+        }
+    })
+}
+
+/// The value of r10 (`JitState::limit`) for a run allowed `entries` chained entries
+/// (clamped to `1..=MAX_LIMIT`), with the region's guard at `guard`.
+pub fn budget_pointer(guard: usize, entries: u64) -> u64 {
+    guard as u64 - entries.clamp(1, MAX_LIMIT)
 }
 
 // ----- the process window and host faults -------------------------------------------
@@ -434,6 +488,8 @@ pub struct FaultMap {
     pub exit_common: usize,
     /// Host address of the guest window.
     pub window: usize,
+    /// Host address of the budget guard page ([`budget_guard`]).
+    pub budget_guard: usize,
     /// The state block of the running translation.
     pub state: *mut JitState,
     /// The address space whose window the running translation uses: a fault on a page
@@ -497,7 +553,19 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             libc::sigaction(sig, &sa, std::ptr::null_mut());
             return;
         };
-        let addr = ((*info).si_addr() as usize).wrapping_sub(map.window);
+        let host_addr = (*info).si_addr() as usize;
+        // The budget check's load reached the guard page: the run's budget is spent. The
+        // translation leaves through its budget exit (`prologue`), as the check's branch
+        // did.
+        if sig == libc::SIGSEGV
+            && host_addr.wrapping_sub(map.budget_guard) < 4096
+            && pc - map.code_base >= BUDGET_TRAP
+            && std::slice::from_raw_parts(pc as *const u8, BUDGET_LOAD.len()) == BUDGET_LOAD
+        {
+            gregs[libc::REG_RIP as usize] = (pc - BUDGET_TRAP) as i64;
+            return;
+        }
+        let addr = host_addr.wrapping_sub(map.window);
         // Resolved in place, the access is retried: a page not hosted yet, or a write to
         // a copy-on-write page (x86 page-fault error code bit 1: a write), or both at
         // once (a first store to a page shared since a fork: one signal, not two). Translated
@@ -586,16 +654,14 @@ mod tests {
         let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(
             show(&p),
-            "mov rcx,r8; jmp 8; mov r8,rcx; mov rcx,[0FFFFFFFFFFFFFFF8h]; lea rcx,[rcx+r13]; \
+            "jmp 5; mov r8,rcx; mov rcx,0; lea rcx,[rcx+r13]; \
              mov r9,[r15+78h]; lea rcx,[rcx+r9]; jrcxz 0000000000000028h; mov rcx,r8; jmp 0000000000000028h; \
-             mov rcx,r8; lea r14d,[r13-10h]; mov r8,rcx; lea rcx,[r10-1]; mov r10,rcx; jrcxz 0; mov rcx,r8"
+             mov rcx,r8; lea r14d,[r13-10h]; lea r10,[r10+1]; movzx r8d,byte ptr [r10]"
         );
         assert_eq!((p[budget_rel - 1], p[lookup_rel - 1]), (0xe9, 0xe9));
+        assert_eq!(&p[FAR_KEY_AT - 2..FAR_KEY_AT], &[0x48, 0xb9], "the key is mov rcx's immediate");
         assert_eq!(p.len() - chain, CHAIN_CHECK_BYTES);
-        assert_eq!(
-            chain - JC_ENTRY_BYTES,
-            FAR_ENTRY + 35 - FAR_KEY_BYTES,
-            "the jump-cache entry follows the far entry"
-        );
+        assert_eq!(&p[BUDGET_TRAP..BUDGET_TRAP + 4], &BUDGET_LOAD);
+        assert_eq!(chain - JC_ENTRY_BYTES, FAR_ENTRY + 38, "the jump-cache entry follows the far entry");
     }
 }

@@ -135,7 +135,7 @@ impl Emitter {
     /// The rel32 field at `rel` (of a `jmp`, `jcc` or `call` just emitted) goes to `delta`
     /// bytes from the block start: a chain site in the page; for another page an
     /// out-of-line `lea r13d, [target]` and a site of its own, chained to the target's far
-    /// entry, which checks the mapping (`runtime::far_entry`).
+    /// entry, which checks the mapping (`runtime::prologue`).
     pub(super) fn branch_field(&mut self, rel: usize, delta: i32) {
         if self.in_page(delta) {
             self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });

@@ -21,8 +21,8 @@
 //!   translation (its body for a forward edge, its budget check for a backward one), so
 //!   a chained loop runs guest code, `lea`, `jcc` and the check;
 //! - a direct edge to another page is a site too, after `lea r13d, [target]`, chained to
-//!   the target's *far entry* (`runtime::far_entry`: the 8-byte key slot and the check
-//!   at the start of every translation), which checks the mapping's tag and the EIP;
+//!   the target's *far entry* (`runtime::prologue`: the key and the check at the
+//!   start of every translation), which checks the mapping's tag and the EIP;
 //! - indirect jumps, indirect calls and returns go through the jump cache
 //!   ([`glue::indirect_lookup`]) with the target in r13d;
 //! - `int 0x80` leaves with a system-call exit.
@@ -158,12 +158,10 @@ pub fn translate_decoded(
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
-    // The far entry's key slot, the budget exit, the far entry, the jump-cache entry and
-    // the chain entry (see `runtime::prologue`); the body follows.
-    e.bytes(&[0; runtime::FAR_KEY_BYTES]);
+    // The budget exit, the far entry, the jump-cache entry and the chain entry (see
+    // `runtime::prologue`); the body follows.
     let (prologue, budget_rel, lookup_rel, entry) = runtime::prologue(e.page_off);
-    e.fixups.push((runtime::FAR_KEY_BYTES + lookup_rel, Fixup::Lookup));
-    let (budget_rel, entry) = (runtime::FAR_KEY_BYTES + budget_rel, runtime::FAR_KEY_BYTES + entry);
+    e.fixups.push((lookup_rel, Fixup::Lookup));
     e.bytes(&prologue);
     let body = e.code.len();
     debug_assert_eq!(runtime::jc_entry(body), entry - runtime::JC_ENTRY_BYTES);
