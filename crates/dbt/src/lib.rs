@@ -213,7 +213,8 @@ pub struct EngineStats {
     /// across processes (possible under the `virtual` and `physical` keys).
     pub foreign_hits: u64,
     /// Returns from translated code to the dispatcher, by reason: unchained direct
-    /// branch, indirect branch (jump-cache miss), budget, system call, host fault, helper.
+    /// branch, indirect branch (jump-cache miss), system call, host fault, budget, helper
+    /// (`EXIT_*` - 1).
     pub exits: [u64; 6],
 }
 

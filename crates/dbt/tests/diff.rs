@@ -294,6 +294,51 @@ fn unrolled_loops_exit_from_every_copy() {
     }
 }
 
+/// A chained loop under small budgets: translated code leaves at the budget guard
+/// (`runtime::budget_guard`, a host fault on the guard page turned into the budget exit)
+/// again and again, each slice ends at the same instruction count in two runs, and the
+/// final state is the interpreter's.
+#[test]
+fn budget_exits_end_chained_loops_deterministically() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    let mut top = a.create_label();
+    let mut inner = a.create_label();
+    a.mov(ecx, 20_000u32).unwrap();
+    a.xor(eax, eax).unwrap();
+    a.set_label(&mut top).unwrap();
+    a.mov(edx, 3u32).unwrap();
+    a.set_label(&mut inner).unwrap();
+    a.add(eax, edx).unwrap();
+    a.dec(edx).unwrap();
+    a.jnz(inner).unwrap();
+    a.add(dword_ptr(ebx + 8), eax).unwrap();
+    a.dec(ecx).unwrap();
+    a.jnz(top).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    let slices = |translate: bool| {
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = engine(translate, KeyPolicy::Physical);
+        let mut counts = Vec::new();
+        loop {
+            match e.run(&mut cpu, &mut mem, 1, 300) {
+                Exit::Budget => counts.push(cpu.icount),
+                Exit::Syscall => break,
+                other => panic!("unexpected exit {other:?} at {:#x}", cpu.eip),
+            }
+            assert!(counts.len() < 100_000, "the loop never ended");
+        }
+        (cpu, mem.read_u32(DATA + 8).unwrap(), counts, e.stats().exits[4])
+    };
+    let (icpu, idata, _, _) = slices(false);
+    let (tcpu, tdata, counts, budget_exits) = slices(true);
+    let (_, _, counts2, _) = slices(true);
+    assert!(budget_exits > 10, "translated code left at the budget {budget_exits} times in {} slices", counts.len());
+    assert_eq!(counts, counts2, "slices end at the same instruction counts");
+    assert_eq!((tcpu.gpr, tcpu.eip, tdata), (icpu.gpr, icpu.eip, idata));
+    assert_eq!(tcpu.icount, icpu.icount);
+}
+
 #[test]
 fn a_block_longer_than_the_first_fetch() {
     // 70 five-byte instructions: past the interpreter's and the translator's first
