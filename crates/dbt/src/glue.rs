@@ -297,7 +297,8 @@ pub fn host_has_bmi2() -> bool {
 /// an indirect exit and leave through the `jmp rel32` at the end (to `exit_common`).
 ///
 /// The guest flags stay live in EFLAGS across it and nothing here touches them: the
-/// index is folded with BMI2 `rorx`, `lea` and `movzx`, the key compared with `lea`
+/// index is folded with BMI2 `rorx`, `lea` and `movzx` (and doubled: an entry is 16
+/// bytes, addressed with scale 8), the key compared with `lea`
 /// (`tag << 32 | target` plus the entry's negated key: zero iff equal; the tag half is
 /// summed while the entry loads) and `jrcxz`, and the hit counter incremented with one
 /// `lea` (the low bits of r11). The entries are addressed from r15 (`runtime::JitFrame`),
@@ -318,6 +319,7 @@ pub fn indirect_lookup() -> &'static [u8] {
                     ; rorx r9d, r13d, 16
                     ; lea r9d, [r9 + r13]
                     ; movzx r9d, r9w
+                    ; lea r9d, [r9 + r9] // 16-byte entries, addressed in 8-byte units
                 );
             } else {
                 dynasm!(a
@@ -327,6 +329,7 @@ pub fn indirect_lookup() -> &'static [u8] {
                     ; shr r9d, 16
                     ; add r9d, r13d
                     ; and r9d, (JC_ENTRIES - 1) as i32
+                    ; add r9d, r9d // 16-byte entries, addressed in 8-byte units
                     ; popfq
                 );
             }

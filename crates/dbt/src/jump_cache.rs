@@ -100,8 +100,7 @@ impl JumpCache {
     #[inline]
     pub(crate) fn set(&mut self, va: u32, host: u64) {
         let i = runtime::jc_index(va);
-        self.frame.jc_keys[i] = jc_key(self.tag, va).wrapping_neg();
-        self.frame.jc_hosts[i] = host;
+        self.frame.jc[i] = runtime::JcEntry { key: jc_key(self.tag, va).wrapping_neg(), host };
     }
 
     /// Records that `page`'s translations are in the cache under the current tag;
@@ -121,7 +120,8 @@ mod tests {
     /// What translated code's lookup finds for `va` under the current tag.
     fn hit(jc: &JumpCache, va: u32) -> Option<u64> {
         let i = runtime::jc_index(va);
-        (jc.frame.jc_keys[i].wrapping_neg() == jc_key(jc.tag, va)).then_some(jc.frame.jc_hosts[i])
+        let e = jc.frame.jc[i];
+        (e.key.wrapping_neg() == jc_key(jc.tag, va)).then_some(e.host)
     }
 
     #[test]
@@ -159,6 +159,6 @@ mod tests {
         jc.last_tag = u32::MAX;
         jc.select((2, 0));
         assert!(jc.tag != 0 && jc.tag < 4, "restarted");
-        assert!(jc.frame.jc_keys.iter().chain(jc.frame.jc_hosts.iter()).all(|&w| w == 0), "every entry reset");
+        assert!(jc.frame.jc.iter().all(|e| *e == runtime::JcEntry::default()), "every entry reset");
     }
 }

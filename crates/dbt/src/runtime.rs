@@ -94,23 +94,34 @@ pub struct JitState {
 }
 
 /// What r15 points at while translated code runs: the state block, then the jump
-/// cache's two arrays, so that a lookup addresses an entry as `[r15 + index * 8 +
-/// JC_KEYS]` with no base register to load. Entry `i` is a guest block start under a
-/// tag, `jc_keys[i] = -(tag << 32 | guest VA)` (the lookup adds `tag << 32 | target` and
-/// tests for zero), and the host address translated code enters it at,
-/// `jc_hosts[i]` (its jump-cache entry, see [`jc_entry`]). The tag names the mapping the
+/// cache's entries, so that a lookup addresses entry `i` as `[r15 + 2i * 8 + JC_KEYS]`
+/// with no base register to load. Entry `i` is a guest block start under a tag, its key
+/// `-(tag << 32 | guest VA)` (the lookup adds `tag << 32 | target` and tests for zero)
+/// beside the host address translated code enters it at (its jump-cache entry, see
+/// [`jc_entry`]): one 16-byte entry, so that a lookup touches one cache line (with the
+/// keys and the hosts in two arrays it touched two, and an interpreter's dispatch
+/// through a few hundred targets missed in the data cache on both: stop 25). The tag names the mapping the
 /// entry was made under (the engine gives one to each address-space mapping it runs, see
 /// `AddressSpace::mapping_id`), so entries of several processes live side by side and a
 /// process switch changes only the tag in [`JitState::jc_tag`]: an entry hits only for
 /// the tag it was made under. Tag 0 is never current: an empty entry (all zero) never
-/// hits. Allocated zeroed ([`JitFrame::new`]): the host gives the 1 MiB as zero pages
+/// hits. Allocated zeroed ([`JitFrame::allocate`]): the host gives the 1 MiB as zero pages
 /// when first touched, so an engine that runs little code neither writes nor faults in
 /// most of it.
 #[repr(C)]
 pub struct JitFrame {
     pub state: JitState,
-    pub jc_keys: [u64; JC_ENTRIES],
-    pub jc_hosts: [u64; JC_ENTRIES],
+    pub jc: [JcEntry; JC_ENTRIES],
+}
+
+/// One jump-cache entry (see [`JitFrame`]).
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct JcEntry {
+    /// `-(tag << 32 | guest VA)`; 0 when empty.
+    pub key: u64,
+    /// The host address of the translation's jump-cache entry.
+    pub host: u64,
 }
 
 /// The one `JitFrame` of an engine, in its own zero-page mapping.
@@ -129,10 +140,10 @@ impl std::ops::DerefMut for JitFrameBox {
     }
 }
 
-/// Offset of `JitFrame::jc_keys` from r15.
-pub const JC_KEYS: i32 = std::mem::offset_of!(JitFrame, jc_keys) as i32;
-/// Offset of `JitFrame::jc_hosts` from r15.
-pub const JC_HOSTS: i32 = std::mem::offset_of!(JitFrame, jc_hosts) as i32;
+/// Offset of the first entry's key from r15.
+pub const JC_KEYS: i32 = std::mem::offset_of!(JitFrame, jc) as i32;
+/// Offset of the first entry's host address from r15.
+pub const JC_HOSTS: i32 = JC_KEYS + std::mem::offset_of!(JcEntry, host) as i32;
 
 impl JitFrame {
     /// A frame with the default state and an empty jump cache, in pages of its own
@@ -147,8 +158,7 @@ impl JitFrame {
 
     /// Empties every jump-cache entry.
     pub fn clear_jc(&mut self) {
-        self.jc_keys.fill(0);
-        self.jc_hosts.fill(0);
+        self.jc.fill(JcEntry::default());
     }
 }
 
