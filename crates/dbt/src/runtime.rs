@@ -100,14 +100,14 @@ pub struct JitState {
 /// beside the host address translated code enters it at (its jump-cache entry, see
 /// [`jc_entry`]): one 16-byte entry, so that a lookup touches one cache line (with the
 /// keys and the hosts in two arrays it touched two, and an interpreter's dispatch
-/// through a few hundred targets missed in the data cache on both: stop 25). The tag names the mapping the
-/// entry was made under (the engine gives one to each address-space mapping it runs, see
-/// `AddressSpace::mapping_id`), so entries of several processes live side by side and a
-/// process switch changes only the tag in [`JitState::jc_tag`]: an entry hits only for
-/// the tag it was made under. Tag 0 is never current: an empty entry (all zero) never
-/// hits. Allocated zeroed ([`JitFrame::allocate`]): the host gives the 1 MiB as zero pages
-/// when first touched, so an engine that runs little code neither writes nor faults in
-/// most of it.
+/// through a few hundred targets missed in the data cache on both: stop 25). The tag
+/// names the mapping the entry was made under (the engine gives one to each
+/// address-space mapping it runs, see `AddressSpace::mapping_id`), so entries of several
+/// processes live side by side and a process switch changes only the tag in
+/// [`JitState::jc_tag`]: an entry hits only for the tag it was made under. Tag 0 is
+/// never current: an empty entry (all zero) never hits. Allocated zeroed
+/// ([`JitFrame::allocate`]): the host gives the 1 MiB as zero pages when first touched,
+/// so an engine that runs little code neither writes nor faults in most of it.
 #[repr(C)]
 pub struct JitFrame {
     pub state: JitState,

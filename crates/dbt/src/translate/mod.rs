@@ -24,7 +24,7 @@
 //!   the target's *far entry* (`runtime::prologue`: the key and the check at the
 //!   start of every translation), which checks the mapping's tag and the EIP;
 //! - indirect jumps, indirect calls and returns go through the jump cache
-//!   ([`glue::indirect_lookup`]) with the target in r13d;
+//!   (`glue::indirect_lookup`) with the target in r13d;
 //! - `int 0x80` leaves with a system-call exit.
 //!
 //! String instructions run as the host's own with RSI/RDI made host addresses (see
