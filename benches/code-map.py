@@ -182,4 +182,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except BrokenPipeError:  # output piped into `head`
+        sys.stderr.close()
+        sys.exit(0)
