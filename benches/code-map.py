@@ -43,9 +43,9 @@ def load(path):
     return out
 
 
-def disasm(t, hot):
+def objdump(t):
+    """objdump's lines for translation `t`'s host code, at its code-buffer offsets."""
     off, size, eip, pa, code = t
-    print(f"== guest {eip:08x} (pa {pa:x}), host offset {off:x}, {size} bytes")
     with tempfile.NamedTemporaryFile() as f:
         f.write(code)
         f.flush()
@@ -55,7 +55,13 @@ def disasm(t, hot):
             text=True,
             check=True,
         )
-    for line in r.stdout.splitlines()[7:]:
+    return r.stdout.splitlines()[7:]
+
+
+def disasm(t, hot):
+    off, size, eip, pa, code = t
+    print(f"== guest {eip:08x} (pa {pa:x}), host offset {off:x}, {size} bytes")
+    for line in objdump(t):
         addr = line.split(":")[0].strip()
         try:
             mark = ">>" if int(addr, 16) in hot else "  "
@@ -66,18 +72,8 @@ def disasm(t, hot):
 
 def instructions(t):
     """[(host offset, text)] of translation `t`, operands' numbers replaced by N."""
-    off, size, eip, pa, code = t
-    with tempfile.NamedTemporaryFile() as f:
-        f.write(code)
-        f.flush()
-        r = subprocess.run(
-            ["objdump", "-D", "-b", "binary", "-mi386:x86-64", f"--adjust-vma={off}", f.name],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
     out = []
-    for line in r.stdout.splitlines()[7:]:
+    for line in objdump(t):
         parts = line.split("\t")
         if len(parts) >= 3 and parts[0].strip().endswith(":"):
             out.append((int(parts[0].strip()[:-1], 16), re.sub(r"-?0x[0-9a-f]+", "N", parts[2].strip())))

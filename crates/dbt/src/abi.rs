@@ -83,7 +83,7 @@ impl Engine {
             // Chained entries allowed: a block runs 1..=MAX_INSTRUCTIONS instructions, so
             // the slice ends after `budget` to MAX_INSTRUCTIONS × `budget` instructions
             // (typically a few times `budget`), with a single exit and deterministically.
-            st.limit = runtime::budget_pointer(self.fault_map.budget_guard, budget);
+            st.budget_ptr = runtime::budget_pointer(self.fault_map.budget_guard, budget);
             st.icount = 0;
             st.exit = 0;
             st.fs_base = cpu.seg_base[seg::FS];

@@ -29,7 +29,7 @@ const _: () = assert!(
         && off::EFLAGS == 36
         && off::PAGE_VA == 40
         && off::EXIT == 44
-        && off::LIMIT == 48
+        && off::BUDGET_PTR == 48
         && off::ICOUNT == 56
         && off::HELPER_K == 88
         && off::JC == 96
@@ -152,7 +152,7 @@ pub fn enter_trampoline() -> Vec<u8> {
             ; .arch x64
             ; mov r13, rsi
             ; mov r11, [r15 + 56] // icount
-            ; mov r10, [r15 + 48] // limit
+            ; mov r10, [r15 + 48] // budget_ptr
             ; mov eax, [r15 + 36] // eflags
             ; push rax
             ; popfq
@@ -216,7 +216,7 @@ fn helper_template() -> &'static HelperTemplate {
                 ; mov [r15 + 32], r13d // eip
                 ; mov [r15 + 40], r14d // page_va
                 ; mov [r15 + 56], r11 // icount
-                ; mov [r15 + 48], r10 // limit
+                ; mov [r15 + 48], r10 // budget_ptr
                 ; mov DWORD [r15 + 88], 0 // helper_k
             );
             at[0] = a.offset().0 - 4;
@@ -243,7 +243,7 @@ fn helper_template() -> &'static HelperTemplate {
             dynasm!(a
                 ; .arch x64
                 ; mov r11, [r15 + 56] // icount
-                ; mov r10, [r15 + 48] // limit
+                ; mov r10, [r15 + 48] // budget_ptr
             );
             fpu_load(a);
             load_gprs(a);

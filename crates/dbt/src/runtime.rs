@@ -38,7 +38,7 @@ pub struct JitState {
     pub exit: u32,
     /// r10, the budget pointer: the guard page's address minus the chained block entries
     /// allowed before translated code returns (see [`budget_guard`]).
-    pub limit: u64,
+    pub budget_ptr: u64,
     /// r11: indirect branches resolved by the jump cache in the low [`ICOUNT_SHIFT`]
     /// bits, instructions completed above them (see [`split_count`]).
     pub icount: u64,
@@ -204,7 +204,7 @@ impl Default for JitState {
             eflags: 0,
             page_va: 0,
             exit: 0,
-            limit: 0,
+            budget_ptr: 0,
             icount: 0,
             fs_base: 0,
             gs_base: 0,
@@ -242,8 +242,8 @@ pub mod off {
     pub const PAGE_VA: i32 = 40;
     /// `exit`.
     pub const EXIT: i32 = 44;
-    /// `limit`.
-    pub const LIMIT: i32 = 48;
+    /// `budget_ptr`.
+    pub const BUDGET_PTR: i32 = 48;
     /// `icount`.
     pub const ICOUNT: i32 = 56;
     /// `fs_base`.
@@ -302,7 +302,8 @@ pub const EXIT_HELPER: u32 = 6;
 pub const ICOUNT_SHIFT: u32 = 24;
 
 /// The most chained entries (checked edges and jump-cache hits) one entry into translated
-/// code allows (`JitState::limit`): the hits fit below [`ICOUNT_SHIFT`].
+/// code allows (`JitState::budget_ptr` starts at most that many bytes before the
+/// guard): the hits fit below [`ICOUNT_SHIFT`].
 pub const MAX_LIMIT: u64 = (1 << ICOUNT_SHIFT) - 1;
 
 /// r11 (`JitState::icount`) as (instructions completed, jump-cache hits).
@@ -353,6 +354,8 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
 
 /// Offset of the far entry in a translation (after the budget exit stub).
 pub const FAR_ENTRY: usize = 5;
+/// Bytes of the far entry's check, up to the jump-cache entry it falls into.
+const FAR_CHECK_BYTES: usize = 38;
 /// Offset in a translation of the far entry's key: the 64-bit immediate of its `mov rcx,
 /// imm64`, which the dispatcher patches when it chains an edge from another page.
 pub const FAR_KEY_AT: usize = FAR_ENTRY + 5;
@@ -361,7 +364,7 @@ pub const CHAIN_CHECK_BYTES: usize = 8;
 /// Offset in a translation of the budget check's load, which faults on the guard page
 /// when the budget is spent (the fault handler then resumes at the budget exit, offset
 /// 0).
-pub const BUDGET_TRAP: usize = FAR_ENTRY + 38 + JC_ENTRY_BYTES + 4;
+pub const BUDGET_TRAP: usize = FAR_ENTRY + FAR_CHECK_BYTES + JC_ENTRY_BYTES + 4;
 /// The budget check's load, `movzx r8d, byte [r10]`, as the fault handler expects to
 /// find it at a budget fault.
 const BUDGET_LOAD: [u8; 4] = [0x45, 0x0f, 0xb6, 0x02];
@@ -459,7 +462,7 @@ pub fn budget_guard() -> Option<usize> {
     })
 }
 
-/// The value of r10 (`JitState::limit`) for a run allowed `entries` chained entries
+/// The value of r10 (`JitState::budget_ptr`) for a run allowed `entries` chained entries
 /// (clamped to `1..=MAX_LIMIT`), with the region's guard at `guard`.
 pub fn budget_pointer(guard: usize, entries: u64) -> u64 {
     guard as u64 - entries.clamp(1, MAX_LIMIT)
@@ -618,7 +621,7 @@ mod tests {
         let s = JitState::default();
         let base = &s as *const _ as usize;
         assert_eq!(&s.eip as *const _ as usize - base, off::EIP as usize);
-        assert_eq!(&s.limit as *const _ as usize - base, off::LIMIT as usize);
+        assert_eq!(&s.budget_ptr as *const _ as usize - base, off::BUDGET_PTR as usize);
         assert_eq!(&s.icount as *const _ as usize - base, off::ICOUNT as usize);
         assert_eq!(&s.gs_base as *const _ as usize - base, off::GS_BASE as usize);
         assert_eq!(&s.exit_site as *const _ as usize - base, off::EXIT_SITE as usize);
@@ -672,6 +675,6 @@ mod tests {
         assert_eq!(&p[FAR_KEY_AT - 2..FAR_KEY_AT], &[0x48, 0xb9], "the key is mov rcx's immediate");
         assert_eq!(p.len() - chain, CHAIN_CHECK_BYTES);
         assert_eq!(&p[BUDGET_TRAP..BUDGET_TRAP + 4], &BUDGET_LOAD);
-        assert_eq!(chain - JC_ENTRY_BYTES, FAR_ENTRY + 38, "the jump-cache entry follows the far entry");
+        assert_eq!(chain - JC_ENTRY_BYTES, FAR_ENTRY + FAR_CHECK_BYTES, "the jump-cache entry follows the far entry");
     }
 }

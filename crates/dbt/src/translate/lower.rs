@@ -475,18 +475,18 @@ pub(super) fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruc
     let disp = ins.memory_displacement32();
     let seg = ins.memory_segment();
     let lea = ins.mnemonic() == M::Lea;
-    if !lea && (seg == Register::FS || seg == Register::GS) && index == Register::None {
+    let tls = !lea && (seg == Register::FS || seg == Register::GS);
+    let seg_off = if seg == Register::FS { off::FS_BASE } else { off::GS_BASE };
+    if tls && index == Register::None {
         // r13d = the guest segment base; the operand adds the offset: `[r13d + base +
         // disp]` (the address wraps at 32 bits as the guest's does). A TLS access
         // (`gs:[0x14]`, the stack protector's canary in every protected function) is
         // one load more than the guest's.
-        let seg_off = if seg == Register::FS { off::FS_BASE } else { off::GS_BASE };
         let b = cached(Seq::SegLoad(seg_off), || asm(|a| a.mov(r13d, dword_ptr(r15 + seg_off))))?;
         e.bytes(&b);
         set_mem(h, Register::R13D, base, 1, disp);
-    } else if !lea && (seg == Register::FS || seg == Register::GS) {
+    } else if tls {
         // r13d = offset + guest segment base, computed without touching the flags.
-        let seg_off = if seg == Register::FS { off::FS_BASE } else { off::GS_BASE };
         let l = Instruction::with2(
             Code::Lea_r32_m,
             Register::R13D,
