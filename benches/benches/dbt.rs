@@ -34,7 +34,10 @@ fn translate_speed(c: &mut Criterion) {
         true
     };
     g.bench_function("translate_decoded", |b| {
-        b.iter(|| morph_dbt::translate::translate_decoded(fetch, CODE, 0, 0, Default::default()).expect("translates"))
+        b.iter(|| {
+            morph_dbt::translate::translate_decoded(fetch, |_| None, CODE, 0, 0, Default::default())
+                .expect("translates")
+        })
     });
     // A block with an instruction left to the fallback helper (`cpuid`): each
     // translation emits the helper-call glue (`runtime::helper_call`).

@@ -78,6 +78,10 @@ struct RunArgs {
     /// returns) instead of the jump cache (dbt engine).
     #[arg(long)]
     ras: bool,
+    /// Do not check an indirect branch's predicted target inline: every indirect branch
+    /// takes the jump cache (dbt engine).
+    #[arg(long)]
+    no_ic: bool,
     /// Translation cache capacity: bytes with an optional K, M or G suffix, or `crusoe`
     /// (14 MiB, the Crusoe's); the whole cache is flushed when it is full (dbt engine).
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = morph_dbt::parse_tc_size)]
@@ -319,6 +323,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         threshold: a.threshold,
         chain: !a.no_chain,
         ras: a.ras,
+        predict: !a.no_ic,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
         tcache_dir: a.tcache_dir.clone(),
@@ -460,6 +465,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "threshold": a.threshold,
         "chain": !a.no_chain,
         "ras": a.ras,
+        "ic": !a.no_ic,
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
         "tcache_size": a.tcache_size,
@@ -527,6 +533,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "translated_guest_instructions": e.translated_guest_instructions,
             "helper_instructions": e.helper_instructions,
             "pc_thunks": e.pc_thunks,
+            "predicted_branches": e.predicted_branches,
             "host_faults": e.host_faults,
             "window_faults": e.window_faults,
             "blocks": e.blocks,

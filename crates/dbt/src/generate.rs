@@ -57,10 +57,12 @@ impl Engine {
     /// Translates the block at `eip` from the interpreter's decoded blocks (the same
     /// instructions both engines run; a cached block's bytes are decoded again, see
     /// `Interp::decoded_block`). The translation is numbered as the next one of the cache.
-    fn fetch_and_translate(&mut self, eip: u32, mem: &mut AddressSpace) -> Option<Made> {
+    fn fetch_and_translate(&mut self, eip: u32, frame: Frame, ctx: u32, mem: &mut AddressSpace) -> Option<Made> {
         let (interp, id, opts) = (&mut self.interp, self.trans.len() as u32, self.cfg.translate_options());
         let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
-        translate::translate_decoded(fetch, eip, helper as *const () as usize, id, opts).map(Made::from)
+        let (slots, index, policy) = (&self.slots, &self.index, self.cfg.key);
+        let predict = |block: u32| crate::slots::predicted_successor(slots, index, policy, eip, block, frame, ctx);
+        translate::translate_decoded(fetch, predict, eip, helper as *const () as usize, id, opts).map(Made::from)
     }
 
     /// Makes the translation of the block at `eip` (in `frame`) for `key`, process
@@ -79,13 +81,13 @@ impl Engine {
         let identity = self.cfg.key.identity(eip, frame, mem);
         let (mut made, mut origin) = match identity.and_then(|h| self.reuse(h, eip, max, mem)) {
             Some(m) => (m, Origin::Reused),
-            None => (self.fetch_and_translate(eip, mem)?, Origin::Translated),
+            None => (self.fetch_and_translate(eip, frame, ctx, mem)?, Origin::Translated),
         };
         if self.code.offset() + made.code.len() > self.code.capacity() {
             self.flush();
             // A translation's exits name it by its number, which the flush changed (and
             // the translations to copy from are gone).
-            (made, origin) = (self.fetch_and_translate(eip, mem)?, Origin::Translated);
+            (made, origin) = (self.fetch_and_translate(eip, frame, ctx, mem)?, Origin::Translated);
         }
         if origin == Origin::Translated {
             self.keep_translated(identity, eip, frame, &made, mem);
@@ -187,6 +189,7 @@ impl Engine {
             self.stats.translations += 1;
             self.stats.translated_guest_instructions += u64::from(made.instructions);
             self.stats.pc_thunks += u64::from(made.pc_thunks);
+            self.stats.predicted_branches += u64::from(made.predicted);
         }
         self.stats.helper_instructions += u64::from(made.fallbacks);
         self.fpu_live |= made.uses_fpu;

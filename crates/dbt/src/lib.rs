@@ -101,6 +101,9 @@ pub struct EngineConfig {
     /// the real-program suite the jump cache, whose per-site jumps the host predicts
     /// well, was as fast or faster (docs/engine.md).
     pub ras: bool,
+    /// Check the target an indirect branch had every time it was interpreted inline, and
+    /// jump to it directly (`--no-ic` turns it off; see `translate::Options::predict`).
+    pub predict: bool,
     /// Describe every translation in this file (`--code-map`): one line per translation,
     /// `<offset in the code buffer> <size> <guest EIP> <guest PA> <host code in hex>`,
     /// all hex. `perf report` names samples in translated code `memfd:morph-code` plus
@@ -119,7 +122,7 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The translator's switches under this configuration.
     pub fn translate_options(&self) -> translate::Options {
-        translate::Options { ras: self.ras }
+        translate::Options { ras: self.ras, predict: self.predict }
     }
 }
 
@@ -134,6 +137,7 @@ impl Default for EngineConfig {
             threshold: DEFAULT_THRESHOLD,
             chain: true,
             ras: false,
+            predict: true,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
             tcache_dir: None,
@@ -181,6 +185,9 @@ pub struct EngineStats {
     pub helper_instructions: u64,
     /// Calls of PC thunks translated inline (static count, new translations).
     pub pc_thunks: u64,
+    /// Translations whose closing indirect branch checks a predicted target inline
+    /// (static count, new translations; see `translate::Options::predict`).
+    pub predicted_branches: u64,
     /// Host faults inside translated code that left it (a guest fault, code written,
     /// an instruction re-run by the interpreter).
     pub host_faults: u64,

@@ -28,6 +28,8 @@ pub(crate) struct Made {
     pub(crate) uses_fpu: bool,
     /// Calls of PC thunks done inline (0 for a translation loaded from a `tcache`).
     pub(crate) pc_thunks: u32,
+    /// Whether its closing indirect branch checks a predicted target inline.
+    pub(crate) predicted: bool,
 }
 
 impl From<translate::Translated> for Made {
@@ -47,6 +49,7 @@ impl From<translate::Translated> for Made {
             fallbacks: t.fallbacks,
             uses_fpu: t.uses_fpu,
             pc_thunks: t.pc_thunks,
+            predicted: t.predicted,
         }
     }
 }

@@ -3,11 +3,12 @@
 //! dispatch's slot that saves the index probe on most dispatches.
 
 use morph_cpu::CachedBlock;
-use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
+use morph_mem::{AddressSpace, Frame, PAGE_SHIFT, PAGE_SIZE};
+use rustc_hash::FxHashMap;
 use std::num::NonZeroU32;
 
 use crate::Engine;
-use crate::key::Key;
+use crate::key::{Key, KeyPolicy};
 
 /// No slot (an unset prediction).
 pub(crate) const NO_SLOT: u32 = u32::MAX;
@@ -153,6 +154,31 @@ impl Engine {
     pub(crate) fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
         self.index.get(&key).and_then(|&i| self.slots[i as usize].live).filter(|l| l.frame == frame)
     }
+}
+
+/// Interpretations of a block, at least, before its one successor counts as a
+/// prediction.
+const PREDICT_AFTER: u32 = 4;
+
+/// The page offset of the target predicted for the indirect branch that ends the
+/// interpreter's block at `block`, in the translation at `eip` (made from `frame` for
+/// process `ctx`): the one successor the block has had, over its last
+/// [`PREDICT_AFTER`] or more interpretations, if that is in the same page (`slots`
+/// keep the last two distinct successors of each key, see `dispatch_slot`). Every key
+/// policy's key is a page's identity above the page offset.
+pub(crate) fn predicted_successor(
+    slots: &[Slot],
+    index: &FxHashMap<Key, u32>,
+    policy: KeyPolicy,
+    eip: u32,
+    block: u32,
+    frame: Frame,
+    ctx: u32,
+) -> Option<u32> {
+    let page = policy.key(eip, frame, ctx).0 >> PAGE_SHIFT;
+    let s = &slots[*index.get(&policy.key(block, frame, ctx))? as usize];
+    let one = s.succ != NO_SLOT && s.succ2 == NO_SLOT && s.count >= PREDICT_AFTER;
+    (one && s.succ_key.0 >> PAGE_SHIFT == page).then_some((s.succ_key.0 & u64::from(PAGE_SIZE - 1)) as u32)
 }
 
 /// The frame of the page after `eip`'s, if that page is mapped readable.

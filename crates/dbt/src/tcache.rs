@@ -376,6 +376,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
         fallbacks,
         uses_fpu,
         pc_thunks: 0,
+        predicted: false,
     })
 }
 

@@ -627,3 +627,85 @@ fn divisions_and_divide_errors() {
         assert_eq!(results[0], results[1], "{name}: interpreter vs translator");
     }
 }
+
+/// Returns whose target the interpreter saw stay the same (so the translation of the
+/// returning block checks that target inline and jumps to it directly: see
+/// `translate::Options::predict`), then change: the same function called from another
+/// site, a return address rewritten on the stack. Every key policy, chained or not,
+/// with and without the return stack, must end in the interpreter's state; the
+/// prediction must have been made and taken (fewer jump-cache hits than without it).
+#[test]
+fn predicted_returns_hit_and_miss() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    let mut f = a.create_label();
+    let mut g = a.create_label();
+    let mut top = a.create_label();
+    let mut top2 = a.create_label();
+    let mut top3 = a.create_label();
+    let mut elsewhere = a.create_label();
+    let mut back = a.create_label();
+    a.mov(ecx, 300u32).unwrap();
+    a.set_label(&mut top).unwrap();
+    a.call(f).unwrap(); // the one return site while f is interpreted
+    a.dec(ecx).unwrap();
+    a.jnz(top).unwrap();
+    a.mov(ecx, 40u32).unwrap();
+    a.set_label(&mut top2).unwrap();
+    a.call(f).unwrap(); // another site: the prediction misses
+    a.add(esi, eax).unwrap();
+    a.dec(ecx).unwrap();
+    a.jnz(top2).unwrap();
+    a.mov(ecx, 40u32).unwrap();
+    a.set_label(&mut top3).unwrap();
+    a.call(g).unwrap(); // g rewrites its return address half the time
+    a.set_label(&mut back).unwrap();
+    a.add(edi, ecx).unwrap();
+    a.dec(ecx).unwrap();
+    a.jnz(top3).unwrap();
+    a.int(0x80).unwrap();
+    a.set_label(&mut elsewhere).unwrap();
+    a.add(edi, 0x100).unwrap();
+    a.jmp(back).unwrap();
+    a.set_label(&mut f).unwrap();
+    a.add(eax, ecx).unwrap();
+    a.add(dword_ptr(ebx + 8), eax).unwrap();
+    a.ret().unwrap();
+    a.set_label(&mut g).unwrap();
+    a.add(dword_ptr(ebx + 12), ecx).unwrap();
+    a.test(ecx, 1).unwrap();
+    a.jz(f).unwrap(); // an even count returns through f's `ret`, to `back`
+    a.mov(dword_ptr(esp), 0u32).unwrap(); // patched below with `elsewhere`
+    a.ret().unwrap();
+    let mut code = a.assemble(u64::from(CODE)).unwrap();
+    // g's `mov dword [esp], imm32` gets the address of `elsewhere` (`add edi, 0x100`).
+    let at = code.len() - 5;
+    let i = code.windows(6).position(|w| w == [0x81, 0xc7, 0x00, 0x01, 0x00, 0x00]).expect("elsewhere");
+    code[at..at + 4].copy_from_slice(&(CODE + i as u32).to_le_bytes());
+    let interp = run(&code, EngineConfig { translate: false, ..EngineConfig::default() });
+    for key in KeyPolicy::ALL {
+        for (chain, ras) in [(true, false), (false, false), (true, true)] {
+            for threshold in [5, 8] {
+                let cfg = EngineConfig { translate: true, key, threshold, chain, ras, ..EngineConfig::default() };
+                let (mut cpu, mut mem) = machine(&code);
+                let mut e = Engine::new(cfg.clone()).unwrap();
+                assert_eq!(e.run(&mut cpu, &mut mem, 1, 10_000_000), Exit::Syscall, "{cpu:?}");
+                assert!(e.stats().predicted_branches > 0, "no prediction under {cfg:?}");
+                let mut data = vec![0u8; 0x2000];
+                mem.read_bytes(DATA, &mut data).unwrap();
+                assert_eq!(format!("{:?}", interp.0), format!("{cpu:?}"), "registers under {cfg:?}");
+                assert!(interp.1 == data, "data under {cfg:?}");
+            }
+        }
+    }
+    let hits = |predict: bool| {
+        let cfg = EngineConfig { translate: true, threshold: 8, predict, ..EngineConfig::default() };
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(cfg).unwrap();
+        assert_eq!(e.run(&mut cpu, &mut mem, 1, 10_000_000), Exit::Syscall);
+        assert_eq!(format!("{:?}", interp.0), format!("{cpu:?}"));
+        (e.stats().predicted_branches, e.stats().jump_cache_hits)
+    };
+    let ((on, with), (off, without)) = (hits(true), hits(false));
+    assert_eq!(off, 0, "--no-ic predicts nothing");
+    assert!(on > 0 && with + 250 < without, "jump-cache hits {with} with the prediction, {without} without");
+}

@@ -30,6 +30,8 @@ pub(super) struct Formed {
     /// The calls of PC thunks done inline: the call's index in `instrs` and the guest
     /// register the thunk loads.
     pub thunks: Vec<(usize, Register)>,
+    /// The EIP of the interpreter's block that holds the last instruction.
+    pub last_block: u32,
 }
 
 impl Formed {
@@ -81,11 +83,13 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
     let mut thunks = Vec::new();
     let mut block = Vec::with_capacity(16);
     let mut at = eip;
+    let mut last_block = eip;
     'blocks: while instrs.len() < MAX_INSTRUCTIONS {
         block.clear();
         if !fetch(at, &mut block) || block.is_empty() {
             break;
         }
+        last_block = at;
         for ins in &block {
             // A branch back to the block's start ends it: the block is a loop.
             let side_exit =
@@ -106,7 +110,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             }
         }
     }
-    Formed { instrs, thunks }
+    Formed { instrs, thunks, last_block }
 }
 
 /// `fetch` for [`form`] from the guest bytes at `eip` (the tests and benchmarks, which

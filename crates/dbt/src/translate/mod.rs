@@ -121,6 +121,9 @@ pub struct Translated {
     pub uses_fpu: bool,
     /// Calls of PC thunks done inline (see `block`).
     pub pc_thunks: u32,
+    /// Whether its closing indirect branch checks a predicted target inline
+    /// ([`Options::predict`]).
+    pub predicted: bool,
 }
 
 /// The translator's switches: what kinds of host code it may emit.
@@ -129,6 +132,11 @@ pub struct Options {
     /// Pair guest calls and returns with host calls and returns on the return stack
     /// (`crate::ras`, `--ras`); off, every return takes the jump cache.
     pub ras: bool,
+    /// Check an indirect branch's predicted target inline (`--no-ic` turns it off): a
+    /// translation that ends in an indirect branch whose target, while the interpreter
+    /// ran the block, was always one address in the same page compares the target with
+    /// it and jumps there directly (a chain site), before the jump-cache lookup.
+    pub predict: bool,
 }
 
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are
@@ -140,14 +148,18 @@ pub struct Options {
 /// straddles the page end is translated and ends the block (the caller then makes the
 /// translation depend on both pages).
 pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32, opts: Options) -> Option<Translated> {
-    translate_decoded(block::from_bytes(bytes, eip), eip, helper, id, opts)
+    translate_decoded(block::from_bytes(bytes, eip), |_| None, eip, helper, id, opts)
 }
 
 /// Translates the block starting at `eip` as translation number `id`, from decoded
 /// guest instructions: `fetch(at, out)` appends the decoded block at `at` (the
-/// interpreter's, see `block`), false if it cannot be fetched.
+/// interpreter's, see `block`), false if it cannot be fetched. If the translation ends
+/// in an indirect branch, `predict(block)` may name the offset in the page of the target
+/// it expects (the interpreter's block at `block` holds the branch; see
+/// [`Options::predict`]).
 pub fn translate_decoded(
     fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool,
+    predict: impl FnOnce(u32) -> Option<u32>,
     eip: u32,
     helper: usize,
     id: u32,
@@ -158,6 +170,12 @@ pub fn translate_decoded(
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
+    let indirect =
+        matches!(last.flow_control(), FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return);
+    if opts.predict && indirect {
+        e.predict = predict(formed.last_block).map(|off| off as i32 - e.page_off as i32).filter(|&d| e.in_page(d));
+    }
+    let predicted = e.predict.is_some();
     // The budget exit, the far entry, the jump-cache entry and the chain entry (see
     // `runtime::prologue`); the body follows.
     let (prologue, budget_rel, lookup_rel, entry) = runtime::prologue(e.page_off);
@@ -268,6 +286,7 @@ pub fn translate_decoded(
         fallbacks,
         uses_fpu,
         pc_thunks,
+        predicted,
     })
 }
 
