@@ -333,6 +333,18 @@ pub fn lea_r11(n: u32, out: &mut Vec<u8>) {
     }
 }
 
+/// `lea r11, [r11 + n << ICOUNT_SHIFT]` for a count `n` of either sign (the count may be
+/// moved back: a join evens out two paths' counts; see `translate`).
+pub fn lea_r11_signed(n: i32, out: &mut Vec<u8>) {
+    let mut left = n;
+    while left != 0 {
+        let k = left.clamp(-128, 127);
+        left -= k;
+        let d = (k << ICOUNT_SHIFT).to_le_bytes();
+        out.extend_from_slice(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
+    }
+}
+
 /// `lea r13d, [r14 + d]`.
 pub fn lea_r13_r14(d: i32) -> [u8; 7] {
     let b = d.to_le_bytes();

@@ -709,3 +709,97 @@ fn predicted_returns_hit_and_miss() {
     assert_eq!(off, 0, "--no-ic predicts nothing");
     assert!(on > 0 && with + 250 < without, "jump-cache hits {with} with the prediction, {without} without");
 }
+
+/// Forward branches inside a block (an `if` without `else`) join the fall-through path
+/// inside the translation: in loops (unrolled copies each with their own join), with a
+/// run of pushes that would cross the join, with two branches to one join, and with a
+/// fault at the join reached by the taken edge (the instruction count and EIP at the
+/// fault must be the interpreter's).
+#[test]
+fn forward_branches_join_inside_the_block() {
+    check("if-then in a loop", |a| {
+        let mut top = a.create_label();
+        let mut join = a.create_label();
+        a.mov(ecx, 37u32)?;
+        a.set_label(&mut top)?;
+        a.test(ecx, 3)?;
+        a.jz(join)?;
+        a.add(eax, ecx)?;
+        a.xor(edx, eax)?;
+        a.add(dword_ptr(ebx + ecx * 4), edx)?;
+        a.set_label(&mut join)?;
+        a.add(esi, 1)?;
+        a.dec(ecx)?;
+        a.jnz(top)
+    });
+    check("a push run across the join", |a| {
+        let mut top = a.create_label();
+        let mut join = a.create_label();
+        a.mov(ebp, esp)?;
+        a.mov(ecx, 9u32)?;
+        a.set_label(&mut top)?;
+        a.test(ecx, 1)?;
+        a.jnz(join)?;
+        a.push(eax)?;
+        a.set_label(&mut join)?;
+        a.push(ebx)?;
+        a.push(ecx)?;
+        a.pop(edx)?;
+        a.add(eax, edx)?;
+        a.dec(ecx)?;
+        a.jnz(top)?;
+        a.mov(esi, esp)?;
+        a.sub(esi, ebp)?;
+        a.mov(esp, ebp)
+    });
+    check("two branches to one join", |a| {
+        let mut top = a.create_label();
+        let mut join = a.create_label();
+        a.mov(ecx, 20u32)?;
+        a.set_label(&mut top)?;
+        a.cmp(ecx, 5)?;
+        a.jb(join)?;
+        a.add(eax, 7)?;
+        a.test(ecx, 2)?;
+        a.jz(join)?;
+        a.add(edx, ecx)?;
+        a.set_label(&mut join)?;
+        a.add(dword_ptr(ebx + 16), eax)?;
+        a.dec(ecx)?;
+        a.jnz(top)
+    });
+    let mut a = CodeAssembler::new(32).unwrap();
+    let mut top = a.create_label();
+    let mut join = a.create_label();
+    let mut keep = a.create_label();
+    a.mov(ecx, 12u32).unwrap();
+    a.set_label(&mut top).unwrap();
+    a.cmp(ecx, 4).unwrap();
+    a.jne(keep).unwrap();
+    a.mov(edi, 0x100u32).unwrap(); // unmapped from the fourth-last trip on
+    a.set_label(&mut keep).unwrap();
+    a.test(ecx, 1).unwrap();
+    a.jz(join).unwrap();
+    a.add(eax, ecx).unwrap();
+    a.add(edx, 3).unwrap();
+    a.set_label(&mut join).unwrap();
+    a.mov(esi, dword_ptr(edi)).unwrap(); // the taken edge (ecx even) faults here at ecx == 4
+    a.dec(ecx).unwrap();
+    a.jnz(top).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(u64::from(CODE)).unwrap();
+    let outcome = |cfg: EngineConfig| {
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(cfg).unwrap();
+        let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
+        (format!("{exit:?}"), format!("{cpu:?}"))
+    };
+    let want = outcome(EngineConfig { translate: false, ..EngineConfig::default() });
+    assert!(want.0.contains("Fault"), "the interpreter faults: {}", want.0);
+    for key in KeyPolicy::ALL {
+        for threshold in [0, 1, 3] {
+            let cfg = EngineConfig { translate: true, key, threshold, ..EngineConfig::default() };
+            assert_eq!(outcome(cfg.clone()), want, "fault at a join under {cfg:?}");
+        }
+    }
+}

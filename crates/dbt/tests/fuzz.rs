@@ -35,6 +35,9 @@ enum Op {
     Setcc(u8, u8),
     Bsf(u8, u8),
     Movx(u8, u8, u8),
+    /// `jCC over; <Alu(k, d, s)>; over:` — an `if` without `else` (the translator joins
+    /// the two paths inside the translation).
+    Skip(u8, u8, u8, u8),
 }
 
 const REGS: [AsmRegister32; 7] = [eax, ecx, edx, ebx, ebp, esi, edi];
@@ -62,6 +65,7 @@ fn op() -> impl Strategy<Value = Op> {
         (0..16u8, 0..7u8).prop_map(|(a, b)| Op::Setcc(a, b)),
         (0..7u8, 0..7u8).prop_map(|(a, b)| Op::Bsf(a, b)),
         (0..4u8, 0..7u8, 0..7u8).prop_map(|(a, b, c)| Op::Movx(a, b, c)),
+        (0..16u8, 0..8u8, 0..7u8, 0..7u8).prop_map(|(a, b, c, d)| Op::Skip(a, b, c, d)),
     ]
 }
 
@@ -176,6 +180,12 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
             emit_setcc(a, cc, d)
         }
         Op::Bsf(d, s) => a.bsf(dst(d), r(s)),
+        Op::Skip(cc, k, d, s) => {
+            let mut over = a.create_label();
+            emit_jcc(a, cc, over)?;
+            emit(a, &Op::Alu(k, d, s))?;
+            a.set_label(&mut over)
+        }
         Op::Movx(k, d, s) => {
             let d = dst(d);
             let s16 = [ax, cx, dx, bx, bp, si, di][usize::from(s) % 7];
@@ -186,6 +196,28 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
                 _ => a.movsx(d, word_ptr(ebx + i32::from(s) * 2)),
             }
         }
+    }
+}
+
+/// `jCC to` for condition number `cc` (0–15, the encoding's order).
+fn emit_jcc(a: &mut CodeAssembler, cc: u8, to: CodeLabel) -> Result<(), IcedError> {
+    match cc {
+        0 => a.jo(to),
+        1 => a.jno(to),
+        2 => a.jb(to),
+        3 => a.jae(to),
+        4 => a.je(to),
+        5 => a.jne(to),
+        6 => a.jbe(to),
+        7 => a.ja(to),
+        8 => a.js(to),
+        9 => a.jns(to),
+        10 => a.jp(to),
+        11 => a.jnp(to),
+        12 => a.jl(to),
+        13 => a.jge(to),
+        14 => a.jle(to),
+        _ => a.jg(to),
     }
 }
 
@@ -242,9 +274,18 @@ fn program(ops: &[Op], iters: u32) -> (Vec<u8>, u32) {
         .map(|op| {
             let mut a = CodeAssembler::new(32).unwrap();
             emit(&mut a, op).unwrap();
+            if matches!(op, Op::Skip(..)) {
+                a.nop().unwrap(); // the skip's label needs an instruction after it
+            }
             let bytes = a.assemble(0).unwrap();
             let mut d = Decoder::with_ip(32, &bytes, 0, DecoderOptions::NONE);
             let mut ins = d.decode();
+            if matches!(op, Op::Skip(..)) {
+                // The branch reads its condition; the op may not run, so it defines
+                // nothing for sure, and may leave its undefined flags undefined.
+                let alu = d.decode();
+                return (ins.rflags_read() | alu.rflags_read(), 0, alu.rflags_undefined());
+            }
             if matches!(op, Op::ShiftCl(..)) {
                 ins = d.decode(); // skip the `mov cl`
                 // The SDM leaves OF (and AF) undefined unless the count is 1; iced cannot

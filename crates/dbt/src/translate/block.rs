@@ -5,7 +5,9 @@
 //! end) and joins them. The rule: a translation starts with the interpreter's block at
 //! its EIP and continues with the block at the fall-through of a conditional branch
 //! whose fall-through stays in the page (its taken edge becomes a side exit — a
-//! multi-exit block, as Transmeta translated regions rather than basic blocks) and
+//! multi-exit block, as Transmeta translated regions rather than basic blocks — or, if
+//! it goes forward to an instruction of the translation, a jump to that join: see
+//! `translate_decoded`) and
 //! after a system instruction (the helper raises its fault); it ends at any other
 //! control transfer, an invalid instruction, a branch back to its start (a loop,
 //! unrolled), the page end (an instruction straddling it is the last), or

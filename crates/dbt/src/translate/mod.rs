@@ -204,6 +204,14 @@ pub fn translate_decoded(
         _ => 1,
     };
     let total = n * unroll;
+    // Forward conditional branches to an instruction further on in the block (an
+    // `if` without `else`): the taken edge jumps to that instruction's host code (the
+    // *join*) instead of leaving through a side exit into another translation.
+    let joins = joins(instrs);
+    let len = instrs.len();
+    // Per join (its index in `seq`): the jump's rel32 field, and the instructions done and
+    // counted when it is taken.
+    let mut taken: Vec<(usize, usize, u32, u32)> = Vec::new();
     let mut ended = false;
     // Guest instructions completed before the one being lowered (over all copies).
     let mut before = 0;
@@ -212,6 +220,16 @@ pub fn translate_decoded(
     while let Some(&ins) = seq.get(k) {
         let thunk = formed.thunk(k % instrs.len());
         let goff = ins.ip32().wrapping_sub(eip);
+        if let Some(i) = taken.iter().position(|t| t.0 == k) {
+            // The join: the path that fell through ran the instructions the branch
+            // skipped; it counts them ahead so that both paths arrive with as many done
+            // as not yet counted (the taken one ran fewer and counted as many).
+            let (_, rel, done_b, counted_b) = taken.swap_remove(i);
+            let counted = counted_b + (before - done_b);
+            runtime::lea_r11_signed(counted as i32 - e.counted as i32, &mut e.code);
+            e.counted = counted;
+            e.local.push((rel, e.code.len()));
+        }
         // Instructions of the block completed but not yet counted in r11 when this one
         // starts (the fault handler and the helper add them).
         let pending = before - e.counted;
@@ -222,7 +240,9 @@ pub fn translate_decoded(
         // with the same values has changed by then). The others' points (one per
         // instruction: the fault map finds an instruction by its point's index) sit
         // after the run's code, where the next instruction's point supersedes them.
-        let run = if thunk.is_none() { lower::stack_run(&mut e, &seq[k..]) } else { 0 };
+        // A run of pushes or pops stops before a join (which must start its own code).
+        let upto = (k + 1..seq.len()).find(|&j| joins.contains(&Some(j % len))).unwrap_or(seq.len());
+        let run = if thunk.is_none() { lower::stack_run(&mut e, &seq[k..upto]) } else { 0 };
         if run > 1 {
             for ins in &seq[k + 1..k + run] {
                 before += 1;
@@ -233,8 +253,16 @@ pub fn translate_decoded(
             k += run;
             continue;
         }
+        let copy = k - k % len;
         k += 1;
         before += if thunk.is_some() { 3 } else { 1 };
+        if let Some(j) = joins[(k - 1) % len] {
+            // An internal forward branch (flags untouched: the guest's own `jcc`).
+            let cc = ins.condition_code() as u8 - iced_x86::ConditionCode::o as u8;
+            let rel = e.jcc(cc);
+            taken.push((copy + j, rel, before, e.counted));
+            continue;
+        }
         let p = lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: before, n, total };
         if let Some(r) = thunk {
             lower::pc_thunk(&mut e, ins, &p, r)?;
@@ -264,6 +292,9 @@ pub fn translate_decoded(
             break;
         }
     }
+    if !taken.is_empty() {
+        return None; // a join never reached (cannot happen: joins precede the last instruction)
+    }
     let guest_len = last.next_ip32().wrapping_sub(eip);
     if !ended {
         // The block stops at the page end or the size limit: fall through to the next.
@@ -288,6 +319,31 @@ pub fn translate_decoded(
         pc_thunks,
         predicted,
     })
+}
+
+/// For each instruction of a block, the index of the instruction its taken edge joins if
+/// it is a conditional branch forward to an instruction further on in the block (not
+/// past the last, which may end it) that no earlier such branch joins: that edge becomes
+/// a jump inside the translation. Only the host-encodable forms (32-bit operand size).
+fn joins(instrs: &[Instruction]) -> Vec<Option<usize>> {
+    let mut out = vec![None; instrs.len()];
+    let Some(last) = instrs.len().checked_sub(1) else { return out };
+    for (i, ins) in instrs.iter().enumerate().take(last) {
+        let forward = ins.is_jcc_short_or_near()
+            && ins.op0_kind() == OpKind::NearBranch32
+            && ins.near_branch32() > ins.ip32()
+            && matches!(morph_cpu::isa::lowering(ins), morph_cpu::isa::Lower::Inline(morph_cpu::isa::Inline::Jcc));
+        if !forward {
+            continue;
+        }
+        let target = ins.near_branch32();
+        let Ok(j) = instrs[i + 1..=last].binary_search_by_key(&target, |x| x.ip32()) else { continue };
+        let j = i + 1 + j;
+        if !out.contains(&Some(j)) {
+            out[i] = Some(j);
+        }
+    }
+    out
 }
 
 /// A call of the interpreter (`helper`) on `ins`, with `pending` instructions of the
