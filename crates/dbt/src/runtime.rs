@@ -673,6 +673,15 @@ mod tests {
         };
         assert_eq!(show(&lea(7)), "lea r11,[r11+7000000h]");
         assert_eq!(show(&lea(130)), "lea r11,[r11+7F000000h]; lea r11,[r11+3000000h]");
+        let signed = |n| {
+            let mut v = Vec::new();
+            lea_r11_signed(n, &mut v);
+            v
+        };
+        assert_eq!(show(&signed(-3)), "lea r11,[r11-3000000h]");
+        assert_eq!(show(&signed(-130)), "lea r11,[r11-80000000h]; lea r11,[r11-2000000h]");
+        assert_eq!(signed(0), Vec::<u8>::new());
+        assert_eq!(signed(130), lea(130));
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");

@@ -162,10 +162,10 @@ const PREDICT_AFTER: u32 = 4;
 
 /// The page offset of the target predicted for the indirect branch that ends the
 /// interpreter's block at `block`, in the translation at `eip` (made from `frame` for
-/// process `ctx`): the one successor the block has had, over its last
-/// [`PREDICT_AFTER`] or more interpretations, if that is in the same page (`slots`
-/// keep the last two distinct successors of each key, see `dispatch_slot`). Every key
-/// policy's key is a page's identity above the page offset.
+/// process `ctx`): the only successor the block has had (since successors were last
+/// forgotten) over [`PREDICT_AFTER`] or more interpretations, if that is in the same
+/// page (`slots` keep the last two distinct successors of each key, see
+/// `dispatch_slot`). Every key policy's key is a page's identity above the page offset.
 pub(crate) fn predicted_successor(
     slots: &[Slot],
     index: &FxHashMap<Key, u32>,
@@ -176,7 +176,7 @@ pub(crate) fn predicted_successor(
     ctx: u32,
 ) -> Option<u32> {
     let page = policy.key(eip, frame, ctx).0 >> PAGE_SHIFT;
-    let s = &slots[*index.get(&policy.key(block, frame, ctx))? as usize];
+    let s = slots.get(*index.get(&policy.key(block, frame, ctx))? as usize)?;
     let one = s.succ != NO_SLOT && s.succ2 == NO_SLOT && s.count >= PREDICT_AFTER;
     (one && s.succ_key.0 >> PAGE_SHIFT == page).then_some((s.succ_key.0 & u64::from(PAGE_SIZE - 1)) as u32)
 }

@@ -293,7 +293,7 @@ pub fn translate_decoded(
         }
     }
     if !taken.is_empty() {
-        return None; // a join never reached (cannot happen: joins precede the last instruction)
+        return None; // a join not reached (not expected: every join precedes the last instruction)
     }
     let guest_len = last.next_ip32().wrapping_sub(eip);
     if !ended {
