@@ -109,8 +109,8 @@ pub fn scratch(name: &str) -> PathBuf {
 }
 
 /// The engine configurations every guest is checked under: the interpreter, and the
-/// translator under each key policy, thresholds 0 and default, chaining on and off, and
-/// with the return stack.
+/// translator under each key policy, thresholds 0 and default, chaining on and off, with
+/// the return stack, and without predicted indirect branches.
 pub fn configs() -> Vec<Vec<&'static str>> {
     let mut v = vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]];
     for key in ["physical", "virtual", "process", "file", "content"] {
@@ -121,6 +121,7 @@ pub fn configs() -> Vec<Vec<&'static str>> {
     v.push(vec!["--engine", "dbt", "--no-chain", "--aslr", "2", "--seed", "3"]);
     v.push(vec!["--engine", "dbt", "--ras", "--threshold", "0"]);
     v.push(vec!["--engine", "dbt", "--ras", "--key", "virtual"]);
+    v.push(vec!["--engine", "dbt", "--no-ic", "--key", "file"]);
     v
 }
 
