@@ -144,7 +144,7 @@ impl Emitter {
     /// The check is relative to the page, so it holds wherever the page is mapped. A hit
     /// runs seven instructions and no load and falls through its one conditional branch,
     /// where a jump-cache hit runs fifteen, two of them loads on the target's dependency
-    /// chain; a miss runs five more than the lookup alone. (With `jrcxz` taken on the
+    /// chain; a miss runs six more than the lookup alone. (With `jrcxz` taken on the
     /// hit instead, `fib` ran 1.1 to 2.4 s from run to run on the AMD host of
     /// docs/results.md, against 0.93 s every time this way.)
     fn inline_cache(&mut self, delta: i32) {
