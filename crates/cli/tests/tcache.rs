@@ -19,11 +19,18 @@ fn argv() -> [&'static str; 3] {
 
 /// A run under `morph run --engine dbt FLAGS --tcache-dir DIR`, with its counters.
 fn run(dir: &Path, key: &str, seed: u32, tag: &str) -> (Run, serde_json::Value) {
+    run_with(dir, key, seed, tag, &[])
+}
+
+/// `run` with more translator flags.
+fn run_with(dir: &Path, key: &str, seed: u32, tag: &str, more: &[&str]) -> (Run, serde_json::Value) {
     let root = sysroot();
     let cwd = GuestDir::new(root, &format!("tcache-{tag}"));
     let json = cwd.host.join("stats.json");
     let (d, j, s) = (dir.to_str().unwrap(), json.to_str().unwrap(), seed.to_string());
-    let flags = ["--engine", "dbt", "--key", key, "--aslr", "2", "--seed", &s, "--tcache-dir", d, "--stats-json", j];
+    let mut flags =
+        vec!["--engine", "dbt", "--key", key, "--aslr", "2", "--seed", &s, "--tcache-dir", d, "--stats-json", j];
+    flags.extend_from_slice(more);
     let r = emulated_in_root(&flags, root, &argv(), &cwd.guest, b"");
     let v = serde_json::from_str(&std::fs::read_to_string(&json).expect("stats file")).expect("stats JSON");
     (r, v)
@@ -71,6 +78,22 @@ fn a_warm_run_loads_what_a_cold_run_made_and_matches_native() {
         assert!(t2 * 10 <= t1, "{key}: the warm run translated {t2} blocks, the cold one {t1}");
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Translations made with one set of translator switches are not loaded under another
+/// (`--no-ic` here: a cache made with predicted indirect branches is foreign to a run
+/// without them), so a switch's ablation never runs the other setting's code.
+#[test]
+fn translations_of_other_switches_are_not_loaded() {
+    let want = native("switches");
+    let dir = scratch("tcache-switches");
+    let (cold, _) = run(&dir, "file", 1, "switches-cold");
+    assert_eq!(cold, want);
+    let (other, o) = run_with(&dir, "file", 2, "switches-no-ic", &["--no-ic"]);
+    assert_eq!(other, want, "--no-ic over a cache made with predictions:\n{}", diff(&want.stdout, &other.stdout));
+    assert_eq!(n(&o, "/tcache/validated"), 0, "{}", o["tcache"]);
+    assert_eq!(n(&o, "/engine/predicted_branches"), 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -77,14 +77,15 @@ fn module(f: FileId) -> ModuleId {
 
 /// The build identity: morph's package version, its executable's identity (device,
 /// inode, size and modification time), so any rebuild makes the cache foreign, and the
-/// translator's switches (a translation made with the return stack is kept apart).
+/// translator's switches (a translation made with the return stack, or with predicted
+/// indirect branches, is kept apart from one made without).
 /// (Hashing the executable itself would cost a read of tens of MiB per run.)
 fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
-    h.update(&[u8::from(opts.ras)]);
+    h.update(&[u8::from(opts.ras), u8::from(opts.predict)]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());
     }
