@@ -44,6 +44,16 @@ fn native(tag: &str) -> Run {
     r
 }
 
+/// Native's output and a cache directory filled by a cold run under `file` (whose output
+/// is native's).
+fn cold_cache(tag: &str) -> (Run, PathBuf) {
+    let want = native(tag);
+    let dir = scratch(&format!("tcache-{tag}"));
+    let (cold, _) = run(&dir, "file", 1, &format!("{tag}-cold"));
+    assert_eq!(cold, want);
+    (want, dir)
+}
+
 fn n(v: &serde_json::Value, path: &str) -> u64 {
     v.pointer(path).and_then(serde_json::Value::as_u64).unwrap_or_else(|| panic!("{path} in {v}"))
 }
@@ -85,10 +95,7 @@ fn a_warm_run_loads_what_a_cold_run_made_and_matches_native() {
 /// without them), so a switch's ablation never runs the other setting's code.
 #[test]
 fn translations_of_other_switches_are_not_loaded() {
-    let want = native("switches");
-    let dir = scratch("tcache-switches");
-    let (cold, _) = run(&dir, "file", 1, "switches-cold");
-    assert_eq!(cold, want);
+    let (want, dir) = cold_cache("switches");
     let (other, o) = run_with(&dir, "file", 2, "switches-no-ic", &["--no-ic"]);
     assert_eq!(other, want, "--no-ic over a cache made with predictions:\n{}", diff(&want.stdout, &other.stdout));
     assert_eq!(n(&o, "/tcache/validated"), 0, "{}", o["tcache"]);
@@ -98,10 +105,7 @@ fn translations_of_other_switches_are_not_loaded() {
 
 #[test]
 fn a_damaged_cache_is_rejected_counted_and_repaired() {
-    let want = native("damaged");
-    let dir = scratch("tcache-damaged");
-    let (cold, _) = run(&dir, "file", 1, "damaged-cold");
-    assert_eq!(cold, want);
+    let (want, dir) = cold_cache("damaged");
     let files = cache_files(&dir);
     assert!(files.len() >= 3, "{files:?}");
     // One corrupted in the middle, one truncated, one replaced by garbage.

@@ -324,13 +324,8 @@ pub fn host_gpr(i: usize) -> AsmRegister32 {
 /// Appends `lea r11, [r11 + n << ICOUNT_SHIFT]` to `out`: `n` instructions completed
 /// (one `lea` per 127).
 pub fn lea_r11(n: u32, out: &mut Vec<u8>) {
-    let mut left = n;
-    while left > 0 {
-        let k = left.min(127);
-        left -= k;
-        let d = (k << ICOUNT_SHIFT).to_le_bytes();
-        out.extend_from_slice(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
-    }
+    // A block's counts are at most a few hundred instructions.
+    lea_r11_signed(i32::try_from(n).unwrap_or(i32::MAX), out);
 }
 
 /// `lea r11, [r11 + n << ICOUNT_SHIFT]` for a count `n` of either sign (the count may be

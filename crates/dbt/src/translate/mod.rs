@@ -216,6 +216,12 @@ pub fn translate_decoded(
     // Guest instructions completed before the one being lowered (over all copies).
     let mut before = 0;
     let seq: Vec<&Instruction> = (0..unroll).flat_map(|_| instrs.iter()).collect();
+    // For each position in `seq`, the next join after it (a run of pushes or pops stops
+    // before it: a join starts its own code).
+    let mut next_join = vec![seq.len(); seq.len()];
+    for j in (1..seq.len()).rev() {
+        next_join[j - 1] = if joins.contains(&Some(j % len)) { j } else { next_join[j] };
+    }
     let mut k = 0;
     while let Some(&ins) = seq.get(k) {
         let thunk = formed.thunk(k % instrs.len());
@@ -240,9 +246,7 @@ pub fn translate_decoded(
         // with the same values has changed by then). The others' points (one per
         // instruction: the fault map finds an instruction by its point's index) sit
         // after the run's code, where the next instruction's point supersedes them.
-        // A run of pushes or pops stops before a join (which must start its own code).
-        let upto = (k + 1..seq.len()).find(|&j| joins.contains(&Some(j % len))).unwrap_or(seq.len());
-        let run = if thunk.is_none() { lower::stack_run(&mut e, &seq[k..upto]) } else { 0 };
+        let run = if thunk.is_none() { lower::stack_run(&mut e, &seq[k..next_join[k]]) } else { 0 };
         if run > 1 {
             for ins in &seq[k + 1..k + run] {
                 before += 1;
