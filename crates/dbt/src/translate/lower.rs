@@ -510,9 +510,13 @@ pub(super) fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruc
         e.bytes(&b);
         set_mem(h, Register::R13D, Register::None, 1, 0);
     } else if base == Register::None && index == Register::None {
-        let b = e.encode(&Instruction::with2(Code::Mov_r32_imm32, Register::R13D, disp).ok()?)?;
-        e.bytes(&b);
-        set_mem(h, Register::R13D, Register::None, 1, 0);
+        // `gs:[disp32]`: an operand without registers and a 4-byte displacement is
+        // encoded with a 32-bit address size (0x67, the SIB form without base and index,
+        // or a 32-bit `moffs`), so the offset is zero-extended as the guest's is. One
+        // instruction where loading the offset into a register first took two: every
+        // global of a non-PIE program (python's dispatch reads one per bytecode).
+        set_mem(h, Register::None, Register::None, 1, disp);
+        h.set_memory_displ_size(4);
     } else {
         set_mem(h, base, index, ins.memory_index_scale(), disp);
     }
@@ -525,7 +529,12 @@ pub(super) fn set_mem(h: &mut Instruction, base: Register, index: Register, scal
     h.set_memory_index(index);
     h.set_memory_index_scale(scale);
     h.set_memory_displacement64(u64::from(disp));
-    h.set_memory_displ_size(if disp == 0 { 0 } else { 4 });
+    // The shortest form (iced encodes the size it is given).
+    h.set_memory_displ_size(match disp as i32 {
+        0 => 0,
+        -128..=127 => 1,
+        _ => 4,
+    });
 }
 
 /// Re-encodes an ordinary guest instruction for the host, or `None`.
