@@ -13,14 +13,16 @@
 //! configuration's runs interleaved with the others' so a slow spell of the host hits
 //! all columns alike; ratios are medians over native's median. One morph run per program
 //! writes `--stats-json`, whose interpreter and translator counters are reported beside
-//! the times.
+//! the times. With `--layouts`, morph's run `i` places its translations with
+//! `--layout-seed i + 1`: host code runs at speeds that depend on where it sits, so the
+//! medians are then over placements too (compare builds this way).
 //!
 //! Outputs: a table on stdout, `--csv FILE` (one row per program and configuration),
 //! `--json FILE` (rows plus metadata: morph version, commit, host, sysroot packages),
 //! `--svg FILE` (ratios to native with min–max whiskers, drawn with plotters).
 //!
 //! Usage: `benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu] [--csv F]
-//! [--json F] [--svg F] [--morph PATH]`; see benches/README.md.
+//! [--json F] [--svg F] [--morph PATH] [--layouts]`; see benches/README.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -173,10 +175,13 @@ struct Opts {
     json: Option<PathBuf>,
     svg: Option<PathBuf>,
     cache: Option<PathBuf>,
+    /// Run `i` of each morph configuration places its translations with `--layout-seed
+    /// i + 1` (`--layouts`), so the medians are over code placements as well as runs.
+    layouts: bool,
 }
 
 const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--only a,b] [--no-qemu] \
-[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR]";
+[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts]";
 
 fn parse_args() -> anyhow::Result<Opts> {
     let mut o = Opts {
@@ -189,6 +194,7 @@ fn parse_args() -> anyhow::Result<Opts> {
         json: None,
         svg: None,
         cache: None,
+        layouts: false,
     };
     let mut runs = None;
     let mut it = std::env::args().skip(1);
@@ -204,6 +210,7 @@ fn parse_args() -> anyhow::Result<Opts> {
             "--json" => o.json = Some(PathBuf::from(val()?)),
             "--svg" => o.svg = Some(PathBuf::from(val()?)),
             "--cache" => o.cache = Some(PathBuf::from(val()?)),
+            "--layouts" => o.layouts = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -362,7 +369,14 @@ impl Config {
     }
 }
 
-fn run_config(o: &Opts, root: &Path, p: &Program, cfg: Config, stats: Option<&Path>) -> anyhow::Result<Outcome> {
+fn run_config(
+    o: &Opts,
+    root: &Path,
+    p: &Program,
+    cfg: Config,
+    stats: Option<&Path>,
+    round: usize,
+) -> anyhow::Result<Outcome> {
     match cfg {
         Config::Native => run_native(root, p.argv, p.stdin),
         Config::MorphPhysical | Config::MorphVirtual => {
@@ -374,6 +388,9 @@ fn run_config(o: &Opts, root: &Path, p: &Program, cfg: Config, stats: Option<&Pa
             }
             if let Some(s) = stats {
                 c.arg("--stats-json").arg(s);
+            }
+            if o.layouts {
+                c.arg("--layout-seed").arg((round + 1).to_string());
             }
             c.arg("--root").arg(root).arg("--").args(p.argv).current_dir(root.join("bench"));
             spawn(c, root, p.stdin)
@@ -480,7 +497,7 @@ fn real_main() -> anyhow::Result<bool> {
             for &cfg in &cfgs {
                 let stats = (round == 0 && cfg != Config::Native && cfg != Config::Qemu)
                     .then(|| tmp.path().join(format!("{}-{}.json", p.name, cfg.name())));
-                let r = run_config(&o, &root, p, cfg, stats.as_deref())?;
+                let r = run_config(&o, &root, p, cfg, stats.as_deref(), round)?;
                 let same = r.stdout == reference.stdout && r.status == reference.status;
                 if !same && ok.get(&cfg).copied().unwrap_or(true) {
                     failures.push(format!(
@@ -673,6 +690,7 @@ fn metadata(o: &Opts, root: &Path) -> anyhow::Result<serde_json::Value> {
     Ok(serde_json::json!({
         "morph": String::from_utf8_lossy(&version.stdout).trim(),
         "runs": o.runs,
+        "layouts": o.layouts,
         "quick": o.quick,
         "host_cpu": cpu,
         "host_kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),

@@ -82,6 +82,11 @@ struct RunArgs {
     /// takes the jump cache (dbt engine).
     #[arg(long)]
     no_ic: bool,
+    /// Place translations at pseudo-random distances (0-63 bytes) drawn from this seed
+    /// instead of back to back, to average host code placement out of measurements
+    /// (dbt engine; the guest sees no difference; see docs/experiments.md).
+    #[arg(long, value_name = "SEED")]
+    layout_seed: Option<u64>,
     /// Translation cache capacity: bytes with an optional K, M or G suffix, or `crusoe`
     /// (14 MiB, the Crusoe's); the whole cache is flushed when it is full (dbt engine).
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = morph_dbt::parse_tc_size)]
@@ -324,6 +329,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         chain: !a.no_chain,
         ras: a.ras,
         predict: !a.no_ic,
+        layout_seed: a.layout_seed,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
         tcache_dir: a.tcache_dir.clone(),
@@ -466,6 +472,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "chain": !a.no_chain,
         "ras": a.ras,
         "ic": !a.no_ic,
+        "layout_seed": a.layout_seed,
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
         "tcache_size": a.tcache_size,
@@ -538,6 +545,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "window_faults": e.window_faults,
             "blocks": e.blocks,
             "host_bytes": e.host_bytes,
+            "layout_pad_bytes": e.layout_pad_bytes,
             "flushes": e.flushes,
             "interp_ns": e.interp_ns,
             "translate_ns": e.translate_ns,

@@ -12,6 +12,9 @@ use crate::key::Key;
 use crate::made::Made;
 use crate::slots::{FrameEntry, Live, NO_FRAME, next_frame};
 use crate::tcache::Tcache;
+
+/// What fills a layout gap: `int3`, which traps if anything ever ran into it.
+const INT3: u8 = 0xcc;
 use crate::translate::{self, Fixup, Site};
 use crate::{Engine, abi::helper};
 
@@ -83,7 +86,7 @@ impl Engine {
             Some(m) => (m, Origin::Reused),
             None => (self.fetch_and_translate(eip, frame, ctx, mem)?, Origin::Translated),
         };
-        if self.code.offset() + made.code.len() > self.code.capacity() {
+        if self.code.offset() + self.layout.max_gap() + made.code.len() > self.code.capacity() {
             self.flush();
             // A translation's exits name it by its number, which the flush changed (and
             // the translations to copy from are gone).
@@ -135,7 +138,7 @@ impl Engine {
         // Where the key's code is, for the end of the run if it never becomes hot.
         tc.seen.push((key, frame, eip & (PAGE_SIZE - 1)));
         let made = tc.find(place, eip, max, mem, helper as *const () as usize, id)?;
-        if self.code.offset() + made.code.len() > self.code.capacity() {
+        if self.code.offset() + self.layout.max_gap() + made.code.len() > self.code.capacity() {
             return None; // the dispatcher interprets; translating later flushes
         }
         let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);
@@ -156,6 +159,11 @@ impl Engine {
         mem: &mut AddressSpace,
         ctx: u32,
     ) -> Option<u32> {
+        // The gap before it, if placement is randomized (the callers left room for it).
+        let gap = self.layout.gap();
+        if gap > 0 && !self.code.extend(&[INT3; crate::layout::MAX_GAP][..gap]) {
+            return None;
+        }
         let start = self.code.offset();
         // Never 0: the runtime precedes every translation in the buffer.
         let body = NonZeroU32::new((start + made.body) as u32)?;

@@ -58,6 +58,7 @@ mod generate;
 mod glue;
 mod jump_cache;
 mod key;
+mod layout;
 mod made;
 mod maintain;
 pub mod persist;
@@ -104,6 +105,14 @@ pub struct EngineConfig {
     /// Check the target an indirect branch had every time it was interpreted inline, and
     /// jump to it directly (`--no-ic` turns it off; see `translate::Options::predict`).
     pub predict: bool,
+    /// Place translations at pseudo-random distances from each other, drawn from this
+    /// seed (`--layout-seed`; `None`: back to back). Host code runs at speeds that
+    /// depend on where it sits (docs/results.md § Stop 27: ±10 % per program from
+    /// placement alone on the AMD EPYC host), so comparing two builds on one layout
+    /// each measures their layouts as much as their code; runs under several seeds
+    /// average the placement out, as Stabilizer does for native code (Curtsinger and
+    /// Berger, ASPLOS 2013). The guest sees no difference: only host addresses move.
+    pub layout_seed: Option<u64>,
     /// Describe every translation in this file (`--code-map`): one line per translation,
     /// `<offset in the code buffer> <size> <guest EIP> <guest PA> <host code in hex>`,
     /// all hex. `perf report` names samples in translated code `memfd:morph-code` plus
@@ -138,6 +147,7 @@ impl Default for EngineConfig {
             chain: true,
             ras: false,
             predict: true,
+            layout_seed: None,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
             tcache_dir: None,
@@ -197,8 +207,11 @@ pub struct EngineStats {
     pub window_faults: u64,
     /// Live translations.
     pub blocks: u64,
-    /// Bytes of host code in the cache.
+    /// Bytes of host code in the cache (without `layout_pad_bytes`).
     pub host_bytes: u64,
+    /// Bytes between translations put there by `--layout-seed` (see
+    /// `EngineConfig::layout_seed`), in the cache now.
+    pub layout_pad_bytes: u64,
     /// Caches flushed because the code buffer was full.
     pub flushes: u64,
     /// Host nanoseconds interpreting (each interpreted block with its dispatch).
@@ -279,6 +292,8 @@ pub struct Engine {
     code_map: Option<std::fs::File>,
     /// The persistent translation cache, when `EngineConfig::tcache_dir` is set.
     tcache: Option<tcache::Tcache>,
+    /// Where translations are placed (`EngineConfig::layout_seed`).
+    layout: layout::Layout,
 }
 
 impl Engine {
@@ -295,6 +310,7 @@ impl Engine {
             Some(dir) if cfg.translate => Some(tcache::Tcache::open(dir, cfg.tcache_size, cfg.translate_options())?),
             _ => None,
         };
+        let cfg_layout_seed = cfg.layout_seed;
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
@@ -331,6 +347,7 @@ impl Engine {
             identities: HashMap::default(),
             template_bytes: 0,
             tcache,
+            layout: layout::Layout::new(cfg_layout_seed),
         };
         if let Some(path) = &e.cfg.code_map {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.
@@ -351,7 +368,8 @@ impl Engine {
         let mut s = self.stats;
         s.interp_instructions = self.interp.stats.instructions;
         s.blocks = self.trans.iter().filter(|t| t.alive).count() as u64;
-        s.host_bytes = self.code.offset() as u64;
+        s.host_bytes = (self.code.offset() - self.layout.pad_bytes) as u64;
+        s.layout_pad_bytes = self.layout.pad_bytes as u64;
         let ns = self.clock.ns_per_tick();
         s.interp_ns = (self.ticks.interp as f64 * ns) as u64;
         s.translate_ns = (self.ticks.translate as f64 * ns) as u64;

@@ -87,6 +87,7 @@ impl Engine {
     /// emptied code buffer.
     pub(crate) fn flush(&mut self) {
         self.code.clear();
+        self.layout.flushed();
         self.trans = Vec::new();
         self.slots = Vec::new();
         self.index = HashMap::default();

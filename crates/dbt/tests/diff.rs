@@ -75,6 +75,12 @@ fn check_code(name: &str, code: &[u8]) {
             }
         }
     }
+    // Translations placed apart (`--layout-seed`): nothing the guest sees changes.
+    let cfg = EngineConfig { translate: true, threshold: 0, layout_seed: Some(3), ..EngineConfig::default() };
+    let dbt = run(code, cfg);
+    assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ with a layout seed");
+    assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count with a layout seed");
+    assert!(interp.1 == dbt.1 && interp.2 == dbt.2, "{name}: memory differs with a layout seed");
 }
 
 #[test]
