@@ -23,7 +23,8 @@ sampling (no PMU) that is usually the one after the instruction that stalled, he
 pairs "previous || sampled" (numbers in operands shown as N). The parts: `entries` (the
 budget exit, far entry, jump-cache entry and budget check before the body: everything
 up to the budget check's `movzx r8d, byte [r10]`), `lookup` (the inline jump-cache
-lookups, from `rorx r9d, r13d, 16` or `pushfq` to their `jmp`), `body` (the rest).
+lookups, from `rorx r9d, r13d, 16` or `pushfq` to their `jmp`, and the
+indirect-branch table's, from `mov r9, [r15 + 0x60]` to `jmp *%r9`), `body` (the rest).
 
 Needs objdump (binutils); `--perf` needs perf.
 """
@@ -90,10 +91,14 @@ def parts(t, ins):
         if a < body:
             part[a] = "entries"
             continue
-        if text.startswith("rorx   $N,%r13d,%r9d") or text.startswith("pushf"):
+        if (
+            text.startswith("rorx   $N,%r13d,%r9d")
+            or text.startswith("pushf")
+            or text.startswith("mov    N(%r15),%r9")
+        ):
             in_lookup = True
         part[a] = "lookup" if in_lookup else "body"
-        if in_lookup and text.startswith("jmp    *") and "%r15,%r9,8" in text:
+        if in_lookup and text.startswith("jmp    *") and ("%r15,%r9,8" in text or text.endswith("*%r9")):
             in_lookup = False
     return part
 

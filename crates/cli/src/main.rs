@@ -82,6 +82,10 @@ struct RunArgs {
     /// takes the jump cache (dbt engine).
     #[arg(long)]
     no_ic: bool,
+    /// Do not look indirect-branch targets up in the indirect-branch table (one entry per
+    /// guest address): every indirect branch takes the jump cache (dbt engine).
+    #[arg(long)]
+    no_ibt: bool,
     /// Place translations at pseudo-random distances (0-63 bytes) drawn from this seed
     /// instead of back to back, to average host code placement out of measurements
     /// (dbt engine; the guest sees no difference; see docs/experiments.md).
@@ -329,6 +333,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         chain: !a.no_chain,
         ras: a.ras,
         predict: !a.no_ic,
+        ibt: !a.no_ibt,
         layout_seed: a.layout_seed,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
@@ -472,6 +477,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "chain": !a.no_chain,
         "ras": a.ras,
         "ic": !a.no_ic,
+        "ibt": !a.no_ibt,
         "layout_seed": a.layout_seed,
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),

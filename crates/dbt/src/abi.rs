@@ -39,8 +39,15 @@ impl Engine {
         let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
         lookup[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
         self.lookup_off = fits(&mut self.code, lookup);
+        // The indirect-branch tables' miss routine.
+        let (mut miss, rel) = glue::table_miss();
+        let at = self.code.offset();
+        let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
+        miss[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
+        let miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
+        self.jc.set_table_bias((self.code_base + miss_off) as u64);
         // Entries point into the code that was there: none may hit again.
         self.flush_jump_cache();
     }

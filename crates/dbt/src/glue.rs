@@ -32,7 +32,7 @@ const _: () = assert!(
         && off::BUDGET_PTR == 48
         && off::ICOUNT == 56
         && off::HELPER_K == 88
-        && off::JC == 96
+        && off::IBT == 96
         && off::FPU == 104
         && off::FPU_LIVE == 112
         && off::JC_TAG == 120
@@ -43,6 +43,7 @@ const _: () = assert!(
         && off::RAS_EMPTY == 160
         && off::RAS_EMPTY_NEG == 168
         && off::RAS_MISSES == 176
+        && off::IBT_BIAS == 192
 );
 
 /// Stores the guest flags (through r13) and registers (see [`crate::runtime::host_gpr`])
@@ -403,6 +404,38 @@ pub fn shared_lookup() -> (Vec<u8>, usize) {
     let v = indirect_lookup().to_vec();
     let rel = v.len() - 4;
     (v, rel)
+}
+
+/// The indirect-branch table's miss routine (see `crate::ibt`), where an entry never set
+/// leads: `lea r11, [r11 - 1]` (the table's path counted a hit) and the jump-cache
+/// lookup. `rel` is the offset of the miss path's rel32 to `exit_common`.
+pub fn table_miss() -> (Vec<u8>, usize) {
+    let mut v = vec![0x4d, 0x8d, 0x5b, 0xff]; // lea r11, [r11 - 1]
+    v.extend_from_slice(indirect_lookup());
+    let rel = v.len() - 4;
+    (v, rel)
+}
+
+/// The indirect-branch path through the indirect-branch table (see `crate::ibt`),
+/// entered with the target EIP in r13d (its high half zero) and r11 counted: the
+/// table's entry for the target, relative to the miss routine's address, is where to go
+/// (the target's jump-cache entry, `runtime::jc_entry`, or the miss routine for an entry
+/// never set). Flags untouched; r8 and r9 are scratch here.
+pub fn table_lookup() -> &'static [u8] {
+    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    CODE.get_or_init(|| {
+        assemble(|a| {
+            dynasm!(a
+                ; .arch x64
+                ; mov r9, [r15 + off::IBT]
+                ; movsxd r9, DWORD [r9 + r13 * 4]
+                ; mov r8, [r15 + off::IBT_BIAS]
+                ; lea r9, [r9 + r8]
+                ; lea r11, [r11 + 1] // a hit (see runtime::ICOUNT_SHIFT)
+                ; jmp r9
+            );
+        })
+    })
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ pub(crate) struct JumpCache {
     /// How many times every entry was reset (tags restarting: the return stack, whose
     /// entries carry tags, is emptied then too).
     pub(crate) resets: u64,
+    /// The indirect-branch tables (`ibt`), if translated code uses them.
+    ibt: Option<crate::ibt::Tables>,
 }
 
 impl JumpCache {
@@ -42,8 +44,10 @@ impl JumpCache {
     /// unreachable, like emptied ones).
     const MAX_TAGS: usize = 1 << 14;
 
-    pub(crate) fn new() -> std::io::Result<JumpCache> {
-        Ok(JumpCache {
+    /// A jump cache, with indirect-branch tables if `ibt` and the host grants the first
+    /// table's address space.
+    pub(crate) fn new(ibt: bool) -> std::io::Result<JumpCache> {
+        let mut jc = JumpCache {
             frame: JitFrame::allocate()?,
             tags: HashMap::default(),
             cur: (0, 0),
@@ -51,7 +55,37 @@ impl JumpCache {
             last_tag: 1,
             pages: Box::new([0; JC_PAGES]),
             resets: 0,
-        })
+            ibt: if ibt { crate::ibt::Tables::new() } else { None },
+        };
+        jc.attach_table();
+        Ok(jc)
+    }
+
+    /// Whether translated code may use indirect-branch tables.
+    pub(crate) fn has_tables(&self) -> bool {
+        self.ibt.is_some()
+    }
+
+    /// Sets the host address of the tables' miss routine (`JitState::ibt_bias`); every
+    /// table is forgotten.
+    pub(crate) fn set_table_bias(&mut self, bias: u64) {
+        if let Some(t) = &mut self.ibt {
+            t.set_bias(bias);
+            self.frame.state.ibt_bias = bias;
+            self.attach_table();
+        }
+    }
+
+    /// Gives the current tag its table (`JitState::ibt`). A tag whose table it takes is
+    /// forgotten, so that its mapping gets a new tag, with no entries, if it runs again.
+    fn attach_table(&mut self) {
+        if let Some(t) = &mut self.ibt {
+            let (base, evicted) = t.select(self.tag);
+            self.frame.state.ibt = base;
+            if let Some(old) = evicted {
+                self.tags.retain(|_, t| *t != old);
+            }
+        }
     }
 
     /// Makes `mapping` current (with the tag it had, or a new one); returns whether it
@@ -66,6 +100,7 @@ impl JumpCache {
             Some(&t) => t,
             None => self.new_tag(),
         };
+        self.attach_table();
         true
     }
 
@@ -85,13 +120,20 @@ impl JumpCache {
     /// Empties the cache: the current mapping gets a new tag, the others will.
     pub(crate) fn invalidate(&mut self) {
         self.tags.clear();
+        if let Some(t) = &mut self.ibt {
+            t.reset();
+        }
         self.tag = self.new_tag();
+        self.attach_table();
     }
 
     /// Sets every entry to empty and restarts the tags.
     pub(crate) fn reset(&mut self) {
         self.frame.clear_jc();
         self.pages.fill(0);
+        if let Some(t) = &mut self.ibt {
+            t.reset();
+        }
         self.tags.clear();
         self.last_tag = 1;
         self.resets += 1;
@@ -101,6 +143,9 @@ impl JumpCache {
     pub(crate) fn set(&mut self, va: u32, host: u64) {
         let i = runtime::jc_index(va);
         self.frame.jc[i] = runtime::JcEntry { key: jc_key(self.tag, va).wrapping_neg(), host };
+        if let Some(t) = &mut self.ibt {
+            t.set(va, host);
+        }
     }
 
     /// Records that `page`'s translations are in the cache under the current tag;
@@ -126,7 +171,7 @@ mod tests {
 
     #[test]
     fn jump_cache_entries_survive_a_process_switch_and_not_an_invalidation() {
-        let mut jc = JumpCache::new().unwrap();
+        let mut jc = JumpCache::new(true).unwrap();
         let (parent, other) = ((7, 0), (8, 0));
         assert!(jc.select(parent));
         assert!(!jc.select(parent), "already current");
@@ -153,7 +198,7 @@ mod tests {
 
     #[test]
     fn jump_cache_tags_wrap_by_resetting_every_entry() {
-        let mut jc = JumpCache::new().unwrap();
+        let mut jc = JumpCache::new(true).unwrap();
         jc.select((1, 0));
         jc.set(0x1000, 5);
         jc.last_tag = u32::MAX;

@@ -40,8 +40,10 @@
 //! | `reuse` | copying another frame's translation of the same code (`file`, `content`) |
 //! | `chain` | patching exits to jump straight to other translations |
 //! | `jump_cache` | the (tag, VA) → host code table read by translated indirect branches |
+//! | `ibt` | the indirect-branch tables in front of it: one entry per guest VA, per tag |
+//! | `layout` | where translations go in the code buffer (`--layout-seed`) |
 //! | `abi` | the runtime stubs, entering translated code and decoding its exits, the fallback helper |
-//! | `glue` | the host code of the stubs, the jump-cache lookup and the helper call (dynasm-rs) |
+//! | `glue` | the host code of the stubs, the table and jump-cache lookups and the helper call (dynasm-rs) |
 //! | `runtime` | the state block, the register assignment, fixed-layout glue, the host fault handler |
 //! | `code` | the dual-mapped code buffer |
 //! | `translate` | the translator: one block of IA-32 to x86-64 |
@@ -56,6 +58,7 @@ mod code;
 mod dispatch;
 mod generate;
 mod glue;
+mod ibt;
 mod jump_cache;
 mod key;
 mod layout;
@@ -105,6 +108,10 @@ pub struct EngineConfig {
     /// Check the target an indirect branch had every time it was interpreted inline, and
     /// jump to it directly (`--no-ic` turns it off; see `translate::Options::predict`).
     pub predict: bool,
+    /// Look indirect-branch targets up in the indirect-branch table, in front of the
+    /// jump cache (`--no-ibt` turns it off; see `ibt`). `Engine::new` turns it off if
+    /// the host refuses the table's address space or the code buffer is 2 GiB or more.
+    pub ibt: bool,
     /// Place translations at pseudo-random distances from each other, drawn from this
     /// seed (`--layout-seed`; `None`: back to back). Host code runs at speeds that
     /// depend on where it sits (docs/results.md § Stop 27: ±10 % per program from
@@ -131,7 +138,7 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The translator's switches under this configuration.
     pub fn translate_options(&self) -> translate::Options {
-        translate::Options { ras: self.ras, predict: self.predict }
+        translate::Options { ras: self.ras, predict: self.predict, ibt: self.ibt }
     }
 }
 
@@ -147,6 +154,7 @@ impl Default for EngineConfig {
             chain: true,
             ras: false,
             predict: true,
+            ibt: true,
             layout_seed: None,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
@@ -311,6 +319,10 @@ impl Engine {
             _ => None,
         };
         let cfg_layout_seed = cfg.layout_seed;
+        // The tables hold 32-bit offsets into the code buffer.
+        let jc = JumpCache::new(cfg.ibt && cfg.translate && cap < 1 << 31)?;
+        let mut cfg = cfg;
+        cfg.ibt &= jc.has_tables();
         let mut e = Engine {
             cfg,
             interp: Interp::new(),
@@ -340,7 +352,7 @@ impl Engine {
             ticks: clock::Ticks::default(),
             epoch: 0,
             code_base: 0,
-            jc: JumpCache::new()?,
+            jc,
             fpu_live: false,
             code_map: None,
             templates: Vec::new(),

@@ -57,9 +57,9 @@ pub struct JitState {
     /// Index in `FaultMap::points` of the instruction a host fault stopped at (set by
     /// the fault handler with `EXIT_FAULT`).
     pub fault_point: u32,
-    /// Padding where the jump cache's address was (translated code reaches the entries
-    /// from r15, `JitFrame`): the fields after it keep the offsets the glue uses.
-    pub _pad_jc: u64,
+    /// The running mapping's indirect-branch table (`crate::ibt`), or 0 when translated
+    /// code does not use one.
+    pub ibt: u64,
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
     /// code runs if `fpu_live` is set.
     pub fpu: *mut morph_cpu::FpuState,
@@ -91,6 +91,9 @@ pub struct JitState {
     /// Host faults of translated code that the fault handler resolved and retried (a
     /// guest page hosted in the window at its first touch, a copy-on-write break).
     pub window_faults: u64,
+    /// What an indirect-branch table entry is relative to: the host address of the
+    /// table-miss routine, where an entry never set (zero) leads.
+    pub ibt_bias: u64,
 }
 
 /// What r15 points at while translated code runs: the state block, then the jump
@@ -213,7 +216,7 @@ impl Default for JitState {
             ctx: std::ptr::null_mut(),
             helper_k: 0,
             fault_point: 0,
-            _pad_jc: 0,
+            ibt: 0,
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
             _pad2: 0,
@@ -226,6 +229,7 @@ impl Default for JitState {
             ras_empty_neg: 0,
             ras_misses: 0,
             window_faults: 0,
+            ibt_bias: 0,
         }
     }
 }
@@ -254,8 +258,8 @@ pub mod off {
     pub const EXIT_SITE: i32 = 72;
     /// `helper_k`.
     pub const HELPER_K: i32 = 88;
-    /// `_pad_jc` (unused: kept so the fields after it stay where the glue has them).
-    pub const JC: i32 = 96;
+    /// `ibt`.
+    pub const IBT: i32 = 96;
     /// `fpu`.
     pub const FPU: i32 = 104;
     /// `fpu_live`.
@@ -278,6 +282,8 @@ pub mod off {
     pub const RAS_EMPTY_NEG: i32 = 168;
     /// `ras_misses`.
     pub const RAS_MISSES: i32 = 176;
+    /// `ibt_bias`.
+    pub const IBT_BIAS: i32 = 192;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -633,7 +639,7 @@ mod tests {
         assert_eq!(&s.gs_base as *const _ as usize - base, off::GS_BASE as usize);
         assert_eq!(&s.exit_site as *const _ as usize - base, off::EXIT_SITE as usize);
         assert_eq!(&s.helper_k as *const _ as usize - base, off::HELPER_K as usize);
-        assert_eq!(&s._pad_jc as *const _ as usize - base, off::JC as usize);
+        assert_eq!(&s.ibt as *const _ as usize - base, off::IBT as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
         assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
@@ -645,6 +651,7 @@ mod tests {
         assert_eq!(&s.ras_empty as *const _ as usize - base, off::RAS_EMPTY as usize);
         assert_eq!(&s.ras_empty_neg as *const _ as usize - base, off::RAS_EMPTY_NEG as usize);
         assert_eq!(&s.ras_misses as *const _ as usize - base, off::RAS_MISSES as usize);
+        assert_eq!(&s.ibt_bias as *const _ as usize - base, off::IBT_BIAS as usize);
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
-    h.update(&[u8::from(opts.ras), u8::from(opts.predict)]);
+    h.update(&[u8::from(opts.ras), u8::from(opts.predict), u8::from(opts.ibt)]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());
     }

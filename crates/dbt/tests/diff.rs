@@ -75,12 +75,15 @@ fn check_code(name: &str, code: &[u8]) {
             }
         }
     }
-    // Translations placed apart (`--layout-seed`): nothing the guest sees changes.
-    let cfg = EngineConfig { translate: true, threshold: 0, layout_seed: Some(3), ..EngineConfig::default() };
-    let dbt = run(code, cfg);
-    assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ with a layout seed");
-    assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count with a layout seed");
-    assert!(interp.1 == dbt.1 && interp.2 == dbt.2, "{name}: memory differs with a layout seed");
+    // Translations placed apart (`--layout-seed`), and without the indirect-branch table
+    // (`--no-ibt`): nothing the guest sees changes.
+    for (layout_seed, ibt) in [(Some(3), true), (None, false)] {
+        let cfg = EngineConfig { translate: true, threshold: 0, layout_seed, ibt, ..EngineConfig::default() };
+        let dbt = run(code, cfg.clone());
+        assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
+        assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count under {cfg:?}");
+        assert!(interp.1 == dbt.1 && interp.2 == dbt.2, "{name}: memory differs under {cfg:?}");
+    }
 }
 
 #[test]

@@ -122,6 +122,7 @@ pub fn configs() -> Vec<Vec<&'static str>> {
     v.push(vec!["--engine", "dbt", "--ras", "--threshold", "0"]);
     v.push(vec!["--engine", "dbt", "--ras", "--key", "virtual"]);
     v.push(vec!["--engine", "dbt", "--no-ic", "--key", "file"]);
+    v.push(vec!["--engine", "dbt", "--no-ibt", "--key", "virtual", "--threshold", "0"]);
     v.push(vec!["--engine", "dbt", "--threshold", "0", "--layout-seed", "11"]);
     v
 }

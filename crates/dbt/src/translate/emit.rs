@@ -118,9 +118,14 @@ impl Emitter {
         }
     }
 
-    /// Continue at the target EIP in r13d: through the jump cache, or by leaving to the
-    /// dispatcher.
+    /// Continue at the target EIP in r13d: through the indirect-branch table (when on)
+    /// or the jump cache, or by leaving to the dispatcher.
     pub(super) fn lookup(&mut self) {
+        if self.opts.ibt {
+            // Through the indirect-branch table; its miss routine takes the jump cache.
+            self.bytes(glue::table_lookup());
+            return;
+        }
         self.bytes(glue::indirect_lookup());
         self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
     }

@@ -137,6 +137,9 @@ pub struct Options {
     /// ran the block, was always one address in the same page compares the target with
     /// it and jumps there directly (a chain site), before the jump-cache lookup.
     pub predict: bool,
+    /// Look indirect-branch targets up in the indirect-branch table (`crate::ibt`,
+    /// `--no-ibt` turns it off); its misses take the jump cache.
+    pub ibt: bool,
 }
 
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are

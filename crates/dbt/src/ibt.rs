@@ -1,0 +1,227 @@
+//! The indirect-branch table: one 32-bit entry per guest virtual address, so that an
+//! indirect branch in translated code finds its target's host code with one load and no
+//! comparison, in front of the jump cache.
+//!
+//! A table is a reservation of 16 GiB of host address space (4 bytes × 2^32 guest
+//! addresses) mapped as untouched anonymous memory: an entry never set reads as zero
+//! from the kernel's zero page, and only the pages holding set entries take memory
+//! (4 KiB of table per KiB of guest code whose addresses are branch targets). Entry
+//! `va` holds the host address to continue at for guest EIP `va` less the *bias* (the
+//! host address of the table-miss routine, `JitState::ibt_bias`), as a signed 32-bit
+//! offset: zero, an entry never set, leads to the miss routine, which takes the jump
+//! cache (whose misses go to the dispatcher). The code buffer is smaller than 2 GiB
+//! (`Engine::new` turns the table off otherwise), so every host address in it is within
+//! reach of the bias.
+//!
+//! Translated code's lookup (`glue::table_lookup`), with the target EIP in r13d (its
+//! high half zero):
+//!
+//! ```text
+//! mov    r9, [r15 + ibt]              ; the running mapping's table
+//! movsxd r9, dword [r9 + r13 * 4]     ; its entry for the target
+//! mov    r8, [r15 + ibt_bias]
+//! lea    r9, [r9 + r8]                ; host address (the miss routine if never set)
+//! lea    r11, [r11 + 1]               ; a hit (the miss routine takes it back)
+//! jmp    r9
+//! ```
+//!
+//! Six instructions, no comparison and one load on the way from the target to the jump
+//! (the other two are of the state block's line); the jump cache's hit takes thirteen,
+//! with an index computed, a 64-bit key loaded and compared and a conditional branch.
+//!
+//! The table is a cache of the jump cache kept in step with it: every entry the jump
+//! cache gets under a tag, the tag's table gets too (`JumpCache::set`), and a table
+//! lives exactly as long as its tag's jump-cache entries can hit. A table belongs to
+//! one tag (one mapping, see `jump_cache`), so a process switch selects the next
+//! process's table with its tag. At most [`MAX_TABLES`] exist; a tag that needs one
+//! when all are taken gets the least recently selected one, emptied (`MADV_DONTNEED`),
+//! and that table's previous tag is forgotten, so its mapping gets a new tag (with
+//! empty jump-cache entries and a table of its own) if it runs again.
+//!
+//! The index is a 32-bit EIP, so no guest value reaches outside the reservation, and
+//! only the engine writes entries, each the address of a live translation's jump-cache
+//! entry: a guest cannot make translated code jump anywhere else.
+
+use std::ptr::NonNull;
+
+/// Bytes of one table: a 32-bit entry for each of the 2^32 guest addresses.
+const TABLE_BYTES: usize = 4 << 32;
+
+/// The most tables kept at once (16 GiB of address space each, untouched but for the
+/// pages of entries set).
+pub(crate) const MAX_TABLES: usize = 16;
+
+/// One table: a private anonymous reservation of [`TABLE_BYTES`].
+struct Table {
+    base: NonNull<i32>,
+    /// The tag it serves (0: none).
+    owner: u32,
+    /// Whether an entry was set since it was last emptied.
+    dirty: bool,
+    /// When it was last selected (a count of selections), to choose a victim.
+    used: u64,
+}
+
+impl Table {
+    /// A fresh reservation; `None` if the host refuses the address space.
+    fn reserve() -> Option<Table> {
+        // SAFETY: a new private anonymous mapping that nothing else refers to; the result
+        // is checked. MAP_NORESERVE: only the pages written take memory.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                TABLE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        Some(Table { base: NonNull::new(p.cast())?, owner: 0, dirty: false, used: 0 })
+    }
+
+    /// Sets every entry to zero (never set) and gives the pages back.
+    fn empty(&mut self) {
+        if self.dirty {
+            // SAFETY: the whole reservation, which this table owns; on a private
+            // anonymous mapping MADV_DONTNEED makes every page read as zero again. No
+            // translated code runs while the dispatcher empties a table.
+            unsafe { libc::madvise(self.base.as_ptr().cast(), TABLE_BYTES, libc::MADV_DONTNEED) };
+            self.dirty = false;
+        }
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        // SAFETY: the reservation this table made and owns; the engine that owns the
+        // tables is being dropped, so no translated code runs with it.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), TABLE_BYTES) };
+    }
+}
+
+/// The tables of an engine, and which one is current.
+pub(crate) struct Tables {
+    tables: Vec<Table>,
+    /// Index of the current tag's table.
+    cur: usize,
+    /// Selections so far (the clock of `Table::used`).
+    clock: u64,
+    /// The host address entries are relative to (`JitState::ibt_bias`).
+    bias: u64,
+}
+
+impl Tables {
+    /// The tables, with the first one reserved; `None` if the host refuses it.
+    pub(crate) fn new() -> Option<Tables> {
+        Some(Tables { tables: vec![Table::reserve()?], cur: 0, clock: 0, bias: 0 })
+    }
+
+    /// Sets the host address entries are relative to; every table is forgotten.
+    pub(crate) fn set_bias(&mut self, bias: u64) {
+        self.bias = bias;
+        self.reset();
+    }
+
+    /// Makes `tag`'s table current; returns its base address and the tag whose table it
+    /// took, if any (that tag must not hit again).
+    pub(crate) fn select(&mut self, tag: u32) -> (u64, Option<u32>) {
+        self.clock += 1;
+        let mut evicted = None;
+        let i = match self.tables.iter().position(|t| t.owner == tag) {
+            Some(i) => i,
+            None => {
+                let free = self.tables.iter().position(|t| t.owner == 0);
+                let i = match free {
+                    Some(i) => i,
+                    None => match (self.tables.len() < MAX_TABLES).then(Table::reserve).flatten() {
+                        Some(t) => {
+                            self.tables.push(t);
+                            self.tables.len() - 1
+                        }
+                        None => self.victim(),
+                    },
+                };
+                let t = &mut self.tables[i];
+                if t.owner != 0 {
+                    evicted = Some(t.owner);
+                }
+                t.empty();
+                t.owner = tag;
+                i
+            }
+        };
+        self.cur = i;
+        let t = &mut self.tables[i];
+        t.used = self.clock;
+        (t.base.as_ptr() as u64, evicted)
+    }
+
+    /// The least recently selected table.
+    fn victim(&self) -> usize {
+        (0..self.tables.len()).min_by_key(|&i| self.tables[i].used).unwrap_or(0)
+    }
+
+    /// Forgets every tag's table (the tags restart, or every entry is dropped): each is
+    /// emptied when a tag takes it next.
+    pub(crate) fn reset(&mut self) {
+        for t in &mut self.tables {
+            t.owner = 0;
+        }
+    }
+
+    /// Sets the current table's entry for guest VA `va` to host address `host`.
+    #[inline]
+    pub(crate) fn set(&mut self, va: u32, host: u64) {
+        let bias = self.bias;
+        let Some(t) = self.tables.get_mut(self.cur) else { return };
+        t.dirty = true;
+        let rel = host.wrapping_sub(bias) as i64 as i32;
+        // SAFETY: `va` < 2^32, so the entry is inside the table's reservation of 2^32
+        // entries, mapped readable and writable; only the dispatcher's thread writes it,
+        // while no translated code runs.
+        unsafe { t.base.as_ptr().add(va as usize).write(rel) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn get(t: &Tables, va: u32) -> i32 {
+        // SAFETY: inside the current table's reservation (see `Tables::set`).
+        unsafe { t.tables[t.cur].base.as_ptr().add(va as usize).read() }
+    }
+
+    #[test]
+    fn entries_are_per_tag_and_a_victim_is_emptied() {
+        let mut t = Tables::new().unwrap();
+        t.set_bias(0x1000);
+        let (a, _) = t.select(1);
+        t.set(0xffff_ffff, 0x1010);
+        t.set(0, 0x0ff0);
+        assert_eq!((get(&t, 0xffff_ffff), get(&t, 0)), (0x10, -0x10));
+        assert_eq!(get(&t, 0x0804_8000), 0, "never set");
+        let (b, ev) = t.select(2);
+        assert_ne!(a, b);
+        assert_eq!(ev, None);
+        assert_eq!(get(&t, 0xffff_ffff), 0, "another tag's table");
+        assert_eq!(t.select(1), (a, None));
+        assert_eq!(get(&t, 0xffff_ffff), 0x10, "kept across a switch");
+        for tag in 3..=MAX_TABLES as u32 {
+            assert_eq!(t.select(tag).1, None, "a table of its own");
+        }
+        assert_eq!(t.select(100).1, Some(2), "the least recently selected table");
+        assert_eq!(t.select(101), (a, Some(1)));
+        assert_eq!(get(&t, 0xffff_ffff), 0, "emptied for its new owner");
+        t.set(0, 0x2000);
+        t.reset();
+        assert!(t.tables.iter().all(|x| x.owner == 0));
+        let (c, _) = t.select(1);
+        assert_eq!(c, t.tables[0].base.as_ptr() as u64);
+        assert_eq!(get(&t, 0), 0, "emptied when taken");
+    }
+}
