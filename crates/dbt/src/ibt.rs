@@ -34,9 +34,10 @@
 //! lives exactly as long as its tag's jump-cache entries can hit. A table belongs to
 //! one tag (one mapping, see `jump_cache`), so a process switch selects the next
 //! process's table with its tag. At most [`MAX_TABLES`] exist; a tag that needs one
-//! when all are taken gets the least recently selected one, emptied (`MADV_DONTNEED`),
-//! and that table's previous tag is forgotten, so its mapping gets a new tag (with
-//! empty jump-cache entries and a table of its own) if it runs again.
+//! when all are taken gets the least recently selected one, emptied (its entries set
+//! written back to zero, or after very many its pages given back with
+//! `MADV_DONTNEED`), and that table's previous tag is forgotten, so its mapping gets a
+//! new tag (with empty jump-cache entries and a table of its own) if it runs again.
 //!
 //! The index is a 32-bit EIP, so no guest value reaches outside the reservation, and
 //! only the engine writes entries, each the address of a live translation's jump-cache
@@ -51,13 +52,19 @@ const TABLE_BYTES: usize = 4 << 32;
 /// pages of entries set).
 pub(crate) const MAX_TABLES: usize = 16;
 
+/// Entries a table remembers having set, to empty it by writing them back to zero;
+/// beyond them it is emptied by giving its pages back.
+const LOG_MAX: usize = 1 << 16;
+
 /// One table: a private anonymous reservation of [`TABLE_BYTES`].
 struct Table {
     base: NonNull<i32>,
     /// The tag it serves (0: none).
     owner: u32,
-    /// Whether an entry was set since it was last emptied.
-    dirty: bool,
+    /// The entries set since it was last emptied, while there are at most [`LOG_MAX`].
+    log: Vec<u32>,
+    /// More entries than that were set: emptying gives every page back.
+    overflow: bool,
     /// When it was last selected (a count of selections), to choose a victim.
     used: u64,
 }
@@ -80,17 +87,42 @@ impl Table {
         if p == libc::MAP_FAILED {
             return None;
         }
-        Some(Table { base: NonNull::new(p.cast())?, owner: 0, dirty: false, used: 0 })
+        Some(Table { base: NonNull::new(p.cast())?, owner: 0, log: Vec::new(), overflow: false, used: 0 })
     }
 
-    /// Sets every entry to zero (never set) and gives the pages back.
+    /// Sets entry `va` (relative host address `rel`) and remembers it.
+    #[inline]
+    fn set(&mut self, va: u32, rel: i32) {
+        if !self.overflow {
+            if self.log.len() < LOG_MAX {
+                self.log.push(va);
+            } else {
+                self.overflow = true;
+                self.log = Vec::new();
+            }
+        }
+        // SAFETY: `va` < 2^32, so the entry is inside the reservation of 2^32 entries,
+        // mapped readable and writable; only the dispatcher's thread writes it, while no
+        // translated code runs.
+        unsafe { self.base.as_ptr().add(va as usize).write(rel) };
+    }
+
+    /// Sets every entry back to zero (never set): the entries set, one by one, keeping
+    /// their pages for the next owner (a process starting the same libraries sets
+    /// entries in the same pages: emptying a table per mapping change of ld.so's start
+    /// by giving its pages back cost a bash fork/exec loop 60 % more time in the kernel),
+    /// or, after more than [`LOG_MAX`], every page given back.
     fn empty(&mut self) {
-        if self.dirty {
+        if self.overflow {
             // SAFETY: the whole reservation, which this table owns; on a private
             // anonymous mapping MADV_DONTNEED makes every page read as zero again. No
             // translated code runs while the dispatcher empties a table.
             unsafe { libc::madvise(self.base.as_ptr().cast(), TABLE_BYTES, libc::MADV_DONTNEED) };
-            self.dirty = false;
+            self.overflow = false;
+        }
+        for va in self.log.drain(..) {
+            // SAFETY: as in `set`.
+            unsafe { self.base.as_ptr().add(va as usize).write(0) };
         }
     }
 }
@@ -176,14 +208,10 @@ impl Tables {
     /// Sets the current table's entry for guest VA `va` to host address `host`.
     #[inline]
     pub(crate) fn set(&mut self, va: u32, host: u64) {
-        let bias = self.bias;
-        let Some(t) = self.tables.get_mut(self.cur) else { return };
-        t.dirty = true;
-        let rel = host.wrapping_sub(bias) as i64 as i32;
-        // SAFETY: `va` < 2^32, so the entry is inside the table's reservation of 2^32
-        // entries, mapped readable and writable; only the dispatcher's thread writes it,
-        // while no translated code runs.
-        unsafe { t.base.as_ptr().add(va as usize).write(rel) };
+        let rel = host.wrapping_sub(self.bias) as i64 as i32;
+        if let Some(t) = self.tables.get_mut(self.cur) {
+            t.set(va, rel);
+        }
     }
 }
 
@@ -220,6 +248,16 @@ mod tests {
         t.set(0, 0x2000);
         t.reset();
         assert!(t.tables.iter().all(|x| x.owner == 0));
+        // A table that set more entries than it remembers gives its pages back.
+        let last = &mut t.tables[MAX_TABLES - 1];
+        for va in 0..=LOG_MAX as u32 {
+            last.set(va * 7, 1);
+        }
+        assert!(last.overflow && last.log.is_empty());
+        last.empty();
+        // SAFETY: inside the reservation.
+        assert_eq!(unsafe { last.base.as_ptr().add(7 * 5).read() }, 0);
+        assert!(!last.overflow);
         let (c, _) = t.select(1);
         assert_eq!(c, t.tables[0].base.as_ptr() as u64);
         assert_eq!(get(&t, 0), 0, "emptied when taken");
