@@ -53,8 +53,11 @@ const TABLE_BYTES: usize = 4 << 32;
 pub(crate) const MAX_TABLES: usize = 16;
 
 /// Entries a table remembers having set, to empty it by writing them back to zero;
-/// beyond them it is emptied by giving its pages back.
-const LOG_MAX: usize = 1 << 16;
+/// beyond them it is emptied by giving its pages back. A process's start sets a few
+/// hundred to a few thousand; the log is allocated whole at the first entry (16 KiB:
+/// growing it by doubling put the heap's growth, in huge pages this host zeroes
+/// slowly, on a fork/exec loop's every process).
+const LOG_MAX: usize = 1 << 12;
 
 /// One table: a private anonymous reservation of [`TABLE_BYTES`].
 struct Table {
@@ -94,6 +97,9 @@ impl Table {
     #[inline]
     fn set(&mut self, va: u32, rel: i32) {
         if !self.overflow {
+            if self.log.capacity() == 0 {
+                self.log.reserve_exact(LOG_MAX);
+            }
             if self.log.len() < LOG_MAX {
                 self.log.push(va);
             } else {
