@@ -12,11 +12,11 @@ use crate::key::Key;
 use crate::made::Made;
 use crate::slots::{FrameEntry, Live, NO_FRAME, next_frame};
 use crate::tcache::Tcache;
+use crate::translate::{self, Fixup, Site};
+use crate::{Engine, abi::helper};
 
 /// What fills a layout gap: `int3`, which traps if anything ever ran into it.
 const INT3: u8 = 0xcc;
-use crate::translate::{self, Fixup, Site};
-use crate::{Engine, abi::helper};
 
 pub(crate) struct Translation {
     pub(crate) key: Key,
