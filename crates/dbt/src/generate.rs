@@ -57,6 +57,11 @@ fn span(eip: u32, mem: &AddressSpace) -> (u32, Option<u32>, u32) {
 }
 
 impl Engine {
+    /// Whether `made` fits in the code buffer after the largest layout gap.
+    fn room_for(&self, made: &Made) -> bool {
+        self.code.offset() + self.layout.max_gap() + made.code.len() <= self.code.capacity()
+    }
+
     /// Translates the block at `eip` from the interpreter's decoded blocks (the same
     /// instructions both engines run; a cached block's bytes are decoded again, see
     /// `Interp::decoded_block`). The translation is numbered as the next one of the cache.
@@ -86,7 +91,7 @@ impl Engine {
             Some(m) => (m, Origin::Reused),
             None => (self.fetch_and_translate(eip, frame, ctx, mem)?, Origin::Translated),
         };
-        if self.code.offset() + self.layout.max_gap() + made.code.len() > self.code.capacity() {
+        if !self.room_for(&made) {
             self.flush();
             // A translation's exits name it by its number, which the flush changed (and
             // the translations to copy from are gone).
@@ -138,7 +143,7 @@ impl Engine {
         // Where the key's code is, for the end of the run if it never becomes hot.
         tc.seen.push((key, frame, eip & (PAGE_SIZE - 1)));
         let made = tc.find(place, eip, max, mem, helper as *const () as usize, id)?;
-        if self.code.offset() + self.layout.max_gap() + made.code.len() > self.code.capacity() {
+        if !self.room_for(&made) {
             return None; // the dispatcher interprets; translating later flushes
         }
         let frame2 = frame2.map(Frame).filter(|_| made.guest_len > len);

@@ -43,10 +43,10 @@
 //! only the engine writes entries, each the address of a live translation's jump-cache
 //! entry: a guest cannot make translated code jump anywhere else.
 
-use std::ptr::NonNull;
+use morph_mem::ZeroedSlice;
 
-/// Bytes of one table: a 32-bit entry for each of the 2^32 guest addresses.
-const TABLE_BYTES: usize = 4 << 32;
+/// Entries of one table: one for each of the 2^32 guest addresses (16 GiB).
+const TABLE_ENTRIES: usize = 1 << 32;
 
 /// The most tables kept at once (16 GiB of address space each, untouched but for the
 /// pages of entries set).
@@ -59,12 +59,14 @@ pub(crate) const MAX_TABLES: usize = 16;
 /// slowly, on a fork/exec loop's every process).
 const LOG_MAX: usize = 1 << 12;
 
-/// One table: a private anonymous reservation of [`TABLE_BYTES`].
+/// One table: [`TABLE_ENTRIES`] entries in a mapping of their own (`ZeroedSlice`:
+/// untouched zero pages, only those written taking memory).
 struct Table {
-    base: NonNull<i32>,
+    entries: ZeroedSlice<i32>,
     /// The tag it serves (0: none).
     owner: u32,
-    /// The entries set since it was last emptied, while there are at most [`LOG_MAX`].
+    /// The entries set (from zero) since it was last emptied, while there are at most
+    /// [`LOG_MAX`].
     log: Vec<u32>,
     /// More entries than that were set: emptying gives every page back.
     overflow: bool,
@@ -75,28 +77,18 @@ struct Table {
 impl Table {
     /// A fresh reservation; `None` if the host refuses the address space.
     fn reserve() -> Option<Table> {
-        // SAFETY: a new private anonymous mapping that nothing else refers to; the result
-        // is checked. MAP_NORESERVE: only the pages written take memory.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                TABLE_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return None;
-        }
-        Some(Table { base: NonNull::new(p.cast())?, owner: 0, log: Vec::new(), overflow: false, used: 0 })
+        // SAFETY: zero is a valid i32.
+        let entries = unsafe { ZeroedSlice::new(TABLE_ENTRIES) }.ok()?;
+        Some(Table { entries, owner: 0, log: Vec::new(), overflow: false, used: 0 })
     }
 
-    /// Sets entry `va` (relative host address `rel`) and remembers it.
+    /// Sets entry `va` to relative host address `rel`, remembering it if it was unset
+    /// (the dispatcher sets a translation's entry again at every entry into it; only
+    /// the first needs undoing).
     #[inline]
     fn set(&mut self, va: u32, rel: i32) {
-        if !self.overflow {
+        let e = &mut self.entries[va as usize];
+        if *e == 0 && !self.overflow {
             if self.log.capacity() == 0 {
                 self.log.reserve_exact(LOG_MAX);
             }
@@ -107,10 +99,7 @@ impl Table {
                 self.log = Vec::new();
             }
         }
-        // SAFETY: `va` < 2^32, so the entry is inside the reservation of 2^32 entries,
-        // mapped readable and writable; only the dispatcher's thread writes it, while no
-        // translated code runs.
-        unsafe { self.base.as_ptr().add(va as usize).write(rel) };
+        *e = rel;
     }
 
     /// Sets every entry back to zero (never set): the entries set, one by one, keeping
@@ -120,24 +109,16 @@ impl Table {
     /// or, after more than [`LOG_MAX`], every page given back.
     fn empty(&mut self) {
         if self.overflow {
-            // SAFETY: the whole reservation, which this table owns; on a private
-            // anonymous mapping MADV_DONTNEED makes every page read as zero again. No
-            // translated code runs while the dispatcher empties a table.
-            unsafe { libc::madvise(self.base.as_ptr().cast(), TABLE_BYTES, libc::MADV_DONTNEED) };
+            let (p, bytes) = (self.entries.as_mut_ptr(), std::mem::size_of_val(&*self.entries));
+            // SAFETY: the whole mapping, which this table owns; on a private anonymous
+            // mapping MADV_DONTNEED makes every page read as zero again. No translated
+            // code runs while the dispatcher empties a table, and nothing borrows it.
+            unsafe { libc::madvise(p.cast(), bytes, libc::MADV_DONTNEED) };
             self.overflow = false;
         }
         for va in self.log.drain(..) {
-            // SAFETY: as in `set`.
-            unsafe { self.base.as_ptr().add(va as usize).write(0) };
+            self.entries[va as usize] = 0;
         }
-    }
-}
-
-impl Drop for Table {
-    fn drop(&mut self) {
-        // SAFETY: the reservation this table made and owns; the engine that owns the
-        // tables is being dropped, so no translated code runs with it.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), TABLE_BYTES) };
     }
 }
 
@@ -195,7 +176,7 @@ impl Tables {
         self.cur = i;
         let t = &mut self.tables[i];
         t.used = self.clock;
-        (t.base.as_ptr() as u64, evicted)
+        (t.entries.as_ptr() as u64, evicted)
     }
 
     /// The least recently selected table.
@@ -226,8 +207,7 @@ mod tests {
     use super::*;
 
     fn get(t: &Tables, va: u32) -> i32 {
-        // SAFETY: inside the current table's reservation (see `Tables::set`).
-        unsafe { t.tables[t.cur].base.as_ptr().add(va as usize).read() }
+        t.tables[t.cur].entries[va as usize]
     }
 
     #[test]
@@ -261,11 +241,21 @@ mod tests {
         }
         assert!(last.overflow && last.log.is_empty());
         last.empty();
-        // SAFETY: inside the reservation.
-        assert_eq!(unsafe { last.base.as_ptr().add(7 * 5).read() }, 0);
+        assert_eq!(last.entries[7 * 5], 0);
         assert!(!last.overflow);
         let (c, _) = t.select(1);
-        assert_eq!(c, t.tables[0].base.as_ptr() as u64);
+        assert_eq!(c, t.tables[0].entries.as_ptr() as u64);
         assert_eq!(get(&t, 0), 0, "emptied when taken");
+    }
+
+    #[test]
+    fn an_entry_set_again_is_logged_once() {
+        let mut t = Tables::new().unwrap();
+        t.select(1);
+        for i in 0..2 * LOG_MAX as u64 {
+            t.set(0x0804_8000, 0x1000 + i % 7);
+        }
+        let table = &t.tables[t.cur];
+        assert_eq!((table.log.len(), table.overflow), (1, false));
     }
 }

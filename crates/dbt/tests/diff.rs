@@ -51,12 +51,16 @@ fn run(code: &[u8], cfg: EngineConfig) -> (Cpu, Vec<u8>, Vec<u8>) {
     (cpu, data, stack)
 }
 
-fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
+/// The machine code of `f` followed by `int 0x80`, at `CODE`.
+fn assemble(f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Vec<u8> {
     let mut a = CodeAssembler::new(32).unwrap();
     f(&mut a).unwrap();
     a.int(0x80).unwrap();
-    let code = a.assemble(u64::from(CODE)).unwrap();
-    check_code(name, &code);
+    a.assemble(u64::from(CODE)).unwrap()
+}
+
+fn check(name: &str, f: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) {
+    check_code(name, &assemble(f));
 }
 
 /// `check` of machine code (ending in `int 0x80`) at `CODE`.
@@ -152,10 +156,7 @@ fn absolute_addresses_below_and_above_2_gib() {
     // Every access stays in translated code, none through the helper: a wrong host
     // address would fault and be re-run by the interpreter, and an operand the encoder
     // refused would go to the helper, neither of which the comparison alone would see.
-    let mut a = CodeAssembler::new(32).unwrap();
-    code(&mut a).unwrap();
-    a.int(0x80).unwrap();
-    let (mut cpu, mut mem) = machine(&a.assemble(u64::from(CODE)).unwrap());
+    let (mut cpu, mut mem) = machine(&assemble(code));
     let mut e = engine(true, KeyPolicy::Physical);
     assert_eq!(e.run(&mut cpu, &mut mem, 1, 10_000_000), Exit::Syscall);
     let s = e.stats();
