@@ -86,6 +86,11 @@ struct RunArgs {
     /// guest address): every indirect branch takes the jump cache (dbt engine).
     #[arg(long)]
     no_ibt: bool,
+    /// Do not run counted loops (a self-loop whose trip count is known at entry) as a
+    /// clean copy with the count added at entry: every loop counts and checks its budget
+    /// on its back edge (dbt engine).
+    #[arg(long)]
+    no_counted_loops: bool,
     /// Place translations at pseudo-random distances (0-63 bytes) drawn from this seed
     /// instead of back to back, to average host code placement out of measurements
     /// (dbt engine; the guest sees no difference; see docs/experiments.md).
@@ -334,6 +339,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         ras: a.ras,
         predict: !a.no_ic,
         ibt: !a.no_ibt,
+        counted: !a.no_counted_loops,
         layout_seed: a.layout_seed,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
@@ -478,6 +484,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "ras": a.ras,
         "ic": !a.no_ic,
         "ibt": !a.no_ibt,
+        "counted_loops": !a.no_counted_loops,
         "layout_seed": a.layout_seed,
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
@@ -547,6 +554,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "helper_instructions": e.helper_instructions,
             "pc_thunks": e.pc_thunks,
             "predicted_branches": e.predicted_branches,
+            "counted_loops": e.counted_loops,
             "host_faults": e.host_faults,
             "window_faults": e.window_faults,
             "blocks": e.blocks,

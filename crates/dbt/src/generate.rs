@@ -59,7 +59,8 @@ fn span(eip: u32, mem: &AddressSpace) -> (u32, Option<u32>, u32) {
 impl Engine {
     /// Whether `made` fits in the code buffer after the largest layout gap.
     fn room_for(&self, made: &Made) -> bool {
-        self.code.offset() + self.layout.max_gap() + made.code.len() <= self.code.capacity()
+        let align = if made.align64 { 63 } else { 0 };
+        self.code.offset() + self.layout.max_gap() + align + made.code.len() <= self.code.capacity()
     }
 
     /// Translates the block at `eip` from the interpreter's decoded blocks (the same
@@ -169,6 +170,14 @@ impl Engine {
         if gap > 0 && !self.code.extend(&[INT3; crate::layout::MAX_GAP][..gap]) {
             return None;
         }
+        if made.align64 {
+            // A counted loop's clean copy sits at a 64-byte boundary from its start.
+            let pad = self.code.offset().next_multiple_of(64) - self.code.offset();
+            if !self.code.extend(&[INT3; 64][..pad]) {
+                return None;
+            }
+            self.layout.pad_bytes += pad;
+        }
         let start = self.code.offset();
         // Never 0: the runtime precedes every translation in the buffer.
         let body = NonZeroU32::new((start + made.body) as u32)?;
@@ -203,6 +212,7 @@ impl Engine {
             self.stats.translated_guest_instructions += u64::from(made.instructions);
             self.stats.pc_thunks += u64::from(made.pc_thunks);
             self.stats.predicted_branches += u64::from(made.predicted);
+            self.stats.counted_loops += u64::from(made.align64);
         }
         self.stats.helper_instructions += u64::from(made.fallbacks);
         self.fpu_live |= made.uses_fpu;

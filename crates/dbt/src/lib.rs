@@ -112,6 +112,9 @@ pub struct EngineConfig {
     /// jump cache (`--no-ibt` turns it off; see `ibt`). `Engine::new` turns it off if
     /// the host refuses the table's address space or the code buffer is 2 GiB or more.
     pub ibt: bool,
+    /// Run counted self-loops as a clean copy once their trip count is checked
+    /// (`--no-counted-loops` turns it off; see `translate::counted`).
+    pub counted: bool,
     /// Place translations at pseudo-random distances from each other, drawn from this
     /// seed (`--layout-seed`; `None`: back to back). Host code runs at speeds that
     /// depend on where it sits (docs/results.md § Stop 27: ±10 % per program from
@@ -138,7 +141,7 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The translator's switches under this configuration.
     pub fn translate_options(&self) -> translate::Options {
-        translate::Options { ras: self.ras, predict: self.predict, ibt: self.ibt }
+        translate::Options { ras: self.ras, predict: self.predict, ibt: self.ibt, counted: self.counted }
     }
 }
 
@@ -155,6 +158,7 @@ impl Default for EngineConfig {
             ras: false,
             predict: true,
             ibt: true,
+            counted: true,
             layout_seed: None,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
@@ -206,6 +210,9 @@ pub struct EngineStats {
     /// Translations whose closing indirect branch checks a predicted target inline
     /// (static count, new translations; see `translate::Options::predict`).
     pub predicted_branches: u64,
+    /// Translations holding a counted loop's clean copy (static count, new
+    /// translations; see `translate::counted`).
+    pub counted_loops: u64,
     /// Host faults inside translated code that left it (a guest fault, code written,
     /// an instruction re-run by the interpreter).
     pub host_faults: u64,

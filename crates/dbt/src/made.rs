@@ -30,6 +30,8 @@ pub(crate) struct Made {
     pub(crate) pc_thunks: u32,
     /// Whether its closing indirect branch checks a predicted target inline.
     pub(crate) predicted: bool,
+    /// Whether it must start at a 64-byte boundary (it holds a counted loop's copy).
+    pub(crate) align64: bool,
 }
 
 impl From<translate::Translated> for Made {
@@ -50,6 +52,7 @@ impl From<translate::Translated> for Made {
             uses_fpu: t.uses_fpu,
             pc_thunks: t.pc_thunks,
             predicted: t.predicted,
+            align64: t.align64,
         }
     }
 }

@@ -66,8 +66,9 @@ pub struct JitState {
     /// 1 once translations execute x87/MMX instructions natively, else 0 (the glue
     /// tests the low byte).
     pub fpu_live: u32,
-    /// Padding.
-    pub _pad2: u32,
+    /// The bound of the counted loop running (`translate::counted`), stored by its entry
+    /// check for the fault handler ([`loop_point`]).
+    pub loop_bound: u32,
     /// The jump-cache tag of the running process, shifted to the high half (see
     /// [`JitFrame`]).
     pub jc_tag: u64,
@@ -219,7 +220,7 @@ impl Default for JitState {
             ibt: 0,
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
-            _pad2: 0,
+            loop_bound: 0,
             jc_tag: 0,
             host: *morph_cpu::x87::HostControl::morph(),
             window: 0,
@@ -264,6 +265,8 @@ pub mod off {
     pub const FPU: i32 = 104;
     /// `fpu_live`.
     pub const FPU_LIVE: i32 = 112;
+    /// `loop_bound`.
+    pub const LOOP_BOUND: i32 = 116;
     /// `jc_tag`.
     pub const JC_TAG: i32 = 120;
     /// `host.fcw`.
@@ -380,7 +383,7 @@ pub const CHAIN_CHECK_BYTES: usize = 8;
 pub const BUDGET_TRAP: usize = FAR_ENTRY + FAR_CHECK_BYTES + JC_ENTRY_BYTES + 4;
 /// The budget check's load, `movzx r8d, byte [r10]`, as the fault handler expects to
 /// find it at a budget fault.
-const BUDGET_LOAD: [u8; 4] = [0x45, 0x0f, 0xb6, 0x02];
+pub(crate) const BUDGET_LOAD: [u8; 4] = [0x45, 0x0f, 0xb6, 0x02];
 
 /// What every translation starts with: the entries other than its body, all without
 /// touching the guest's flags (which live in EFLAGS across chained jumps), in this order,
@@ -541,6 +544,37 @@ impl FaultMap {
     }
 }
 
+/// The flag of a fault-map point inside a counted loop's clean copy
+/// (`translate::counted`), whose other bits say how to find the instructions completed:
+/// the induction register (guest index, bits 20–22), whether it steps down (bit 19),
+/// whether the instruction comes after the step in the iteration (bit 18), the
+/// instructions per iteration (bits 8–15) and the instruction's index in it (bits 0–7).
+pub const LOOP_POINT: u32 = 1 << 31;
+
+/// Where each guest register lives in the host's signal context (`gregs` indices).
+const HOST_GREGS: [i32; 8] = [
+    libc::REG_RAX,
+    libc::REG_RCX,
+    libc::REG_RDX,
+    libc::REG_RBX,
+    libc::REG_R12,
+    libc::REG_RBP,
+    libc::REG_RSI,
+    libc::REG_RDI,
+];
+
+/// The instructions to add to r11 at a fault at the counted-loop point `k`, with the
+/// induction register holding `reg` and the loop's bound `bound`: the loop's entry
+/// counted all its `n` iterations; the ones not begun, and the rest of this one, are
+/// taken back. The iterations left, this one included, are `bound - reg` stepping up
+/// (`reg - bound` down), one more once this iteration has stepped.
+pub fn loop_point(k: u32, reg: u32, bound: u32) -> i64 {
+    let (down, after) = (k >> 19 & 1 != 0, i64::from(k >> 18 & 1));
+    let (len, idx) = (i64::from(k >> 8 & 0xff), i64::from(k & 0xff));
+    let left = i64::from(if down { reg.wrapping_sub(bound) } else { bound.wrapping_sub(reg) }) + after;
+    idx - left * len
+}
+
 /// Installs the host `SIGSEGV`/`SIGBUS`/`SIGFPE` handler (once per process); `SIGFPE`
 /// comes from a pending unmasked x87 exception in translated x87 code.
 pub fn install_fault_handler() {
@@ -620,7 +654,13 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         st.exit = EXIT_FAULT;
         st.fault_addr = addr as u32;
         st.fault_point = i as u32;
-        gregs[libc::REG_R11 as usize] += i64::from(k) << ICOUNT_SHIFT;
+        let pending = if k & LOOP_POINT != 0 {
+            let reg = (k >> 20 & 7) as usize;
+            loop_point(k, gregs[HOST_GREGS[reg] as usize] as u32, st.loop_bound)
+        } else {
+            i64::from(k)
+        };
+        gregs[libc::REG_R11 as usize] += pending << ICOUNT_SHIFT;
         gregs[libc::REG_RIP as usize] = (map.code_base + map.exit_common) as i64;
     }
 }
@@ -642,6 +682,7 @@ mod tests {
         assert_eq!(&s.ibt as *const _ as usize - base, off::IBT as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
+        assert_eq!(&s.loop_bound as *const _ as usize - base, off::LOOP_BOUND as usize);
         assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
         assert_eq!(&s.host.fcw as *const _ as usize - base, off::HOST_FCW as usize);
         assert_eq!(&s.host.mxcsr as *const _ as usize - base, off::HOST_MXCSR as usize);

@@ -85,7 +85,7 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
-    h.update(&[u8::from(opts.ras), u8::from(opts.predict), u8::from(opts.ibt)]);
+    h.update(&[u8::from(opts.ras), u8::from(opts.predict), u8::from(opts.ibt), u8::from(opts.counted)]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());
     }
@@ -247,7 +247,8 @@ fn encode(made: &Made, id_fields: &[usize], eip: u32) -> Option<Vec<u8>> {
     let mut w = W(Vec::with_capacity(made.code.len() + 64));
     w.u32(made.code.len())?;
     w.0.extend_from_slice(&made.code);
-    for v in [made.body, made.entry, made.instructions as usize, made.fallbacks as usize, usize::from(made.uses_fpu)] {
+    let flags = usize::from(made.uses_fpu) | usize::from(made.align64) << 1;
+    for v in [made.body, made.entry, made.instructions as usize, made.fallbacks as usize, flags] {
         w.u32(v)?;
     }
     w.u32(made.sites.len())?;
@@ -304,7 +305,8 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
     let entry = field(r.usize()?, 1)?;
     let instructions = r.u32()?;
     let fallbacks = r.u32()?;
-    let uses_fpu = r.u32()? != 0;
+    let flags = r.u32()?;
+    let (uses_fpu, align64) = (flags & 1 != 0, flags & 2 != 0);
     let mut sites = Vec::new();
     for _ in 0..r.count(12)? {
         let rel = field(r.usize()?, 4)?;
@@ -378,6 +380,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
         uses_fpu,
         pc_thunks: 0,
         predicted: false,
+        align64,
     })
 }
 

@@ -79,10 +79,11 @@ fn check_code(name: &str, code: &[u8]) {
             }
         }
     }
-    // Translations placed apart (`--layout-seed`), and without the indirect-branch table
-    // (`--no-ibt`): nothing the guest sees changes.
-    for (layout_seed, ibt) in [(Some(3), true), (None, false)] {
-        let cfg = EngineConfig { translate: true, threshold: 0, layout_seed, ibt, ..EngineConfig::default() };
+    // Translations placed apart (`--layout-seed`), without the indirect-branch table
+    // (`--no-ibt`), without counted loops' clean copies (`--no-counted-loops`): nothing
+    // the guest sees changes.
+    for (layout_seed, ibt, counted) in [(Some(3), true, true), (None, false, true), (None, true, false)] {
+        let cfg = EngineConfig { translate: true, threshold: 0, layout_seed, ibt, counted, ..EngineConfig::default() };
         let dbt = run(code, cfg.clone());
         assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
         assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count under {cfg:?}");
@@ -352,6 +353,147 @@ fn unrolled_loops_exit_from_every_copy() {
             a.set_label(&mut out)?;
             a.nop()
         });
+    }
+}
+
+/// Counted loops (`translate::counted`): the clean copy for trip counts up to its limit,
+/// the ordinary copy beyond, stepping up or down, to a constant or a register bound, the
+/// step setting ZF itself; every state and count the interpreter's.
+#[test]
+fn counted_loops_run_clean_and_count_exactly() {
+    for trips in [1u32, 2, 3, 4, 5, 9, 160, 2047, 2048, 2049, 5000] {
+        check(&format!("counted up to a constant, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(ecx, 7u32)?;
+            a.xor(eax, eax)?;
+            a.set_label(&mut top)?;
+            a.mov(edx, dword_ptr(ebx + 0x40))?;
+            a.imul_2(edx, ecx)?;
+            a.add(dword_ptr(ebx + 0x80), edx)?;
+            a.add(eax, edx)?;
+            a.inc(ecx)?;
+            a.cmp(ecx, 7 + trips)?;
+            a.jne(top)
+        });
+        check(&format!("counted down by dec, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(ecx, trips)?;
+            a.mov(esi, DATA)?;
+            a.set_label(&mut top)?;
+            a.add(eax, dword_ptr(esi))?;
+            a.xor(eax, ecx)?;
+            a.dec(ecx)?;
+            a.jnz(top)
+        });
+        check(&format!("counted up to a register, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(edi, 0x7fff_fff0u32.wrapping_add(trips))?;
+            a.mov(ecx, 0x7fff_fff0u32)?;
+            a.set_label(&mut top)?;
+            a.lea(edx, dword_ptr(ecx + ecx * 2))?;
+            a.xor(eax, edx)?;
+            a.add(ecx, 1)?;
+            a.cmp(edi, ecx)?;
+            a.jne(top)
+        });
+        check(&format!("counted down to a constant, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(edx, 100 + trips)?;
+            a.set_label(&mut top)?;
+            a.sub(edx, 1)?;
+            a.rol(eax, 3)?;
+            a.adc(eax, edx)?;
+            a.cmp(edx, 100)?;
+            a.jne(top)
+        });
+    }
+    let code = assemble(|a| {
+        let mut top = a.create_label();
+        a.mov(ecx, 0u32)?;
+        a.set_label(&mut top)?;
+        a.add(eax, dword_ptr(ebx + ecx * 4))?;
+        a.inc(ecx)?;
+        a.cmp(ecx, 100)?;
+        a.jne(top)
+    });
+    let (mut cpu, mut mem) = machine(&code);
+    let mut e = engine(true, KeyPolicy::Physical);
+    assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
+    assert_eq!(e.stats().counted_loops, 1, "the loop has a clean copy");
+}
+
+/// Faults inside a counted loop's clean copy: a load running off the end of the data
+/// mapping (before and after the step), a divide error, each the interpreter's fault at
+/// the same instruction with the same registers and instruction count (the fault
+/// handler takes back the iterations the entry counted but did not run).
+#[test]
+fn counted_loops_fault_part_way() {
+    let cases: [(&str, Vec<u8>); 3] = [
+        (
+            "load before the step",
+            assemble(|a| {
+                let mut top = a.create_label();
+                a.mov(esi, DATA + 0x1f00)?;
+                a.mov(ecx, 0u32)?;
+                a.set_label(&mut top)?;
+                a.mov(eax, dword_ptr(esi))?;
+                a.add(esi, 4)?;
+                a.add(edx, eax)?;
+                a.inc(ecx)?;
+                a.cmp(ecx, 200)?;
+                a.jne(top)
+            }),
+        ),
+        (
+            "load after the step, stepping down",
+            assemble(|a| {
+                let mut top = a.create_label();
+                a.mov(esi, DATA + 0x1f00)?;
+                a.mov(ecx, 300u32)?;
+                a.set_label(&mut top)?;
+                a.add(esi, 4)?;
+                a.dec(ecx)?;
+                a.mov(eax, dword_ptr(esi))?;
+                a.add(edx, eax)?;
+                a.cmp(ecx, 0)?;
+                a.jne(top)
+            }),
+        ),
+        (
+            "divide error",
+            assemble(|a| {
+                let mut top = a.create_label();
+                a.mov(dword_ptr(DATA + 0x100), 0u32)?;
+                a.mov(esi, DATA + 0x40)?;
+                a.mov(edi, 500u32)?;
+                a.mov(ebx, 0u32)?;
+                a.set_label(&mut top)?;
+                a.mov(eax, 1_000_000u32)?;
+                a.xor(edx, edx)?;
+                a.div(dword_ptr(esi + ebx * 4))?;
+                a.add(ebp, eax)?;
+                a.inc(ebx)?;
+                a.cmp(ebx, edi)?;
+                a.jne(top)
+            }),
+        ),
+    ];
+    for (name, code) in cases {
+        let mut results = Vec::new();
+        for (translate, counted) in [(false, true), (true, true), (true, false)] {
+            let (mut cpu, mut mem) = machine(&code);
+            let cfg = EngineConfig { translate, threshold: 0, counted, ..EngineConfig::default() };
+            let mut e = Engine::new(cfg).unwrap();
+            let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
+            assert!(matches!(exit, Exit::Fault(_)), "{name}: {exit:?}");
+            if translate && counted {
+                assert_eq!(e.stats().counted_loops, 1, "{name}: a clean copy");
+                assert!(e.stats().host_faults > 0, "{name}: the fault was taken in translated code");
+            }
+            results.push((format!("{exit:?}"), format!("{cpu:?}"), cpu.icount));
+        }
+        assert_eq!(results[0], results[1], "{name}: interpreter vs clean copy");
+        assert_eq!(results[0], results[2], "{name}: interpreter vs ordinary copy");
     }
 }
 

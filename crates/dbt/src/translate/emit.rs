@@ -30,6 +30,9 @@ pub(super) struct Emitter {
     /// The target predicted for the block's closing indirect branch (bytes from the block
     /// start, in the page), checked inline before the jump-cache lookup (`inline_cache`).
     pub(super) predict: Option<i32>,
+    /// A counted loop's ordinary copy: where its back edge goes (its budget check; see
+    /// `counted`), instead of the chain entry and the clean copy's entry check.
+    pub(super) loop_top: Option<usize>,
 }
 
 pub(super) fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -246,6 +249,7 @@ impl Emitter {
             side: Vec::with_capacity(4),
             opts,
             predict: None,
+            loop_top: None,
         }
     }
 }

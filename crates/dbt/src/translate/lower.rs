@@ -78,7 +78,11 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 // a backward branch, presumably taken (a loop): count inline.
                 e.count(done);
                 let rel = e.jcc(cc);
-                e.branch_field(rel, to);
+                match e.loop_top {
+                    // A counted loop's ordinary copy goes round through its own check.
+                    Some(top) if to == 0 && done == total => e.local.push((rel, top)),
+                    _ => e.branch_field(rel, to),
+                }
             } else {
                 // A forward side exit, presumably not taken: the taken edge counts
                 // in an out-of-line stub, so the path that stays in the block

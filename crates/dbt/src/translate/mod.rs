@@ -42,6 +42,7 @@ use crate::glue;
 use crate::runtime::{self, EXIT_INDIRECT, off};
 
 mod block;
+mod counted;
 mod emit;
 mod lower;
 mod stubs;
@@ -124,6 +125,9 @@ pub struct Translated {
     /// Whether its closing indirect branch checks a predicted target inline
     /// ([`Options::predict`]).
     pub predicted: bool,
+    /// Whether it holds a counted loop's clean copy (`counted`), which sits at a 64-byte
+    /// boundary if the translation's start does: it must be placed at one.
+    pub align64: bool,
 }
 
 /// The translator's switches: what kinds of host code it may emit.
@@ -140,6 +144,9 @@ pub struct Options {
     /// Look indirect-branch targets up in the indirect-branch table (`crate::ibt`,
     /// `--no-ibt` turns it off); its misses take the jump cache.
     pub ibt: bool,
+    /// Run counted self-loops as a clean copy after checking their trip count
+    /// (`counted`; `--no-counted-loops` turns it off).
+    pub counted: bool,
 }
 
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are
@@ -186,11 +193,9 @@ pub fn translate_decoded(
     e.bytes(&prologue);
     let body = e.code.len();
     debug_assert_eq!(runtime::jc_entry(body), entry - runtime::JC_ENTRY_BYTES);
-    let mut points = Vec::with_capacity(4 * instrs.len());
     let mut helper_instrs = Vec::new();
     let mut relocs = Vec::new();
     let mut fallbacks = 0;
-    let mut uses_fpu = false;
     // Guest instructions the block runs: an inlined PC thunk's two count, so that the
     // count (which `rdtsc` reads) is the interpreter's.
     let n = instrs.len() as u32 + 2 * pc_thunks;
@@ -207,6 +212,16 @@ pub fn translate_decoded(
         _ => 1,
     };
     let total = n * unroll;
+    let mut points = Vec::with_capacity(4 * instrs.len());
+    let mut uses_fpu = false;
+    // A counted loop: its clean copy first (after the entry check), then the ordinary
+    // copy below, with a budget check of its own for its back edge.
+    let counted = (self_loop && opts.counted && pc_thunks == 0).then(|| counted::analyse(instrs)).flatten();
+    let mut budget_rels = vec![budget_rel];
+    let align64 = match counted {
+        Some(c) => clean_copy(&mut e, instrs, &c, &mut points, &mut budget_rels, &mut uses_fpu),
+        None => false,
+    };
     // Forward conditional branches to an instruction further on in the block (an
     // `if` without `else`): the taken edge jumps to that instruction's host code (the
     // *join*) instead of leaving through a side exit into another translation.
@@ -308,7 +323,7 @@ pub fn translate_decoded(
         e.count(total);
         e.jump(guest_len as i32);
     }
-    let sites = stubs::emit(&mut e, id, budget_rel);
+    let sites = stubs::emit(&mut e, id, &budget_rels);
     Some(Translated {
         code: e.code,
         body,
@@ -325,7 +340,132 @@ pub fn translate_decoded(
         uses_fpu,
         pc_thunks,
         predicted,
+        align64,
     })
+}
+
+/// Emits the entry check and the clean copy of the counted loop `c` (the block
+/// `instrs`, see `counted`) at the body's start, then the budget check the ordinary
+/// copy's back edge enters (`Emitter::loop_top`). False, with nothing emitted, if an
+/// instruction cannot be lowered on its own.
+fn clean_copy(
+    e: &mut Emitter,
+    instrs: &[Instruction],
+    c: &counted::Counted,
+    points: &mut Vec<(u32, u32, u32)>,
+    budget_rels: &mut Vec<usize>,
+    uses_fpu: &mut bool,
+) -> bool {
+    use iced_x86::code_asm::*;
+    let eip = instrs[0].ip32();
+    let len = instrs.len();
+    let mark = (e.code.len(), e.fixups.len(), e.local.len(), e.sites.len(), e.far.len(), e.side.len(), points.len());
+    let r = runtime::host_gpr(c.reg);
+    let bound_at = dword_ptr(r15 + off::LOOP_BOUND);
+    // n = bound - reg (stepping up) or reg - bound, in r8d; the bound kept for the fault
+    // handler; 1 <= n <= LIMIT, else the ordinary copy.
+    let guard = emit::asm(|a| {
+        match (c.bound, c.down) {
+            (counted::Bound::Imm(b), false) => {
+                a.mov(r8d, b)?;
+                a.sub(r8d, r)?;
+                a.mov(bound_at, b)?;
+            }
+            (counted::Bound::Imm(b), true) => {
+                a.mov(r8d, r)?;
+                a.sub(r8d, b as i32)?;
+                a.mov(bound_at, b)?;
+            }
+            (counted::Bound::Reg(i), down) => {
+                let b = runtime::host_gpr(i);
+                if down {
+                    a.mov(r8d, r)?;
+                    a.sub(r8d, b)?;
+                } else {
+                    a.mov(r8d, b)?;
+                    a.sub(r8d, r)?;
+                }
+                a.mov(bound_at, b)?;
+            }
+        }
+        a.lea(r9d, dword_ptr(r8 - 1))?;
+        a.cmp(r9d, counted::LIMIT as i32 - 1)
+    });
+    let Some(guard) = guard else { return false };
+    e.bytes(&guard);
+    let to_ordinary = e.jcc(0x3); // jae (unsigned n - 1 >= LIMIT)
+    // All n iterations counted at once.
+    let Some(charge) = emit::asm(|a| {
+        a.imul_3(r8, r8, len as i32)?;
+        a.shl(r8, runtime::ICOUNT_SHIFT)?;
+        a.add(r11, r8)
+    }) else {
+        return false;
+    };
+    e.bytes(&charge);
+    // The copy at a 64-byte boundary (the translation's start is placed at one).
+    let pad = e.code.len().next_multiple_of(64) - e.code.len();
+    match pad {
+        0 => {}
+        1 => e.bytes(&[0x90]),
+        2 => e.bytes(&[0x66, 0x90]),
+        _ => {
+            e.bytes(&[0xeb, (pad - 2) as u8]);
+            e.bytes(&[0xcc; 62][..pad - 2]);
+        }
+    }
+    let top = e.code.len();
+    let restore = |e: &mut Emitter, points: &mut Vec<(u32, u32, u32)>| {
+        e.code.truncate(mark.0);
+        e.fixups.truncate(mark.1);
+        e.local.truncate(mark.2);
+        e.sites.truncate(mark.3);
+        e.far.truncate(mark.4);
+        e.side.truncate(mark.5);
+        points.truncate(mark.6);
+        false
+    };
+    let mut fpu = false;
+    for (i, ins) in instrs.iter().enumerate() {
+        let goff = ins.ip32().wrapping_sub(eip);
+        points.push((e.code.len() as u32, e.at(goff as i32) as u32, counted::point(c, len, i)));
+        if i + 1 == len {
+            break;
+        }
+        let n = len as u32;
+        let p =
+            lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: i as u32 + 1, n, total: n };
+        match lower::instruction(e, ins, &p) {
+            Some(l) if !l.helper && !l.ended => fpu |= l.fpu,
+            _ => return restore(e, points),
+        }
+    }
+    // The back edge: the guest's `jne`, short if it reaches.
+    let back = top as i64 - (e.code.len() as i64 + 2);
+    if back >= -128 {
+        e.bytes(&[0x75, back as i8 as u8]);
+    } else {
+        let rel = e.jcc(0x5);
+        e.local.push((rel, top));
+    }
+    // The exit: all counted already.
+    let guest_len = instrs[len - 1].next_ip32().wrapping_sub(eip);
+    e.jump(guest_len as i32);
+    // The ordinary copy's entry: a budget check the fault handler recognizes, as the
+    // prologue's (`runtime::BUDGET_TRAP` bytes after a jump to the budget exit, which
+    // is never reached but by the handler).
+    let out = e.code.len();
+    e.code.push(0xe9);
+    budget_rels.push(e.code.len());
+    e.bytes(&[0; 4]);
+    let check = out + runtime::BUDGET_TRAP - 4;
+    e.code.resize(check, 0xcc);
+    e.bytes(&[0x4d, 0x8d, 0x52, 0x01]); // lea r10, [r10 + 1]
+    e.bytes(&runtime::BUDGET_LOAD); // movzx r8d, byte [r10]
+    e.local.push((to_ordinary, check));
+    e.loop_top = Some(check);
+    *uses_fpu |= fpu;
+    true
 }
 
 /// For each instruction of a block, the index of the instruction its taken edge joins if

@@ -6,9 +6,10 @@ use super::emit::Emitter;
 use super::{Fixup, Site};
 use crate::runtime::{self, EXIT_BRANCH, off};
 
-/// Emits the stubs of translation `id`, whose chain entry's budget check has its rel32
-/// at `budget_rel`; returns the chain sites.
-pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
+/// Emits the stubs of translation `id`, whose budget checks (the chain entry's, and a
+/// counted loop's ordinary copy's) have the rel32 of their jump to the budget exit at
+/// `budget_rels`; returns the chain sites.
+pub(super) fn emit(e: &mut Emitter, id: u32, budget_rels: &[usize]) -> Vec<Site> {
     // Side exits: count, then a site (or a lookup) of their own.
     for (rel, k, delta) in std::mem::take(&mut e.side) {
         e.local.push((rel, e.code.len()));
@@ -38,7 +39,9 @@ pub(super) fn emit(e: &mut Emitter, id: u32, budget_rel: usize) -> Vec<Site> {
     e.bytes(&runtime::store_r13(off::EIP));
     e.bytes(&runtime::store_imm(off::EXIT, runtime::EXIT_BUDGET));
     e.jmp_shared(Fixup::ExitCommon);
-    e.local.push((budget_rel, out));
+    for &rel in budget_rels {
+        e.local.push((rel, out));
+    }
     for &(field, target) in &e.local {
         let rel = (target as i64 - (field as i64 + 4)) as i32;
         e.code[field..field + 4].copy_from_slice(&rel.to_le_bytes());
