@@ -420,22 +420,35 @@ pub fn table_miss() -> (Vec<u8>, usize) {
 /// entered with the target EIP in r13d (its high half zero) and r11 counted: the
 /// table's entry for the target, relative to the miss routine's address, is where to go
 /// (the target's jump-cache entry, `runtime::jc_entry`, or the miss routine for an entry
-/// never set). Flags untouched; r8 and r9 are scratch here.
-pub fn table_lookup() -> &'static [u8] {
-    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    CODE.get_or_init(|| {
-        assemble(|a| {
-            dynasm!(a
-                ; .arch x64
-                ; mov r9, [r15 + off::IBT]
-                ; movsxd r9, DWORD [r9 + r13 * 4]
-                ; mov r8, [r15 + off::IBT_BIAS]
-                ; lea r9, [r9 + r8]
-                ; lea r11, [r11 + 1] // a hit (see runtime::ICOUNT_SHIFT)
-                ; jmp r9
-            );
+/// never set), and a hit counted in r11 (`lea r11, [r11 + 1]`, see
+/// `runtime::ICOUNT_SHIFT`) unless the caller folded it into the instruction count just
+/// before (`hit_counted`). Flags untouched; r8 and r9 are scratch here.
+pub fn table_lookup(hit_counted: bool) -> &'static [u8] {
+    static CODE: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
+    let code = CODE.get_or_init(|| {
+        [false, true].map(|counted| {
+            assemble(|a| {
+                dynasm!(a
+                    ; .arch x64
+                    ; mov r9, [r15 + off::IBT]
+                    ; movsxd r9, DWORD [r9 + r13 * 4]
+                    ; mov r8, [r15 + off::IBT_BIAS]
+                    ; lea r9, [r9 + r8]
+                );
+                if !counted {
+                    dynasm!(a
+                        ; .arch x64
+                        ; lea r11, [r11 + 1]
+                    );
+                }
+                dynasm!(a
+                    ; .arch x64
+                    ; jmp r9
+                );
+            })
         })
-    })
+    });
+    &code[usize::from(hit_counted)]
 }
 
 #[cfg(test)]

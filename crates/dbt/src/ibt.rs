@@ -28,6 +28,9 @@
 //! Six instructions, no comparison and one load on the way from the target to the jump
 //! (the other two are of the state block's line); the jump cache's hit takes thirteen,
 //! with an index computed, a 64-bit key loaded and compared and a conditional branch.
+//! Where the block's own instructions are counted just before (an indirect jump, call
+//! or return ending a block), the hit is added by that `lea r11` too, and the lookup is
+//! five (`glue::table_lookup`'s `hit_counted`).
 //!
 //! The table is a cache of the jump cache kept in step with it: every entry the jump
 //! cache gets under a tag, the tag's table gets too (`JumpCache::set`), and a table

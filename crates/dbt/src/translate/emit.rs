@@ -126,7 +126,7 @@ impl Emitter {
     pub(super) fn lookup(&mut self) {
         if self.opts.ibt {
             // Through the indirect-branch table; its miss routine takes the jump cache.
-            self.bytes(glue::table_lookup());
+            self.bytes(glue::table_lookup(false));
             return;
         }
         self.bytes(glue::indirect_lookup());
@@ -136,6 +136,15 @@ impl Emitter {
     /// Counts up to `done` instructions, then continues at the target EIP in r13d: at the
     /// predicted target if there is one and r13d is it, else through the jump cache.
     pub(super) fn exit_indirect(&mut self, done: u32) {
+        let pending = done.saturating_sub(self.counted);
+        if self.opts.ibt && self.predict.is_none() && (1..=127).contains(&pending) {
+            // The table's hit counted with the instructions: one `lea r11` for both.
+            let d = ((pending << runtime::ICOUNT_SHIFT) + 1).to_le_bytes();
+            self.bytes(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
+            self.counted = done;
+            self.bytes(glue::table_lookup(true));
+            return;
+        }
         self.count(done);
         match self.predict.take() {
             Some(delta) => self.inline_cache(delta),
