@@ -91,6 +91,11 @@ struct RunArgs {
     /// on its back edge (dbt engine).
     #[arg(long)]
     no_counted_loops: bool,
+    /// Check every chained edge into another page at its target (the mapping and EIP it
+    /// was chained for), as in multi-process runs, instead of chaining such edges past
+    /// the check and unlinking them when the mapping changes (dbt engine).
+    #[arg(long)]
+    check_far_edges: bool,
     /// Place translations at pseudo-random distances (0-63 bytes) drawn from this seed
     /// instead of back to back, to average host code placement out of measurements
     /// (dbt engine; the guest sees no difference; see docs/experiments.md).
@@ -340,6 +345,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         predict: !a.no_ic,
         ibt: !a.no_ibt,
         counted: !a.no_counted_loops,
+        unlink_far: !a.check_far_edges,
         layout_seed: a.layout_seed,
         code_map: a.code_map.clone(),
         tc_size: a.tc_size,
@@ -485,6 +491,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "ic": !a.no_ic,
         "ibt": !a.no_ibt,
         "counted_loops": !a.no_counted_loops,
+        "unlink_far": !a.check_far_edges,
         "layout_seed": a.layout_seed,
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
@@ -540,6 +547,8 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "jump_cache_hits": e.jump_cache_hits,
             "ras_misses": e.ras_misses,
             "far_chains": e.far_chains,
+            "far_unchecked": e.far_unchecked,
+            "far_unlinks": e.far_unlinks,
             "foreign_hits": e.foreign_hits,
             "exits_branch": e.exits[0],
             "exits_indirect": e.exits[1],

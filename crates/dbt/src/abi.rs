@@ -55,6 +55,7 @@ impl Engine {
     /// Empties the jump cache (code moved or was dropped).
     pub(crate) fn flush_jump_cache(&mut self) {
         self.jc.invalidate();
+        self.unlink_far(true);
     }
 
     /// Records where the code is for the fault handler (the buffer never moves; only

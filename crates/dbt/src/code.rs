@@ -78,6 +78,11 @@ impl CodeBuffer {
         }
     }
 
+    /// The four bytes at `off` (a chain site's rel32), if emitted.
+    pub fn read4(&self, off: usize) -> Option<[u8; 4]> {
+        self.rw.get(off..off.checked_add(4).filter(|&end| end <= self.len)?)?.try_into().ok()
+    }
+
     /// Forgets every byte (a cache flush); the region is reused from offset 0, and the
     /// host pages that held the code are given back (the memfd's range is punched out,
     /// so a flushed cache costs no memory until it fills again).

@@ -122,8 +122,11 @@ impl Engine {
         budget: u64,
     ) -> Result<(), Exit> {
         let mapping = (mem.mapping_id(), self.cfg.key.jump_cache_ctx(ctx));
-        self.jc.select(mapping);
+        if self.jc.select(mapping) {
+            self.unlink_far(true);
+        }
         let eip = cpu.eip;
+        self.note_entry(frame, eip, mem.id());
         self.prefill(eip, frame, ctx);
         self.jc.set(eip, (self.code_base + crate::runtime::jc_entry(body)) as u64);
         self.execute(body, cpu, mem, budget)

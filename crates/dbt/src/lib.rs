@@ -112,6 +112,10 @@ pub struct EngineConfig {
     /// jump cache (`--no-ibt` turns it off; see `ibt`). `Engine::new` turns it off if
     /// the host refuses the table's address space or the code buffer is 2 GiB or more.
     pub ibt: bool,
+    /// Chain edges into other pages past their target's check of the mapping and EIP,
+    /// and unlink them when the mapping changes instead, while one address space runs
+    /// (`--check-far-edges` turns it off; see `chain::FarLinks`).
+    pub unlink_far: bool,
     /// Run counted self-loops as a clean copy once their trip count is checked
     /// (`--no-counted-loops` turns it off; see `translate::counted`).
     pub counted: bool,
@@ -159,6 +163,7 @@ impl Default for EngineConfig {
             predict: true,
             ibt: true,
             counted: true,
+            unlink_far: true,
             layout_seed: None,
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
@@ -241,6 +246,11 @@ pub struct EngineStats {
     /// Chain patches of edges into another page (to the target's far entry; also
     /// counted in `chain_patches`).
     pub far_chains: u64,
+    /// Of those, edges chained past the target's check (`chain::FarLinks`).
+    pub far_unchecked: u64,
+    /// Times the unchecked far edges were all unlinked (the mapping changed, a second
+    /// address space ran, or a page of code was seen at a second address).
+    pub far_unlinks: u64,
     /// Returns in translated code that the return stack did not predict (they took
     /// the jump cache).
     pub ras_misses: u64,
@@ -263,6 +273,8 @@ pub struct Engine {
     exit_nosave_off: usize,
     /// The shared jump-cache lookup (`glue::shared_lookup`).
     lookup_off: usize,
+    /// Far edges chained past their target's check (`chain::FarLinks`).
+    far: chain::FarLinks,
     trans: Vec<Translation>,
     /// Per key: its live translation, with what a dispatch needs of it (so a hit does not
     /// touch `trans`, whose entries are cold by the time the guest comes back), its
@@ -338,6 +350,7 @@ impl Engine {
             exit_common_off: 0,
             exit_nosave_off: 0,
             lookup_off: 0,
+            far: chain::FarLinks::default(),
             trans: Vec::new(),
             // Room for a large program's start-up (python3 makes ~40 k keys before its
             // first line of Python), reserved, not touched: growing by doubling copied

@@ -86,6 +86,7 @@ impl Engine {
     /// memory given back, and the runtime stubs are emitted again at the start of the
     /// emptied code buffer.
     pub(crate) fn flush(&mut self) {
+        self.far.clear(); // their code goes
         self.code.clear();
         self.layout.flushed();
         self.trans = Vec::new();

@@ -371,7 +371,7 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
 /// Offset of the far entry in a translation (after the budget exit stub).
 pub const FAR_ENTRY: usize = 5;
 /// Bytes of the far entry's check, up to the jump-cache entry it falls into.
-const FAR_CHECK_BYTES: usize = 38;
+pub const FAR_CHECK_BYTES: usize = 38;
 /// Offset in a translation of the far entry's key: the 64-bit immediate of its `mov rcx,
 /// imm64`, which the dispatcher patches when it chains an edge from another page.
 pub const FAR_KEY_AT: usize = FAR_ENTRY + 5;

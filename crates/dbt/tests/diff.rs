@@ -80,10 +80,20 @@ fn check_code(name: &str, code: &[u8]) {
         }
     }
     // Translations placed apart (`--layout-seed`), without the indirect-branch table
-    // (`--no-ibt`), without counted loops' clean copies (`--no-counted-loops`): nothing
-    // the guest sees changes.
-    for (layout_seed, ibt, counted) in [(Some(3), true, true), (None, false, true), (None, true, false)] {
-        let cfg = EngineConfig { translate: true, threshold: 0, layout_seed, ibt, counted, ..EngineConfig::default() };
+    // (`--no-ibt`), without counted loops' clean copies (`--no-counted-loops`), with every
+    // far edge checked (`--check-far-edges`): nothing the guest sees changes.
+    let others =
+        [(Some(3), true, true, true), (None, false, true, true), (None, true, false, true), (None, true, true, false)];
+    for (layout_seed, ibt, counted, unlink_far) in others {
+        let cfg = EngineConfig {
+            translate: true,
+            threshold: 0,
+            layout_seed,
+            ibt,
+            counted,
+            unlink_far,
+            ..EngineConfig::default()
+        };
         let dbt = run(code, cfg.clone());
         assert_eq!(format!("{:?}", interp.0), format!("{:?}", dbt.0), "{name}: registers differ under {cfg:?}");
         assert_eq!(interp.0.icount, dbt.0.icount, "{name}: instruction count under {cfg:?}");
@@ -268,6 +278,62 @@ fn physical_translations_run_at_other_addresses() {
         }
     }
     let _ = std::fs::remove_file(&dir);
+}
+
+/// A page of code mapped at two addresses of one address space, each followed by a
+/// different page: its edge into the next page, chained past the target's check while
+/// one address space runs (`chain::FarLinks`), must not carry a run from one address
+/// into the page that follows the other. Runs alternate between the two addresses
+/// under one mapping (no tag change between them), with and without the check.
+#[test]
+fn far_edges_of_a_page_mapped_twice() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    a.mov(ebx, 0u32).unwrap();
+    a.jmp(0x1000u64).unwrap();
+    let mut code = a.assemble(0).unwrap();
+    code.resize(0x1000, 0xcc);
+    for page in 1..=2u32 {
+        let mut a = CodeAssembler::new(32).unwrap();
+        a.mov(ebx, page).unwrap();
+        a.int(0x80).unwrap();
+        code.extend(a.assemble(0).unwrap());
+        code.resize(0x1000 * (page as usize + 1), 0xcc);
+    }
+    let path = std::env::temp_dir().join(format!("morph-alias-{}", std::process::id()));
+    std::fs::write(&path, &code).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let id = morph_mem::FileId::of(&file).unwrap();
+    let (x, y) = (0x1000_0000u32, 0x2000_0000u32);
+    for unlink_far in [true, false] {
+        let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
+        let mut cache = morph_mem::PageCache::new();
+        let mut mem = AddressSpace::new(phys).unwrap();
+        // x: pages 0 and 1 of the file; y: pages 0 and 2.
+        mem.map_file(&mut cache, x, 0x2000, Prot::RX, false, &file, id, 0, "x").unwrap();
+        mem.map_file(&mut cache, y, 0x1000, Prot::RX, false, &file, id, 0, "y").unwrap();
+        mem.map_file(&mut cache, y + 0x1000, 0x1000, Prot::RX, false, &file, id, 0x2000, "y2").unwrap();
+        let cfg = EngineConfig { translate: true, threshold: 0, unlink_far, ..EngineConfig::default() };
+        let mut e = Engine::new(cfg).unwrap();
+        for (run, va) in [x, x, y, x, y, y, x].into_iter().enumerate() {
+            let mut cpu = Cpu::new();
+            cpu.eip = va;
+            assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
+            let want = if va == x { 1 } else { 2 };
+            assert_eq!(cpu.gpr[3], want, "run {run} from {va:#x}, unlink_far {unlink_far}");
+        }
+        let st = e.stats();
+        if unlink_far {
+            assert!(
+                st.far_unchecked > 0 && st.far_unlinks > 0,
+                "{} unchecked, {} unlinks",
+                st.far_unchecked,
+                st.far_unlinks
+            );
+        } else {
+            assert_eq!(st.far_unchecked, 0);
+        }
+    }
+    let _ = std::fs::remove_file(&path);
 }
 
 /// An indirect jump from translated code to a target whose jump-cache slot is empty (and

@@ -111,7 +111,8 @@ pub fn scratch(name: &str) -> PathBuf {
 /// The engine configurations every guest is checked under: the interpreter, and the
 /// translator under each key policy, thresholds 0 and default, chaining on and off, with
 /// the return stack, without predicted indirect branches, without the indirect-branch
-/// table, with translations placed apart, and without counted loops' clean copies.
+/// table, with translations placed apart, and without counted loops' clean copies and
+/// with every far edge checked.
 pub fn configs() -> Vec<Vec<&'static str>> {
     let mut v = vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]];
     for key in ["physical", "virtual", "process", "file", "content"] {
@@ -125,7 +126,7 @@ pub fn configs() -> Vec<Vec<&'static str>> {
     v.push(vec!["--engine", "dbt", "--no-ic", "--key", "file"]);
     v.push(vec!["--engine", "dbt", "--no-ibt", "--key", "virtual", "--threshold", "0"]);
     v.push(vec!["--engine", "dbt", "--threshold", "0", "--layout-seed", "11"]);
-    v.push(vec!["--engine", "dbt", "--no-counted-loops", "--threshold", "0"]);
+    v.push(vec!["--engine", "dbt", "--no-counted-loops", "--check-far-edges", "--threshold", "0"]);
     v
 }
 

@@ -236,9 +236,13 @@ pub fn translate_decoded(
     let seq: Vec<&Instruction> = (0..unroll).flat_map(|_| instrs.iter()).collect();
     // For each position in `seq`, the next join after it (a run of pushes or pops stops
     // before it: a join starts its own code).
+    let mut is_join = vec![false; len];
+    for &j in joins.iter().flatten() {
+        is_join[j] = true;
+    }
     let mut next_join = vec![seq.len(); seq.len()];
     for j in (1..seq.len()).rev() {
-        next_join[j - 1] = if joins.contains(&Some(j % len)) { j } else { next_join[j] };
+        next_join[j - 1] = if is_join[j % len] { j } else { next_join[j] };
     }
     let mut k = 0;
     while let Some(&ins) = seq.get(k) {
