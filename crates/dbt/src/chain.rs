@@ -94,7 +94,11 @@ impl Engine {
         if far && self.cfg.unlink_far && !self.far.shared {
             let (from_frame, to_frame, to_start) =
                 (f.frame, self.trans[to.id as usize].frame, self.trans[to.id as usize].start);
-            if self.note_page(from_frame, from_va) && self.note_page(to_frame, target) {
+            // Both ends noted, whichever way the edge is chained: a target reached at a
+            // second address through a checked edge must still be seen as aliased.
+            let from_ok = self.note_page(from_frame, from_va);
+            let to_ok = self.note_page(to_frame, target);
+            if from_ok && to_ok {
                 let dest = to_start + crate::runtime::FAR_ENTRY + crate::runtime::FAR_CHECK_BYTES;
                 let rel = (dest as i64 - (field as i64 + 4)) as i32;
                 if let Some(old) = self.code.read4(field)

@@ -468,6 +468,7 @@ fn clean_copy(
     e.bytes(&runtime::BUDGET_LOAD); // movzx r8d, byte [r10]
     e.local.push((to_ordinary, check));
     e.loop_top = Some(check);
+    debug_assert_eq!(e.counted, 0, "the clean copy counts nothing itself");
     *uses_fpu |= fpu;
     true
 }
