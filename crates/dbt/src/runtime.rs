@@ -547,8 +547,9 @@ impl FaultMap {
 /// The flag of a fault-map point inside a counted loop's clean copy
 /// (`translate::counted`), whose other bits say how to find the instructions completed:
 /// the induction register (guest index, bits 20–22), whether it steps down (bit 19),
-/// whether the instruction comes after the step in the iteration (bit 18), the
-/// instructions per iteration (bits 8–15) and the instruction's index in it (bits 0–7).
+/// whether the instruction comes after the step in the iteration (bit 18), the step's
+/// log2 (bits 16–17), the instructions per iteration (bits 8–15) and the instruction's
+/// index in it (bits 0–7).
 pub const LOOP_POINT: u32 = 1 << 31;
 
 /// Where each guest register lives in the host's signal context (`gregs` indices).
@@ -566,12 +567,13 @@ const HOST_GREGS: [i32; 8] = [
 /// The instructions to add to r11 at a fault at the counted-loop point `k`, with the
 /// induction register holding `reg` and the loop's bound `bound`: the loop's entry
 /// counted all its `n` iterations; the ones not begun, and the rest of this one, are
-/// taken back. The iterations left, this one included, are `bound - reg` stepping up
-/// (`reg - bound` down), one more once this iteration has stepped.
+/// taken back. The iterations left, this one included, are `(bound - reg) / step`
+/// stepping up (`(reg - bound) / step` down), one more once this iteration has stepped.
 pub fn loop_point(k: u32, reg: u32, bound: u32) -> i64 {
-    let (down, after) = (k >> 19 & 1 != 0, i64::from(k >> 18 & 1));
+    let (down, after, shift) = (k >> 19 & 1 != 0, i64::from(k >> 18 & 1), k >> 16 & 3);
     let (len, idx) = (i64::from(k >> 8 & 0xff), i64::from(k & 0xff));
-    let left = i64::from(if down { reg.wrapping_sub(bound) } else { bound.wrapping_sub(reg) }) + after;
+    let distance = if down { reg.wrapping_sub(bound) } else { bound.wrapping_sub(reg) };
+    let left = i64::from(distance >> shift) + after;
     idx - left * len
 }
 

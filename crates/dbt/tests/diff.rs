@@ -462,6 +462,34 @@ fn counted_loops_run_clean_and_count_exactly() {
             a.cmp(edi, ecx)?;
             a.jne(top)
         });
+        check(&format!("a pointer counted up by 4 to a register, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(esi, 0x7fff_f000u32)?;
+            a.lea(edi, dword_ptr(esi + 4 * trips as i32))?;
+            a.set_label(&mut top)?;
+            a.xor(eax, esi)?;
+            a.add(esi, 4)?;
+            a.cmp(edi, esi)?;
+            a.jne(top)
+        });
+        check(&format!("counted down by 2 to a test, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(ecx, 2 * trips)?;
+            a.set_label(&mut top)?;
+            a.add(eax, ecx)?;
+            a.sub(ecx, 2)?;
+            a.mov(dword_ptr(ebx + 8), ecx)?;
+            a.test(ecx, ecx)?;
+            a.jne(top)
+        });
+        check(&format!("counted down by 8 by the step itself, {trips} trips"), |a| {
+            let mut top = a.create_label();
+            a.mov(edx, 8 * trips)?;
+            a.set_label(&mut top)?;
+            a.xor(eax, edx)?;
+            a.sub(edx, 8)?;
+            a.jne(top)
+        });
         check(&format!("counted down to a constant, {trips} trips"), |a| {
             let mut top = a.create_label();
             a.mov(edx, 100 + trips)?;
@@ -494,7 +522,21 @@ fn counted_loops_run_clean_and_count_exactly() {
 /// handler takes back the iterations the entry counted but did not run).
 #[test]
 fn counted_loops_fault_part_way() {
-    let cases: [(&str, Vec<u8>); 3] = [
+    let cases: [(&str, Vec<u8>); 4] = [
+        (
+            "a pointer stepping by 4 to a register bound",
+            assemble(|a| {
+                let mut top = a.create_label();
+                a.mov(esi, DATA + 0x1f00)?;
+                a.lea(edi, dword_ptr(esi + 0x400))?;
+                a.set_label(&mut top)?;
+                a.mov(eax, dword_ptr(esi))?;
+                a.add(edx, eax)?;
+                a.add(esi, 4)?;
+                a.cmp(esi, edi)?;
+                a.jne(top)
+            }),
+        ),
         (
             "load before the step",
             assemble(|a| {

@@ -7,9 +7,11 @@
 //! `benches/probes/loopshape.c` measures matmul's inner loop at 0.297 ns per iteration
 //! in the guest's shape and 0.497 ns with them (one `nop` per four iterations already
 //! costs 50 %). When the loop's exit test is `induction == bound`, with the induction
-//! register stepped by exactly ±1 once per iteration and the bound a constant or a
-//! register the loop does not write, the number of iterations `n` is known at entry:
-//! `bound - induction` (stepping up) or `induction - bound` (down), modulo 2^32. The
+//! register stepped by the same `s` (±1, ±2, ±4 or ±8: counters and pointers) exactly
+//! once per iteration and the bound a constant or a register the loop does not write,
+//! the number of iterations `n` is known at entry: `(bound - induction) / |s|` (stepping
+//! up) or `(induction - bound) / |s|` (down), modulo 2^32, when the distance is a
+//! multiple of `|s|` (else the loop never meets its bound). The
 //! translation then checks `1 <= n <= LIMIT` at entry, adds `n × instructions per
 //! iteration` to the count at once, and runs a copy of the loop that is the guest's
 //! instructions alone, at a 64-byte boundary (the same loop straddling two 64-byte
@@ -57,10 +59,12 @@ pub(super) enum Bound {
 pub(super) struct Counted {
     /// The induction register (guest index, never ESP).
     pub reg: usize,
-    /// Stepped by -1 (else +1).
+    /// Stepped down (else up).
     pub down: bool,
     /// The index in the body of the instruction that steps it.
     pub step: usize,
+    /// The step's log2 (it is 1, 2, 4 or 8).
+    pub shift: u32,
     pub bound: Bound,
 }
 
@@ -71,25 +75,27 @@ fn gpr32(r: Register) -> Option<usize> {
     r.is_gpr32().then(|| r as usize - Register::EAX as usize)
 }
 
-/// The step of `ins` to `reg`: +1 or -1 if it only adds ±1 to a 32-bit register.
-fn step_of(ins: &Instruction) -> Option<(usize, bool)> {
+/// The step `ins` makes, if it only adds ±1, ±2, ±4 or ±8 to a 32-bit register: the
+/// register, whether it steps down, and the step's log2.
+fn step_of(ins: &Instruction) -> Option<(usize, bool, u32)> {
     let reg = || (ins.op0_kind() == OpKind::Register).then(|| gpr32(ins.op0_register())).flatten();
     let imm = || (ins.op1_kind() != OpKind::Register).then(|| ins.immediate(1) as u32);
-    match ins.code() {
-        Code::Inc_r32 | Code::Inc_rm32 => Some((reg()?, false)),
-        Code::Dec_r32 | Code::Dec_rm32 => Some((reg()?, true)),
-        Code::Add_rm32_imm8 | Code::Add_rm32_imm32 | Code::Add_EAX_imm32 => match imm()? {
-            1 => Some((reg()?, false)),
-            u32::MAX => Some((reg()?, true)),
+    // An addition of `v`: up by 2^k, or down by 2^k.
+    let by = |v: u32| match v {
+        1 | 2 | 4 | 8 => Some((false, v.trailing_zeros())),
+        _ => match v.wrapping_neg() {
+            1 | 2 | 4 | 8 => Some((true, v.wrapping_neg().trailing_zeros())),
             _ => None,
         },
-        Code::Sub_rm32_imm8 | Code::Sub_rm32_imm32 | Code::Sub_EAX_imm32 => match imm()? {
-            1 => Some((reg()?, true)),
-            u32::MAX => Some((reg()?, false)),
-            _ => None,
-        },
-        _ => None,
-    }
+    };
+    let (down, shift) = match ins.code() {
+        Code::Inc_r32 | Code::Inc_rm32 => (false, 0),
+        Code::Dec_r32 | Code::Dec_rm32 => (true, 0),
+        Code::Add_rm32_imm8 | Code::Add_rm32_imm32 | Code::Add_EAX_imm32 => by(imm()?)?,
+        Code::Sub_rm32_imm8 | Code::Sub_rm32_imm32 | Code::Sub_EAX_imm32 => by(imm()?.wrapping_neg())?,
+        _ => return None,
+    };
+    Some((reg()?, down, shift))
 }
 
 /// The full guest registers `ins` may write.
@@ -119,7 +125,8 @@ fn plain(ins: &Instruction) -> bool {
 /// The counted loop `instrs` is, if it is one: a self-loop (its last instruction is a
 /// `jne` to its first) of at most [`MAX_BODY`] instructions, all [`plain`] before the
 /// branch, whose arithmetic flags are dead at entry, exiting when a register stepped by
-/// ±1 once per iteration equals a bound (see the module's documentation).
+/// ±1, ±2, ±4 or ±8 once per iteration equals a bound (`cmp`, or `test r, r` or the
+/// step itself for 0; see the module's documentation).
 pub(super) fn analyse(instrs: &[Instruction]) -> Option<Counted> {
     let len = instrs.len();
     if !(2..=MAX_BODY).contains(&len) {
@@ -149,8 +156,8 @@ pub(super) fn analyse(instrs: &[Instruction]) -> Option<Counted> {
     let cmp = &body[test];
     // The exit test: the step itself (ZF set when it reaches 0), or `cmp r, imm` or
     // `cmp r, r2` after it.
-    let (step, reg, down, bound) = if let Some((reg, down)) = step_of(cmp) {
-        (test, reg, down, Bound::Imm(0))
+    let (step, reg, down, shift, bound) = if let Some((reg, down, shift)) = step_of(cmp) {
+        (test, reg, down, shift, Bound::Imm(0))
     } else {
         let (a, b) = match cmp.code() {
             Code::Cmp_rm32_imm8 | Code::Cmp_rm32_imm32 | Code::Cmp_EAX_imm32 if cmp.op0_kind() == OpKind::Register => {
@@ -161,6 +168,14 @@ pub(super) fn analyse(instrs: &[Instruction]) -> Option<Counted> {
             {
                 (gpr32(cmp.op0_register())?, Bound::Reg(gpr32(cmp.op1_register())?))
             }
+            // `test r, r`: ZF when r is 0.
+            Code::Test_rm32_r32
+                if cmp.op0_kind() == OpKind::Register
+                    && cmp.op1_kind() == OpKind::Register
+                    && cmp.op0_register() == cmp.op1_register() =>
+            {
+                (gpr32(cmp.op0_register())?, Bound::Imm(0))
+            }
             _ => return None,
         };
         // The stepped register is either side of a register comparison.
@@ -170,7 +185,8 @@ pub(super) fn analyse(instrs: &[Instruction]) -> Option<Counted> {
         };
         candidates.into_iter().find_map(|(reg, bound)| {
             let step = body[..test].iter().position(|i| step_of(i).is_some_and(|s| s.0 == reg))?;
-            Some((step, reg, step_of(&body[step])?.1, bound))
+            let (_, down, shift) = step_of(&body[step])?;
+            Some((step, reg, down, shift, bound))
         })?
     };
     // ESP is stepped by pushes and pops the count would have to follow.
@@ -189,7 +205,7 @@ pub(super) fn analyse(instrs: &[Instruction]) -> Option<Counted> {
             return None;
         }
     }
-    Some(Counted { reg, down, step, bound })
+    Some(Counted { reg, down, step, shift, bound })
 }
 
 /// The fault-map record of instruction `idx` of a clean copy (see
@@ -200,6 +216,7 @@ pub(super) fn point(c: &Counted, len: usize, idx: usize) -> u32 {
         | (c.reg as u32) << 20
         | u32::from(c.down) << 19
         | u32::from(idx > c.step) << 18
+        | c.shift << 16
         | (len as u32) << 8
         | idx as u32
 }
@@ -231,17 +248,23 @@ mod tests {
     fn matmul_inner_loop_is_counted() {
         // mov eax,[esi+edx*4]; imul eax,[edi+edx*4]; add [ebx],eax; inc edx; cmp edx,160
         let l = looped(&[0x8b, 0x04, 0x96, 0x0f, 0xaf, 0x04, 0x97, 0x01, 0x03, 0x42, 0x81, 0xfa, 0xa0, 0, 0, 0]);
-        assert_eq!(analyse(&l), Some(Counted { reg: 2, down: false, step: 3, bound: Bound::Imm(160) }));
+        assert_eq!(analyse(&l), Some(Counted { reg: 2, down: false, step: 3, shift: 0, bound: Bound::Imm(160) }));
     }
 
     #[test]
     fn dec_jnz_and_register_bounds() {
         // add eax,[esi]; add esi,4; dec ecx; jne — CF is written by the first add
         let l = looped(&[0x03, 0x06, 0x83, 0xc6, 0x04, 0x49]);
-        assert_eq!(analyse(&l), Some(Counted { reg: 1, down: true, step: 2, bound: Bound::Imm(0) }));
+        assert_eq!(analyse(&l), Some(Counted { reg: 1, down: true, step: 2, shift: 0, bound: Bound::Imm(0) }));
         // add eax,[esi+ecx*4]; inc ecx; cmp edx,ecx — the stepped register on the right
         let l = looped(&[0x03, 0x04, 0x8e, 0x41, 0x39, 0xca]);
-        assert_eq!(analyse(&l), Some(Counted { reg: 1, down: false, step: 1, bound: Bound::Reg(2) }));
+        assert_eq!(analyse(&l), Some(Counted { reg: 1, down: false, step: 1, shift: 0, bound: Bound::Reg(2) }));
+        // mov eax,[ecx]; add ecx,4; add esi,eax; cmp ebp,ecx — a pointer stepping by 4
+        let l = looped(&[0x8b, 0x01, 0x83, 0xc1, 0x04, 0x01, 0xc6, 0x39, 0xcd]);
+        assert_eq!(analyse(&l), Some(Counted { reg: 1, down: false, step: 1, shift: 2, bound: Bound::Reg(5) }));
+        // sub ecx,2; mov [esi],ecx; test ecx,ecx — down by 2 to 0
+        let l = looped(&[0x83, 0xe9, 0x02, 0x89, 0x0e, 0x85, 0xc9]);
+        assert_eq!(analyse(&l), Some(Counted { reg: 1, down: true, step: 0, shift: 1, bound: Bound::Imm(0) }));
     }
 
     #[test]
@@ -250,8 +273,8 @@ mod tests {
         assert_eq!(analyse(&looped(&[0x49])), None);
         // adc eax,[esi]; ...: a flag read before all are written
         assert_eq!(analyse(&looped(&[0x13, 0x06, 0x41, 0x83, 0xf9, 0x10])), None);
-        // add ecx,2; cmp ecx,16: a step of 2
-        assert_eq!(analyse(&looped(&[0x83, 0xc1, 0x02, 0x83, 0xf9, 0x10])), None);
+        // add ecx,3; cmp ecx,16: a step of 3
+        assert_eq!(analyse(&looped(&[0x83, 0xc1, 0x03, 0x83, 0xf9, 0x10])), None);
         // inc ecx; mov ecx,[esi]; cmp ecx,16: the induction register written again
         assert_eq!(analyse(&looped(&[0x41, 0x8b, 0x0e, 0x83, 0xf9, 0x10])), None);
         // inc ecx; mov edx,[esi]; cmp ecx,edx: the bound written

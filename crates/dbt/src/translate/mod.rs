@@ -366,8 +366,8 @@ fn clean_copy(
     let mark = (e.code.len(), e.fixups.len(), e.local.len(), e.sites.len(), e.far.len(), e.side.len(), points.len());
     let r = runtime::host_gpr(c.reg);
     let bound_at = dword_ptr(r15 + off::LOOP_BOUND);
-    // n = bound - reg (stepping up) or reg - bound, in r8d; the bound kept for the fault
-    // handler; 1 <= n <= LIMIT, else the ordinary copy.
+    // n = (bound - reg) / step (stepping up) or (reg - bound) / step, in r8d; the bound
+    // kept for the fault handler; 1 <= n <= LIMIT, else the ordinary copy.
     let guard = emit::asm(|a| {
         match (c.bound, c.down) {
             (counted::Bound::Imm(b), false) => {
@@ -392,12 +392,27 @@ fn clean_copy(
                 a.mov(bound_at, b)?;
             }
         }
-        a.lea(r9d, dword_ptr(r8 - 1))?;
-        a.cmp(r9d, counted::LIMIT as i32 - 1)
+        Ok(())
     });
     let Some(guard) = guard else { return false };
     e.bytes(&guard);
-    let to_ordinary = e.jcc(0x3); // jae (unsigned n - 1 >= LIMIT)
+    // A distance that is not a multiple of the step never meets the bound.
+    let mut to_ordinary = Vec::new();
+    if c.shift > 0 {
+        let Some(test) = emit::asm(|a| a.test(r8d, (1i32 << c.shift) - 1)) else { return false };
+        e.bytes(&test);
+        to_ordinary.push(e.jcc(0x5)); // jne
+        let Some(shr) = emit::asm(|a| a.shr(r8d, c.shift)) else { return false };
+        e.bytes(&shr);
+    }
+    let Some(range) = emit::asm(|a| {
+        a.lea(r9d, dword_ptr(r8 - 1))?;
+        a.cmp(r9d, counted::LIMIT as i32 - 1)
+    }) else {
+        return false;
+    };
+    e.bytes(&range);
+    to_ordinary.push(e.jcc(0x3)); // jae (unsigned n - 1 >= LIMIT)
     // All n iterations counted at once.
     let Some(charge) = emit::asm(|a| {
         a.imul_3(r8, r8, len as i32)?;
@@ -466,7 +481,9 @@ fn clean_copy(
     e.code.resize(check, 0xcc);
     e.bytes(&[0x4d, 0x8d, 0x52, 0x01]); // lea r10, [r10 + 1]
     e.bytes(&runtime::BUDGET_LOAD); // movzx r8d, byte [r10]
-    e.local.push((to_ordinary, check));
+    for rel in to_ordinary {
+        e.local.push((rel, check));
+    }
     e.loop_top = Some(check);
     debug_assert_eq!(e.counted, 0, "the clean copy counts nothing itself");
     *uses_fpu |= fpu;
