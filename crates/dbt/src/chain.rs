@@ -43,7 +43,7 @@ pub(crate) struct FarLinks {
     space: Option<u64>,
     /// More than one address space has run, or the edges were unlinked
     /// [`FarLinks::MAX_UNLINKS`] times: every far edge is checked from now on.
-    shared: bool,
+    all_checked: bool,
 }
 
 impl FarLinks {
@@ -91,7 +91,7 @@ impl Engine {
             return;
         }
         let field = f.start + s.rel;
-        if far && self.cfg.unlink_far && !self.far.shared {
+        if far && self.cfg.unlink_far && !self.far.all_checked {
             let (from_frame, to_frame, to_start) =
                 (f.frame, self.trans[to.id as usize].frame, self.trans[to.id as usize].start);
             // Both ends noted, whichever way the edge is chained: a target reached at a
@@ -161,11 +161,11 @@ impl Engine {
     /// The dispatcher enters a translation of `frame` at `va` in address space `space`
     /// (see `FarLinks`).
     pub(crate) fn note_entry(&mut self, frame: Frame, va: u32, space: u64) {
-        if !self.cfg.unlink_far || self.far.shared {
+        if !self.cfg.unlink_far || self.far.all_checked {
             return;
         }
         if *self.far.space.get_or_insert(space) != space {
-            self.far.shared = true;
+            self.far.all_checked = true;
             self.unlink_far(true);
             return;
         }
@@ -177,7 +177,7 @@ impl Engine {
     pub(crate) fn unlink_far(&mut self, tag_changed: bool) {
         if !self.far.links.is_empty() {
             self.stats.far_unlinks += 1;
-            self.far.shared |= self.stats.far_unlinks >= FarLinks::MAX_UNLINKS;
+            self.far.all_checked |= self.stats.far_unlinks >= FarLinks::MAX_UNLINKS;
         }
         for (field, old) in std::mem::take(&mut self.far.links) {
             self.code.patch(field, &old);
