@@ -344,9 +344,15 @@ pub fn lea_r11_signed(n: i32, out: &mut Vec<u8>) {
     while left != 0 {
         let k = left.clamp(-128, 127);
         left -= k;
-        let d = (k << ICOUNT_SHIFT).to_le_bytes();
-        out.extend_from_slice(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
+        out.extend_from_slice(&lea_r11_disp(k << ICOUNT_SHIFT));
     }
+}
+
+/// `lea r11, [r11 + d]` (a raw displacement: counts above [`ICOUNT_SHIFT`], jump-cache
+/// hits below).
+pub fn lea_r11_disp(d: i32) -> [u8; 7] {
+    let b = d.to_le_bytes();
+    [0x4d, 0x8d, 0x9b, b[0], b[1], b[2], b[3]]
 }
 
 /// `lea r13d, [r14 + d]`.
@@ -385,6 +391,9 @@ pub const BUDGET_TRAP: usize = FAR_ENTRY + FAR_CHECK_BYTES + JC_ENTRY_BYTES + 4;
 /// find it at a budget fault.
 pub(crate) const BUDGET_LOAD: [u8; 4] = [0x45, 0x0f, 0xb6, 0x02];
 
+/// The budget check's step before its load: `lea r10, [r10 + 1]`.
+pub(crate) const BUDGET_STEP: [u8; 4] = [0x4d, 0x8d, 0x52, 0x01];
+
 /// What every translation starts with: the entries other than its body, all without
 /// touching the guest's flags (which live in EFLAGS across chained jumps), in this order,
 /// so that each falls into the next and the body follows with no jump:
@@ -418,6 +427,7 @@ pub(crate) const BUDGET_LOAD: [u8; 4] = [0x45, 0x0f, 0xb6, 0x02];
 pub fn prologue(page_off: u32) -> ([u8; 58], usize, usize, usize) {
     let d = (page_off as i32).wrapping_neg().to_le_bytes();
     let [l0, l1, l2, l3] = BUDGET_LOAD;
+    let [s0, s1, s2, s3] = BUDGET_STEP;
     let code = [
         0xe9, 0, 0, 0, 0, // out: jmp the budget exit
         0x49, 0x89, 0xc8, // far: mov r8, rcx
@@ -430,7 +440,7 @@ pub fn prologue(page_off: u32) -> ([u8; 58], usize, usize, usize) {
         0xe9, 0, 0, 0, 0, // jmp the shared lookup
         0x4c, 0x89, 0xc1, // ok: mov rcx, r8
         0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], // jc: lea r14d, [r13 - page_off]
-        0x4d, 0x8d, 0x52, 0x01, // chain: lea r10, [r10 + 1]
+        s0, s1, s2, s3, // chain: lea r10, [r10 + 1]
         l0, l1, l2, l3, // movzx r8d, byte [r10]
     ];
     (code, 1, 36, 50)
@@ -552,7 +562,8 @@ impl FaultMap {
 /// index in it (bits 0–7).
 pub const LOOP_POINT: u32 = 1 << 31;
 
-/// Where each guest register lives in the host's signal context (`gregs` indices).
+/// Where each guest register lives in the host's signal context (`gregs` indices): the
+/// assignment of [`host_gpr`].
 const HOST_GREGS: [i32; 8] = [
     libc::REG_RAX,
     libc::REG_RCX,

@@ -72,7 +72,7 @@ const ARITH: u32 = RflagsBits::OF | RflagsBits::SF | RflagsBits::ZF | RflagsBits
 
 /// The guest index of a 32-bit general register.
 fn gpr32(r: Register) -> Option<usize> {
-    r.is_gpr32().then(|| r as usize - Register::EAX as usize)
+    r.is_gpr32().then(|| super::emit::gpr_index(r))
 }
 
 /// The step `ins` makes, if it only adds ±1, ±2, ±4 or ±8 to a 32-bit register: the

@@ -139,8 +139,7 @@ impl Emitter {
         let pending = done.saturating_sub(self.counted);
         if self.opts.ibt && self.predict.is_none() && (1..=127).contains(&pending) {
             // The table's hit counted with the instructions: one `lea r11` for both.
-            let d = ((pending << runtime::ICOUNT_SHIFT) + 1).to_le_bytes();
-            self.bytes(&[0x4d, 0x8d, 0x9b, d[0], d[1], d[2], d[3]]);
+            self.bytes(&runtime::lea_r11_disp(((pending << runtime::ICOUNT_SHIFT) + 1) as i32));
             self.counted = done;
             self.bytes(glue::table_lookup(true));
             return;

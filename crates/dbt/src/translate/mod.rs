@@ -479,7 +479,7 @@ fn clean_copy(
     e.bytes(&[0; 4]);
     let check = out + runtime::BUDGET_TRAP - 4;
     e.code.resize(check, 0xcc);
-    e.bytes(&[0x4d, 0x8d, 0x52, 0x01]); // lea r10, [r10 + 1]
+    e.bytes(&runtime::BUDGET_STEP); // lea r10, [r10 + 1]
     e.bytes(&runtime::BUDGET_LOAD); // movzx r8d, byte [r10]
     for rel in to_ordinary {
         e.local.push((rel, check));
