@@ -5,7 +5,7 @@
 #
 # Usage: benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu]
 #                        [--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--morph PATH]
-#                        [--layouts]
+#                        [--layouts] [--warm]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

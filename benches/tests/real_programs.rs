@@ -1,6 +1,7 @@
 //! The real-program suite's programs (Debian's python3, lua, perl, bash, gawk, sqlite3,
-//! compressors, coreutils) give native's output under morph: `realbench --quick` runs
-//! each once natively and under morph and fails on any difference. Its times are not
+//! compressors, coreutils) give native's output under morph: `realbench --quick --warm`
+//! runs each once natively, under morph, and under morph with a persistent translation
+//! cache primed by an earlier run, and fails on any difference. Its times are not
 //! looked at (benchmarks are benchmarks, not tests).
 
 use std::path::PathBuf;
@@ -28,7 +29,7 @@ fn morph() -> PathBuf {
 #[test]
 fn real_programs_match_native() {
     let out = Command::new(env!("CARGO_BIN_EXE_realbench"))
-        .args(["--quick", "--no-qemu", "--morph"])
+        .args(["--quick", "--warm", "--no-qemu", "--morph"])
         .arg(morph())
         .output()
         .expect("run realbench");

@@ -15,14 +15,17 @@
 //! writes `--stats-json`, whose interpreter and translator counters are reported beside
 //! the times. With `--layouts`, morph's run `i` places its translations with
 //! `--layout-seed i + 1`: host code runs at speeds that depend on where it sits, so the
-//! medians are then over placements too (compare builds this way).
+//! medians are then over placements too (compare builds this way). With `--warm`,
+//! morph also runs each program with a persistent translation cache (`--tcache-dir`)
+//! primed by one unmeasured run (`morph-physical-warm`): what start-up costs once the
+//! translations of an earlier run are kept.
 //!
 //! Outputs: a table on stdout, `--csv FILE` (one row per program and configuration),
 //! `--json FILE` (rows plus metadata: morph version, commit, host, sysroot packages),
 //! `--svg FILE` (ratios to native with min–max whiskers, drawn with plotters).
 //!
 //! Usage: `benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu] [--csv F]
-//! [--json F] [--svg F] [--morph PATH] [--layouts]`; see benches/README.md.
+//! [--json F] [--svg F] [--morph PATH] [--layouts] [--warm]`; see benches/README.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -178,10 +181,12 @@ struct Opts {
     /// Run `i` of each morph configuration places its translations with `--layout-seed
     /// i + 1` (`--layouts`), so the medians are over code placements as well as runs.
     layouts: bool,
+    /// Also run morph with a primed persistent translation cache (`--warm`).
+    warm: bool,
 }
 
 const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--only a,b] [--no-qemu] \
-[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts]";
+[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts] [--warm]";
 
 fn parse_args() -> anyhow::Result<Opts> {
     let mut o = Opts {
@@ -195,6 +200,7 @@ fn parse_args() -> anyhow::Result<Opts> {
         svg: None,
         cache: None,
         layouts: false,
+        warm: false,
     };
     let mut runs = None;
     let mut it = std::env::args().skip(1);
@@ -211,6 +217,7 @@ fn parse_args() -> anyhow::Result<Opts> {
             "--svg" => o.svg = Some(PathBuf::from(val()?)),
             "--cache" => o.cache = Some(PathBuf::from(val()?)),
             "--layouts" => o.layouts = true,
+            "--warm" => o.warm = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -355,6 +362,8 @@ enum Config {
     Native,
     MorphPhysical,
     MorphVirtual,
+    /// The physical key with a persistent translation cache primed by an earlier run.
+    MorphWarm,
     Qemu,
 }
 
@@ -364,11 +373,13 @@ impl Config {
             Config::Native => "native",
             Config::MorphPhysical => "morph-physical",
             Config::MorphVirtual => "morph-virtual",
+            Config::MorphWarm => "morph-physical-warm",
             Config::Qemu => "qemu-i386",
         }
     }
 }
 
+/// Runs program `p` under `cfg` (`tcache`: the persistent cache of `MorphWarm`).
 fn run_config(
     o: &Opts,
     root: &Path,
@@ -376,13 +387,17 @@ fn run_config(
     cfg: Config,
     stats: Option<&Path>,
     round: usize,
+    tcache: &Path,
 ) -> anyhow::Result<Outcome> {
     match cfg {
         Config::Native => run_native(root, p.argv, p.stdin),
-        Config::MorphPhysical | Config::MorphVirtual => {
+        Config::MorphPhysical | Config::MorphVirtual | Config::MorphWarm => {
             let mut c = Command::new(&o.morph);
-            let key = if cfg == Config::MorphPhysical { "physical" } else { "virtual" };
+            let key = if cfg == Config::MorphVirtual { "virtual" } else { "physical" };
             c.args(["run", "--engine", "dbt", "--key", key, "--clear-env"]);
+            if cfg == Config::MorphWarm {
+                c.arg("--tcache-dir").arg(tcache);
+            }
             for (k, v) in ENV {
                 c.arg("--env").arg(format!("{k}={v}"));
             }
@@ -431,6 +446,7 @@ const COUNTERS: &[(&str, &str)] = &[
     ("engine", "translated_instructions"),
     ("engine", "translated_guest_instructions"),
     ("engine", "translations"),
+    ("engine", "tcache_loads"),
     ("engine", "retranslations"),
     ("engine", "chain_patches"),
     ("engine", "exits_branch"),
@@ -478,7 +494,11 @@ fn real_main() -> anyhow::Result<bool> {
         let mut cfgs = vec![Config::Native, Config::MorphPhysical];
         if p.forks {
             cfgs.push(Config::MorphVirtual);
-        } else if o.qemu.is_some() {
+        }
+        if o.warm {
+            cfgs.push(Config::MorphWarm);
+        }
+        if !p.forks && o.qemu.is_some() {
             cfgs.push(Config::Qemu);
         }
         let reference = run_native(&root, p.argv, p.stdin)?;
@@ -490,27 +510,39 @@ fn real_main() -> anyhow::Result<bool> {
                 String::from_utf8_lossy(&reference.stderr)
             );
         }
-        let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
+        // The warm configuration's cache, primed by one unmeasured run (checked too).
+        let tcache = tmp.path().join(format!("tcache-{}", p.name));
+        let mut failed = |cfg: Config, r: &Outcome| {
+            failures.push(format!(
+                "{} under {}: status {} (native {}), stdout {} bytes (native {}){}\n  stderr: {}",
+                p.name,
+                cfg.name(),
+                r.status,
+                reference.status,
+                r.stdout.len(),
+                reference.stdout.len(),
+                if r.stdout.len() == reference.stdout.len() { ", contents differ" } else { "" },
+                String::from_utf8_lossy(&r.stderr).lines().last().unwrap_or("")
+            ))
+        };
         let mut ok: BTreeMap<Config, bool> = BTreeMap::new();
+        if o.warm {
+            let r = run_config(&o, &root, p, Config::MorphWarm, None, 0, &tcache)?;
+            if r.stdout != reference.stdout || r.status != reference.status {
+                failed(Config::MorphWarm, &r);
+                ok.insert(Config::MorphWarm, false);
+            }
+        }
+        let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
         let mut counters: BTreeMap<Config, BTreeMap<String, u64>> = BTreeMap::new();
         for round in 0..o.runs {
             for &cfg in &cfgs {
                 let stats = (round == 0 && cfg != Config::Native && cfg != Config::Qemu)
                     .then(|| tmp.path().join(format!("{}-{}.json", p.name, cfg.name())));
-                let r = run_config(&o, &root, p, cfg, stats.as_deref(), round)?;
+                let r = run_config(&o, &root, p, cfg, stats.as_deref(), round, &tcache)?;
                 let same = r.stdout == reference.stdout && r.status == reference.status;
                 if !same && ok.get(&cfg).copied().unwrap_or(true) {
-                    failures.push(format!(
-                        "{} under {}: status {} (native {}), stdout {} bytes (native {}){}\n  stderr: {}",
-                        p.name,
-                        cfg.name(),
-                        r.status,
-                        reference.status,
-                        r.stdout.len(),
-                        reference.stdout.len(),
-                        if r.stdout.len() == reference.stdout.len() { ", contents differ" } else { "" },
-                        String::from_utf8_lossy(&r.stderr).lines().last().unwrap_or("")
-                    ));
+                    failed(cfg, &r);
                 }
                 *ok.entry(cfg).or_insert(true) &= same;
                 times.entry(cfg).or_default().push(r.secs);
@@ -577,13 +609,14 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
         None => "—".to_string(),
     };
     println!(
-        "\n{:<14} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>10} {:>12} {:>12}  what",
+        "\n{:<14} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  what",
         "program",
         "native ms",
         "morph ms",
         "morph/nat",
         "best/best",
         "virt/nat",
+        "warm/nat",
         "qemu/nat",
         "transl",
         "interp insns",
@@ -592,6 +625,7 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
     let mut morph_ratios = Vec::new();
     let mut best_ratios = Vec::new();
     let mut qemu_ratios = Vec::new();
+    let mut warm_ratios = Vec::new();
     for p in progs {
         let n = get(p.name, Config::Native);
         let m = get(p.name, Config::MorphPhysical);
@@ -603,15 +637,17 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
         let best = good(m).and(m).zip(n).map(|(m, n)| m.min_s / n.min_s);
         best_ratios.extend(best);
         qemu_ratios.extend(good(get(p.name, Config::Qemu)));
+        warm_ratios.extend(good(get(p.name, Config::MorphWarm)));
         let c = |k: &str| m.and_then(|m| m.counters.get(k)).map_or_else(String::new, |v| v.to_string());
         println!(
-            "{:<14} {:>10.1} {:>10.1} {:>9} {:>9} {:>10} {:>9} {:>10} {:>12} {:>12}  {}",
+            "{:<14} {:>10.1} {:>10.1} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  {}",
             p.name,
             n.map_or(0.0, |r| r.median_s * 1e3),
             m.map_or(0.0, |r| r.median_s * 1e3),
             ratio(m),
             best.map_or_else(|| "—".to_string(), |b| format!("×{b:.2}")),
             ratio(get(p.name, Config::MorphVirtual)),
+            ratio(get(p.name, Config::MorphWarm)),
             ratio(get(p.name, Config::Qemu)),
             c("translations"),
             c("interp_instructions"),
@@ -628,6 +664,9 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
     };
     println!("\nmorph (dbt, physical key) / native: {}", summary(&mut morph_ratios));
     println!("  fastest run / fastest native run: {}", summary(&mut best_ratios));
+    if !warm_ratios.is_empty() {
+        println!("morph warm (primed --tcache-dir) / native: {}", summary(&mut warm_ratios));
+    }
     if !qemu_ratios.is_empty() {
         println!("qemu-i386 / native:                 {}", summary(&mut qemu_ratios));
     }
@@ -711,6 +750,7 @@ mod plot {
     const SERIES: &[(&str, RGBColor)] = &[
         ("morph-physical", RGBColor(31, 119, 180)),
         ("morph-virtual", RGBColor(255, 127, 14)),
+        ("morph-physical-warm", RGBColor(44, 160, 44)),
         ("qemu-i386", RGBColor(127, 127, 127)),
     ];
 
@@ -767,11 +807,14 @@ mod plot {
                 }
             })
             .draw()?;
-        let bar = 0.8 / SERIES.len() as f64;
-        for (k, (name, color)) in SERIES.iter().enumerate() {
+        // The series this run has (the warm one only with --warm).
+        let series: Vec<&(&str, RGBColor)> =
+            SERIES.iter().filter(|(name, _)| rows.iter().any(|r| r.config == *name)).collect();
+        let bar = 0.8 / series.len().max(1) as f64;
+        for (k, &&(name, color)) in series.iter().enumerate() {
             let mut any = false;
             for (i, p) in programs.iter().enumerate() {
-                let Some(r) = rows.iter().find(|r| r.program == *p && r.config == *name) else { continue };
+                let Some(r) = rows.iter().find(|r| r.program == *p && r.config == name) else { continue };
                 let Some(nat) = native(p) else { continue };
                 any = true;
                 if !r.output_matches_native {
@@ -792,10 +835,10 @@ mod plot {
                     .draw_series(std::iter::once(PathElement::new(vec![(lo, yc), (hi, yc)], BLACK.stroke_width(1))))?;
             }
             if any {
-                let c = *color;
+                let c = color;
                 chart
                     .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())?
-                    .label(*name)
+                    .label(name)
                     .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], c.filled()));
             }
         }

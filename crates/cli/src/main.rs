@@ -114,6 +114,11 @@ struct RunArgs {
     /// recently used module files are evicted beyond it.
     #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = morph_dbt::parse_tc_size)]
     tcache_size: usize,
+    /// With --tcache-dir, also keep the blocks of file-backed code that ran at least N
+    /// times but never became hot, translated at the end of the run (0: none; 1: every
+    /// block that ran, so that a later run interprets nothing of it).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    tcache_cold: u32,
 
     /// Write one line per translation to FILE: code-buffer offset, size, guest EIP, guest PA,
     /// host code (dbt engine; see benches/code-map.py)
@@ -351,6 +356,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         tc_size: a.tc_size,
         tcache_dir: a.tcache_dir.clone(),
         tcache_size: a.tcache_size as u64,
+        tcache_cold: a.tcache_cold,
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
@@ -380,7 +386,11 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         // Checked before the directory is made, and again once it exists (`..` after a
         // component that did not exist yet).
         inside(&resolved(d).map_err(err)?)?;
-        std::fs::create_dir_all(d).map_err(err)?;
+        // Private: the cache's files are host code morph runs (components made here
+        // are 0700; an existing directory keeps its mode).
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(d)
+            .map_err(err)?;
         inside(&d.canonicalize().map_err(err)?)?;
     }
     let host_cwd = std::env::current_dir()?;
@@ -496,6 +506,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "tc_size": a.tc_size,
         "tcache_dir": a.tcache_dir.as_ref().map(|d| d.display().to_string()),
         "tcache_size": a.tcache_size,
+        "tcache_cold": a.tcache_cold,
         "aslr": a.aslr,
         "kernel": name(a.kernel.to_possible_value()),
         "seed": a.seed,

@@ -1,6 +1,7 @@
 //! The persistent translation cache (`--tcache-dir`): a warm run loads what a cold run
-//! translated (and the blocks it only interpreted) instead of interpreting and
-//! translating again, under another seed and ASLR layout, with the output native gives;
+//! translated (and, with `--tcache-cold`, the blocks it only interpreted) instead of
+//! interpreting and translating again, under another seed and ASLR layout, with the
+//! output native gives;
 //! a damaged cache is rejected, counted and never run; concurrent runs share a directory.
 
 mod common;
@@ -73,12 +74,14 @@ fn a_warm_run_loads_what_a_cold_run_made_and_matches_native() {
     let want = native("warm");
     for key in ["file", "physical", "virtual"] {
         let dir = scratch(&format!("tcache-warm-{key}"));
-        let (cold, c) = run(&dir, key, 1, &format!("cold-{key}"));
+        let every = ["--tcache-cold", "1"];
+        let (cold, c) = run_with(&dir, key, 1, &format!("cold-{key}"), &every);
         assert_eq!(cold, want, "cold run under {key}:\n{}", diff(&want.stdout, &cold.stdout));
         assert!(n(&c, "/tcache/stored") > 100, "{key}: {}", c["tcache"]);
+        assert!(n(&c, "/tcache/cold") > 100, "{key}: {}", c["tcache"]);
         assert_eq!(n(&c, "/tcache/validated"), 0);
         // Another seed: every library at another address.
-        let (warm, w) = run(&dir, key, 2, &format!("warm-{key}"));
+        let (warm, w) = run_with(&dir, key, 2, &format!("warm-{key}"), &every);
         assert_eq!(warm, want, "warm run under {key}:\n{}", diff(&want.stdout, &warm.stdout));
         assert_eq!(n(&w, "/tcache/rejected"), 0, "{key}: {}", w["tcache"]);
         assert!(n(&w, "/tcache/validated") > 100, "{key}: {}", w["tcache"]);
@@ -88,6 +91,29 @@ fn a_warm_run_loads_what_a_cold_run_made_and_matches_native() {
         assert!(t2 * 10 <= t1, "{key}: the warm run translated {t2} blocks, the cold one {t1}");
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// By default only the translations made while running are kept (no cold block is
+/// translated at the end): a warm run loads the hot blocks at their first execution,
+/// so it translates next to nothing and interprets less than the cold run, which ran
+/// each hot block `--threshold` times in the interpreter first.
+#[test]
+fn by_default_only_hot_blocks_are_kept() {
+    let want = native("hot");
+    let dir = scratch("tcache-hot");
+    let (cold, c) = run(&dir, "physical", 1, "hot-cold");
+    assert_eq!(cold, want, "{}", diff(&want.stdout, &cold.stdout));
+    assert_eq!(n(&c, "/tcache/cold"), 0, "{}", c["tcache"]);
+    let stored = n(&c, "/tcache/stored");
+    assert!(stored > 50 && stored <= n(&c, "/engine/translations"), "{}", c["tcache"]);
+    let (warm, w) = run(&dir, "physical", 2, "hot-warm");
+    assert_eq!(warm, want, "{}", diff(&want.stdout, &warm.stdout));
+    assert!(n(&w, "/tcache/validated") * 2 > stored, "{}", w["tcache"]);
+    let (i1, i2) = (n(&c, "/engine/interp_instructions"), n(&w, "/engine/interp_instructions"));
+    let (t1, t2) = (n(&c, "/engine/translations"), n(&w, "/engine/translations"));
+    assert!(i2 < i1, "the warm run interpreted {i2} instructions, the cold one {i1}");
+    assert!(t2 * 10 <= t1, "the warm run translated {t2} blocks, the cold one {t1}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Translations made with one set of translator switches are not loaded under another

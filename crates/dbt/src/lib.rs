@@ -140,6 +140,13 @@ pub struct EngineConfig {
     /// The most bytes of module files it keeps (`--tcache-size`); the least recently
     /// used files are evicted beyond it.
     pub tcache_size: u64,
+    /// Cold blocks kept too (`--tcache-cold N`): at the end of a run, the blocks of
+    /// file-backed code that ran at least this many times but never became hot are
+    /// translated and kept, so that a later run loads them instead of interpreting
+    /// them (0: none, only the translations made while running; 1: every block that
+    /// ran). Loading a translation costs a few microseconds, several times what
+    /// interpreting a block that runs a few times does.
+    pub tcache_cold: u32,
 }
 
 impl EngineConfig {
@@ -168,6 +175,7 @@ impl Default for EngineConfig {
             code_map: None,
             tc_size: DEFAULT_TC_SIZE,
             tcache_dir: None,
+            tcache_cold: 0,
             tcache_size: DEFAULT_TCACHE_SIZE,
         }
     }
@@ -416,9 +424,9 @@ impl Engine {
 
     /// Writes the translations made this run to the persistent cache (the hot ones are
     /// also written when the engine is dropped; call this first to count them in
-    /// [`Engine::tcache_stats`]). With `phys`, the blocks of file-backed code that ran
-    /// but never became hot are translated and kept too, so that a later run interprets
-    /// none of this run's code (under the keys that dispatch by physical address).
+    /// [`Engine::tcache_stats`]). With `phys` and [`EngineConfig::tcache_cold`], the
+    /// blocks of file-backed code that ran that often but never became hot are
+    /// translated and kept too, so that a later run interprets none of them.
     pub fn save_tcache(&mut self, phys: Option<&morph_mem::PhysMem>) {
         if self.tcache.is_none() {
             return;

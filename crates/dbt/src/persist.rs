@@ -28,22 +28,36 @@
 //! The key is only as secret as the directory's owner keeps it: the threat model is
 //! corruption, foreign builds and other users, not the owner's own processes.
 //!
-//! # Concurrency
+//! # Layout and concurrency
 //!
-//! Runs may share a directory. A writer takes an exclusive lock on `DIR/lock`, reads
-//! the module's current file, merges its entries with its own, writes a temporary file
-//! in `DIR` and renames it over the old one; readers take no lock (a rename is atomic,
-//! so a reader sees the old file or the new one, whole). After writing, files beyond
-//! the size limit are evicted, least recently used first (a load touches a file).
+//! A module file is a header (magic, format, build, module name) followed by
+//! **segments**, each a batch of entries with its own MAC (a keyed BLAKE3 hash of the
+//! header and the segment), so that a run adds what it translated by appending one
+//! segment instead of reading, merging and rewriting the whole file (a library's file
+//! holds thousands of translations, megabytes; a warm run adds a handful). A file is
+//! read through a read-only mapping: nothing is copied, and a payload's pages are read
+//! only when its translation is loaded. A segment that does not verify — cut short by a
+//! crash during an append, or damaged — ends the file: the segments before it are used,
+//! and the next writer rewrites the file whole (as it does once a file has
+//! [`MAX_SEGMENTS`]).
+//!
+//! Runs may share a directory. A writer takes an exclusive lock on `DIR/lock`; it
+//! appends to a module's file, or writes a new file in `DIR` and renames it over the old
+//! one. Readers take no lock and never see a file change under them: an append lies
+//! past the end of a reader's mapping, and a rename leaves the old file's bytes as they
+//! were. After writing, files beyond the size limit are evicted, least recently used
+//! first (a load touches a file).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::ops::Range;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// The file format's version: bump it whenever the layout below changes.
-const FORMAT: u32 = 1;
+/// The file format's version: bump it whenever the layout below changes (2: appended,
+/// separately authenticated segments).
+const FORMAT: u32 = 2;
 const MAGIC: &[u8; 8] = b"MORPHTC\0";
 /// The translator's revision, part of the build hash: bump it whenever translated code
 /// changes in a way the version and commit would not show (a dirty tree).
@@ -51,8 +65,12 @@ const TRANSLATOR_REVISION: u32 = 1;
 const MAC_LEN: usize = 32;
 /// Header: magic, format, build, module name.
 const HEADER_LEN: usize = 8 + 4 + 32 + 32;
+/// Per segment before its entries: their length in bytes and their number.
+const SEGMENT_HEAD: usize = 4 + 4;
 /// Per entry before the payload: offset, guest length, guest hash, payload length.
 const ENTRY_HEAD: usize = 4 + 4 + 32 + 4;
+/// Segments a file may have before a writer rewrites it as one.
+const MAX_SEGMENTS: usize = 32;
 /// A sanity bound on one file (a module's translations are a few MiB at most).
 const MAX_FILE: u64 = 1 << 30;
 
@@ -117,6 +135,70 @@ pub fn guest_hash(bytes: &[u8]) -> [u8; 32] {
     *blake3::hash(bytes).as_bytes()
 }
 
+/// An entry of a loaded module file: its payload stays in the file's mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// Offset of the translated code in the module.
+    pub offset: u32,
+    /// Length of the guest code it was made from.
+    pub guest_len: u32,
+    /// Hash of those guest bytes ([`guest_hash`]).
+    pub guest_hash: [u8; 32],
+    /// Where the payload lies in the file.
+    payload: Range<usize>,
+}
+
+/// A module file as loaded: the entries of its segments that verified, over a read-only
+/// mapping of the file (see the module docs for why it never changes under it).
+pub struct ModuleFile {
+    map: memmap2::Mmap,
+    entries: Vec<Listed>,
+    /// The file's inode, and what [`Store::parse`] found: a writer that finds the file
+    /// as it was loaded (same inode and length) need not read it again.
+    ino: u64,
+    segments: usize,
+    damaged_tail: bool,
+}
+
+impl ModuleFile {
+    /// The entries, in the order they were stored.
+    pub fn entries(&self) -> &[Listed] {
+        &self.entries
+    }
+
+    /// The payload of `e`, one of [`ModuleFile::entries`].
+    pub fn payload(&self, e: &Listed) -> &[u8] {
+        self.map.get(e.payload.clone()).unwrap_or_default()
+    }
+
+    /// Owned copies of the entries.
+    pub fn to_entries(&self) -> Vec<Entry> {
+        self.entries.iter().map(|e| own(e, &self.map)).collect()
+    }
+}
+
+/// An owned copy of `e`, listed in the file bytes `b`.
+fn own(e: &Listed, b: &[u8]) -> Entry {
+    Entry {
+        offset: e.offset,
+        guest_len: e.guest_len,
+        guest_hash: e.guest_hash,
+        payload: b.get(e.payload.clone()).unwrap_or_default().to_vec(),
+    }
+}
+
+/// What [`Store::parse`] found in a file.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// The entries of the segments that verified, in order.
+    pub entries: Vec<Listed>,
+    /// How many segments verified.
+    pub segments: usize,
+    /// Whether a segment after those did not verify (cut short or damaged): the file
+    /// is used up to it and rewritten by the next writer.
+    pub damaged_tail: bool,
+}
+
 /// The store's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StoreStats {
@@ -171,30 +253,36 @@ impl Store {
     }
 
     /// The entries stored for `module`, if its file is there and valid; an invalid file
-    /// is ignored and counted.
-    pub fn load(&mut self, module: &ModuleId) -> Vec<Entry> {
+    /// (or an invalid segment after valid ones) is ignored and counted.
+    pub fn load(&mut self, module: &ModuleId) -> Option<ModuleFile> {
         let path = self.dir.join(module.file_name());
-        let Ok(bytes) = read_bounded(&path) else { return Vec::new() };
-        match self.parse(module, &bytes) {
-            Ok(entries) => {
+        let (map, ino) = map_bounded(&path).ok()?;
+        match self.parse(module, &map) {
+            Ok(p) => {
                 self.stats.files_loaded += 1;
-                self.stats.entries_loaded += entries.len() as u64;
+                self.stats.entries_loaded += p.entries.len() as u64;
+                self.stats.rejected += u64::from(p.damaged_tail);
                 // Recently used: the last to be evicted.
                 if let Ok(f) = File::options().write(true).open(&path) {
                     let _ = f.set_modified(SystemTime::now());
                 }
-                entries
+                Some(ModuleFile { map, entries: p.entries, ino, segments: p.segments, damaged_tail: p.damaged_tail })
             }
             Err(_) => {
                 self.stats.rejected += 1;
-                Vec::new()
+                None
             }
         }
     }
 
-    /// Adds `entries` to `module`'s file (entries already there for the same offset and
-    /// guest hash are kept once), then evicts beyond the limit.
-    pub fn store(&mut self, module: &ModuleId, entries: &[Entry]) -> io::Result<()> {
+    /// Adds `entries` to `module`'s file (those already there, or twice in `entries`,
+    /// for the same offset and guest hash are kept once): one segment appended, or the
+    /// file written anew if it is missing, invalid, damaged after its valid segments or
+    /// has [`MAX_SEGMENTS`]; then evicts beyond the limit. `loaded` is the file as this
+    /// run loaded it, if it did: unless another run changed it since, it is not read
+    /// again.
+    pub fn store(&mut self, module: &ModuleId, entries: &[Entry], loaded: Option<&ModuleFile>) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
         if entries.is_empty() {
             return Ok(());
         }
@@ -202,25 +290,44 @@ impl Store {
             OpenOptions::new().create(true).truncate(false).write(true).mode(0o600).open(self.dir.join("lock"))?;
         lock.lock()?;
         let path = self.dir.join(module.file_name());
-        let mut all = match read_bounded(&path) {
-            Ok(bytes) => self.parse(module, &bytes).unwrap_or_default(),
-            Err(_) => Vec::new(),
-        };
-        let mut added = 0;
-        for e in entries {
-            if !all.iter().any(|a| a.offset == e.offset && a.guest_hash == e.guest_hash) {
-                all.push(e.clone());
-                added += 1;
+        let now = fs::metadata(&path).ok().map(|m| (m.ino(), m.len()));
+        let read;
+        // The file's entries (over its bytes) and whether a segment may be appended.
+        let old: Option<(&[Listed], &[u8], bool)> = match loaded {
+            Some(f) if now == Some((f.ino, f.map.len() as u64)) => {
+                Some((&f.entries, &f.map, !f.damaged_tail && f.segments < MAX_SEGMENTS))
             }
-        }
-        if added > 0 {
-            let bytes = self.serialize(module, &all);
-            let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
-            // No fsync: after a crash a file that lost its data fails its MAC and is
-            // rejected, and the rename keeps readers from ever seeing half a file.
-            tmp.write_all(&bytes)?;
-            tmp.persist(&path).map_err(|e| e.error)?;
-            self.stats.stored += added;
+            _ => {
+                read = now.and_then(|_| {
+                    let (map, _) = map_bounded(&path).ok()?;
+                    Some((self.parse(module, &map).ok()?, map))
+                });
+                read.as_ref().map(|(p, map)| (&p.entries[..], &map[..], !p.damaged_tail && p.segments < MAX_SEGMENTS))
+            }
+        };
+        let mut known: rustc_hash::FxHashSet<(u32, [u8; 32])> =
+            old.iter().flat_map(|(l, _, _)| l.iter().map(|e| (e.offset, e.guest_hash))).collect();
+        let fresh: Vec<&Entry> = entries.iter().filter(|e| known.insert((e.offset, e.guest_hash))).collect();
+        if !fresh.is_empty() {
+            match old {
+                Some((_, _, true)) => {
+                    // A failed append leaves a segment that does not verify: readers stop
+                    // before it and the next writer rewrites the file.
+                    OpenOptions::new().append(true).open(&path)?.write_all(&self.segment(module, &fresh))?;
+                }
+                _ => {
+                    let kept: Vec<Entry> = old.iter().flat_map(|(l, b, _)| l.iter().map(|e| own(e, b))).collect();
+                    let all: Vec<&Entry> = kept.iter().chain(fresh.iter().copied()).collect();
+                    let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+                    // No fsync: after a crash a file that lost its data fails its MAC and
+                    // is rejected, and the rename keeps readers from ever seeing half a
+                    // file.
+                    tmp.write_all(&self.header(module))?;
+                    tmp.write_all(&self.segment(module, &all))?;
+                    tmp.persist(&path).map_err(|e| e.error)?;
+                }
+            }
+            self.stats.stored += fresh.len() as u64;
         }
         self.evict()?;
         drop(lock); // unlocks
@@ -252,13 +359,30 @@ impl Store {
         Ok(())
     }
 
-    fn serialize(&self, module: &ModuleId, entries: &[Entry]) -> Vec<u8> {
-        let mut b =
-            Vec::with_capacity(HEADER_LEN + entries.iter().map(|e| ENTRY_HEAD + e.payload.len()).sum::<usize>());
+    /// A file's header: magic, format, build and module name.
+    fn header(&self, module: &ModuleId) -> Vec<u8> {
+        let mut b = Vec::with_capacity(HEADER_LEN);
         b.extend_from_slice(MAGIC);
         b.extend_from_slice(&FORMAT.to_le_bytes());
         b.extend_from_slice(&self.build);
         b.extend_from_slice(&module.name());
+        b
+    }
+
+    /// The MAC of a segment (`seg`: its head and entries) of `module`'s file, whose
+    /// header it covers too: a segment moved to another module's file does not verify.
+    fn mac(&self, header: &[u8], seg: &[u8]) -> blake3::Hash {
+        let mut h = blake3::Hasher::new_keyed(&self.key);
+        h.update(header);
+        h.update(seg);
+        h.finalize()
+    }
+
+    /// A segment of `module`'s file holding `entries`.
+    fn segment(&self, module: &ModuleId, entries: &[&Entry]) -> Vec<u8> {
+        let len: usize = entries.iter().map(|e| ENTRY_HEAD + e.payload.len()).sum();
+        let mut b = Vec::with_capacity(SEGMENT_HEAD + len + MAC_LEN);
+        b.extend_from_slice(&(len as u32).to_le_bytes());
         b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
         for e in entries {
             b.extend_from_slice(&e.offset.to_le_bytes());
@@ -267,14 +391,16 @@ impl Store {
             b.extend_from_slice(&(e.payload.len() as u32).to_le_bytes());
             b.extend_from_slice(&e.payload);
         }
-        let mac = blake3::keyed_hash(&self.key, &b);
+        let mac = self.mac(&self.header(module), &b);
         b.extend_from_slice(mac.as_bytes());
         b
     }
 
-    /// Checks and splits a module file (see the module docs for what is checked).
-    pub fn parse(&self, module: &ModuleId, b: &[u8]) -> Result<Vec<Entry>, Reject> {
-        if b.len() < HEADER_LEN + 4 + MAC_LEN {
+    /// Checks a module file and lists the entries of its segments, up to the first one
+    /// that does not verify (see the module docs for what is checked). At least one
+    /// segment must verify.
+    pub fn parse(&self, module: &ModuleId, b: &[u8]) -> Result<Parsed, Reject> {
+        if b.len() < HEADER_LEN + SEGMENT_HEAD + MAC_LEN {
             return Err(Reject::Truncated);
         }
         if &b[..8] != MAGIC {
@@ -286,27 +412,55 @@ impl Store {
         if b[44..76] != module.name() {
             return Err(Reject::OtherModule);
         }
-        let (body, mac) = b.split_at(b.len() - MAC_LEN);
-        let want = blake3::keyed_hash(&self.key, body);
+        let mut p = Parsed { entries: Vec::new(), segments: 0, damaged_tail: false };
+        let mut at = HEADER_LEN;
+        while at < b.len() {
+            match self.segment_at(b, at, &mut p.entries) {
+                Ok(next) => {
+                    at = next;
+                    p.segments += 1;
+                }
+                Err(r) if p.segments == 0 => return Err(r),
+                Err(_) => {
+                    p.damaged_tail = true;
+                    break;
+                }
+            }
+        }
+        Ok(p)
+    }
+
+    /// Checks the segment at `at` of file `b` (whose header is checked) and appends its
+    /// entries to `out`; returns where the next segment starts.
+    fn segment_at(&self, b: &[u8], at: usize, out: &mut Vec<Listed>) -> Result<usize, Reject> {
+        let mut r = Reader { b, at };
+        let len = r.u32()? as usize;
+        let n = r.u32()?;
+        let start = r.at;
+        r.take(len)?;
+        let end = r.at;
+        let mac = r.take(MAC_LEN)?;
+        let want = self.mac(&b[..HEADER_LEN], &b[at..end]);
         // blake3::Hash compares in constant time.
         if blake3::Hash::from_bytes(mac.try_into().map_err(|_| Reject::Truncated)?) != want {
             return Err(Reject::BadMac);
         }
-        let mut r = Reader { b: body, at: HEADER_LEN };
-        let n = r.u32()?;
-        let mut out = Vec::new();
+        let mut e = Reader { b: &b[..end], at: start };
+        let mut list = Vec::new();
         for _ in 0..n {
-            let offset = r.u32()?;
-            let guest_len = r.u32()?;
-            let guest_hash = r.take(32)?.try_into().map_err(|_| Reject::Truncated)?;
-            let len = r.u32()? as usize;
-            let payload = r.take(len)?.to_vec();
-            out.push(Entry { offset, guest_len, guest_hash, payload });
+            let offset = e.u32()?;
+            let guest_len = e.u32()?;
+            let guest_hash = e.take(32)?.try_into().map_err(|_| Reject::Truncated)?;
+            let len = e.u32()? as usize;
+            let from = e.at;
+            e.take(len)?;
+            list.push(Listed { offset, guest_len, guest_hash, payload: from..e.at });
         }
-        if r.at != body.len() {
+        if e.at != end {
             return Err(Reject::Truncated);
         }
-        Ok(out)
+        out.append(&mut list);
+        Ok(r.at)
     }
 }
 
@@ -342,15 +496,19 @@ impl Reader<'_> {
     }
 }
 
-/// Reads a whole file, refusing one beyond `MAX_FILE`.
-fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
+/// Maps a whole file read-only, refusing one beyond `MAX_FILE`; with its inode.
+fn map_bounded(path: &Path) -> io::Result<(memmap2::Mmap, u64)> {
+    use std::os::unix::fs::MetadataExt;
     let f = File::open(path)?;
-    if f.metadata()?.len() > MAX_FILE {
+    let m = f.metadata()?;
+    if m.len() > MAX_FILE {
         return Err(io::Error::other("translation cache file too large"));
     }
-    let mut b = Vec::new();
-    f.take(MAX_FILE).read_to_end(&mut b)?;
-    Ok(b)
+    // SAFETY: the store's files are never written in place (see the module docs): a
+    // writer appends past the end of this mapping or renames another file over this one,
+    // which leaves these bytes as they are. The directory is its owner's (0700); only
+    // the owner truncating a file while a run maps it could change what is mapped.
+    Ok((unsafe { memmap2::Mmap::map(&f) }?, m.ino()))
 }
 
 /// The directory's secret key: read from `DIR/key`, or made (32 random bytes from the
@@ -409,15 +567,19 @@ mod tests {
     fn entries_round_trip_and_merge() {
         let d = tempfile::tempdir().unwrap();
         let mut s = store(d.path());
-        s.store(&module(1), &[entry(0x10, b"abc"), entry(0x20, b"")]).unwrap();
-        s.store(&module(1), &[entry(0x20, b""), entry(0x30, b"xyz")]).unwrap();
+        s.store(&module(1), &[entry(0x10, b"abc"), entry(0x20, b"")], None).unwrap();
+        s.store(&module(1), &[entry(0x20, b""), entry(0x30, b"xyz")], None).unwrap();
         let mut t = store(d.path());
-        let got = t.load(&module(1));
-        assert_eq!(got, vec![entry(0x10, b"abc"), entry(0x20, b""), entry(0x30, b"xyz")]);
+        let got = t.load(&module(1)).unwrap();
+        assert_eq!(got.to_entries(), vec![entry(0x10, b"abc"), entry(0x20, b""), entry(0x30, b"xyz")]);
+        assert_eq!(got.payload(&got.entries()[2]), b"xyz");
         assert_eq!(t.stats().files_loaded, 1);
         assert_eq!(s.stats().stored, 3);
-        assert!(t.load(&module(2)).is_empty());
+        assert!(t.load(&module(2)).is_none());
         assert_eq!(t.stats().rejected, 0);
+        // The second store appended a segment of the one new entry.
+        let b = fs::read(file_of(d.path(), &module(1))).unwrap();
+        assert_eq!(s.parse(&module(1), &b).map(|p| (p.segments, p.damaged_tail)), Ok((2, false)));
     }
 
     #[test]
@@ -425,9 +587,9 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut s = store(d.path());
         let m = module(1);
-        s.store(&m, &[entry(0x10, b"payload bytes")]).unwrap();
+        s.store(&m, &[entry(0x10, b"payload bytes")], None).unwrap();
         let good = fs::read(file_of(d.path(), &m)).unwrap();
-        assert_eq!(s.parse(&m, &good).map(|e| e.len()), Ok(1));
+        assert_eq!(s.parse(&m, &good).map(|p| p.entries.len()), Ok(1));
 
         for cut in [0, 10, HEADER_LEN, good.len() - MAC_LEN, good.len() - 1] {
             let r = s.parse(&m, &good[..cut]);
@@ -446,12 +608,68 @@ mod tests {
         // (or a copy from another machine) would write.
         let d2 = tempfile::tempdir().unwrap();
         let mut stranger = store(d2.path());
-        stranger.store(&m, &[entry(0x10, b"\xcc\xcc\xcc")]).unwrap();
+        stranger.store(&m, &[entry(0x10, b"\xcc\xcc\xcc")], None).unwrap();
         let hostile = fs::read(file_of(d2.path(), &m)).unwrap();
         assert_eq!(s.parse(&m, &hostile), Err(Reject::BadMac));
         fs::write(file_of(d.path(), &m), &hostile).unwrap();
-        assert!(s.load(&m).is_empty());
+        assert!(s.load(&m).is_none());
         assert_eq!(s.stats().rejected, 1);
+    }
+
+    #[test]
+    fn a_damaged_segment_ends_the_file_and_the_next_writer_rewrites_it() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = store(d.path());
+        let m = module(1);
+        s.store(&m, &[entry(0x10, b"first")], None).unwrap();
+        let one = fs::metadata(file_of(d.path(), &m)).unwrap().len() as usize;
+        s.store(&m, &[entry(0x20, b"second")], None).unwrap();
+        s.store(&m, &[entry(0x30, b"third")], None).unwrap();
+        let good = fs::read(file_of(d.path(), &m)).unwrap();
+        let offsets = |p: &Parsed| p.entries.iter().map(|e| e.offset).collect::<Vec<_>>();
+        // A crash during an append: the last segment cut short.
+        let p = s.parse(&m, &good[..good.len() - 3]).unwrap();
+        assert_eq!((offsets(&p), p.segments, p.damaged_tail), (vec![0x10, 0x20], 2, true));
+        // A byte of the second segment flipped: the first is still good.
+        let mut bad = good.clone();
+        bad[one + 20] ^= 1;
+        let p = s.parse(&m, &bad).unwrap();
+        assert_eq!((offsets(&p), p.damaged_tail), (vec![0x10], true));
+        // A segment of another module's file does not verify in this one.
+        let mut other = store(d.path());
+        other.store(&module(2), &[entry(0x40, b"elsewhere")], None).unwrap();
+        let o = fs::read(file_of(d.path(), &module(2))).unwrap();
+        let mut spliced = good.clone();
+        spliced.extend_from_slice(&o[HEADER_LEN..]);
+        assert_eq!(s.parse(&m, &spliced).map(|p| (p.segments, p.damaged_tail)), Ok((3, true)));
+        // Loading counts the damage; storing rewrites the file whole, without it.
+        fs::write(file_of(d.path(), &m), &bad).unwrap();
+        let mut t = store(d.path());
+        assert_eq!(t.load(&m).map(|f| f.entries().len()), Some(1));
+        assert_eq!(t.stats().rejected, 1);
+        t.store(&m, &[entry(0x50, b"fifth")], None).unwrap();
+        let p = s.parse(&m, &fs::read(file_of(d.path(), &m)).unwrap()).unwrap();
+        assert_eq!((offsets(&p), p.segments, p.damaged_tail), (vec![0x10, 0x50], 1, false));
+    }
+
+    #[test]
+    fn a_writer_with_the_loaded_file_appends_only_what_is_new() {
+        let d = tempfile::tempdir().unwrap();
+        let m = module(1);
+        store(d.path()).store(&m, &[entry(0x10, b"one")], None).unwrap();
+        let mut s = store(d.path());
+        let loaded = s.load(&m).unwrap();
+        // Another run appends meanwhile: the loaded file is stale, the writer reads it.
+        store(d.path()).store(&m, &[entry(0x20, b"two")], None).unwrap();
+        s.store(&m, &[entry(0x10, b"one"), entry(0x20, b"two"), entry(0x30, b"three")], Some(&loaded)).unwrap();
+        assert_eq!(s.stats().stored, 1);
+        let again = s.load(&m).unwrap();
+        assert_eq!(again.entries().iter().map(|e| e.offset).collect::<Vec<_>>(), vec![0x10, 0x20, 0x30]);
+        // Unchanged since loaded: deduplicated against it, one segment appended.
+        s.store(&m, &[entry(0x30, b"three"), entry(0x40, b"four")], Some(&again)).unwrap();
+        assert_eq!(s.stats().stored, 2);
+        let b = fs::read(file_of(d.path(), &m)).unwrap();
+        assert_eq!(s.parse(&m, &b).map(|p| (p.entries.len(), p.segments)), Ok((4, 4)));
     }
 
     #[test]
@@ -464,13 +682,13 @@ mod tests {
                 sc.spawn(move || {
                     let mut s = store(dir);
                     for i in 0..20u32 {
-                        s.store(&m, &[entry(t * 100 + i, &[t as u8; 16])]).unwrap();
+                        s.store(&m, &[entry(t * 100 + i, &[t as u8; 16])], None).unwrap();
                     }
                 });
             }
         });
-        let got = store(d.path()).load(&m);
-        assert_eq!(got.len(), 80);
+        let got = store(d.path()).load(&m).unwrap();
+        assert_eq!(got.entries().len(), 80);
         let names: Vec<_> = fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 3, "key, lock and one module file: {names:?}");
     }
@@ -481,16 +699,16 @@ mod tests {
         let build = build_id("0.1.0", "test");
         let mut s = Store::open(d.path(), 3000, build).unwrap();
         let big = vec![0u8; 1000];
-        s.store(&module(1), &[entry(0, &big)]).unwrap();
-        s.store(&module(2), &[entry(0, &big)]).unwrap();
+        s.store(&module(1), &[entry(0, &big)], None).unwrap();
+        s.store(&module(2), &[entry(0, &big)], None).unwrap();
         // Module 1 used since: module 2 is the least recently used.
         let old = SystemTime::now() - std::time::Duration::from_secs(60);
         File::options().write(true).open(file_of(d.path(), &module(2))).unwrap().set_modified(old).unwrap();
-        s.store(&module(3), &[entry(0, &big)]).unwrap();
+        s.store(&module(3), &[entry(0, &big)], None).unwrap();
         assert_eq!(s.stats().evicted, 1);
         assert!(!file_of(d.path(), &module(2)).exists());
-        assert_eq!(s.load(&module(1)).len(), 1);
-        assert_eq!(s.load(&module(3)).len(), 1);
+        assert_eq!(s.load(&module(1)).map(|f| f.entries().len()), Some(1));
+        assert_eq!(s.load(&module(3)).map(|f| f.entries().len()), Some(1));
     }
 
     #[test]

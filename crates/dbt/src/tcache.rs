@@ -24,16 +24,19 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::key::Key;
 use crate::made::Made;
-use crate::persist::{self, Entry, ModuleId, Store, StoreStats};
+use crate::persist::{self, Entry, ModuleFile, ModuleId, Store, StoreStats};
 use crate::translate::{Fixup, Reloc, Site};
 
 /// The engine's side of the persistent cache.
 pub(crate) struct Tcache {
     store: Store,
-    /// Entries of each module seen this run (loaded at its first block), by file offset.
-    loaded: HashMap<ModuleId, HashMap<u64, Vec<Entry>>>,
+    /// The file of each module seen this run (loaded at its first block; `None`: no
+    /// valid file).
+    loaded: HashMap<ModuleId, Option<Loaded>>,
     /// Translations made this run, to be stored.
     pending: HashMap<ModuleId, Vec<Entry>>,
+    /// The module, offset and guest hash of each of them.
+    pending_keys: rustc_hash::FxHashSet<(ModuleId, u32, [u8; 32])>,
     /// Loaded translations used (their guest bytes hashed the same).
     pub(crate) used: u64,
     /// Entries whose payload did not decode (counted with the rejected files).
@@ -45,6 +48,28 @@ pub(crate) struct Tcache {
     /// Each key met this run with file-backed code: its frame and page offset (the key
     /// alone names no frame under `virtual` and `process`).
     pub(crate) seen: Vec<(Key, Frame, u32)>,
+}
+
+/// A module's file as loaded, with its entries indexed by file offset.
+struct Loaded {
+    file: ModuleFile,
+    by_offset: HashMap<u64, Vec<u32>>,
+}
+
+impl Loaded {
+    fn new(file: ModuleFile) -> Loaded {
+        let mut by_offset: HashMap<u64, Vec<u32>> = HashMap::default();
+        for (i, e) in file.entries().iter().enumerate() {
+            by_offset.entry(u64::from(e.offset)).or_default().push(i as u32);
+        }
+        Loaded { file, by_offset }
+    }
+
+    /// The entries filed at `offset`.
+    fn at(&self, offset: u64) -> impl Iterator<Item = &persist::Listed> {
+        let list = self.by_offset.get(&offset).map_or(&[][..], |l| &l[..]);
+        list.iter().filter_map(|&i| self.file.entries().get(i as usize))
+    }
 }
 
 /// The persistent cache's counters.
@@ -100,6 +125,7 @@ impl Tcache {
             store: Store::open(dir, limit, build_id(opts)?)?,
             loaded: HashMap::default(),
             pending: HashMap::default(),
+            pending_keys: Default::default(),
             used: 0,
             bad: 0,
             lost: 0,
@@ -142,16 +168,9 @@ impl Tcache {
         id: u32,
     ) -> Option<Made> {
         let store = &mut self.store;
-        let by_offset = self.loaded.entry(m).or_insert_with(|| {
-            let mut map: HashMap<u64, Vec<Entry>> = HashMap::default();
-            for e in store.load(&m) {
-                map.entry(u64::from(e.offset)).or_default().push(e);
-            }
-            map
-        });
-        let list = by_offset.get(&offset)?;
+        let loaded = self.loaded.entry(m).or_insert_with(|| store.load(&m).map(Loaded::new)).as_ref()?;
         let mut bytes = Vec::new();
-        for e in list {
+        for e in loaded.at(offset) {
             if e.guest_len == 0 || e.guest_len > max {
                 continue;
             }
@@ -159,7 +178,7 @@ impl Tcache {
             if mem.read_bytes(eip, &mut bytes).is_err() || persist::guest_hash(&bytes) != e.guest_hash {
                 continue;
             }
-            match decode(&e.payload, &bytes, eip, helper, id) {
+            match decode(loaded.file.payload(e), &bytes, eip, helper, id) {
                 Some(made) => {
                     self.used += 1;
                     return Some(made);
@@ -186,14 +205,17 @@ impl Tcache {
         let Ok(offset) = u32::try_from(offset) else { return false };
         let Some(bytes) = bytes.get(..made.guest_len as usize) else { return false };
         let guest_hash = persist::guest_hash(bytes);
-        let known = |l: &[Entry]| l.iter().any(|e| e.offset == offset && e.guest_hash == guest_hash);
-        if self.loaded.get(&m).and_then(|l| l.get(&u64::from(offset))).is_some_and(|l| known(l))
-            || self.pending.get(&m).is_some_and(|l| known(l))
-        {
+        let stored = self
+            .loaded
+            .get(&m)
+            .and_then(Option::as_ref)
+            .is_some_and(|l| l.at(u64::from(offset)).any(|e| e.guest_hash == guest_hash));
+        if stored || self.pending_keys.contains(&(m, offset, guest_hash)) {
             return false; // stored already, or kept already (made again after a flush)
         }
         let Some(payload) = encode(made, id_fields, eip) else { return false };
         let e = Entry { offset, guest_len: made.guest_len, guest_hash, payload };
+        self.pending_keys.insert((m, offset, guest_hash));
         self.pending.entry(m).or_default().push(e);
         true
     }
@@ -202,7 +224,8 @@ impl Tcache {
     /// was kept since).
     pub(crate) fn save(&mut self) {
         for (m, entries) in std::mem::take(&mut self.pending) {
-            if self.store.store(&m, &entries).is_err() {
+            let loaded = self.loaded.get(&m).and_then(Option::as_ref).map(|l| &l.file);
+            if self.store.store(&m, &entries, loaded).is_err() {
                 self.lost += entries.len() as u64;
             }
         }
@@ -402,17 +425,20 @@ const COLD_ID: u32 = 0x00a5_c3e1;
 const COLD_BASE: u32 = 0x4000_0000;
 
 impl crate::Engine {
-    /// Translates and keeps the blocks of file-backed code that ran (a key with a
-    /// profile count) but have no live translation: cold blocks, never hot enough to be
-    /// translated this run. Their frames were noted at their first miss; the frame's
+    /// Translates and keeps the blocks of file-backed code that ran at least
+    /// `tcache_cold` times (a key with that profile count; none if it is 0) but have no
+    /// live translation: cold blocks, never hot enough to be translated this run. Their frames were noted at their first miss; the frame's
     /// page-cache identity and bytes are read now (a frame given to other data since has
     /// another identity or none, and its bytes are filed under that one).
     pub(crate) fn keep_cold(&mut self, phys: &morph_mem::PhysMem) {
-        let Some(tc) = &mut self.tcache else { return };
+        let Some(tc) = self.tcache.as_mut().filter(|_| self.cfg.tcache_cold > 0) else { return };
         let mut cold: Vec<(Frame, u32)> = std::mem::take(&mut tc.seen)
             .into_iter()
             .filter(|(k, _, _)| {
-                self.index.get(k).is_some_and(|&i| self.slots[i as usize].live.is_none())
+                self.index
+                    .get(k)
+                    .map(|&i| &self.slots[i as usize])
+                    .is_some_and(|s| s.live.is_none() && s.count >= self.cfg.tcache_cold)
                     && !self.untranslatable.contains(k)
             })
             .map(|(_, f, o)| (f, o))

@@ -327,7 +327,9 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
                 cmd.args(["--tc-size", &c.tc_size_bytes.to_string()]);
                 cmd.args(["--seed", &seed.to_string(), "--timeout", "600"]);
                 if let Some(d) = &tcache {
-                    cmd.arg("--tcache-dir").arg(d.path());
+                    // Every block that ran is kept: the warm run interprets nothing of
+                    // what the priming run ran.
+                    cmd.arg("--tcache-dir").arg(d.path()).args(["--tcache-cold", "1"]);
                 }
                 cmd.env_clear().envs(GUEST_ENV.iter().copied());
                 Ok(cmd)

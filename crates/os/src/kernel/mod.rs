@@ -190,7 +190,7 @@ impl Machine {
     }
 
     /// Writes the engine's persistent translation cache (`--tcache-dir`), with the
-    /// blocks that ran but never became hot (see `Engine::save_tcache`).
+    /// cold blocks `--tcache-cold` asks for (see `Engine::save_tcache`).
     pub fn save_tcache(&mut self) {
         self.engine.save_tcache(Some(&self.phys));
     }
