@@ -122,7 +122,8 @@ impl Engine {
         budget: u64,
     ) -> Result<(), Exit> {
         let mapping = (mem.mapping_id(), self.cfg.key.jump_cache_ctx(ctx));
-        if self.jc.select(mapping) {
+        let phys = mem.phys();
+        if self.jc.select(mapping, |m| phys.mapping_live(m)) {
             self.unlink_far(true);
         }
         let eip = cpu.eip;

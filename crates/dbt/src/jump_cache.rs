@@ -24,6 +24,8 @@ pub(crate) struct JumpCache {
     pub(crate) frame: JitFrameBox,
     /// The tag of each mapping seen since the cache was last emptied.
     tags: HashMap<(u64, u32), u32>,
+    /// The mapping number of each tag in `tags`.
+    mapping_of: HashMap<u32, u64>,
     /// The current mapping and its tag.
     cur: (u64, u32),
     pub(crate) tag: u32,
@@ -50,6 +52,7 @@ impl JumpCache {
         let mut jc = JumpCache {
             frame: JitFrame::allocate()?,
             tags: HashMap::default(),
+            mapping_of: HashMap::default(),
             cur: (0, 0),
             tag: 1,
             last_tag: 1,
@@ -57,7 +60,7 @@ impl JumpCache {
             resets: 0,
             ibt: if ibt { crate::ibt::Tables::new() } else { None },
         };
-        jc.attach_table();
+        jc.attach_table(|_| true);
         Ok(jc)
     }
 
@@ -72,26 +75,30 @@ impl JumpCache {
         if let Some(t) = &mut self.ibt {
             t.set_bias(bias);
             self.frame.state.ibt_bias = bias;
-            self.attach_table();
+            self.attach_table(|_| true);
         }
     }
 
-    /// Gives the current tag its table (`JitState::ibt`). A tag whose table it takes is
+    /// Gives the current tag its table (`JitState::ibt`), taking if need be the table
+    /// of a tag that will not run again: one forgotten, or whose mapping number no
+    /// address space has any more (`live` says which do). A tag whose table it takes is
     /// forgotten, so that its mapping gets a new tag, with no entries, if it runs again.
-    fn attach_table(&mut self) {
+    fn attach_table(&mut self, live: impl Fn(u64) -> bool) {
         if let Some(t) = &mut self.ibt {
-            let (base, evicted) = t.select(self.tag);
+            let mapping_of = &self.mapping_of;
+            let (base, evicted) = t.select(self.tag, |tag| mapping_of.get(&tag).is_none_or(|&m| !live(m)));
             self.frame.state.ibt = base;
             if let Some(old) = evicted {
                 self.tags.retain(|_, t| *t != old);
+                self.mapping_of.remove(&old);
             }
         }
     }
 
     /// Makes `mapping` current (with the tag it had, or a new one); returns whether it
-    /// changed.
+    /// changed. `live` says which mapping numbers some address space still has.
     #[inline]
-    pub(crate) fn select(&mut self, mapping: (u64, u32)) -> bool {
+    pub(crate) fn select(&mut self, mapping: (u64, u32), live: impl Fn(u64) -> bool) -> bool {
         if mapping == self.cur {
             return false;
         }
@@ -100,7 +107,7 @@ impl JumpCache {
             Some(&t) => t,
             None => self.new_tag(),
         };
-        self.attach_table();
+        self.attach_table(live);
         true
     }
 
@@ -108,23 +115,26 @@ impl JumpCache {
     fn new_tag(&mut self) -> u32 {
         if self.last_tag == u32::MAX || self.tags.len() >= Self::MAX_TAGS {
             self.tags.clear();
+            self.mapping_of.clear();
         }
         if self.last_tag == u32::MAX {
             self.reset();
         }
         self.last_tag += 1;
         self.tags.insert(self.cur, self.last_tag);
+        self.mapping_of.insert(self.last_tag, self.cur.0);
         self.last_tag
     }
 
     /// Empties the cache: the current mapping gets a new tag, the others will.
     pub(crate) fn invalidate(&mut self) {
         self.tags.clear();
+        self.mapping_of.clear();
         if let Some(t) = &mut self.ibt {
             t.reset();
         }
         self.tag = self.new_tag();
-        self.attach_table();
+        self.attach_table(|_| true);
     }
 
     /// Sets every entry to empty and restarts the tags.
@@ -135,6 +145,7 @@ impl JumpCache {
             t.reset();
         }
         self.tags.clear();
+        self.mapping_of.clear();
         self.last_tag = 1;
         self.resets += 1;
     }
@@ -173,15 +184,15 @@ mod tests {
     fn jump_cache_entries_survive_a_process_switch_and_not_an_invalidation() {
         let mut jc = JumpCache::new(true).unwrap();
         let (parent, other) = ((7, 0), (8, 0));
-        assert!(jc.select(parent));
-        assert!(!jc.select(parent), "already current");
+        assert!(jc.select(parent, |_| true));
+        assert!(!jc.select(parent, |_| true), "already current");
         jc.set(0x0804_8000, 1);
         assert_eq!(hit(&jc, 0x0804_8000), Some(1));
         assert_eq!(hit(&jc, 0x0805_8000), None, "same index, other VA");
-        jc.select(other);
+        jc.select(other, |_| true);
         assert_eq!(hit(&jc, 0x0804_8000), None, "another mapping does not see it");
         jc.set(0x0804_9000, 2);
-        jc.select(parent);
+        jc.select(parent, |_| true);
         assert_eq!(hit(&jc, 0x0804_8000), Some(1), "back to the parent: its entry is there");
         assert_eq!(hit(&jc, 0x0804_9000), None);
         assert!(!jc.page_done(0x0804_8000) && jc.page_done(0x0804_8000));
@@ -190,7 +201,7 @@ mod tests {
         assert_ne!(jc.tag, before);
         assert_eq!(hit(&jc, 0x0804_8000), None, "emptied");
         assert!(!jc.page_done(0x0804_8000), "prefilled pages are forgotten too");
-        jc.select(other);
+        jc.select(other, |_| true);
         assert_eq!(hit(&jc, 0x0804_9000), None, "every mapping's entries are gone");
         // An empty entry (tag 0) never hits: tag 0 is never current.
         assert!(jc.tag != 0 && jc.last_tag != 0);
@@ -199,10 +210,10 @@ mod tests {
     #[test]
     fn jump_cache_tags_wrap_by_resetting_every_entry() {
         let mut jc = JumpCache::new(true).unwrap();
-        jc.select((1, 0));
+        jc.select((1, 0), |_| true);
         jc.set(0x1000, 5);
         jc.last_tag = u32::MAX;
-        jc.select((2, 0));
+        jc.select((2, 0), |_| true);
         assert!(jc.tag != 0 && jc.tag < 4, "restarted");
         assert!(jc.frame.jc.iter().all(|e| *e == runtime::JcEntry::default()), "every entry reset");
     }

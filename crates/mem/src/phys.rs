@@ -92,6 +92,9 @@ pub struct PhysMem {
     /// The file page each page-cache frame was filled from, while its contents are the
     /// file's (see [`PhysMem::file_page`]).
     file_pages: RefCell<rustc_hash::FxHashMap<u32, FilePage>>,
+    /// Address spaces that have each mapping number (`AddressSpace::mapping_id`): a
+    /// number none has will never run again (see [`PhysMem::mapping_live`]).
+    mappings: RefCell<rustc_hash::FxHashMap<u64, u32>>,
 }
 
 /// Which page of which file a frame holds (the file as it was when the page was read).
@@ -101,6 +104,32 @@ pub struct FilePage {
     pub file: FileId,
     /// The page's index in the file.
     pub index: u32,
+}
+
+impl PhysMem {
+    /// Records that an address space has mapping number `id` (made, or taken over from
+    /// its parent by fork).
+    pub(crate) fn mapping_in(&self, id: u64) {
+        *self.mappings.borrow_mut().entry(id).or_insert(0) += 1;
+    }
+
+    /// Records that an address space no longer has mapping number `id` (dropped, or
+    /// remapped to another).
+    pub(crate) fn mapping_out(&self, id: u64) {
+        let mut m = self.mappings.borrow_mut();
+        if let Some(n) = m.get_mut(&id) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&id);
+            }
+        }
+    }
+
+    /// Whether some address space has mapping number `id`: one that none has never
+    /// runs again (numbers are never reused), so what a cache keeps for it can go.
+    pub fn mapping_live(&self, id: u64) -> bool {
+        self.mappings.borrow().contains_key(&id)
+    }
 }
 
 const GROW_FRAMES: u32 = 4096; // grow the memfd 16 MiB at a time
@@ -154,6 +183,7 @@ impl PhysMem {
             vmas: Cell::new(0),
             vma_limit: host_vma_budget(),
             file_pages: RefCell::new(rustc_hash::FxHashMap::default()),
+            mappings: RefCell::new(rustc_hash::FxHashMap::default()),
         })
     }
 

@@ -147,6 +147,7 @@ impl AddressSpace {
         })
         .map(|mut a: AddressSpace| {
             a.account();
+            a.phys.mapping_in(a.mapping);
             a
         })
     }
@@ -176,7 +177,14 @@ impl AddressSpace {
     /// A mapped page may have changed frame or become unreadable: a new generation.
     fn remapped(&mut self) {
         self.map_gen += 1;
-        self.mapping = fresh_number();
+        self.set_mapping(fresh_number());
+    }
+
+    /// Gives this space mapping number `id` (counted in `PhysMem`'s live numbers).
+    fn set_mapping(&mut self, id: u64) {
+        self.phys.mapping_out(self.mapping);
+        self.mapping = id;
+        self.phys.mapping_in(id);
     }
 
     /// Top of the top-down mmap area (set by the loader from the layout).
@@ -225,6 +233,7 @@ impl AddressSpace {
 impl Drop for AddressSpace {
     fn drop(&mut self) {
         self.phys.count_vmas(self.counted, 0);
+        self.phys.mapping_out(self.mapping);
         for v in self.vmas.values() {
             let _ = self.write_back_vma(v, v.start, v.end);
         }

@@ -552,7 +552,7 @@ impl AddressSpace {
         child.account();
         child.mmap_base = self.mmap_base;
         child.cache = self.cache.as_ref().map(PageCache::share);
-        child.mapping = self.mapping; // the same pages map the same frames
+        child.set_mapping(self.mapping); // the same pages map the same frames
         // Every present page lies in a VMA: walk those, not the whole 4 GiB table.
         let ranges: Vec<(u32, u32)> =
             self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();

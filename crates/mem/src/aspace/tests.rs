@@ -159,6 +159,26 @@ fn a_forked_child_shares_the_mapping_number_until_either_remaps() {
 }
 
 #[test]
+fn a_mapping_number_is_live_while_a_space_has_it() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x2000, Prot::RW, false, "").unwrap();
+    let phys = a.phys().clone();
+    let first = a.mapping_id();
+    assert!(phys.mapping_live(first));
+    let mut child = a.fork().unwrap();
+    a.unmap(0x9000, 0x1000).unwrap();
+    assert!(phys.mapping_live(first), "the child still has it");
+    assert!(phys.mapping_live(a.mapping_id()));
+    child.unmap(0x8000, 0x1000).unwrap();
+    assert!(!phys.mapping_live(first), "no space has it any more");
+    let (ca, cc) = (a.mapping_id(), child.mapping_id());
+    drop(child);
+    assert!(!phys.mapping_live(cc) && phys.mapping_live(ca));
+    drop(a);
+    assert!(!phys.mapping_live(ca));
+}
+
+#[test]
 fn private_memory_is_demand_zero_but_promised() {
     // 1024 frames of guest memory.
     let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
