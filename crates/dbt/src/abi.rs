@@ -47,7 +47,9 @@ impl Engine {
         let miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
-        self.jc.set_table_bias((self.code_base + miss_off) as u64);
+        let bias = self.code_base + miss_off;
+        self.jc.set_table_bias(bias as u64);
+        self.table_bias = (self.cfg.ibt && self.code.is_low()).then(|| i32::try_from(bias).ok()).flatten();
         // Entries point into the code that was there: none may hit again.
         self.flush_jump_cache();
     }

@@ -67,7 +67,8 @@ impl Engine {
     /// instructions both engines run; a cached block's bytes are decoded again, see
     /// `Interp::decoded_block`). The translation is numbered as the next one of the cache.
     fn fetch_and_translate(&mut self, eip: u32, frame: Frame, ctx: u32, mem: &mut AddressSpace) -> Option<Made> {
-        let (interp, id, opts) = (&mut self.interp, self.trans.len() as u32, self.cfg.translate_options());
+        let opts = self.translate_options();
+        let (interp, id) = (&mut self.interp, self.trans.len() as u32);
         let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
         let (slots, index, policy) = (&self.slots, &self.index, self.cfg.key);
         let predict = |block: u32| crate::slots::predicted_successor(slots, index, policy, eip, block, frame, ctx);
@@ -143,7 +144,8 @@ impl Engine {
         let tc = self.tcache.as_mut()?;
         // Where the key's code is, for the end of the run if it never becomes hot.
         tc.seen.push((key, frame, eip & (PAGE_SIZE - 1)));
-        let made = tc.find(place, eip, max, mem, helper as *const () as usize, id)?;
+        let host = crate::tcache::RunHost { helper: helper as *const () as usize, table_bias: self.table_bias };
+        let made = tc.find(place, eip, max, mem, host, id)?;
         if !self.room_for(&made) {
             return None; // the dispatcher interprets; translating later flushes
         }

@@ -424,9 +424,37 @@ pub fn table_miss() -> (Vec<u8>, usize) {
 /// `runtime::ICOUNT_SHIFT`) unless the caller folded it into the instruction count just
 /// before (`hit_counted`). Flags untouched; r8 and r9 are scratch here.
 pub fn table_lookup(hit_counted: bool) -> &'static [u8] {
-    static CODE: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
-    let code = CODE.get_or_init(|| {
-        [false, true].map(|counted| {
+    &table_lookups()[usize::from(hit_counted)].0
+}
+
+/// [`table_lookup`] for a code buffer in the low 2 GiB, where the miss routine's host
+/// address fits a sign-extended 32-bit immediate: `lea r9, [r9 + miss]` instead of a load
+/// of `JitState::ibt_bias` and an add (four instructions, or five counting the hit; one
+/// load from the state block). Returns the code and the offset of the immediate, which
+/// the caller sets to the miss routine's address (a `translate::Reloc::TableMiss`).
+pub fn table_lookup_anchored(hit_counted: bool) -> (&'static [u8], usize) {
+    let (code, at) = &table_lookups()[2 + usize::from(hit_counted)];
+    (code, *at)
+}
+
+/// The lookups of [`table_lookup`] and [`table_lookup_anchored`] (without and with the
+/// hit counted), each with the offset of its immediate (anchored ones only).
+fn table_lookups() -> &'static [(Vec<u8>, usize); 4] {
+    static CODE: std::sync::OnceLock<[(Vec<u8>, usize); 4]> = std::sync::OnceLock::new();
+    CODE.get_or_init(|| {
+        let tail = |a: &mut Glue, counted: bool| {
+            if !counted {
+                dynasm!(a
+                    ; .arch x64
+                    ; lea r11, [r11 + 1]
+                );
+            }
+            dynasm!(a
+                ; .arch x64
+                ; jmp r9
+            );
+        };
+        let loaded = |counted: bool| {
             assemble(|a| {
                 dynasm!(a
                     ; .arch x64
@@ -435,20 +463,26 @@ pub fn table_lookup(hit_counted: bool) -> &'static [u8] {
                     ; mov r8, [r15 + off::IBT_BIAS]
                     ; lea r9, [r9 + r8]
                 );
-                if !counted {
-                    dynasm!(a
-                        ; .arch x64
-                        ; lea r11, [r11 + 1]
-                    );
-                }
+                tail(a, counted);
+            })
+        };
+        // A placeholder that takes a 32-bit displacement, found again by its bytes.
+        const MISS: i32 = 0x5eed_0bad;
+        let anchored = |counted: bool| {
+            let code = assemble(|a| {
                 dynasm!(a
                     ; .arch x64
-                    ; jmp r9
+                    ; mov r9, [r15 + off::IBT]
+                    ; movsxd r9, DWORD [r9 + r13 * 4]
+                    ; lea r9, [r9 + MISS]
                 );
-            })
-        })
-    });
-    &code[usize::from(hit_counted)]
+                tail(a, counted);
+            });
+            let at = code.windows(4).position(|w| w == MISS.to_le_bytes()).unwrap_or(0);
+            (code, at)
+        };
+        [(loaded(false), 0), (loaded(true), 0), anchored(false), anchored(true)]
+    })
 }
 
 #[cfg(test)]

@@ -30,7 +30,10 @@
 //! with an index computed, a 64-bit key loaded and compared and a conditional branch.
 //! Where the block's own instructions are counted just before (an indirect jump, call
 //! or return ending a block), the hit is added by that `lea r11` too, and the lookup is
-//! five (`glue::table_lookup`'s `hit_counted`).
+//! five (`glue::table_lookup`'s `hit_counted`). Where the code buffer lies in the low 2
+//! GiB (`CodeBuffer::is_low`), the miss routine's address is an immediate
+//! (`lea r9, [r9 + miss]`, `glue::table_lookup_anchored`): one instruction and one
+//! load fewer.
 //!
 //! The table is a cache of the jump cache kept in step with it: every entry the jump
 //! cache gets under a tag, the tag's table gets too (`JumpCache::set`), and a table

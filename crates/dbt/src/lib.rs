@@ -152,7 +152,13 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The translator's switches under this configuration.
     pub fn translate_options(&self) -> translate::Options {
-        translate::Options { ras: self.ras, predict: self.predict, ibt: self.ibt, counted: self.counted }
+        translate::Options {
+            ras: self.ras,
+            predict: self.predict,
+            ibt: self.ibt,
+            counted: self.counted,
+            table_bias: None,
+        }
     }
 }
 
@@ -313,6 +319,9 @@ pub struct Engine {
     /// Host address of the code buffer (it moves only when code is committed or
     /// patched, which happens only in the dispatcher).
     code_base: usize,
+    /// The indirect-branch table's miss routine as a translation's immediate, if the
+    /// code buffer lies in the low 2 GiB (`translate::Options::table_bias`).
+    table_bias: Option<i32>,
     /// The jump cache ((tag, VA) → host entry).
     jc: JumpCache,
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
@@ -341,10 +350,6 @@ impl Engine {
                 .ok_or_else(|| std::io::Error::other("the host refused the budget region (16 MiB of address space)"))?;
         }
         let cap = cfg.tc_size.max(MIN_TC_SIZE);
-        let tcache = match &cfg.tcache_dir {
-            Some(dir) if cfg.translate => Some(tcache::Tcache::open(dir, cfg.tcache_size, cfg.translate_options())?),
-            _ => None,
-        };
         let cfg_layout_seed = cfg.layout_seed;
         // The tables hold 32-bit offsets into the code buffer.
         let jc = JumpCache::new(cfg.ibt && cfg.translate && cap < 1 << 31)?;
@@ -380,13 +385,14 @@ impl Engine {
             ticks: clock::Ticks::default(),
             epoch: 0,
             code_base: 0,
+            table_bias: None,
             jc,
             fpu_live: false,
             code_map: None,
             templates: Vec::new(),
             identities: HashMap::default(),
             template_bytes: 0,
-            tcache,
+            tcache: None,
             layout: layout::Layout::new(cfg_layout_seed),
         };
         if let Some(path) = &e.cfg.code_map {
@@ -395,7 +401,17 @@ impl Engine {
         }
         e.ras.attach(&mut e.jc.frame.state);
         e.emit_runtime();
+        // Opened once the translator's options are known (the build id includes them).
+        if let Some(dir) = e.cfg.tcache_dir.clone().filter(|_| e.cfg.translate) {
+            e.tcache = Some(tcache::Tcache::open(&dir, e.cfg.tcache_size, e.translate_options())?);
+        }
         Ok(e)
+    }
+
+    /// The translator's options: the configuration's switches, and what the engine's
+    /// code buffer allows (`translate::Options::table_bias`).
+    pub(crate) fn translate_options(&self) -> translate::Options {
+        translate::Options { table_bias: self.table_bias, ..self.cfg.translate_options() }
     }
 
     /// The configuration.

@@ -72,6 +72,16 @@ impl Loaded {
     }
 }
 
+/// What a loaded translation's relocations (`translate::Reloc`) are set to in this run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunHost {
+    /// The helper function's address.
+    pub(crate) helper: usize,
+    /// The indirect-branch table's miss routine, if translations add it as an
+    /// immediate (`translate::Options::table_bias`).
+    pub(crate) table_bias: Option<i32>,
+}
+
 /// The persistent cache's counters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TcacheStats {
@@ -110,7 +120,16 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
-    h.update(&[u8::from(opts.ras), u8::from(opts.predict), u8::from(opts.ibt), u8::from(opts.counted)]);
+    // The table's miss routine is relocated; only whether lookups add it as an
+    // immediate changes the code.
+    let anchored = opts.table_bias.is_some();
+    h.update(&[
+        u8::from(opts.ras),
+        u8::from(opts.predict),
+        u8::from(opts.ibt),
+        u8::from(opts.counted),
+        u8::from(anchored),
+    ]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());
     }
@@ -156,15 +175,15 @@ impl Tcache {
     }
 
     /// A stored translation of the block at `eip`, found in module `m` at `offset`
-    /// (`place`), made ready to be placed as translation number `id`: the first entry
-    /// there whose guest bytes are the block's.
+    /// (`place`), made ready to be placed as translation number `id` with this run's
+    /// host values `host`: the first entry there whose guest bytes are the block's.
     pub(crate) fn find(
         &mut self,
         (m, offset): (ModuleId, u64),
         eip: u32,
         max: u32,
         mem: &AddressSpace,
-        helper: usize,
+        host: RunHost,
         id: u32,
     ) -> Option<Made> {
         let store = &mut self.store;
@@ -178,7 +197,7 @@ impl Tcache {
             if mem.read_bytes(eip, &mut bytes).is_err() || persist::guest_hash(&bytes) != e.guest_hash {
                 continue;
             }
-            match decode(loaded.file.payload(e), &bytes, eip, helper, id) {
+            match decode(loaded.file.payload(e), &bytes, eip, host, id) {
                 Some(made) => {
                     self.used += 1;
                     return Some(made);
@@ -308,16 +327,20 @@ fn encode(made: &Made, id_fields: &[usize], eip: u32) -> Option<Vec<u8>> {
         w.u32(at)?;
         w.u32(match r {
             Reloc::Helper => 0,
+            Reloc::TableMiss => TABLE_MISS_RELOC,
             Reloc::Instruction(n) => 1 + n as usize,
         })?;
     }
     Some(w.0)
 }
 
+/// A [`Reloc::TableMiss`] in a payload (helper instructions are numbered from 1).
+const TABLE_MISS_RELOC: usize = u32::MAX as usize;
+
 /// `made` again from its payload, for the block at `eip` whose guest bytes are `guest`,
-/// placed as translation number `id` in a run whose helper is at `helper`. Every offset
-/// is checked against the code; `None` if anything is out of place.
-fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Made> {
+/// placed as translation number `id` in a run whose host values are `host`. Every
+/// offset is checked against the code; `None` if anything is out of place.
+fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Made> {
     let mut r = R { b: p, at: 0 };
     let n = r.count(1)?;
     let mut code = p.get(r.at..r.at + n)?.to_vec();
@@ -369,9 +392,17 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, helper: usize, id: u32) -> Option<Ma
     }
     let mut relocs = Vec::new();
     for _ in 0..r.count(8)? {
-        let at = field(r.usize()?, 8)?;
-        let value = match r.usize()? {
-            0 => (Reloc::Helper, helper as u64),
+        let at = r.usize()?;
+        let kind = r.usize()?;
+        if kind == TABLE_MISS_RELOC {
+            let at = field(at, 4)?;
+            code[at..at + 4].copy_from_slice(&host.table_bias?.to_le_bytes());
+            relocs.push((at, Reloc::TableMiss));
+            continue;
+        }
+        let at = field(at, 8)?;
+        let value = match kind {
+            0 => (Reloc::Helper, host.helper as u64),
             n => {
                 let i = (n - 1) as u32;
                 let b: &Instruction = helpers.get(i as usize)?;
@@ -431,6 +462,7 @@ impl crate::Engine {
     /// page-cache identity and bytes are read now (a frame given to other data since has
     /// another identity or none, and its bytes are filed under that one).
     pub(crate) fn keep_cold(&mut self, phys: &morph_mem::PhysMem) {
+        let opts = self.translate_options();
         let Some(tc) = self.tcache.as_mut().filter(|_| self.cfg.tcache_cold > 0) else { return };
         let mut cold: Vec<(Frame, u32)> = std::mem::take(&mut tc.seen)
             .into_iter()
@@ -446,7 +478,6 @@ impl crate::Engine {
         cold.sort_unstable_by_key(|&(f, o)| (f.0, o));
         cold.dedup();
         let helper = crate::abi::helper as *const () as usize;
-        let opts = self.cfg.translate_options();
         for (frame, offset) in cold {
             let Some(fp) = phys.file_page(frame) else { continue };
             let bytes = &phys.frame_bytes(frame)[offset as usize..];

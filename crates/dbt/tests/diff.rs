@@ -81,10 +81,18 @@ fn check_code(name: &str, code: &[u8]) {
     }
     // Translations placed apart (`--layout-seed`), without the indirect-branch table
     // (`--no-ibt`), without counted loops' clean copies (`--no-counted-loops`), with every
-    // far edge checked (`--check-far-edges`): nothing the guest sees changes.
-    let others =
-        [(Some(3), true, true, true), (None, false, true, true), (None, true, false, true), (None, true, true, false)];
-    for (layout_seed, ibt, counted, unlink_far) in others {
+    // far edge checked (`--check-far-edges`), with a code buffer too large for the low
+    // 2 GiB (the table's lookup then loads its miss routine's address): nothing the
+    // guest sees changes.
+    const TC: usize = morph_dbt::DEFAULT_TC_SIZE;
+    let others = [
+        (Some(3), true, true, true, TC),
+        (None, false, true, true, TC),
+        (None, true, false, true, TC),
+        (None, true, true, false, TC),
+        (None, true, true, true, 1536 << 20),
+    ];
+    for (layout_seed, ibt, counted, unlink_far, tc_size) in others {
         let cfg = EngineConfig {
             translate: true,
             threshold: 0,
@@ -92,6 +100,7 @@ fn check_code(name: &str, code: &[u8]) {
             ibt,
             counted,
             unlink_far,
+            tc_size,
             ..EngineConfig::default()
         };
         let dbt = run(code, cfg.clone());

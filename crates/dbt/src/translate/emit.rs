@@ -4,7 +4,7 @@
 use iced_x86::code_asm::*;
 use iced_x86::{Code, Decoder, DecoderOptions, Encoder, Instruction, Register};
 
-use super::{Fixup, Options, Site};
+use super::{Fixup, Options, Reloc, Site};
 use crate::{glue, runtime};
 use morph_mem::PAGE_SIZE;
 
@@ -27,6 +27,9 @@ pub(super) struct Emitter {
     pub(super) side: Vec<(usize, u32, i32)>,
     /// The translator's switches.
     pub(super) opts: Options,
+    /// Absolute host values in the code, to be set again where it is loaded elsewhere
+    /// (the table lookups' miss routine; helper calls add theirs in `translate`).
+    pub(super) relocs: Vec<(usize, Reloc)>,
     /// The target predicted for the block's closing indirect branch (bytes from the block
     /// start, in the page), checked inline before the jump-cache lookup (`inline_cache`).
     pub(super) predict: Option<i32>,
@@ -126,11 +129,27 @@ impl Emitter {
     pub(super) fn lookup(&mut self) {
         if self.opts.ibt {
             // Through the indirect-branch table; its miss routine takes the jump cache.
-            self.bytes(glue::table_lookup(false));
+            self.table_lookup(false);
             return;
         }
         self.bytes(glue::indirect_lookup());
         self.fixups.push((self.code.len() - 4, Fixup::ExitCommon));
+    }
+
+    /// The indirect-branch table's lookup of the target EIP in r13d (see
+    /// `glue::table_lookup`), its miss routine's address an immediate where the code
+    /// buffer allows (`Options::table_bias`, recorded in `relocs`).
+    fn table_lookup(&mut self, hit_counted: bool) {
+        match self.opts.table_bias {
+            Some(bias) => {
+                let (code, at) = glue::table_lookup_anchored(hit_counted);
+                let start = self.code.len();
+                self.bytes(code);
+                self.code[start + at..start + at + 4].copy_from_slice(&bias.to_le_bytes());
+                self.relocs.push((start + at, Reloc::TableMiss));
+            }
+            None => self.bytes(glue::table_lookup(hit_counted)),
+        }
     }
 
     /// Counts up to `done` instructions, then continues at the target EIP in r13d: at the
@@ -141,7 +160,7 @@ impl Emitter {
             // The table's hit counted with the instructions: one `lea r11` for both.
             self.bytes(&runtime::lea_r11_disp(((pending << runtime::ICOUNT_SHIFT) + 1) as i32));
             self.counted = done;
-            self.bytes(glue::table_lookup(true));
+            self.table_lookup(true);
             return;
         }
         self.count(done);
@@ -256,6 +275,7 @@ impl Emitter {
             counted: 0,
             side: Vec::with_capacity(4),
             opts,
+            relocs: Vec::new(),
             predict: None,
             loop_top: None,
         }

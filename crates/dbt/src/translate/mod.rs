@@ -84,6 +84,8 @@ pub enum Reloc {
     Helper,
     /// The address of boxed helper instruction number `n` (`imm64`).
     Instruction(u32),
+    /// The indirect-branch table's miss routine (`disp32` of a table lookup's `lea`).
+    TableMiss,
 }
 
 /// A translated block, not yet placed in the code buffer.
@@ -147,6 +149,11 @@ pub struct Options {
     /// Run counted self-loops as a clean copy after checking their trip count
     /// (`counted`; `--no-counted-loops` turns it off).
     pub counted: bool,
+    /// The host address of the indirect-branch table's miss routine, when it fits a
+    /// sign-extended 32-bit immediate (the code buffer lies in the low 2 GiB): the
+    /// table's lookup then adds it as one instead of loading it from the state block
+    /// (`glue::table_lookup`; recorded as [`Reloc::TableMiss`]).
+    pub table_bias: Option<i32>,
 }
 
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are
@@ -328,6 +335,7 @@ pub fn translate_decoded(
         e.jump(guest_len as i32);
     }
     let sites = stubs::emit(&mut e, id, &budget_rels);
+    relocs.append(&mut e.relocs);
     Some(Translated {
         code: e.code,
         body,
@@ -364,6 +372,7 @@ fn clean_copy(
     let eip = instrs[0].ip32();
     let len = instrs.len();
     let mark = (e.code.len(), e.fixups.len(), e.local.len(), e.sites.len(), e.far.len(), e.side.len(), points.len());
+    let relocs_mark = e.relocs.len();
     let r = runtime::host_gpr(c.reg);
     let bound_at = dword_ptr(r15 + off::LOOP_BOUND);
     // n = (bound - reg) / step (stepping up) or (reg - bound) / step, in r8d; the bound
@@ -442,6 +451,7 @@ fn clean_copy(
         e.far.truncate(mark.4);
         e.side.truncate(mark.5);
         points.truncate(mark.6);
+        e.relocs.truncate(relocs_mark);
         false
     };
     let mut fpu = false;
