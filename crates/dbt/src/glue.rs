@@ -478,6 +478,7 @@ fn table_lookups() -> &'static [(Vec<u8>, usize); 4] {
                 );
                 tail(a, counted);
             });
+            // (Always found: the test below checks the immediate lands in the `lea`.)
             let at = code.windows(4).position(|w| w == MISS.to_le_bytes()).unwrap_or(0);
             (code, at)
         };
@@ -488,6 +489,23 @@ fn table_lookups() -> &'static [(Vec<u8>, usize); 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_anchored_lookup_adds_its_immediate_where_it_says() {
+        use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
+        for counted in [false, true] {
+            let (code, at) = table_lookup_anchored(counted);
+            let mut patched = code.to_vec();
+            patched[at..at + 4].copy_from_slice(&0x1234_5678i32.to_le_bytes());
+            let decoded: Vec<_> = Decoder::with_ip(64, &patched, 0, DecoderOptions::NONE).iter().collect();
+            let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.op0_register() == Register::R9);
+            assert_eq!(lea.map(|i| i.memory_displacement64()), Some(0x1234_5678), "{decoded:?}");
+            assert_eq!(decoded.last().map(|i| i.mnemonic()), Some(Mnemonic::Jmp));
+            // One instruction fewer than the lookup that loads the miss routine's address.
+            let loaded = Decoder::with_ip(64, table_lookup(counted), 0, DecoderOptions::NONE).iter().count();
+            assert_eq!(decoded.len() + 1, loaded);
+        }
+    }
 
     #[test]
     fn a_helper_call_carries_its_operands() {
