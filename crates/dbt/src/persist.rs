@@ -256,7 +256,14 @@ impl Store {
     /// (or an invalid segment after valid ones) is ignored and counted.
     pub fn load(&mut self, module: &ModuleId) -> Option<ModuleFile> {
         let path = self.dir.join(module.file_name());
-        let (map, ino) = map_bounded(&path).ok()?;
+        let (map, ino) = match map_bounded(&path) {
+            Ok(m) => m,
+            Err(e) => {
+                // Missing is a cold module; too large or another user's is refused.
+                self.stats.rejected += u64::from(e.kind() != io::ErrorKind::NotFound);
+                return None;
+            }
+        };
         match self.parse(module, &map) {
             Ok(p) => {
                 self.stats.files_loaded += 1;
@@ -504,10 +511,17 @@ fn map_bounded(path: &Path) -> io::Result<(memmap2::Mmap, u64)> {
     if m.len() > MAX_FILE {
         return Err(io::Error::other("translation cache file too large"));
     }
+    // SAFETY: geteuid has no preconditions.
+    if m.uid() != unsafe { libc::geteuid() } {
+        // Another user's file cannot verify (the key is ours alone), and its owner could
+        // truncate it under the mapping.
+        return Err(io::Error::other("translation cache file of another user"));
+    }
     // SAFETY: the store's files are never written in place (see the module docs): a
     // writer appends past the end of this mapping or renames another file over this one,
-    // which leaves these bytes as they are. The directory is its owner's (0700); only
-    // the owner truncating a file while a run maps it could change what is mapped.
+    // which leaves these bytes as they are. The file is this user's (checked above) in
+    // a directory made 0700: only this user truncating it while a run maps it could
+    // change what is mapped.
     Ok((unsafe { memmap2::Mmap::map(&f) }?, m.ino()))
 }
 
@@ -614,6 +628,13 @@ mod tests {
         fs::write(file_of(d.path(), &m), &hostile).unwrap();
         assert!(s.load(&m).is_none());
         assert_eq!(s.stats().rejected, 1);
+        // A valid file that another user owns is refused before it is mapped (its owner
+        // could truncate it under the mapping). Only root can make one.
+        fs::write(file_of(d.path(), &m), &good).unwrap();
+        if std::os::unix::fs::chown(file_of(d.path(), &m), Some(54_321), None).is_ok() {
+            assert!(s.load(&m).is_none());
+            assert_eq!(s.stats().rejected, 2);
+        }
     }
 
     #[test]
