@@ -40,8 +40,9 @@
 //! lives exactly as long as its tag's jump-cache entries can hit. A table belongs to
 //! one tag (one mapping, see `jump_cache`), so a process switch selects the next
 //! process's table with its tag. A tag that needs a table takes, in this order, a free
-//! one, the table of a tag that will never run again (forgotten, or whose mapping
-//! number no address space has any more: `PhysMem::mapping_live`; the pages its
+//! one (tags forgotten all at once free theirs), the table of a tag that will never run
+//! again (its mapping number, kept with the table, no address space has any more:
+//! `PhysMem::mapping_live`; the pages its
 //! entries were written in stay, where a new reservation takes a host page fault and a
 //! zeroed page for each), a new reservation while fewer than [`MAX_TABLES`] exist, or
 //! the least recently selected one. A table taken is emptied (its entries set written
@@ -73,8 +74,10 @@ const LOG_MAX: usize = 1 << 12;
 /// untouched zero pages, only those written taking memory).
 struct Table {
     entries: ZeroedSlice<i32>,
-    /// The tag it serves (0: none).
+    /// The tag it serves (0: none), and that tag's mapping number
+    /// (`AddressSpace::mapping_id`).
     owner: u32,
+    mapping: u64,
     /// The entries set (from zero) since it was last emptied, while there are at most
     /// [`LOG_MAX`].
     log: Vec<u32>,
@@ -89,7 +92,7 @@ impl Table {
     fn reserve() -> Option<Table> {
         // SAFETY: zero is a valid i32.
         let entries = unsafe { ZeroedSlice::new(TABLE_ENTRIES) }.ok()?;
-        Some(Table { entries, owner: 0, log: Vec::new(), overflow: false, used: 0 })
+        Some(Table { entries, owner: 0, mapping: 0, log: Vec::new(), overflow: false, used: 0 })
     }
 
     /// Sets entry `va` to relative host address `rel`, remembering it if it was unset
@@ -155,14 +158,15 @@ impl Tables {
         self.reset();
     }
 
-    /// Makes `tag`'s table current; returns its base address and the tag whose table it
-    /// took, if any (that tag must not hit again). A tag without a table takes a free
-    /// one, else one whose owner is `dead` (will never be selected again: its process
-    /// exited or remapped), else a new reservation while there are fewer than
+    /// Makes `tag`'s table (for mapping number `mapping`) current; returns its base
+    /// address and the tag whose table it took, if any (that tag must not hit again). A
+    /// tag without a table takes a free one, else one whose owner's mapping is not
+    /// `live` (no address space has it any more: its process exited or remapped, so the
+    /// tag never runs again), else a new reservation while there are fewer than
     /// [`MAX_TABLES`], else the least recently selected. Reusing a table keeps the pages
     /// its entries were written in (a new reservation takes a host page fault and a
     /// zeroed page for each): a fork/exec loop's processes each start with a table.
-    pub(crate) fn select(&mut self, tag: u32, dead: impl Fn(u32) -> bool) -> (u64, Option<u32>) {
+    pub(crate) fn select(&mut self, tag: u32, mapping: u64, live: impl Fn(u64) -> bool) -> (u64, Option<u32>) {
         self.clock += 1;
         let mut evicted = None;
         let i = match self.tables.iter().position(|t| t.owner == tag) {
@@ -170,7 +174,9 @@ impl Tables {
             None => {
                 let reusable = self.tables.iter().position(|t| t.owner == 0).or_else(|| {
                     // The least recently selected of the dead owners' tables.
-                    (0..self.tables.len()).filter(|&i| dead(self.tables[i].owner)).min_by_key(|&i| self.tables[i].used)
+                    (0..self.tables.len())
+                        .filter(|&i| !live(self.tables[i].mapping))
+                        .min_by_key(|&i| self.tables[i].used)
                 });
                 let i = match reusable {
                     Some(i) => i,
@@ -188,6 +194,7 @@ impl Tables {
                 }
                 t.empty();
                 t.owner = tag;
+                t.mapping = mapping;
                 i
             }
         };
@@ -232,22 +239,22 @@ mod tests {
     fn entries_are_per_tag_and_a_victim_is_emptied() {
         let mut t = Tables::new().unwrap();
         t.set_bias(0x1000);
-        let (a, _) = t.select(1, |_| false);
+        let (a, _) = t.select(1, 1, |_| true);
         t.set(0xffff_ffff, 0x1010);
         t.set(0, 0x0ff0);
         assert_eq!((get(&t, 0xffff_ffff), get(&t, 0)), (0x10, -0x10));
         assert_eq!(get(&t, 0x0804_8000), 0, "never set");
-        let (b, ev) = t.select(2, |_| false);
+        let (b, ev) = t.select(2, 2, |_| true);
         assert_ne!(a, b);
         assert_eq!(ev, None);
         assert_eq!(get(&t, 0xffff_ffff), 0, "another tag's table");
-        assert_eq!(t.select(1, |_| false), (a, None));
+        assert_eq!(t.select(1, 1, |_| true), (a, None));
         assert_eq!(get(&t, 0xffff_ffff), 0x10, "kept across a switch");
         for tag in 3..=MAX_TABLES as u32 {
-            assert_eq!(t.select(tag, |_| false).1, None, "a table of its own");
+            assert_eq!(t.select(tag, u64::from(tag), |_| true).1, None, "a table of its own");
         }
-        assert_eq!(t.select(100, |_| false).1, Some(2), "the least recently selected table");
-        assert_eq!(t.select(101, |_| false), (a, Some(1)));
+        assert_eq!(t.select(100, 100, |_| true).1, Some(2), "the least recently selected table");
+        assert_eq!(t.select(101, 101, |_| true), (a, Some(1)));
         assert_eq!(get(&t, 0xffff_ffff), 0, "emptied for its new owner");
         t.set(0, 0x2000);
         t.reset();
@@ -261,7 +268,7 @@ mod tests {
         last.empty();
         assert_eq!(last.entries[7 * 5], 0);
         assert!(!last.overflow);
-        let (c, _) = t.select(1, |_| false);
+        let (c, _) = t.select(1, 1, |_| true);
         assert_eq!(c, t.tables[0].entries.as_ptr() as u64);
         assert_eq!(get(&t, 0), 0, "emptied when taken");
     }
@@ -269,23 +276,23 @@ mod tests {
     #[test]
     fn a_dead_tags_table_is_taken_before_a_new_one_is_reserved() {
         let mut t = Tables::new().unwrap();
-        let (a, _) = t.select(1, |_| false);
+        let (a, _) = t.select(1, 1, |_| true);
         t.set(0x1000, 5);
-        let (b, _) = t.select(2, |_| false);
+        let (b, _) = t.select(2, 2, |_| true);
         assert_ne!(a, b);
-        // Tag 1 will never run again: its table (and its pages) go to tag 3, emptied.
-        assert_eq!(t.select(3, |tag| tag == 1), (a, Some(1)));
+        // Tag 1's mapping is gone: its table (and its pages) go to tag 3, emptied.
+        assert_eq!(t.select(3, 3, |m| m != 1), (a, Some(1)));
         assert_eq!(get(&t, 0x1000), 0);
         assert_eq!(t.tables.len(), 2);
         // With no dead owner, a new table is reserved.
-        let (c, ev) = t.select(4, |_| false);
+        let (c, ev) = t.select(4, 4, |_| true);
         assert!(c != a && c != b && ev.is_none());
     }
 
     #[test]
     fn an_entry_set_again_is_logged_once() {
         let mut t = Tables::new().unwrap();
-        t.select(1, |_| false);
+        t.select(1, 1, |_| true);
         for i in 0..2 * LOG_MAX as u64 {
             t.set(0x0804_8000, 0x1000 + i % 7);
         }

@@ -24,8 +24,6 @@ pub(crate) struct JumpCache {
     pub(crate) frame: JitFrameBox,
     /// The tag of each mapping seen since the cache was last emptied.
     tags: HashMap<(u64, u32), u32>,
-    /// The mapping number of each tag in `tags`.
-    mapping_of: HashMap<u32, u64>,
     /// The current mapping and its tag.
     cur: (u64, u32),
     pub(crate) tag: u32,
@@ -52,7 +50,6 @@ impl JumpCache {
         let mut jc = JumpCache {
             frame: JitFrame::allocate()?,
             tags: HashMap::default(),
-            mapping_of: HashMap::default(),
             cur: (0, 0),
             tag: 1,
             last_tag: 1,
@@ -80,17 +77,15 @@ impl JumpCache {
     }
 
     /// Gives the current tag its table (`JitState::ibt`), taking if need be the table
-    /// of a tag that will not run again: one forgotten, or whose mapping number no
-    /// address space has any more (`live` says which do). A tag whose table it takes is
-    /// forgotten, so that its mapping gets a new tag, with no entries, if it runs again.
+    /// of a tag whose mapping number no address space has any more (`live` says which
+    /// do). A tag whose table it takes is forgotten, so that its mapping gets a new tag,
+    /// with no entries, if it runs again.
     fn attach_table(&mut self, live: impl Fn(u64) -> bool) {
         if let Some(t) = &mut self.ibt {
-            let mapping_of = &self.mapping_of;
-            let (base, evicted) = t.select(self.tag, |tag| mapping_of.get(&tag).is_none_or(|&m| !live(m)));
+            let (base, evicted) = t.select(self.tag, self.cur.0, live);
             self.frame.state.ibt = base;
             if let Some(old) = evicted {
                 self.tags.retain(|_, t| *t != old);
-                self.mapping_of.remove(&old);
             }
         }
     }
@@ -114,22 +109,23 @@ impl JumpCache {
     /// A tag never given out, for the current mapping.
     fn new_tag(&mut self) -> u32 {
         if self.last_tag == u32::MAX || self.tags.len() >= Self::MAX_TAGS {
+            // Every tag forgotten: their tables are free.
             self.tags.clear();
-            self.mapping_of.clear();
+            if let Some(t) = &mut self.ibt {
+                t.reset();
+            }
         }
         if self.last_tag == u32::MAX {
             self.reset();
         }
         self.last_tag += 1;
         self.tags.insert(self.cur, self.last_tag);
-        self.mapping_of.insert(self.last_tag, self.cur.0);
         self.last_tag
     }
 
     /// Empties the cache: the current mapping gets a new tag, the others will.
     pub(crate) fn invalidate(&mut self) {
         self.tags.clear();
-        self.mapping_of.clear();
         if let Some(t) = &mut self.ibt {
             t.reset();
         }
@@ -145,7 +141,6 @@ impl JumpCache {
             t.reset();
         }
         self.tags.clear();
-        self.mapping_of.clear();
         self.last_tag = 1;
         self.resets += 1;
     }

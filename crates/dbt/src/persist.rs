@@ -152,18 +152,16 @@ pub struct Listed {
 /// mapping of the file (see the module docs for why it never changes under it).
 pub struct ModuleFile {
     map: memmap2::Mmap,
-    entries: Vec<Listed>,
     /// The file's inode, and what [`Store::parse`] found: a writer that finds the file
     /// as it was loaded (same inode and length) need not read it again.
     ino: u64,
-    segments: usize,
-    damaged_tail: bool,
+    parsed: Parsed,
 }
 
 impl ModuleFile {
     /// The entries, in the order they were stored.
     pub fn entries(&self) -> &[Listed] {
-        &self.entries
+        &self.parsed.entries
     }
 
     /// The payload of `e`, one of [`ModuleFile::entries`].
@@ -173,7 +171,7 @@ impl ModuleFile {
 
     /// Owned copies of the entries.
     pub fn to_entries(&self) -> Vec<Entry> {
-        self.entries.iter().map(|e| own(e, &self.map)).collect()
+        self.parsed.entries.iter().map(|e| own(e, &self.map)).collect()
     }
 }
 
@@ -197,6 +195,13 @@ pub struct Parsed {
     /// Whether a segment after those did not verify (cut short or damaged): the file
     /// is used up to it and rewritten by the next writer.
     pub damaged_tail: bool,
+}
+
+impl Parsed {
+    /// Whether a writer may append a segment to the file (else it rewrites it whole).
+    fn appendable(&self) -> bool {
+        !self.damaged_tail && self.segments < MAX_SEGMENTS
+    }
 }
 
 /// The store's counters.
@@ -273,7 +278,7 @@ impl Store {
                 if let Ok(f) = File::options().write(true).open(&path) {
                     let _ = f.set_modified(SystemTime::now());
                 }
-                Some(ModuleFile { map, entries: p.entries, ino, segments: p.segments, damaged_tail: p.damaged_tail })
+                Some(ModuleFile { map, ino, parsed: p })
             }
             Err(_) => {
                 self.stats.rejected += 1;
@@ -299,31 +304,29 @@ impl Store {
         let path = self.dir.join(module.file_name());
         let now = fs::metadata(&path).ok().map(|m| (m.ino(), m.len()));
         let read;
-        // The file's entries (over its bytes) and whether a segment may be appended.
-        let old: Option<(&[Listed], &[u8], bool)> = match loaded {
-            Some(f) if now == Some((f.ino, f.map.len() as u64)) => {
-                Some((&f.entries, &f.map, !f.damaged_tail && f.segments < MAX_SEGMENTS))
-            }
+        // The file as parsed, over its bytes.
+        let old: Option<(&Parsed, &[u8])> = match loaded {
+            Some(f) if now == Some((f.ino, f.map.len() as u64)) => Some((&f.parsed, &f.map)),
             _ => {
                 read = now.and_then(|_| {
                     let (map, _) = map_bounded(&path).ok()?;
                     Some((self.parse(module, &map).ok()?, map))
                 });
-                read.as_ref().map(|(p, map)| (&p.entries[..], &map[..], !p.damaged_tail && p.segments < MAX_SEGMENTS))
+                read.as_ref().map(|(p, map)| (p, &map[..]))
             }
         };
         let mut known: rustc_hash::FxHashSet<(u32, [u8; 32])> =
-            old.iter().flat_map(|(l, _, _)| l.iter().map(|e| (e.offset, e.guest_hash))).collect();
+            old.iter().flat_map(|(p, _)| p.entries.iter().map(|e| (e.offset, e.guest_hash))).collect();
         let fresh: Vec<&Entry> = entries.iter().filter(|e| known.insert((e.offset, e.guest_hash))).collect();
         if !fresh.is_empty() {
             match old {
-                Some((_, _, true)) => {
+                Some((p, _)) if p.appendable() => {
                     // A failed append leaves a segment that does not verify: readers stop
                     // before it and the next writer rewrites the file.
                     OpenOptions::new().append(true).open(&path)?.write_all(&self.segment(module, &fresh))?;
                 }
                 _ => {
-                    let kept: Vec<Entry> = old.iter().flat_map(|(l, b, _)| l.iter().map(|e| own(e, b))).collect();
+                    let kept: Vec<Entry> = old.iter().flat_map(|(p, b)| p.entries.iter().map(|e| own(e, b))).collect();
                     let all: Vec<&Entry> = kept.iter().chain(fresh.iter().copied()).collect();
                     let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
                     // No fsync: after a crash a file that lost its data fails its MAC and
