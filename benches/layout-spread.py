@@ -41,7 +41,7 @@ def cache_dir():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-k", type=int, default=8, help="runs per column (default 8)")
-    ap.add_argument("--morph", default="target/release/morph")
+    ap.add_argument("--morph", default="target/x86_64-unknown-linux-gnu/release/morph")
     ap.add_argument("--only", help="comma-separated program names")
     a = ap.parse_args()
     morph = os.path.abspath(a.morph)

@@ -10,4 +10,4 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 cargo build --release -q -p morph -p morph-benches --bin morph --bin realbench
-exec "$ROOT/target/release/realbench" --morph "$ROOT/target/release/morph" "$@"
+exec "$ROOT/target/x86_64-unknown-linux-gnu/release/realbench" --morph "$ROOT/target/x86_64-unknown-linux-gnu/release/morph" "$@"

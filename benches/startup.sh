@@ -12,7 +12,7 @@
 # Needs the Debian i386 sysroot (`morph sysroot`) and gcc-multilib.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MORPH=$ROOT/target/release/morph
+MORPH=$ROOT/target/x86_64-unknown-linux-gnu/release/morph
 N=50
 RUNS=5
 while [ $# -gt 0 ]; do

@@ -8,7 +8,7 @@
 #                         [--only NAME,NAME...] [--timeout SECS] [--once-after SECS]
 #                         [--no-qemu]
 #
-#   --morph PATH       morph binary (default target/release/morph, built with
+#   --morph PATH       morph binary (default target/x86_64-unknown-linux-gnu/release/morph, built with
 #                      `cargo build --release` when missing)
 #   --runs N           best of N wall times per configuration (default 3; 1 with --quick)
 #   --quick            small iteration counts: a smoke run, the times mean little
@@ -93,7 +93,7 @@ if ! guests/bench/build.sh "$GUESTS" >&2; then
 	exit 2
 fi
 if [ -z "$MORPH" ]; then
-	MORPH="$ROOT/target/release/morph"
+	MORPH="$ROOT/target/x86_64-unknown-linux-gnu/release/morph"
 	if [ ! -x "$MORPH" ]; then
 		log "$MORPH is missing: cargo build --release"
 		cargo build --release >&2 || { echo "suite.sh: cargo build failed" >&2; exit 2; }

@@ -4,7 +4,7 @@
  * (1.07-1.18 s or 1.29-1.33 s for 2,000,000 evaluations from one run to the next, with
  * identical counters; native 1.06-1.09 s), so compare builds over many runs. Build and run:
  *   gcc -m32 -O2 -static benches/probes/recdesc.c -o /tmp/recdesc
- *   for i in 1 2 3 4 5; do /usr/bin/time -f %U target/release/morph run --engine dbt -- /tmp/recdesc 2000000; done
+ *   for i in 1 2 3 4 5; do /usr/bin/time -f %U target/x86_64-unknown-linux-gnu/release/morph run --engine dbt -- /tmp/recdesc 2000000; done
  * (docs/results.md, "Stop 29", quotes its numbers). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -190,7 +190,7 @@ const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--onl
 
 fn parse_args() -> anyhow::Result<Opts> {
     let mut o = Opts {
-        morph: PathBuf::from("target/release/morph"),
+        morph: PathBuf::from("target/x86_64-unknown-linux-gnu/release/morph"),
         runs: 3,
         quick: false,
         only: None,
