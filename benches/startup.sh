@@ -6,7 +6,10 @@
 #         pays for every program it starts;
 #   warm: N execs inside one machine (a bash loop), minus the same loop without the
 #         exec, divided by N: the per-exec cost once the page cache and (under the
-#         virtual and physical keys) the translation cache have seen the program.
+#         virtual and physical keys) the translation cache have seen the program;
+#   steady: the cost of each exec after the first N (6N execs in one bash minus N
+#         execs, divided by 5N): by then the blocks every exec runs once (ld.so's and
+#         libc's start-up) have passed the translation threshold and are translated.
 #
 # Usage: benches/startup.sh [--morph PATH] [--n N] [--runs R]
 # Needs the Debian i386 sysroot (`morph sysroot`) and gcc-multilib.
@@ -44,24 +47,29 @@ best() {
 }
 ms() { awk -v us="$1" -v n="${2:-1}" 'BEGIN { printf "%8.2f", us / n / 1000 }'; }
 loop="for ((i = 0; i < $N; i++)); do /seed/hello; done"
+loop6="for ((i = 0; i < 6 * $N; i++)); do /seed/hello; done"
 empty="for ((i = 0; i < $N; i++)); do :; done"
 
-printf "%-22s %10s %10s\n" "per-exec (ms)" "cold" "warm"
-cold=$(best "${NATIVE[@]}" /seed/hello)
-w1=$(best "${NATIVE[@]}" /bin/bash -c "$loop")
-w0=$(best "${NATIVE[@]}" /bin/bash -c "$empty")
-native_cold=$cold
-printf "%-22s %10s %10s\n" native "$(ms "$cold")" "$(ms $((w1 - w0)) "$N")"
+printf "%-22s %10s %10s %10s\n" "per-exec (ms)" "cold" "warm" "steady"
+# One row: cold, warm and steady for the command prefix "$@".
+row() {
+	local name=$1 cold w1 w0 w6
+	shift
+	cold=$(best "$@" /seed/hello)
+	w1=$(best "$@" /bin/bash -c "$loop")
+	w0=$(best "$@" /bin/bash -c "$empty")
+	w6=$(best "$@" /bin/bash -c "$loop6")
+	printf "%-22s %10s %10s %10s\n" "$name" "$(ms "$cold")" "$(ms $((w1 - w0)) "$N")" "$(ms $((w6 - w1)) $((5 * N)))"
+	last_cold=$cold
+}
+row native "${NATIVE[@]}"
+native_cold=$last_cold
 for key in virtual physical process; do
-	m=("$MORPH" run --root "$SYS" --engine dbt --key "$key")
-	cold=$(best "${m[@]}" /seed/hello)
-	w1=$(best "${m[@]}" /bin/bash -c "$loop")
-	w0=$(best "${m[@]}" /bin/bash -c "$empty")
-	printf "%-22s %10s %10s\n" "morph --key $key" "$(ms "$cold")" "$(ms $((w1 - w0)) "$N")"
+	row "morph --key $key" "$MORPH" run --root "$SYS" --engine dbt --key "$key"
 done
 m=("$MORPH" run --root "$SYS" --engine interp)
-printf "%-22s %10s %10s\n" "morph interp" "$(ms "$(best "${m[@]}" /seed/hello)")" "-"
+printf "%-22s %10s %10s %10s\n" "morph interp" "$(ms "$(best "${m[@]}" /seed/hello)")" "-" "-"
 if command -v qemu-i386 >/dev/null; then
-	printf "%-22s %10s %10s\n" qemu-i386 "$(ms "$(best qemu-i386 -L "$SYS" "$SYS/seed/hello")")" "-"
+	printf "%-22s %10s %10s %10s\n" qemu-i386 "$(ms "$(best qemu-i386 -L "$SYS" "$SYS/seed/hello")")" "-" "-"
 fi
-echo "(cold = one process per exec, best of $RUNS; warm = ($N execs in one bash - empty loop) / $N; native cold $(ms "$native_cold") ms)"
+echo "(cold = one process per exec, best of $RUNS; warm = ($N execs in one bash - empty loop) / $N; steady = ($((6 * N)) execs - $N execs) / $((5 * N)); native cold $(ms "$native_cold") ms)"

@@ -293,9 +293,15 @@ pub struct Engine {
     /// Per key: its live translation, with what a dispatch needs of it (so a hit does not
     /// touch `trans`, whose entries are cold by the time the guest comes back), its
     /// profile count and its decoded block, in one slot, found through `index`. Slots
-    /// never move, so that each can name the slot dispatched after it last time.
+    /// never move, so that each can name the slot dispatched after it last time (a slot
+    /// freed under `process` is given to another key only after every such name was
+    /// forgotten).
     slots: Vec<Slot>,
     index: HashMap<Key, u32>,
+    /// Slots of keys that can never be dispatched again (a process's, under `process`,
+    /// after its exec or exit), given to new keys first: without them a machine running
+    /// process after process grew by every process's slots.
+    free_slots: Vec<u32>,
     /// The slot of the latest dispatch (`NO_SLOT` at first).
     prev_slot: u32,
     /// The slot dispatched before `prev_slot`.
@@ -371,6 +377,7 @@ impl Engine {
             // hello's host page faults in the engine).
             slots: Vec::with_capacity(INITIAL_KEYS),
             index: HashMap::default(),
+            free_slots: Vec::new(),
             prev_slot: NO_SLOT,
             pred_slot: NO_SLOT,
             by_frame: HashMap::default(),

@@ -25,9 +25,19 @@ impl Engine {
         for t in dead {
             self.kill(t);
         }
-        // The process's keys are never dispatched again: their slots stay (unreachable),
-        // and no prediction may lead to one.
-        self.index.retain(|&k, _| policy.owner(k) != Some(ctx));
+        // The process's keys are never dispatched again: their slots go to new keys (their
+        // decoded blocks let go now), and no prediction may lead to one.
+        let free = &mut self.free_slots;
+        self.index.retain(|&k, &mut i| {
+            let mine = policy.owner(k) == Some(ctx);
+            if mine {
+                free.push(i);
+            }
+            !mine
+        });
+        for &i in &self.free_slots {
+            self.slots[i as usize] = crate::slots::Slot::default();
+        }
         self.slots.iter_mut().for_each(|s| (s.succ, s.succ2) = (NO_SLOT, NO_SLOT));
         self.prev_slot = NO_SLOT;
         self.pred_slot = NO_SLOT;
@@ -92,6 +102,7 @@ impl Engine {
         self.trans = Vec::new();
         self.slots = Vec::new();
         self.index = HashMap::default();
+        self.free_slots = Vec::new();
         self.prev_slot = NO_SLOT;
         self.pred_slot = NO_SLOT;
         self.by_frame = HashMap::default();
@@ -103,5 +114,37 @@ impl Engine {
         self.template_bytes = 0;
         self.stats.flushes += 1;
         self.emit_runtime();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Engine, EngineConfig, KeyPolicy};
+    use morph_mem::Frame;
+
+    #[test]
+    fn a_dropped_process_gives_its_slots_to_the_next() {
+        let cfg = EngineConfig { translate: true, key: KeyPolicy::Process, ..EngineConfig::default() };
+        let mut e = Engine::new(cfg).unwrap();
+        let key = |e: &Engine, va: u32, ctx: u32| e.cfg.key.key(va, Frame(7), ctx);
+        for ctx in 1..=20 {
+            for va in (0x0804_8000..0x0804_8000 + 100 * 16).step_by(16) {
+                let k = key(&e, va, ctx);
+                let i = e.slot_of(k);
+                e.slots[i as usize].count += 1;
+            }
+            e.drop_context(ctx);
+        }
+        assert_eq!(e.slots.len(), 100, "each process reused the slots of the one before");
+        assert!(e.index.is_empty());
+        // A reused slot starts afresh.
+        let i = e.slot_of(key(&e, 0x0804_8000, 21));
+        assert_eq!(e.slots[i as usize].count, 0);
+        // Other policies never free slots.
+        let mut v = Engine::new(EngineConfig { translate: true, ..EngineConfig::default() }).unwrap();
+        let k = v.cfg.key.key(0x1000, Frame(1), 1);
+        v.slot_of(k);
+        v.drop_context(1);
+        assert_eq!((v.slots.len(), v.index.len(), v.free_slots.len()), (1, 1, 0));
     }
 }

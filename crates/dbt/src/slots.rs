@@ -106,10 +106,16 @@ pub(crate) struct Live {
 impl Engine {
     /// The slot of `key`, made if it has none.
     pub(crate) fn slot_of(&mut self, key: Key) -> u32 {
-        let slots = &mut self.slots;
-        *self.index.entry(key).or_insert_with(|| {
-            slots.push(Slot::default());
-            (slots.len() - 1) as u32
+        let (slots, free) = (&mut self.slots, &mut self.free_slots);
+        *self.index.entry(key).or_insert_with(|| match free.pop() {
+            Some(i) => {
+                slots[i as usize] = Slot::default();
+                i
+            }
+            None => {
+                slots.push(Slot::default());
+                (slots.len() - 1) as u32
+            }
         })
     }
 
