@@ -27,17 +27,15 @@ impl Engine {
         }
         // The process's keys are never dispatched again: their slots go to new keys (their
         // decoded blocks let go now), and no prediction may lead to one.
-        let free = &mut self.free_slots;
+        let (slots, free) = (&mut self.slots, &mut self.free_slots);
         self.index.retain(|&k, &mut i| {
             let mine = policy.owner(k) == Some(ctx);
             if mine {
+                slots[i as usize] = crate::slots::Slot::default();
                 free.push(i);
             }
             !mine
         });
-        for &i in &self.free_slots {
-            self.slots[i as usize] = crate::slots::Slot::default();
-        }
         self.slots.iter_mut().for_each(|s| (s.succ, s.succ2) = (NO_SLOT, NO_SLOT));
         self.prev_slot = NO_SLOT;
         self.pred_slot = NO_SLOT;
