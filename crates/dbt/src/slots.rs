@@ -104,18 +104,15 @@ pub(crate) struct Live {
 }
 
 impl Engine {
-    /// The slot of `key`, made if it has none.
+    /// The slot of `key`, made if it has none (a freed one, already reset when it was
+    /// freed, if there is one: see `Engine::drop_context`).
     pub(crate) fn slot_of(&mut self, key: Key) -> u32 {
         let (slots, free) = (&mut self.slots, &mut self.free_slots);
-        *self.index.entry(key).or_insert_with(|| match free.pop() {
-            Some(i) => {
-                slots[i as usize] = Slot::default();
-                i
-            }
-            None => {
+        *self.index.entry(key).or_insert_with(|| {
+            free.pop().unwrap_or_else(|| {
                 slots.push(Slot::default());
                 (slots.len() - 1) as u32
-            }
+            })
         })
     }
 
