@@ -318,3 +318,17 @@ fn the_guest_environment_can_be_fixed() {
     assert_eq!(r.status, 125, "{r:?}");
     assert!(r.stderr.contains("--env NOEQUALS: expected NAME=VALUE"), "{r:?}");
 }
+
+/// The machine has one processor (its scheduler interleaves every guest thread on one
+/// host thread): `sched_getaffinity` says CPU 0, so `nproc` (affinity) and `nproc --all`
+/// (glibc, without a `/sys` to read, falls back to the affinity) both say 1, whatever the
+/// host has. The supplementary groups are the host user's, as the ids are: `id -G`
+/// agrees with the host's own `id -G`.
+#[test]
+fn one_processor_and_the_host_users_groups() {
+    let host = std::process::Command::new("id").arg("-G").output().expect("the host's id");
+    let r = bash(&[], "nproc; nproc --all; id -G");
+    no_panic(&r);
+    assert_eq!(r.stdout, format!("1\n1\n{}", String::from_utf8_lossy(&host.stdout)), "{r:?}");
+    assert_eq!(r.status, 0, "{r:?}");
+}

@@ -542,6 +542,23 @@ pub(crate) fn ids() -> [u32; 4] {
     *IDS.get_or_init(|| unsafe { [libc::getuid(), libc::geteuid(), libc::getgid(), libc::getegid()] })
 }
 
+/// The host's supplementary group ids (the guest's, as [`ids`] are), read once.
+pub(crate) fn groups() -> &'static [u32] {
+    static GROUPS: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    GROUPS.get_or_init(|| {
+        // SAFETY: getgroups with a size of 0 only counts; the second call writes at most
+        // `n` ids into a buffer of `n`. A failure (or a count changed in between, which
+        // nothing in morph does) reads as no supplementary groups.
+        unsafe {
+            let n = libc::getgroups(0, std::ptr::null_mut());
+            let mut v = vec![0 as libc::gid_t; usize::try_from(n).unwrap_or(0)];
+            let got = libc::getgroups(n.max(0), v.as_mut_ptr());
+            v.truncate(usize::try_from(got).unwrap_or(0));
+            v
+        }
+    })
+}
+
 /// Makes `handler` the action of host signal `sig`, without `SA_RESTART` (a blocking host
 /// call it interrupts returns `EINTR`). The handler must be async-signal-safe.
 pub fn set_signal_handler(sig: i32, handler: extern "C" fn(i32)) -> std::io::Result<()> {

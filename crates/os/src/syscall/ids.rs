@@ -1,4 +1,4 @@
-//! Who and where the guest runs: user and group ids, `uname`, resource limits, `sysinfo`, `getrandom`.
+//! Who and where the guest runs: user and group ids (and supplementary groups), `uname`, resource limits, `sysinfo`, `getrandom`.
 
 use super::common::*;
 
@@ -9,6 +9,7 @@ table! {
         47 getgid "" |_, _, _| Ok(ids()[2]);
         49 geteuid "" |_, _, _| Ok(ids()[1]);
         50 getegid "" |_, _, _| Ok(ids()[3]);
+        80 getgroups "dp" |_, p, a| sys_getgroups(p, a, true);
         116 sysinfo "p" sys_sysinfo;
         122 uname "p" sys_uname;
         191 ugetrlimit "dp" sys_getrlimit;
@@ -16,9 +17,32 @@ table! {
         200 getgid32 "" |_, _, _| Ok(ids()[2]);
         201 geteuid32 "" |_, _, _| Ok(ids()[1]);
         202 getegid32 "" |_, _, _| Ok(ids()[3]);
+        205 getgroups32 "dp" |_, p, a| sys_getgroups(p, a, false);
         340 prlimit64 "ddpp" sys_prlimit64;
         355 getrandom "pux" sys_getrandom;
     }
+}
+
+/// `getgroups(size, list)`: the supplementary groups (the host user's, as the ids are),
+/// their number when `size` is 0, `EINVAL` when `size` is negative or too small. The
+/// 16-bit call (`narrow`) reports an id above 65535 as the overflow group, 65534.
+fn sys_getgroups(p: &mut Process, a: &[u32; 6], narrow: bool) -> SysResult {
+    let size = a[0] as i32;
+    let groups = crate::host::groups();
+    let n = u32::try_from(groups.len()).map_err(|_| EINVAL)?;
+    if size < 0 || (size != 0 && (size as u32) < n) {
+        return Err(EINVAL);
+    }
+    if size == 0 {
+        return Ok(n);
+    }
+    let bytes: Vec<u8> = if narrow {
+        groups.iter().flat_map(|&g| u16::try_from(g).unwrap_or(65534).to_le_bytes()).collect()
+    } else {
+        groups.iter().flat_map(|&g| g.to_le_bytes()).collect()
+    };
+    p.aspace.write_bytes(a[1], &bytes).map_err(efault)?;
+    Ok(n)
 }
 
 pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {

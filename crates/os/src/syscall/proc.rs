@@ -38,6 +38,8 @@ table! {
         132 getpgid "d" sys_getpgid;
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
+        241 sched_setaffinity "dup" sys_sched_setaffinity;
+        242 sched_getaffinity "dup" sys_sched_getaffinity;
         252 exit_group "d" sys_exit_group;
         435 clone3 "pu" sys_clone3;
     }
@@ -550,6 +552,48 @@ fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     p.sid = p.pid;
     p.pgid = p.pid;
     Ok(p.pid)
+}
+
+// ----- processor affinity -------------------------------------------------------------
+
+/// Bytes of the modeled kernel's CPU mask (`cpumask_size()` of an i386 kernel built for
+/// up to 32 processors). The machine has one processor, CPU 0: every guest thread runs
+/// on the one host thread the machine lives in, interleaved by its scheduler (and the
+/// CPUID it reports is a single-core Crusoe's). Programs that size themselves to the
+/// machine (`nproc`, `sort`, `xz -T0`, `os.cpu_count()`) see that, not the host's.
+const CPUMASK_BYTES: u32 = 4;
+
+/// The thread `pid` of an affinity call names (0: the caller), or `ESRCH`.
+fn affinity_target(m: &TaskCtx<'_>, pid: u32) -> SysResult {
+    if pid == 0 || (pid as i32 > 0 && m.tasks.tids.contains_key(&pid)) { Ok(pid) } else { Err(ESRCH) }
+}
+
+/// `sched_getaffinity(pid, len, mask)`: CPU 0 alone; returns the bytes written, as the
+/// kernel does (`EINVAL` for a length that is not a whole number of 32-bit words or
+/// holds no CPU).
+fn sys_sched_getaffinity(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let len = a[1];
+    if len == 0 || !len.is_multiple_of(4) {
+        return Err(EINVAL);
+    }
+    affinity_target(m, a[0])?;
+    let n = len.min(CPUMASK_BYTES);
+    let mut mask = vec![0u8; n as usize];
+    mask[0] = 1;
+    p.aspace.write_bytes(a[2], &mask).map_err(efault)?;
+    Ok(n)
+}
+
+/// `sched_setaffinity(pid, len, mask)`: any mask that allows CPU 0 (the only one) is
+/// accepted and changes nothing; one that does not is `EINVAL`, as a mask of no online
+/// CPU is on Linux. The mask is read as the kernel reads it: at most the kernel's mask
+/// size, zeros after a shorter one.
+fn sys_sched_setaffinity(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let n = a[1].min(CPUMASK_BYTES);
+    let mut mask = vec![0u8; n as usize];
+    p.aspace.read_bytes(a[2], &mut mask).map_err(efault)?;
+    affinity_target(m, a[0])?;
+    if mask.first().is_some_and(|b| b & 1 != 0) { Ok(0) } else { Err(EINVAL) }
 }
 
 #[cfg(test)]
