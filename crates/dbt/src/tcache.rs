@@ -18,7 +18,7 @@
 use std::io;
 use std::path::Path;
 
-use iced_x86::{Decoder, DecoderOptions, Instruction};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
 use morph_mem::{AddressSpace, FileId, Frame, PAGE_SIZE};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -442,7 +442,22 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
 /// they fill exactly).
 fn decode_block(bytes: &[u8], eip: u32, n: u32) -> Option<Vec<Instruction>> {
     let mut d = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
-    let instrs: Vec<Instruction> = (0..n).map(|_| d.can_decode().then(|| d.decode())).collect::<Option<_>>()?;
+    let mut instrs = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        if !d.can_decode() {
+            return None;
+        }
+        let ins = d.decode();
+        instrs.push(ins);
+        // A direct jump that is not the last instruction was followed (`block::form`
+        // follows direct jumps forward in the page): the next one is at its target.
+        if k + 1 < n && ins.flow_control() == FlowControl::UnconditionalBranch && ins.op0_kind() == OpKind::NearBranch32
+        {
+            let at = ins.near_branch32().checked_sub(ins.next_ip32())?;
+            d.set_position(d.position().checked_add(at as usize)?).ok()?;
+            d.set_ip(u64::from(ins.near_branch32()));
+        }
+    }
     (d.position() == bytes.len() && !instrs.is_empty()).then_some(instrs)
 }
 
@@ -491,5 +506,23 @@ impl crate::Engine {
                 tc.cold += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_block;
+
+    #[test]
+    fn decoding_a_block_again_follows_its_followed_jumps() {
+        // jmp +2; ud2 (skipped); inc eax; ret: three instructions, all the bytes.
+        let bytes = [0xeb, 0x02, 0x0f, 0x0b, 0x40, 0xc3];
+        let ips: Vec<u32> = decode_block(&bytes, 0x1000, 3).unwrap().iter().map(|i| i.ip32()).collect();
+        assert_eq!(ips, [0x1000, 0x1004, 0x1005]);
+        // A jump that ends the block is its last instruction: the bytes must end there.
+        assert!(decode_block(&bytes, 0x1000, 1).is_none());
+        assert!(decode_block(&bytes[..2], 0x1000, 1).is_some());
+        // More instructions than the bytes hold.
+        assert!(decode_block(&bytes, 0x1000, 4).is_none());
     }
 }

@@ -38,6 +38,9 @@ enum Op {
     /// `jCC over; <Alu(k, d, s)>; over:` — an `if` without `else` (the translator joins
     /// the two paths inside the translation).
     Skip(u8, u8, u8, u8),
+    /// `jmp over; <Alu(k, d, s)>; over:` — a direct jump forward in the page, which the
+    /// translator follows (the skipped op never runs).
+    Hop(u8, u8, u8),
 }
 
 const REGS: [AsmRegister32; 7] = [eax, ecx, edx, ebx, ebp, esi, edi];
@@ -66,6 +69,7 @@ fn op() -> impl Strategy<Value = Op> {
         (0..7u8, 0..7u8).prop_map(|(a, b)| Op::Bsf(a, b)),
         (0..4u8, 0..7u8, 0..7u8).prop_map(|(a, b, c)| Op::Movx(a, b, c)),
         (0..16u8, 0..8u8, 0..7u8, 0..7u8).prop_map(|(a, b, c, d)| Op::Skip(a, b, c, d)),
+        (0..8u8, 0..7u8, 0..7u8).prop_map(|(a, b, c)| Op::Hop(a, b, c)),
     ]
 }
 
@@ -186,6 +190,12 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
             emit(a, &Op::Alu(k, d, s))?;
             a.set_label(&mut over)
         }
+        Op::Hop(k, d, s) => {
+            let mut over = a.create_label();
+            a.jmp(over)?;
+            emit(a, &Op::Alu(k, d, s))?;
+            a.set_label(&mut over)
+        }
         Op::Movx(k, d, s) => {
             let d = dst(d);
             let s16 = [ax, cx, dx, bx, bp, si, di][usize::from(s) % 7];
@@ -274,12 +284,15 @@ fn program(ops: &[Op], iters: u32) -> (Vec<u8>, u32) {
         .map(|op| {
             let mut a = CodeAssembler::new(32).unwrap();
             emit(&mut a, op).unwrap();
-            if matches!(op, Op::Skip(..)) {
+            if matches!(op, Op::Skip(..) | Op::Hop(..)) {
                 a.nop().unwrap(); // the skip's label needs an instruction after it
             }
             let bytes = a.assemble(0).unwrap();
             let mut d = Decoder::with_ip(32, &bytes, 0, DecoderOptions::NONE);
             let mut ins = d.decode();
+            if matches!(op, Op::Hop(..)) {
+                return (0, 0, 0); // the jump touches no flag; the op never runs
+            }
             if matches!(op, Op::Skip(..)) {
                 // The branch reads its condition; the op may not run, so it defines
                 // nothing for sure, and may leave its undefined flags undefined.

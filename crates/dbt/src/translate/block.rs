@@ -8,7 +8,10 @@
 //! multi-exit block, as Transmeta translated regions rather than basic blocks — or, if
 //! it goes forward to an instruction of the translation, a jump to that join: see
 //! `translate_decoded`) and
-//! after a system instruction (the helper raises its fault); it ends at any other
+//! after a system instruction (the helper raises its fault), and with the block at the
+//! target of a direct jump forward in the page (the jump then costs the host nothing;
+//! only forward, so that the translation's instructions stay in guest order inside
+//! `[eip, end)`, the bytes `tcache` and `reuse` compare); it ends at any other
 //! control transfer, an invalid instruction, a branch back to its start (a loop,
 //! unrolled), the page end (an instruction straddling it is the last), or
 //! [`MAX_INSTRUCTIONS`](super::MAX_INSTRUCTIONS).
@@ -99,14 +102,21 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             let in_page = ins.next_ip32().wrapping_sub(eip) < page_left;
             let thunk =
                 if in_page && ins.flow_control() == FlowControl::Call { pc_thunk(&mut fetch, ins) } else { None };
-            let end = (ins.flow_control() != FlowControl::Next && !side_exit && thunk.is_none())
+            // A direct jump forward in the page is followed: the code at its target
+            // continues the translation (no host jump at all where the guest takes one).
+            let follow = ins.flow_control() == FlowControl::UnconditionalBranch
+                && ins.op0_kind() == OpKind::NearBranch32
+                && in_page
+                && ins.near_branch32() > ins.ip32()
+                && ins.near_branch32().wrapping_sub(eip) < page_left;
+            let end = (ins.flow_control() != FlowControl::Next && !side_exit && thunk.is_none() && !follow)
                 || ins.is_invalid()
                 || !in_page;
             if let Some(r) = thunk {
                 thunks.push((instrs.len(), r));
             }
             instrs.push(*ins);
-            at = ins.next_ip32();
+            at = if follow { ins.near_branch32() } else { ins.next_ip32() };
             if end || instrs.len() == MAX_INSTRUCTIONS {
                 break 'blocks;
             }
@@ -133,5 +143,26 @@ pub(super) fn from_bytes(bytes: &[u8], eip: u32) -> impl FnMut(u32, &mut Vec<Ins
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ips(code: &[u8], eip: u32) -> Vec<u32> {
+        form(from_bytes(code, eip), eip).instrs.iter().map(|i| i.ip32()).collect()
+    }
+
+    #[test]
+    fn a_direct_jump_forward_in_the_page_is_followed() {
+        // jmp +2; ud2 (skipped); inc eax; ret
+        assert_eq!(ips(&[0xeb, 0x02, 0x0f, 0x0b, 0x40, 0xc3], 0x1000), [0x1000, 0x1004, 0x1005]);
+        // inc eax; jmp back to the start: a loop, not followed
+        assert_eq!(ips(&[0x40, 0xeb, 0xfd, 0xc3], 0x1000), [0x1000, 0x1001]);
+        // jmp +16 from near the page end: its target is in the next page, not followed
+        let mut code = vec![0x90; 32];
+        code[..2].copy_from_slice(&[0xeb, 0x10]);
+        assert_eq!(ips(&code, 0x1ff8), [0x1ff8]);
     }
 }

@@ -296,7 +296,12 @@ pub fn translate_decoded(
             taken.push((copy + j, rel, before, e.counted));
             continue;
         }
-        let p = lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: before, n, total };
+        if followed(instrs, (k - 1) % len) {
+            // A direct jump the block follows (`block::form`): its target's code comes
+            // next; the jump itself is only counted.
+            continue;
+        }
+        let p = lower::Pos { eip, next: ins.next_ip32().wrapping_sub(eip) as i32, done: before, n, total };
         if let Some(r) = thunk {
             lower::pc_thunk(&mut e, ins, &p, r)?;
             continue;
@@ -462,8 +467,7 @@ fn clean_copy(
             break;
         }
         let n = len as u32;
-        let p =
-            lower::Pos { eip, goff, next: ins.next_ip32().wrapping_sub(eip) as i32, done: i as u32 + 1, n, total: n };
+        let p = lower::Pos { eip, next: ins.next_ip32().wrapping_sub(eip) as i32, done: i as u32 + 1, n, total: n };
         match lower::instruction(e, ins, &p) {
             Some(l) if !l.helper && !l.ended => fpu |= l.fpu,
             _ => return restore(e, points),
@@ -504,6 +508,15 @@ fn clean_copy(
 /// it is a conditional branch forward to an instruction further on in the block (not
 /// past the last, which may end it) that no earlier such branch joins: that edge becomes
 /// a jump inside the translation. Only the host-encodable forms (32-bit operand size).
+/// Whether instruction `i` of `instrs` is a direct jump whose target is the next
+/// instruction of the translation (a jump `block::form` followed).
+fn followed(instrs: &[Instruction], i: usize) -> bool {
+    let ins = &instrs[i];
+    ins.flow_control() == FlowControl::UnconditionalBranch
+        && ins.op0_kind() == OpKind::NearBranch32
+        && instrs.get(i + 1).is_some_and(|next| next.ip32() == ins.near_branch32())
+}
+
 fn joins(instrs: &[Instruction]) -> Vec<Option<usize>> {
     let mut out = vec![None; instrs.len()];
     let Some(last) = instrs.len().checked_sub(1) else { return out };
