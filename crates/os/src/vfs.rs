@@ -39,6 +39,17 @@ impl Vfs {
         let c = CString::new(root_path.as_os_str().as_encoded_bytes())?;
         let root = host::open(&c, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
             .map_err(std::io::Error::from_raw_os_error)?;
+        // Every guest path is resolved by openat2 (Linux 5.6): say so once, here, rather
+        // than fail each open with "Function not implemented" (older kernels, valgrind).
+        let dot = c".";
+        if let Err(libc::ENOSYS) =
+            host::openat2(root.as_raw_fd(), dot, (libc::O_PATH | libc::O_CLOEXEC) as u64, 0, libc::RESOLVE_IN_ROOT)
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "the host has no openat2 system call (Linux 5.6 or later), which confines the guest's file access to its root",
+            ));
+        }
         let dev = |p: &Path| std::fs::metadata(p).ok().map(|m| std::os::unix::fs::MetadataExt::dev(&m));
         let root_dev = dev(&root_path);
         let mounted_special =
