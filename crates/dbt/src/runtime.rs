@@ -374,8 +374,15 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
 }
 
-/// Offset of the far entry in a translation (after the budget exit stub).
-pub const FAR_ENTRY: usize = 5;
+/// Offset in a translation of the PC-thunk trampoline (after the budget exit stub):
+/// `mov rcx, r9; jmp <rel32>`, where an inlined PC thunk's check goes when the thunk's
+/// bytes changed (see `lower::pc_thunk`).
+pub const THUNK_FAIL: usize = 5;
+/// Offset in a translation of the trampoline's rel32.
+pub const THUNK_FAIL_REL: usize = THUNK_FAIL + 4;
+/// Offset of the far entry in a translation (after the budget exit stub and the
+/// PC-thunk trampoline).
+pub const FAR_ENTRY: usize = THUNK_FAIL + 8;
 /// Bytes of the far entry's check, up to the jump-cache entry it falls into.
 pub const FAR_CHECK_BYTES: usize = 38;
 /// Offset in a translation of the far entry's key: the 64-bit immediate of its `mov rcx,
@@ -400,6 +407,10 @@ pub(crate) const BUDGET_STEP: [u8; 4] = [0x4d, 0x8d, 0x52, 0x01];
 ///
 /// - `out: jmp <rel32>` — the budget exit (to the block's stub that leaves with EIP at
 ///   its start);
+/// - the PC-thunk trampoline ([`THUNK_FAIL`]), `mov rcx, r9; jmp <rel32>`, reached only
+///   by a `loop` backwards from an inlined PC thunk's check near the body's start, so
+///   that the check falls through when the thunk is still there (a `jrcxz` taken on
+///   success was a taken host branch at every position-independent function's entry);
 /// - the *far entry* ([`FAR_ENTRY`]), where chained edges from other pages enter with
 ///   the target EIP in r13d: it checks that its key, the immediate at [`FAR_KEY_AT`],
 ///   is `-(tag << 32 | EIP)` for the current jump-cache tag (`mov rcx, key; lea rcx,
@@ -424,12 +435,14 @@ pub(crate) const BUDGET_STEP: [u8; 4] = [0x4d, 0x8d, 0x52, 0x01];
 ///
 /// Returns the bytes (placed at the translation's start), the offsets in them of the
 /// rel32 to the budget exit and of the rel32 to the shared lookup, and of the chain entry.
-pub fn prologue(page_off: u32) -> ([u8; 58], usize, usize, usize) {
+pub fn prologue(page_off: u32) -> ([u8; 66], usize, usize, usize) {
     let d = (page_off as i32).wrapping_neg().to_le_bytes();
     let [l0, l1, l2, l3] = BUDGET_LOAD;
     let [s0, s1, s2, s3] = BUDGET_STEP;
     let code = [
         0xe9, 0, 0, 0, 0, // out: jmp the budget exit
+        0x4c, 0x89, 0xc9, // thunk_fail: mov rcx, r9
+        0xe9, 0, 0, 0, 0, // jmp the thunk's call (or the next instruction: none)
         0x49, 0x89, 0xc8, // far: mov r8, rcx
         0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, // mov rcx, key
         0x4a, 0x8d, 0x0c, 0x29, // lea rcx, [rcx + r13]
@@ -443,7 +456,7 @@ pub fn prologue(page_off: u32) -> ([u8; 58], usize, usize, usize) {
         s0, s1, s2, s3, // chain: lea r10, [r10 + 1]
         l0, l1, l2, l3, // movzx r8d, byte [r10]
     ];
-    (code, 1, 36, 50)
+    (code, 1, 44, 58)
 }
 
 /// Bytes of the budget region's readable part: [`MAX_LIMIT`] fits.
@@ -744,11 +757,11 @@ mod tests {
         let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(
             show(&p),
-            "jmp 5; mov r8,rcx; mov rcx,0; lea rcx,[rcx+r13]; \
-             mov r9,[r15+78h]; lea rcx,[rcx+r9]; jrcxz 0000000000000028h; mov rcx,r8; jmp 0000000000000028h; \
+            "jmp 5; mov rcx,r9; jmp 000000000000000Dh; mov r8,rcx; mov rcx,0; lea rcx,[rcx+r13]; \
+             mov r9,[r15+78h]; lea rcx,[rcx+r9]; jrcxz 0000000000000030h; mov rcx,r8; jmp 0000000000000030h; \
              mov rcx,r8; lea r14d,[r13-10h]; lea r10,[r10+1]; movzx r8d,byte ptr [r10]"
         );
-        assert_eq!((p[budget_rel - 1], p[lookup_rel - 1]), (0xe9, 0xe9));
+        assert_eq!((p[budget_rel - 1], p[lookup_rel - 1], p[THUNK_FAIL_REL - 1]), (0xe9, 0xe9, 0xe9));
         assert_eq!(&p[FAR_KEY_AT - 2..FAR_KEY_AT], &[0x48, 0xb9], "the key is mov rcx's immediate");
         assert_eq!(p.len() - chain, CHAIN_CHECK_BYTES);
         assert_eq!(&p[BUDGET_TRAP..BUDGET_TRAP + 4], &BUDGET_LOAD);

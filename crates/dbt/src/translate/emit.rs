@@ -36,6 +36,11 @@ pub(super) struct Emitter {
     /// A counted loop's ordinary copy: where its back edge goes (its budget check; see
     /// `counted`), instead of the chain entry and the clean copy's entry check.
     pub(super) loop_top: Option<usize>,
+    /// The inlined PC thunk whose check leaves through the prologue's trampoline
+    /// (`runtime::THUNK_FAIL`): its call's return address and target (bytes from the
+    /// block start), the instructions done before it and counted at the check. Its call
+    /// is emitted out of line after the body.
+    pub(super) thunk_fail: Option<(i32, i32, u32, u32)>,
 }
 
 pub(super) fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -278,6 +283,7 @@ impl Emitter {
             relocs: Vec::new(),
             predict: None,
             loop_top: None,
+            thunk_fail: None,
         }
     }
 }

@@ -200,15 +200,27 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
     let at = e.at(target).to_le_bytes();
     e.bytes(&[0x49, 0x89, 0xc9]); // mov r9, rcx
     e.bytes(&[0x65, 0x67, 0x41, 0x8b, 0x8e, at[0], at[1], at[2], at[3]]); // mov ecx, gs:[r14d + at]
-    e.bytes(&[0x8d, 0x89, want[0], want[1], want[2], want[3]]); // lea ecx, [rcx - bytes]
-    e.bytes(&[0xe3, 0]); // jrcxz ok
-    let jrcxz = e.code.len() - 1;
-    // Not the thunk (any more): the call.
-    e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
-    let counted = e.counted;
-    call_direct(e, p.next, target, p.done - 2, false)?;
-    e.counted = counted;
-    e.code[jrcxz] = u8::try_from(e.code.len() - (jrcxz + 1)).ok().filter(|d| *d < 0x80)?;
+    // The `loop` that would follow the `lea`, and its displacement back to the trampoline.
+    let back = runtime::THUNK_FAIL as isize - (e.code.len() + 6 + 2) as isize;
+    let tramp = e.thunk_fail.is_none() && back >= -128;
+    if tramp {
+        // ecx = bytes - thunk's + 1: one exactly when they are the thunk's, and `loop`
+        // (rcx - 1, jump if not zero) falls through; otherwise it goes back to the
+        // prologue's trampoline, which jumps to the call (emitted after the body).
+        let w = super::block::thunk_bytes(r).wrapping_neg().wrapping_add(1).to_le_bytes();
+        e.bytes(&[0x8d, 0x89, w[0], w[1], w[2], w[3]]); // lea ecx, [rcx - bytes + 1]
+        e.bytes(&[0xe2, back as i8 as u8]); // loop thunk_fail
+    } else {
+        e.bytes(&[0x8d, 0x89, want[0], want[1], want[2], want[3]]); // lea ecx, [rcx - bytes]
+        e.bytes(&[0xe3, 0]); // jrcxz ok
+        let jrcxz = e.code.len() - 1;
+        // Not the thunk (any more): the call.
+        e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
+        let counted = e.counted;
+        call_direct(e, p.next, target, p.done - 2, false)?;
+        e.counted = counted;
+        e.code[jrcxz] = u8::try_from(e.code.len() - (jrcxz + 1)).ok().filter(|d| *d < 0x80)?;
+    }
     // ok: the thunk's effect.
     e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
     let hr = runtime::host_gpr(gpr_index(r));
@@ -217,7 +229,19 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
         a.lea(hr, dword_ptr(r14 + d))?;
         a.mov(dword_ptr(r12 - 4).gs(), hr)
     })?));
+    if tramp {
+        e.thunk_fail = Some((p.next, target, p.done - 2, e.counted));
+    }
     Some(())
+}
+
+/// The call of an inlined PC thunk whose bytes changed, out of line (after the body),
+/// where the prologue's trampoline jumps with the guest's rcx back in place.
+pub(super) fn thunk_call(e: &mut Emitter) -> Option<()> {
+    let Some((next, target, done, counted)) = e.thunk_fail.take() else { return Some(()) };
+    e.local.push((runtime::THUNK_FAIL_REL, e.code.len()));
+    e.counted = counted;
+    call_direct(e, next, target, done, false)
 }
 
 /// A direct call: the return address (`next` bytes from the block start) pushed, `done`

@@ -339,6 +339,7 @@ pub fn translate_decoded(
         e.count(total);
         e.jump(guest_len as i32);
     }
+    lower::thunk_call(&mut e)?;
     let sites = stubs::emit(&mut e, id, &budget_rels);
     relocs.append(&mut e.relocs);
     Some(Translated {
