@@ -83,7 +83,7 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 // Counted inline (one count covers both edges), so that the taken edge
                 // is the `jcc` itself, a site chained straight to its target: a taken
                 // side exit through a counting stub was two taken host branches for
-                // the guest's one (stop 31: real programs 2-14 % faster).
+                // the guest's one (stop 31: real programs 2-13 % faster).
                 e.count(done);
                 if e.in_page(to) {
                     let rel = e.jcc(cc);
@@ -191,8 +191,10 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
 /// return address below ESP as the call would have pushed it and the thunk's `ret` popped
 /// it, put it in `r` and go on; else make the call (the out-of-line path, as
 /// [`inline`]'s `Call` without the return stack). `p.done` counts the thunk's two
-/// instructions. The check is flag-free (`lea` + `jrcxz` through rcx, the guest's ECX kept
-/// in r9); a fault of its read re-runs the call in the interpreter, which then faults
+/// instructions. The check is flag-free (`lea` through rcx, the guest's ECX kept in r9),
+/// and falls through when the thunk is there: `loop` back to the prologue's trampoline
+/// (`runtime::THUNK_FAIL`) and the call after the body, for the first check within reach
+/// of it; `jrcxz` over the call inline for any other; a fault of its read re-runs the call in the interpreter, which then faults
 /// precisely (or not) at the thunk, as the host would.
 pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register) -> Option<()> {
     let target = ins.near_branch32().wrapping_sub(p.eip) as i32;
