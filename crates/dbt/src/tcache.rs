@@ -18,7 +18,7 @@
 use std::io;
 use std::path::Path;
 
-use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, OpKind};
+use iced_x86::{Decoder, DecoderOptions, Instruction};
 use morph_mem::{AddressSpace, FileId, Frame, PAGE_SIZE};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -449,13 +449,12 @@ fn decode_block(bytes: &[u8], eip: u32, n: u32) -> Option<Vec<Instruction>> {
         }
         let ins = d.decode();
         instrs.push(ins);
-        // A direct jump that is not the last instruction was followed (`block::form`
-        // follows direct jumps forward in the page): the next one is at its target.
-        if k + 1 < n && ins.flow_control() == FlowControl::UnconditionalBranch && ins.op0_kind() == OpKind::NearBranch32
-        {
-            let at = ins.near_branch32().checked_sub(ins.next_ip32())?;
-            d.set_position(d.position().checked_add(at as usize)?).ok()?;
-            d.set_ip(u64::from(ins.near_branch32()));
+        // A direct jump that is not the last instruction was followed: the next one is
+        // at its target.
+        if let Some(target) = crate::translate::direct_jump(&ins).filter(|_| k + 1 < n) {
+            let skip = target.checked_sub(ins.next_ip32())?;
+            d.set_position(d.position().checked_add(skip as usize)?).ok()?;
+            d.set_ip(u64::from(target));
         }
     }
     (d.position() == bytes.len() && !instrs.is_empty()).then_some(instrs)

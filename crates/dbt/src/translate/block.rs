@@ -80,6 +80,14 @@ fn pc_thunk(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &I
     ok.then_some(r)
 }
 
+/// The target of `ins` if it is a direct jump (32-bit operand size). Not the last
+/// instruction of a translation, it was followed: the next one is at its target (see
+/// [`form`]; `tcache` decodes stored blocks again by the same rule).
+pub(crate) fn direct_jump(ins: &Instruction) -> Option<u32> {
+    (ins.flow_control() == FlowControl::UnconditionalBranch && ins.op0_kind() == OpKind::NearBranch32)
+        .then(|| ins.near_branch32())
+}
+
 /// The instructions of the translation at `eip`. `fetch(at, out)` appends the decoded
 /// block at `at` (false if its first instruction cannot be fetched).
 pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u32) -> Formed {
@@ -104,11 +112,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
                 if in_page && ins.flow_control() == FlowControl::Call { pc_thunk(&mut fetch, ins) } else { None };
             // A direct jump forward in the page is followed: the code at its target
             // continues the translation (no host jump at all where the guest takes one).
-            let follow = ins.flow_control() == FlowControl::UnconditionalBranch
-                && ins.op0_kind() == OpKind::NearBranch32
-                && in_page
-                && ins.near_branch32() > ins.ip32()
-                && ins.near_branch32().wrapping_sub(eip) < page_left;
+            let follow = in_page && direct_jump(ins).is_some_and(|t| t > ins.ip32() && t.wrapping_sub(eip) < page_left);
             let end = (ins.flow_control() != FlowControl::Next && !side_exit && thunk.is_none() && !follow)
                 || ins.is_invalid()
                 || !in_page;

@@ -222,6 +222,19 @@ impl Emitter {
         self.code.len() - 4
     }
 
+    /// `jcc` on condition `cc` to `delta` bytes from the block start (instructions
+    /// counted): the `jcc` itself is the chain site; into another page with the target
+    /// EIP in r13d first (flag-free, on the path that stays too), as the target's far
+    /// entry takes it. (An out-of-line `lea r13d` and the site's `jmp` made a taken edge
+    /// two taken host branches; stop 31: python 0.96, gawk 0.93, sort 0.93.)
+    pub(super) fn jcc_site(&mut self, cc: u8, delta: i32) {
+        if !self.in_page(delta) {
+            self.bytes(&runtime::lea_r13_r14(self.at(delta)));
+        }
+        let rel = self.jcc(cc);
+        self.sites.push(Site { rel, target_delta: delta, exit_jmp: 0 });
+    }
+
     /// A direct jump to `delta` bytes from the block start (instructions counted): a
     /// chain site; into another page with the target EIP in r13d first, as the target's
     /// far entry takes it.

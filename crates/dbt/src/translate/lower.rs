@@ -85,22 +85,13 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 // side exit through a counting stub was two taken host branches for
                 // the guest's one (stop 31: real programs 2-13 % faster).
                 e.count(done);
-                if e.in_page(to) {
-                    let rel = e.jcc(cc);
-                    match e.loop_top {
-                        // A counted loop's ordinary copy goes round through its own check.
-                        Some(top) if to == 0 && done == total => e.local.push((rel, top)),
-                        _ => e.branch_field(rel, to),
+                match e.loop_top {
+                    // A counted loop's ordinary copy goes round through its own check.
+                    Some(top) if to == 0 && done == total => {
+                        let rel = e.jcc(cc);
+                        e.local.push((rel, top));
                     }
-                } else {
-                    // Into another page: the target EIP in r13d first (flag-free, on the
-                    // path that stays as well), so that the `jcc` itself is the site
-                    // chained to the target's far entry, rather than a jump to an
-                    // out-of-line `lea r13d` and the site's `jmp` (two taken host
-                    // branches; stop 31: python 0.96, gawk 0.93, sort 0.93).
-                    e.bytes(&runtime::lea_r13_r14(e.at(to)));
-                    let rel = e.jcc(cc);
-                    e.sites.push(super::Site { rel, target_delta: to, exit_jmp: 0 });
+                    _ => e.jcc_site(cc, to),
                 }
             }
             // The fall-through follows inline (or through the site at the end).

@@ -42,6 +42,7 @@ use crate::glue;
 use crate::runtime::{self, EXIT_INDIRECT, off};
 
 mod block;
+pub(crate) use block::direct_jump;
 mod counted;
 mod emit;
 mod lower;
@@ -512,10 +513,7 @@ fn clean_copy(
 /// Whether instruction `i` of `instrs` is a direct jump whose target is the next
 /// instruction of the translation (a jump `block::form` followed).
 fn followed(instrs: &[Instruction], i: usize) -> bool {
-    let ins = &instrs[i];
-    ins.flow_control() == FlowControl::UnconditionalBranch
-        && ins.op0_kind() == OpKind::NearBranch32
-        && instrs.get(i + 1).is_some_and(|next| next.ip32() == ins.near_branch32())
+    direct_jump(&instrs[i]).is_some_and(|t| instrs.get(i + 1).is_some_and(|next| next.ip32() == t))
 }
 
 fn joins(instrs: &[Instruction]) -> Vec<Option<usize>> {
