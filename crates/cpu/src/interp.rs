@@ -658,9 +658,34 @@ impl Interp {
         }
     }
 
+    /// Executes the instruction at `cpu.eip`, decoded from `mem` (the translator's
+    /// host-fault path: it completes a write to a copy-on-write or code page, or raises
+    /// the precise guest fault), as `step` does; a fetch that faults raises the fetch's
+    /// page fault. Nothing is cached: such faults are rare, and a page written since
+    /// would hold a stale block.
+    pub fn step_at(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
+        let eip = cpu.eip;
+        let fetch = page_fault(eip);
+        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+        let in_page = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
+        let straddle = page_end != 0 && mem.pte(page_end).readable();
+        let n = if straddle { MAX_INSN_LEN } else { in_page.min(MAX_INSN_LEN) };
+        let mut bytes = [0u8; MAX_INSN_LEN as usize];
+        let bytes = &mut bytes[..n as usize];
+        mem.read_bytes(eip, bytes).map_err(&fetch)?;
+        let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
+        let ins = dec.decode();
+        if ins.is_invalid()
+            && dec.last_error() == DecoderError::NoMoreBytes
+            && let Err(e) = mem.check_read(eip, MAX_INSN_LEN + 1)
+        {
+            return Err(fetch(e)); // runs into an unreadable page
+        }
+        self.step(cpu, mem, &ins)
+    }
+
     /// Executes a single decoded instruction at `cpu.eip` (used by tests, the
-    /// translator's fallback and its host-fault path, which re-runs the instruction the
-    /// translation was made from). Updates EIP and the instruction count.
+    /// translator's fallback and `step_at`). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
         let e = isa::entry(ins.code());
         let r = self.exec_slow(cpu, mem, e.support, e.family, ins, 0);

@@ -155,15 +155,15 @@ impl Engine {
             EXIT_SYSCALL => Err(Exit::Syscall),
             EXIT_FAULT => {
                 // Re-run the instruction in the interpreter: it completes a write to a
-                // copy-on-write or code page, or raises the precise guest fault. It is
-                // the instruction the translation was made from (relocated to where it
-                // runs), never decoded again.
+                // copy-on-write or code page, or raises the precise guest fault. Its
+                // bytes are those translated: translated code runs only while its pages
+                // hold what it was made from (a write to them is itself such a fault,
+                // at the writing instruction, and drops the translation before the next
+                // dispatch), so the instruction is decoded from the guest's memory at
+                // the fault's EIP (keeping each translation's decoded instructions for
+                // this rare path cost 40 bytes of heap per translated instruction).
                 self.stats.host_faults += 1;
-                let ins = self.fault_map.instruction(st.fault_point).map(|ins| relocated(ins, cpu.eip));
-                match ins {
-                    Some(ins) => self.interp.step(cpu, mem, &ins),
-                    None => unreachable!("a host fault at point {} names no translation", st.fault_point),
-                }
+                self.interp.step_at(cpu, mem)
             }
             EXIT_HELPER => match hctx.pending.take() {
                 Some(e) => Err(e),

@@ -19,8 +19,6 @@ pub(crate) struct Made {
     pub(crate) relocs: Vec<(usize, Reloc)>,
     pub(crate) points: Vec<(u32, u32, u32)>,
     pub(crate) instructions: u32,
-    /// The block's decoded instructions (shared with copies; see `Translated::instrs`).
-    pub(crate) instrs: Rc<[Instruction]>,
     pub(crate) guest_len: u32,
     #[allow(clippy::vec_box)]
     pub(crate) helpers: Rc<Vec<Box<Instruction>>>,
@@ -45,7 +43,6 @@ impl From<translate::Translated> for Made {
             relocs: t.relocs,
             points: t.points,
             instructions: t.instructions,
-            instrs: t.instrs.into(),
             guest_len: t.guest_len,
             helpers: Rc::new(t.helper_instrs),
             fallbacks: t.fallbacks,

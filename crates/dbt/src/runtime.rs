@@ -54,9 +54,6 @@ pub struct JitState {
     pub ctx: *mut std::ffi::c_void,
     /// Instructions of the block completed before the one the helper runs.
     pub helper_k: u32,
-    /// Index in `FaultMap::points` of the instruction a host fault stopped at (set by
-    /// the fault handler with `EXIT_FAULT`).
-    pub fault_point: u32,
     /// The running mapping's indirect-branch table (`crate::ibt`), or 0 when translated
     /// code does not use one.
     pub ibt: u64,
@@ -216,7 +213,6 @@ impl Default for JitState {
             fault_addr: 0,
             ctx: std::ptr::null_mut(),
             helper_k: 0,
-            fault_point: 0,
             ibt: 0,
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
@@ -551,20 +547,6 @@ pub struct FaultMap {
     /// `(host offset, guest offset from the page start, instructions before)` for every
     /// translated guest instruction, in host order.
     pub points: Vec<(u32, u32, u32)>,
-    /// Per translation, in host order: the index of its first point and its decoded
-    /// guest instructions. Point `first + k` is instruction `k % len` (an unrolled loop
-    /// repeats them), so a fault is re-run from the decode the translation was made
-    /// from ([`FaultMap::instruction`]).
-    pub blocks: Vec<(u32, std::rc::Rc<[iced_x86::Instruction]>)>,
-}
-
-impl FaultMap {
-    /// The decoded guest instruction of point `point`.
-    pub fn instruction(&self, point: u32) -> Option<&iced_x86::Instruction> {
-        let b = self.blocks.partition_point(|b| b.0 <= point).checked_sub(1)?;
-        let (first, instrs) = &self.blocks[b];
-        instrs.get(((point - first) as usize).checked_rem(instrs.len())?)
-    }
 }
 
 /// The flag of a fault-map point inside a counted loop's clean copy
@@ -679,7 +661,6 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         st.eip = page_va.wrapping_add(guest_off);
         st.exit = EXIT_FAULT;
         st.fault_addr = addr as u32;
-        st.fault_point = i as u32;
         let pending = if k & LOOP_POINT != 0 {
             let reg = (k >> 20 & 7) as usize;
             loop_point(k, gregs[HOST_GREGS[reg] as usize] as u32, st.loop_bound)

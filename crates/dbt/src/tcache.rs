@@ -381,8 +381,8 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
     if id_fields.len() != sites.len() {
         return None;
     }
-    // The block's instructions, decoded again from the guest bytes at this address (the
-    // fault points re-run them); the helper's are among them.
+    // The block's instructions, decoded again from the guest bytes at this address: the
+    // helper's are among them.
     let instrs = decode_block(guest, eip, instructions)?;
     let mut helpers = Vec::new();
     for _ in 0..r.count(4)? {
@@ -427,7 +427,6 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
         relocs,
         points,
         instructions,
-        instrs: instrs.into(),
         guest_len: guest.len() as u32,
         helpers: std::rc::Rc::new(helpers),
         fallbacks,

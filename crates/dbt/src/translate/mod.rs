@@ -109,9 +109,6 @@ pub struct Translated {
     pub points: Vec<(u32, u32, u32)>,
     /// Guest instructions in the block.
     pub instructions: u32,
-    /// The block's decoded guest instructions, in guest order (the point of a host
-    /// fault re-runs its instruction from here: nothing is decoded again).
-    pub instrs: Vec<Instruction>,
     /// Guest bytes in the block.
     pub guest_len: u32,
     /// Instructions the helper runs (kept alive and unmoved: translated code points at
@@ -274,8 +271,8 @@ pub fn translate_decoded(
         // fault inside it is taken at its first instruction (the point just pushed),
         // from which the interpreter runs the run again (nothing but memory it rewrites
         // with the same values has changed by then). The others' points (one per
-        // instruction: the fault map finds an instruction by its point's index) sit
-        // after the run's code, where the next instruction's point supersedes them.
+        // instruction: a point gives the EIP of its instruction) sit after the run's
+        // code, where the next instruction's point supersedes them.
         let run = if thunk.is_none() { lower::stack_run(&mut e, &seq[k..next_join[k]]) } else { 0 };
         if run > 1 {
             for ins in &seq[k + 1..k + run] {
@@ -352,7 +349,6 @@ pub fn translate_decoded(
         relocs,
         points,
         instructions: instrs.len() as u32,
-        instrs: formed.instrs,
         guest_len,
         helper_instrs,
         fallbacks,
