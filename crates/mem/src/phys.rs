@@ -44,15 +44,17 @@ pub struct PhysStats {
     pub frames_allocated: u64,
     /// Guest writes that hit a frame holding code.
     pub code_writes: u64,
-    /// Frames ever handed out (the memfd's used length: host memory that stays
-    /// resident, as frames are zeroed on reuse rather than returned to the host).
+    /// One past the highest frame ever handed out (the memfd's used length: host memory
+    /// that stays resident, as frames are zeroed on reuse rather than returned to the
+    /// host; the frames of a cached file's span never filled cost none).
     pub frames_touched: u64,
 }
 
 struct Inner {
     refcount: Vec<u32>,
     free: FreeFrames,
-    /// Frames ever handed out by bumping (the memfd's used length in frames).
+    /// Frames numbered so far by bumping: handed out, or reserved for a cached file
+    /// (`reserve_run`).
     top: u32,
     /// Current memfd size in frames.
     size: u32,
@@ -246,6 +248,11 @@ impl PhysMem {
         Ok(())
     }
 
+    /// The most frames the machine may have.
+    pub fn max_frames(&self) -> u32 {
+        self.max_frames
+    }
+
     /// Allocates one zeroed frame with reference count 1.
     pub fn alloc(&self) -> Result<Frame, MemError> {
         self.alloc_one(None)
@@ -280,7 +287,7 @@ impl PhysMem {
                 let f = inner.top;
                 self.grow(&mut inner, f + 1).inspect_err(|_| self.starved.set(true))?;
                 inner.top += 1;
-                inner.stats.frames_touched = u64::from(inner.top);
+                Self::touched(&mut inner, f + 1);
                 (f, false) // never used: the memfd's zeros
             }
         };
@@ -411,9 +418,44 @@ impl PhysMem {
         let f = inner.top;
         self.grow(&mut inner, f + n)?;
         inner.top += n;
-        inner.stats.frames_touched = u64::from(inner.top);
+        Self::touched(&mut inner, f + n);
         self.claim(&mut inner, f, n);
         Ok(Frame(f))
+    }
+
+    /// Counts frames below `end` as handed out (the memfd's used length).
+    fn touched(inner: &mut Inner, end: u32) {
+        inner.stats.frames_touched = inner.stats.frames_touched.max(u64::from(end));
+    }
+
+    /// Takes `n` consecutive frames out of circulation, unreferenced and not counted in
+    /// use, for a cached file's pages (see `pagecache`): the lowest run of freed frames,
+    /// else `n` fresh numbers above every frame handed out (the memfd is sparse: a
+    /// number costs no host memory until its frame is written). `None` if neither is
+    /// possible. Each frame is later claimed (`claim_reserved`) or given back
+    /// (`unreserve`).
+    pub fn reserve_run(&self, n: u32) -> Option<Frame> {
+        let mut inner = self.inner.borrow_mut();
+        if let Some(f) = inner.free.take_run(n) {
+            return Some(Frame(f));
+        }
+        let f = inner.top;
+        self.grow(&mut inner, f.checked_add(n)?).ok()?;
+        inner.top += n;
+        Some(Frame(f))
+    }
+
+    /// Hands out the `n` reserved frames from `f` with reference count 1, for contents
+    /// the caller writes whole at once (a page-cache fill).
+    pub fn claim_reserved(&self, f: Frame, n: u32) {
+        let mut inner = self.inner.borrow_mut();
+        Self::touched(&mut inner, f.0 + n);
+        self.claim(&mut inner, f.0, n);
+    }
+
+    /// Gives back a reserved frame that was never claimed.
+    pub fn unreserve(&self, f: Frame) {
+        self.inner.borrow_mut().free.insert(f.0);
     }
 
     fn count_alloc(inner: &mut Inner, n: u32) {

@@ -116,10 +116,63 @@ pub struct PageCacheStats {
 /// descriptor).
 const MAX_FILES: usize = 256;
 
+/// The largest file whose pages get a span of frames of their own (64 MiB).
+const MAX_SPAN: u32 = 1 << 14;
+
+/// Frames reserved for files' spans and not yet filled, at most, as a share of the
+/// machine's frames (`1 / SPAN_SHARE`).
+const SPAN_SHARE: u32 = 8;
+
+/// Consecutive frames reserved for one file's pages, page `i` in frame `base + i`
+/// (`PhysMem::reserve_run`): every process's mapping of the file is then one run of
+/// consecutive frames, which the host window maps with one `mmap`, where frames taken
+/// at each fill (a 16-page cluster at a time, interleaved with other allocations) made
+/// a library's pages a dozen runs and a process starting it a dozen host faults and
+/// `mmap`s. A frame is claimed when its page is filled; the rest go back when the file
+/// leaves the cache or memory runs short.
+struct Span {
+    base: Frame,
+    /// Pages whose frame is still reserved (not filled yet), one bit each.
+    unfilled: Vec<u64>,
+}
+
+impl Span {
+    /// Claims the frames of pages `[first, first+n)` if all are still reserved.
+    fn take(&mut self, phys: &PhysMem, first: u32, n: u32) -> Option<Vec<Frame>> {
+        let end = first.checked_add(n)?;
+        let free = |i: u32| self.unfilled.get(i as usize / 64).is_some_and(|w| w >> (i % 64) & 1 != 0);
+        if !(first..end).all(free) {
+            return None;
+        }
+        for i in first..end {
+            self.unfilled[i as usize / 64] &= !(1 << (i % 64));
+        }
+        let f = Frame(self.base.0 + first);
+        phys.claim_reserved(f, n);
+        Some((f.0..f.0 + n).map(Frame).collect())
+    }
+
+    /// Gives every frame still reserved back to `phys`; returns how many.
+    fn release(self, phys: &PhysMem) -> u32 {
+        let mut n = 0;
+        for (w, &bits) in self.unfilled.iter().enumerate() {
+            for b in (0..64).filter(|b| bits >> b & 1 != 0) {
+                phys.unreserve(Frame(self.base.0 + (w * 64) as u32 + b));
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
 /// The cached pages of one file.
 struct CachedFile {
     /// Page index → frame (the cache holds one reference on each).
     pages: BTreeMap<u32, Frame>,
+    /// The frames reserved for its pages, if it got a span (see [`Span`]); `tried`:
+    /// whether one was asked for already.
+    span: Option<Span>,
+    span_tried: bool,
     /// A descriptor of the file: keeps its inode alive, so the key stays its own, and
     /// re-reads written ranges. Mappings of the file hold it too (see [`crate::MapKind`]).
     file: Rc<File>,
@@ -161,6 +214,8 @@ struct Cache {
     files: HashMap<FileKey, CachedFile>,
     clock: u64,
     stats: PageCacheStats,
+    /// Frames reserved in spans and not filled yet, over all files.
+    reserved: u32,
 }
 
 impl PageCache {
@@ -343,6 +398,8 @@ impl Cache {
                 self.stats.files += 1;
                 v.insert(CachedFile {
                     pages: BTreeMap::new(),
+                    span: None,
+                    span_tried: false,
                     file: Rc::new(pin),
                     writer: None,
                     stamp: id.stamp(),
@@ -380,10 +437,30 @@ impl Cache {
                 j += 1;
             }
             let run = j - i;
-            let frames = match phys.alloc_many(run) {
-                Err(MemError::OutOfMemory { .. }) if self.reclaim(phys, run, Some(key)) > 0 => phys.alloc_many(run),
-                r => r,
-            }?;
+            if !e.span_tried {
+                e.span_tried = true;
+                let pages = u32::try_from(id.size.div_ceil(u64::from(PAGE_SIZE))).unwrap_or(u32::MAX);
+                if (2..=MAX_SPAN).contains(&pages) && self.reserved + pages <= phys.max_frames() / SPAN_SHARE {
+                    e.span = phys.reserve_run(pages).map(|base| Span {
+                        base,
+                        unfilled: (0..pages.div_ceil(64))
+                            .map(|w| if (w + 1) * 64 <= pages { u64::MAX } else { (1 << (pages % 64)) - 1 })
+                            .collect(),
+                    });
+                    self.reserved += if e.span.is_some() { pages } else { 0 };
+                }
+            }
+            let spanned = e.span.as_mut().and_then(|s| s.take(phys, index + i, run));
+            let frames = match spanned {
+                Some(frames) => {
+                    self.reserved -= run;
+                    frames
+                }
+                None => match phys.alloc_many(run) {
+                    Err(MemError::OutOfMemory { .. }) if self.reclaim(phys, run, Some(key)) > 0 => phys.alloc_many(run),
+                    r => r,
+                }?,
+            };
             let Some(e) = self.files.get_mut(&key) else { return Err(gone()) };
             let contiguous = frames.windows(2).all(|w| w[1].0 == w[0].0 + 1);
             let read = if contiguous {
@@ -545,6 +622,12 @@ impl Cache {
 
     /// See [`PageCache::reclaim`].
     fn reclaim(&mut self, phys: &PhysMem, want: u32, keep: Option<FileKey>) -> u32 {
+        // Reserved frames first: numbers only, they may be what an allocation lacks.
+        for e in self.files.values_mut() {
+            if let Some(s) = e.span.take() {
+                self.reserved -= s.release(phys);
+            }
+        }
         let mut order: Vec<(u64, FileKey)> = self
             .files
             .iter()
@@ -566,6 +649,7 @@ impl Cache {
                 }
             }
             if e.pages.is_empty() {
+                // Its span went back above.
                 self.files.remove(&key);
                 self.stats.files -= 1;
                 self.stats.files_dropped += 1;
@@ -595,6 +679,9 @@ impl Cache {
 
     fn drop_file(&mut self, phys: &PhysMem, key: FileKey) {
         if let Some(e) = self.files.remove(&key) {
+            if let Some(s) = e.span {
+                self.reserved -= s.release(phys);
+            }
             for f in e.pages.into_values() {
                 phys.release(f);
                 self.stats.pages -= 1;

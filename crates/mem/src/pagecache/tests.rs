@@ -416,3 +416,57 @@ fn a_shared_page_filled_after_a_write_back_is_written_back_before_reads() {
     assert_eq!(&s.contents()[32..36], b"LATE");
     assert_eq!(c.stats().write_backs, 1);
 }
+
+#[test]
+fn a_files_pages_filled_in_any_order_sit_in_one_run_of_frames() {
+    let (phys, mut cache) = machine();
+    let data = pattern(40 * 4096 + 10);
+    let f = Scratch::new("span", &data);
+    // Clusters filled out of order, with other allocations in between.
+    let late = cache.pages(&phys, &f.file, f.id(), 32, 9).unwrap();
+    let other = phys.alloc().unwrap();
+    let early = cache.pages(&phys, &f.file, f.id(), 0, 16).unwrap();
+    let middle = cache.pages(&phys, &f.file, f.id(), 16, 16).unwrap();
+    let all: Vec<Frame> = early.iter().chain(&middle).chain(&late).copied().collect();
+    assert!(all.windows(2).all(|w| w[1].0 == w[0].0 + 1), "{all:?}");
+    assert!(!all.contains(&other));
+    for (i, &fr) in all.iter().enumerate() {
+        // SAFETY: a cached frame, read only.
+        let got = unsafe { std::slice::from_raw_parts(phys.frame_ptr(fr), 4096) };
+        let want: Vec<u8> = (0..4096).map(|k| data.get(i * 4096 + k).copied().unwrap_or(0)).collect();
+        assert!(got == &want[..], "page {i}");
+    }
+    // In use: the 41 pages filled and the other frame, not the reservation.
+    assert_eq!(phys.stats().frames_in_use, 42);
+}
+
+#[test]
+fn a_spans_unfilled_frames_go_back_when_its_file_leaves_the_cache_or_memory_runs_short() {
+    // 1024 frames: a 100-page file's span fits the budget (1/8 of them).
+    let phys = Rc::new(PhysMem::new(1 << 22).unwrap());
+    let mut c = PageCache::new();
+    let f = Scratch::new("span-back", &pattern(100 << 12));
+    let first = c.page(&phys, &f.file, f.id(), 50).unwrap();
+    assert_eq!(c.page(&phys, &f.file, f.id(), 51).unwrap().0, first.0 + 1);
+    // Memory runs short: the reservation goes first, then the idle pages.
+    assert_eq!(c.reclaim(&phys, 2, None), 2);
+    assert_eq!(phys.stats().frames_in_use, 0);
+    // All 1024 frames can be handed out again: none is left reserved.
+    let taken: Vec<Frame> = (0..1024).map(|_| phys.alloc().unwrap()).collect();
+    assert!(phys.alloc().is_err());
+    taken.into_iter().for_each(|t| phys.release(t));
+    // A file dropped from the cache (changed outside the machine, unmapped) gives its
+    // reservation back too.
+    let g = Scratch::new("span-drop", &pattern(64 << 12));
+    c.page(&phys, &g.file, g.id(), 0).unwrap();
+    std::fs::write(&g.path, pattern(64 << 12 | 5)).unwrap();
+    let g2 = File::open(&g.path).unwrap();
+    c.page(&phys, &g2, FileId::of(&g2).unwrap(), 0).unwrap(); // the stale entry dropped, a new span
+    // One page in use and the new span's 64 other pages reserved: the rest is free, the
+    // old span's frames included.
+    let taken: Vec<Frame> = (0..1024 - 1 - 64).map(|_| phys.alloc().unwrap()).collect();
+    assert!(phys.alloc().is_err());
+    assert_eq!(c.reclaim(&phys, 1, None), 1);
+    let more: Vec<Frame> = (0..1 + 64).map(|_| phys.alloc().unwrap()).collect();
+    taken.into_iter().chain(more).for_each(|t| phys.release(t));
+}
