@@ -53,3 +53,28 @@ fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(8)..].join("\n")
 }
+
+/// The guests that fork, under the 2.6.12 profile too, where a forked child runs before
+/// its parent: a parent whose child exec'd or exited first finds its pages unshared
+/// when it runs again, and its window's write protection is never applied
+/// (`AddressSpace::settle_fork`); one whose child is still alive has it applied then.
+#[test]
+fn forking_guests_match_native_when_the_child_runs_first() {
+    let dir = guests();
+    for name in ["forkcow", "forkcow.pie", "signals"] {
+        let prog = dir.join(name);
+        let cwd = scratch(&format!("guest-first-{name}"));
+        let want = native(&prog, &[], &cwd, b"input line\n");
+        for cfg in [
+            &["--engine", "interp"][..],
+            &["--engine", "dbt", "--threshold", "0"],
+            &["--engine", "dbt", "--key", "virtual"],
+            &["--engine", "dbt", "--threshold", "0", "--no-chain"],
+        ] {
+            let flags: Vec<&str> = ["--kernel", "2.6.12"].iter().chain(cfg).copied().collect();
+            let cwd = scratch(&format!("guest-first-{name}"));
+            let got = emulated(&flags, &prog, &[], &cwd, b"input line\n");
+            assert_eq!(got, want, "{name} {flags:?}:\n{}", got.stderr);
+        }
+    }
+}

@@ -42,6 +42,12 @@ impl Engine {
         // memory, a file mapped twice, another process's translation): protect those
         // aliases before translated stores can reach them.
         mem.protect_code_aliases();
+        // The write protection a fork left to this space's next run (see
+        // `AddressSpace::settle_fork`); if the host refuses it, the window is emptied
+        // instead and refills with the table's protections.
+        if mem.settle_fork().is_err() {
+            mem.unhost_all();
+        }
         let start = cpu.icount;
         loop {
             let used = cpu.icount - start;

@@ -65,6 +65,13 @@ impl Pte {
     /// cache does not hold it (see `AddressSpace::fill_file_pages`). A present page
     /// with no frame and without this bit is demand-zero.
     pub(crate) const UNFILLED: u64 = 1 << 10;
+    /// A copy-on-write page whose host mapping is still writable: `fork` marks the
+    /// parent's hosted writable pages copy-on-write in the table and leaves their host
+    /// protection to the parent's next run of translated code
+    /// ([`crate::AddressSpace::settle_fork`]), the only user of the window's
+    /// protections (every other access checks this table). Any change to the page's host
+    /// mapping clears it.
+    pub(crate) const STALE_RW: u64 = 1 << 11;
 
     /// This entry mapping `frame` instead (protections and flags kept).
     pub(crate) fn with_frame(self, frame: Frame) -> Pte {

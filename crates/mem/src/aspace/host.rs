@@ -66,7 +66,7 @@ impl AddressSpace {
 
     pub(super) fn set_hosted(&self, from: u32, to: u32, hosted: bool) {
         for c in &self.pt[from as usize..to as usize] {
-            let p = c.get();
+            let p = Pte(c.get().0 & !Pte::STALE_RW);
             let h = hosted && p.has_frame();
             c.set(Pte(if h { p.0 | Pte::HOSTED } else { p.0 & !Pte::HOSTED }));
         }
@@ -223,6 +223,9 @@ impl AddressSpace {
                 j += 1;
             }
             self.host_maps.set(self.host_maps.get() + 1);
+            for c in &self.pt[i as usize..j as usize] {
+                c.set(Pte(c.get().0 & !Pte::STALE_RW));
+            }
             // SAFETY: the range lies inside this address space's own window and is
             // mapped (its pages are hosted); only its protection changes.
             let r = unsafe {

@@ -119,6 +119,8 @@ pub struct AddressSpace {
     /// The `PhysMem::shared_code_epoch` up to which this space's aliases of code frames
     /// are write-protected.
     aliases_seen: Cell<u64>,
+    /// `fork` left pages `STALE_RW` (see [`AddressSpace::settle_fork`]).
+    fork_pending: bool,
     /// Its VMAs plus its page table as last counted in the machine's total (see
     /// `PhysMem::vma_room`).
     counted: u64,
@@ -142,6 +144,7 @@ impl AddressSpace {
             id: fresh_number(),
             mmap_base: 0x4000_0000,
             aliases_seen: Cell::new(0),
+            fork_pending: false,
             counted: 0,
             cache: None,
         })

@@ -557,7 +557,6 @@ impl AddressSpace {
         let ranges: Vec<(u32, u32)> =
             self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
         for &(first, end) in &ranges {
-            let mut changed = false;
             for i in first as usize..end as usize {
                 let mut p = self.pt[i].get();
                 if !p.has_frame() {
@@ -572,18 +571,53 @@ impl AddressSpace {
                 }
                 self.phys.retain(p.frame());
                 if p.writable() && !p.shared() && !p.cow() {
-                    p.0 |= Pte::COW;
+                    // Its host protection waits for the parent's next run (a child that
+                    // runs first and execs leaves it unshared, and nothing to do).
+                    let stale = if p.hosted() && p.host_prot() & libc::PROT_WRITE != 0 { Pte::STALE_RW } else { 0 };
+                    p.0 |= Pte::COW | stale;
                     self.pt[i].set(p);
-                    changed = true;
+                    self.fork_pending = true;
                 }
                 // The child's window fills as it touches its pages: a child that
                 // execs at once maps almost none of them.
-                child.pt[i].set(Pte(p.0 & !Pte::HOSTED));
-            }
-            if changed {
-                self.sync_host_prot(first, end - first)?;
+                child.pt[i].set(Pte(p.0 & !(Pte::HOSTED | Pte::STALE_RW)));
             }
         }
         Ok(child)
+    }
+
+    /// Before translated code runs in this space again after a `fork` (which marked its
+    /// writable pages copy-on-write in the table only): the pages still shared with a
+    /// child are write-protected in the host window, one `mprotect` per run; the others
+    /// (the child exec'd or exited meanwhile: a 2.6.12 child runs first) are this
+    /// space's alone again and stay writable, with no host call at all. Translated code
+    /// is the only user of the window's protections (the interpreter's and the system
+    /// calls' accesses check the table), so nothing else needs them settled.
+    pub fn settle_fork(&mut self) -> Result<(), MemError> {
+        if !std::mem::take(&mut self.fork_pending) {
+            return Ok(());
+        }
+        let ranges: Vec<(u32, u32)> =
+            self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+        for (first, end) in ranges {
+            let mut run: Option<u32> = None;
+            for j in first..=end {
+                let p = if j < end { self.pt[j as usize].get() } else { Pte(0) };
+                let stale = p.0 & Pte::STALE_RW != 0;
+                let shared = stale && self.phys.refcount(p.frame()) > 1;
+                if stale && !shared {
+                    self.pt[j as usize].set(Pte(p.0 & !(Pte::COW | Pte::STALE_RW)));
+                }
+                match (run, shared) {
+                    (None, true) => run = Some(j),
+                    (Some(lo), false) => {
+                        run = None;
+                        self.sync_host_prot(lo, j - lo)?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
     }
 }

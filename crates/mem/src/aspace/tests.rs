@@ -206,3 +206,48 @@ fn top_down_placement() {
     let p = a.find_free_top_down(0x3000, 0x1000_0000, 0xb000_1000).unwrap();
     assert_eq!(p, 0xb000_0000 - 0x3000);
 }
+
+#[test]
+fn a_fork_leaves_the_parents_host_protection_to_its_next_run() {
+    let mut a = space();
+    a.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+    a.write_u32(0x9000, 7).unwrap(); // hosts the four pages writable, one host mapping
+    let calls = a.host_maps();
+    let child = a.fork().unwrap();
+    assert_eq!(a.host_maps(), calls, "fork makes no host call for the parent");
+    assert!((0..4).all(|i| a.pte(0x8000 + i * 0x1000).cow()));
+    // The child still shares the frames: settling write-protects them, once.
+    a.settle_fork().unwrap();
+    assert_eq!(a.host_maps(), calls + 1);
+    a.settle_fork().unwrap();
+    assert_eq!(a.host_maps(), calls + 1, "settled once");
+    assert!(a.pte(0x9000).cow());
+    drop(child);
+
+    // A child gone before its parent runs again (a 2.6.12 child runs first and execs):
+    // nothing to protect, and the pages are the parent's own again.
+    let mut b = space();
+    b.map_anon(0x8000, 0x4000, Prot::RW, false, "").unwrap();
+    b.write_u32(0x9000, 7).unwrap();
+    let calls = b.host_maps();
+    drop(b.fork().unwrap());
+    b.settle_fork().unwrap();
+    assert_eq!(b.host_maps(), calls, "no host call");
+    assert!((0..4).all(|i| !b.pte(0x8000 + i * 0x1000).cow() && b.pte(0x8000 + i * 0x1000).hosted()));
+    b.write_u32(0x9000, 8).unwrap();
+    assert_eq!((b.read_u32(0x9000).unwrap(), b.host_maps()), (8, calls));
+
+    // A change of the host mapping before the run settles the page on its own: an
+    // mprotect by the parent write-protects it for good (the child still shares it).
+    let mut c = space();
+    c.map_anon(0x8000, 0x1000, Prot::RW, false, "").unwrap();
+    c.write_u32(0x8000, 1).unwrap();
+    let child = c.fork().unwrap();
+    c.protect(0x8000, 0x1000, Prot::READ).unwrap();
+    c.protect(0x8000, 0x1000, Prot::RW).unwrap();
+    let calls = c.host_maps();
+    c.settle_fork().unwrap();
+    assert_eq!(c.host_maps(), calls, "nothing left stale");
+    c.write_u32(0x8000, 2).unwrap();
+    assert_eq!((c.read_u32(0x8000).unwrap(), child.read_u32(0x8000).unwrap()), (2, 1));
+}
