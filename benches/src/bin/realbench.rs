@@ -13,7 +13,7 @@
 //! configuration's runs interleaved with the others' so a slow spell of the host hits
 //! all columns alike; ratios are medians over native's median. One morph run per program
 //! writes `--stats-json`, whose interpreter and translator counters are reported beside
-//! the times. With `--layouts`, morph's run `i` places its translations with
+//! the times, with the part of that run spent interpreting and translating (`cold ms`). With `--layouts`, morph's run `i` places its translations with
 //! `--layout-seed i + 1`: host code runs at speeds that depend on where it sits, so the
 //! medians are then over placements too (compare builds this way). With `--warm`,
 //! morph also runs each program with a persistent translation cache (`--tcache-dir`)
@@ -457,6 +457,11 @@ const COUNTERS: &[(&str, &str)] = &[
     ("engine", "fpu_instructions"),
     ("os", "syscalls_total"),
     ("os", "execs"),
+    // Where the engine's time went (host time of the counted run, not deterministic):
+    // interpreting, translating, running translations.
+    ("engine", "interp_ns"),
+    ("engine", "translate_ns"),
+    ("engine", "exec_ns"),
 ];
 
 fn median(v: &mut [f64]) -> f64 {
@@ -609,10 +614,11 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
         None => "—".to_string(),
     };
     println!(
-        "\n{:<14} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  what",
+        "\n{:<14} {:>10} {:>10} {:>8} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  what",
         "program",
         "native ms",
         "morph ms",
+        "cold ms",
         "morph/nat",
         "best/best",
         "virt/nat",
@@ -639,11 +645,17 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
         qemu_ratios.extend(good(get(p.name, Config::Qemu)));
         warm_ratios.extend(good(get(p.name, Config::MorphWarm)));
         let c = |k: &str| m.and_then(|m| m.counters.get(k)).map_or_else(String::new, |v| v.to_string());
+        // The cold part of the counted run: interpreting and translating.
+        let ns = |k: &str| m.and_then(|m| m.counters.get(k)).copied();
+        let cold = ns("interp_ns")
+            .zip(ns("translate_ns"))
+            .map_or_else(String::new, |(i, t)| format!("{:.1}", (i + t) as f64 / 1e6));
         println!(
-            "{:<14} {:>10.1} {:>10.1} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  {}",
+            "{:<14} {:>10.1} {:>10.1} {:>8} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  {}",
             p.name,
             n.map_or(0.0, |r| r.median_s * 1e3),
             m.map_or(0.0, |r| r.median_s * 1e3),
+            cold,
             ratio(m),
             best.map_or_else(|| "—".to_string(), |b| format!("×{b:.2}")),
             ratio(get(p.name, Config::MorphVirtual)),
