@@ -644,11 +644,11 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
         best_ratios.extend(best);
         qemu_ratios.extend(good(get(p.name, Config::Qemu)));
         warm_ratios.extend(good(get(p.name, Config::MorphWarm)));
-        let c = |k: &str| m.and_then(|m| m.counters.get(k)).map_or_else(String::new, |v| v.to_string());
+        let counter = |k: &str| m.and_then(|m| m.counters.get(k)).copied();
+        let c = |k: &str| counter(k).map_or_else(String::new, |v| v.to_string());
         // The cold part of the counted run: interpreting and translating.
-        let ns = |k: &str| m.and_then(|m| m.counters.get(k)).copied();
-        let cold = ns("interp_ns")
-            .zip(ns("translate_ns"))
+        let cold = counter("interp_ns")
+            .zip(counter("translate_ns"))
             .map_or_else(String::new, |(i, t)| format!("{:.1}", (i + t) as f64 / 1e6));
         println!(
             "{:<14} {:>10.1} {:>10.1} {:>8} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>12} {:>12}  {}",

@@ -380,11 +380,7 @@ impl Interp {
         if !first.readable() {
             return Err(fetch(mem.check_read(eip, 1).expect_err("unreadable page")));
         }
-        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
-        let mut avail = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
-        if page_end != 0 && mem.pte(page_end).readable() {
-            avail += MAX_INSN_LEN; // an instruction may straddle into the next page
-        }
+        let (avail, page_end) = fetchable(eip, mem);
         // Fetch a little and decode; fetch more only if the block runs past it (a block
         // is a few instructions: copying the rest of its page each time would stream
         // megabytes through the host cache).
@@ -666,12 +662,8 @@ impl Interp {
     pub fn step_at(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace) -> Result<(), Exit> {
         let eip = cpu.eip;
         let fetch = page_fault(eip);
-        let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
-        let in_page = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
-        let straddle = page_end != 0 && mem.pte(page_end).readable();
-        let n = if straddle { MAX_INSN_LEN } else { in_page.min(MAX_INSN_LEN) };
         let mut bytes = [0u8; MAX_INSN_LEN as usize];
-        let bytes = &mut bytes[..n as usize];
+        let bytes = &mut bytes[..fetchable(eip, mem).0.min(MAX_INSN_LEN) as usize];
         mem.read_bytes(eip, bytes).map_err(&fetch)?;
         let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
         let ins = dec.decode();
@@ -707,6 +699,16 @@ impl Default for Interp {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The code bytes that can be fetched from `eip`: the rest of its page, and the longest
+/// instruction's worth more if the next page is readable (an instruction may straddle
+/// into it); with the address where `eip`'s page ends (0 past the top of memory).
+fn fetchable(eip: u32, mem: &AddressSpace) -> (u32, u32) {
+    let page_end = (eip | (PAGE_SIZE - 1)).wrapping_add(1);
+    let in_page = page_end.wrapping_sub(eip).max(if page_end == 0 { 0u32.wrapping_sub(eip) } else { 0 });
+    let straddle = page_end != 0 && mem.pte(page_end).readable();
+    (in_page + if straddle { MAX_INSN_LEN } else { 0 }, page_end)
 }
 
 /// Runs integer instruction `c.ins` of interpreter family `family`.

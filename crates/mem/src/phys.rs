@@ -284,9 +284,7 @@ impl PhysMem {
         let (f, zero) = match inner.free.take_one() {
             Some(f) => (f, copy_of.is_none()),
             None => {
-                let f = inner.top;
-                self.grow(&mut inner, f + 1).inspect_err(|_| self.starved.set(true))?;
-                inner.top += 1;
+                let f = self.bump(&mut inner, 1).inspect_err(|_| self.starved.set(true))?;
                 Self::touched(&mut inner, f + 1);
                 (f, false) // never used: the memfd's zeros
             }
@@ -415,12 +413,20 @@ impl PhysMem {
     /// merge), above every frame handed out so far (the memfd's zeros).
     fn alloc_run(&self, n: u32) -> Result<Frame, MemError> {
         let mut inner = self.inner.borrow_mut();
-        let f = inner.top;
-        self.grow(&mut inner, f + n)?;
-        inner.top += n;
+        let f = self.bump(&mut inner, n)?;
         Self::touched(&mut inner, f + n);
         self.claim(&mut inner, f, n);
         Ok(Frame(f))
+    }
+
+    /// Numbers `n` fresh frames above every frame numbered so far (growing the memfd);
+    /// returns the first.
+    fn bump(&self, inner: &mut Inner, n: u32) -> Result<u32, MemError> {
+        let f = inner.top;
+        let end = f.checked_add(n).ok_or(MemError::OutOfMemory { limit_mib: u64::from(self.max_frames) >> 8 })?;
+        self.grow(inner, end)?;
+        inner.top = end;
+        Ok(f)
     }
 
     /// Counts frames below `end` as handed out (the memfd's used length).
@@ -436,12 +442,10 @@ impl PhysMem {
     /// (`unreserve`).
     pub fn reserve_run(&self, n: u32) -> Option<Frame> {
         let mut inner = self.inner.borrow_mut();
-        if let Some(f) = inner.free.take_run(n) {
-            return Some(Frame(f));
-        }
-        let f = inner.top;
-        self.grow(&mut inner, f.checked_add(n)?).ok()?;
-        inner.top += n;
+        let f = match inner.free.take_run(n) {
+            Some(f) => f,
+            None => self.bump(&mut inner, n).ok()?,
+        };
         Some(Frame(f))
     }
 

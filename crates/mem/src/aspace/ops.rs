@@ -600,9 +600,10 @@ impl AddressSpace {
         let ranges: Vec<(u32, u32)> =
             self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
         for (first, end) in ranges {
-            let mut run: Option<u32> = None;
-            for j in first..=end {
-                let p = if j < end { self.pt[j as usize].get() } else { Pte(0) };
+            // The pages still shared, in runs: [lo, j) while `run` is Some(lo).
+            let mut run = None;
+            for j in first..end {
+                let p = self.pt[j as usize].get();
                 let stale = p.0 & Pte::STALE_RW != 0;
                 let shared = stale && self.phys.refcount(p.frame()) > 1;
                 if stale && !shared {
@@ -616,6 +617,9 @@ impl AddressSpace {
                     }
                     _ => {}
                 }
+            }
+            if let Some(lo) = run {
+                self.sync_host_prot(lo, end - lo)?;
             }
         }
         Ok(())

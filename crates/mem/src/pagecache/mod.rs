@@ -137,6 +137,17 @@ struct Span {
 }
 
 impl Span {
+    /// A span of `pages` frames from `base`, all reserved.
+    fn new(base: Frame, pages: u32) -> Span {
+        let word = |w: u32| if (w + 1) * 64 <= pages { u64::MAX } else { (1 << (pages % 64)) - 1 };
+        Span { base, unfilled: (0..pages.div_ceil(64)).map(word).collect() }
+    }
+
+    /// Frames still reserved.
+    fn reserved(&self) -> u32 {
+        self.unfilled.iter().map(|w| w.count_ones()).sum()
+    }
+
     /// Claims the frames of pages `[first, first+n)` if all are still reserved.
     fn take(&mut self, phys: &PhysMem, first: u32, n: u32) -> Option<Vec<Frame>> {
         let end = first.checked_add(n)?;
@@ -152,16 +163,13 @@ impl Span {
         Some((f.0..f.0 + n).map(Frame).collect())
     }
 
-    /// Gives every frame still reserved back to `phys`; returns how many.
-    fn release(self, phys: &PhysMem) -> u32 {
-        let mut n = 0;
+    /// Gives every frame still reserved back to `phys`.
+    fn release(self, phys: &PhysMem) {
         for (w, &bits) in self.unfilled.iter().enumerate() {
             for b in (0..64).filter(|b| bits >> b & 1 != 0) {
                 phys.unreserve(Frame(self.base.0 + (w * 64) as u32 + b));
-                n += 1;
             }
         }
-        n
     }
 }
 
@@ -214,8 +222,6 @@ struct Cache {
     files: HashMap<FileKey, CachedFile>,
     clock: u64,
     stats: PageCacheStats,
-    /// Frames reserved in spans and not filled yet, over all files.
-    reserved: u32,
 }
 
 impl PageCache {
@@ -437,25 +443,12 @@ impl Cache {
                 j += 1;
             }
             let run = j - i;
-            if !e.span_tried {
-                e.span_tried = true;
-                let pages = u32::try_from(id.size.div_ceil(u64::from(PAGE_SIZE))).unwrap_or(u32::MAX);
-                if (2..=MAX_SPAN).contains(&pages) && self.reserved + pages <= phys.max_frames() / SPAN_SHARE {
-                    e.span = phys.reserve_run(pages).map(|base| Span {
-                        base,
-                        unfilled: (0..pages.div_ceil(64))
-                            .map(|w| if (w + 1) * 64 <= pages { u64::MAX } else { (1 << (pages % 64)) - 1 })
-                            .collect(),
-                    });
-                    self.reserved += if e.span.is_some() { pages } else { 0 };
-                }
+            if !std::mem::replace(&mut e.span_tried, true) {
+                self.give_span(phys, key, id.size);
             }
-            let spanned = e.span.as_mut().and_then(|s| s.take(phys, index + i, run));
-            let frames = match spanned {
-                Some(frames) => {
-                    self.reserved -= run;
-                    frames
-                }
+            let Some(e) = self.files.get_mut(&key) else { return Err(gone()) };
+            let frames = match e.span.as_mut().and_then(|s| s.take(phys, index + i, run)) {
+                Some(frames) => frames,
                 None => match phys.alloc_many(run) {
                     Err(MemError::OutOfMemory { .. }) if self.reclaim(phys, run, Some(key)) > 0 => phys.alloc_many(run),
                     r => r,
@@ -487,6 +480,19 @@ impl Cache {
             i = j;
         }
         Ok(out)
+    }
+
+    /// Reserves a span for the cached file `key` of `size` bytes, if it is small enough
+    /// and the spans' share of the machine's frames has room (see [`Span`]).
+    fn give_span(&mut self, phys: &PhysMem, key: FileKey, size: u64) {
+        let pages = u32::try_from(size.div_ceil(u64::from(PAGE_SIZE))).unwrap_or(u32::MAX);
+        let reserved: u32 = self.files.values().filter_map(|f| f.span.as_ref()).map(Span::reserved).sum();
+        if (2..=MAX_SPAN).contains(&pages)
+            && reserved + pages <= phys.max_frames() / SPAN_SHARE
+            && let Some(e) = self.files.get_mut(&key)
+        {
+            e.span = phys.reserve_run(pages).map(|base| Span::new(base, pages));
+        }
     }
 
     /// See [`PageCache::pinned`].
@@ -623,10 +629,8 @@ impl Cache {
     /// See [`PageCache::reclaim`].
     fn reclaim(&mut self, phys: &PhysMem, want: u32, keep: Option<FileKey>) -> u32 {
         // Reserved frames first: numbers only, they may be what an allocation lacks.
-        for e in self.files.values_mut() {
-            if let Some(s) = e.span.take() {
-                self.reserved -= s.release(phys);
-            }
+        for s in self.files.values_mut().filter_map(|e| e.span.take()) {
+            s.release(phys);
         }
         let mut order: Vec<(u64, FileKey)> = self
             .files
@@ -680,7 +684,7 @@ impl Cache {
     fn drop_file(&mut self, phys: &PhysMem, key: FileKey) {
         if let Some(e) = self.files.remove(&key) {
             if let Some(s) = e.span {
-                self.reserved -= s.release(phys);
+                s.release(phys);
             }
             for f in e.pages.into_values() {
                 phys.release(f);
