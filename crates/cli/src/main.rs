@@ -53,6 +53,16 @@ enum Engine {
     Dbt,
 }
 
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum FlagFree {
+    /// `loop` on AMD hosts, `jrcxz` on others.
+    Auto,
+    /// `loop`, falling through when the test passes.
+    Loop,
+    /// `jrcxz`, taken when the test passes.
+    Jrcxz,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum KernelArg {
     #[value(name = "2.6.12")]
@@ -91,6 +101,11 @@ struct RunArgs {
     /// on its back edge (dbt engine).
     #[arg(long)]
     no_counted_loops: bool,
+    /// How translated code branches on its flag-free tests (an inline cache's target, a
+    /// PC thunk's bytes): `loop` falling through on a hit, or `jrcxz` taken on it; `auto`
+    /// picks `loop` on AMD hosts (one µop there) and `jrcxz` on others (dbt engine).
+    #[arg(long, value_enum, default_value_t = FlagFree::Auto)]
+    flag_free_branch: FlagFree,
     /// Check every chained edge into another page at its target (the mapping and EIP it
     /// was chained for), as in multi-process runs, instead of chaining such edges past
     /// the check and unlinking them when the mapping changes (dbt engine).
@@ -350,6 +365,11 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         predict: !a.no_ic,
         ibt: !a.no_ibt,
         counted: !a.no_counted_loops,
+        slow_loop: match a.flag_free_branch {
+            FlagFree::Auto => None,
+            FlagFree::Loop => Some(false),
+            FlagFree::Jrcxz => Some(true),
+        },
         unlink_far: !a.check_far_edges,
         layout_seed: a.layout_seed,
         code_map: a.code_map.clone(),
@@ -501,6 +521,13 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "ic": !a.no_ic,
         "ibt": !a.no_ibt,
         "counted_loops": !a.no_counted_loops,
+        // As run: `auto` resolved for this host.
+        "flag_free_branch": match a.flag_free_branch {
+            FlagFree::Loop => "loop",
+            FlagFree::Jrcxz => "jrcxz",
+            FlagFree::Auto if morph_cpu::host::amd_like() => "loop",
+            FlagFree::Auto => "jrcxz",
+        },
         "unlink_far": !a.check_far_edges,
         "layout_seed": a.layout_seed,
         "tc_size": a.tc_size,

@@ -18,7 +18,7 @@
 
 pub mod alu;
 pub mod cpuid;
-mod host;
+pub mod host;
 mod interp;
 pub mod isa;
 pub mod state;

@@ -119,6 +119,11 @@ pub struct EngineConfig {
     /// Run counted self-loops as a clean copy once their trip count is checked
     /// (`--no-counted-loops` turns it off; see `translate::counted`).
     pub counted: bool,
+    /// Branch on flag-free tests (inline caches, PC thunks) with `loop` falling through
+    /// (`Some(false)`), or with `jrcxz` taken (`Some(true)`: `translate::Options::slow_loop`);
+    /// `None` (`--flag-free-branch auto`): `loop` on AMD hosts, whose cores run it as
+    /// one µop, `jrcxz` on others (Intel's decode `loop` to about seven).
+    pub slow_loop: Option<bool>,
     /// Place translations at pseudo-random distances from each other, drawn from this
     /// seed (`--layout-seed`; `None`: back to back). Host code runs at speeds that
     /// depend on where it sits (docs/results.md § Stop 27: ±10 % per program from
@@ -158,6 +163,7 @@ impl EngineConfig {
             ibt: self.ibt,
             counted: self.counted,
             table_bias: None,
+            slow_loop: self.slow_loop.unwrap_or_else(|| !morph_cpu::host::amd_like()),
         }
     }
 }
@@ -176,6 +182,7 @@ impl Default for EngineConfig {
             predict: true,
             ibt: true,
             counted: true,
+            slow_loop: None,
             unlink_far: true,
             layout_seed: None,
             code_map: None,

@@ -129,6 +129,7 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
         u8::from(opts.ibt),
         u8::from(opts.counted),
         u8::from(anchored),
+        u8::from(opts.slow_loop),
     ]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());

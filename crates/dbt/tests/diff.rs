@@ -952,7 +952,8 @@ fn divisions_and_divide_errors() {
 /// returning block checks that target inline and jumps to it directly: see
 /// `translate::Options::predict`), then change: the same function called from another
 /// site, a return address rewritten on the stack. Every key policy, chained or not,
-/// with and without the return stack, must end in the interpreter's state; the
+/// with and without the return stack, the test branching with `loop` and with `jrcxz`
+/// (`EngineConfig::slow_loop`), must end in the interpreter's state; the
 /// prediction must have been made and taken (fewer jump-cache hits than without it).
 #[test]
 fn predicted_returns_hit_and_miss() {
@@ -1004,8 +1005,9 @@ fn predicted_returns_hit_and_miss() {
     let interp = run(&code, EngineConfig { translate: false, ..EngineConfig::default() });
     for key in KeyPolicy::ALL {
         for (chain, ras) in [(true, false), (false, false), (true, true)] {
-            for threshold in [5, 8] {
-                let cfg = EngineConfig { translate: true, key, threshold, chain, ras, ..EngineConfig::default() };
+            for (threshold, slow_loop) in [(5, Some(false)), (8, Some(true))] {
+                let cfg =
+                    EngineConfig { translate: true, key, threshold, chain, ras, slow_loop, ..EngineConfig::default() };
                 let (mut cpu, mut mem) = machine(&code);
                 let mut e = Engine::new(cfg.clone()).unwrap();
                 assert_eq!(e.run(&mut cpu, &mut mem, 1, 10_000_000), Exit::Syscall, "{cpu:?}");

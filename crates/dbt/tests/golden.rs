@@ -26,10 +26,18 @@ fn disasm(bits: u32, code: &[u8], ip: u64) -> String {
 }
 
 fn golden(name: &str, f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) {
+    golden_with(name, Default::default(), f)
+}
+
+fn golden_with(
+    name: &str,
+    opts: morph_dbt::translate::Options,
+    f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>,
+) {
     let mut a = CodeAssembler::new(32).unwrap();
     f(&mut a).unwrap();
     let guest = a.assemble(u64::from(EIP)).unwrap();
-    let t = morph_dbt::translate::translate(&guest, EIP, 0, 0, Default::default()).expect("translates");
+    let t = morph_dbt::translate::translate(&guest, EIP, 0, 0, opts).expect("translates");
     let text = format!(
         "# guest block at {EIP:#x} ({} instructions, {} to the helper)\n{}\n# host code (chain entry at {:04x}, body at {:04x})\n{}",
         t.instructions,
@@ -95,4 +103,24 @@ fn tls_and_helper() {
         a.cpuid()?; // machine state the host must not supply: the helper
         a.int(0x80)
     });
+}
+
+/// A call of a PC thunk (`mov ebx, [esp]; ret`) runs inline behind a check of the
+/// thunk's bytes, which branches with `loop` (falling through when they are the
+/// thunk's) or, on hosts that run `loop` slowly, with `jrcxz` (taken when they are).
+#[test]
+fn pc_thunk() {
+    let thunk = |a: &mut CodeAssembler| {
+        let mut t = a.create_label();
+        a.call(t)?;
+        a.add(ebx, 0x1234)?;
+        a.mov(eax, dword_ptr(ebx + 8))?;
+        a.ret()?;
+        a.set_label(&mut t)?;
+        a.mov(ebx, dword_ptr(esp))?;
+        a.ret()
+    };
+    let opts = |slow_loop| morph_dbt::translate::Options { slow_loop, ..Default::default() };
+    golden_with("pc_thunk_loop", opts(false), thunk);
+    golden_with("pc_thunk_jrcxz", opts(true), thunk);
 }

@@ -111,8 +111,9 @@ pub fn scratch(name: &str) -> PathBuf {
 /// The engine configurations every guest is checked under: the interpreter, and the
 /// translator under each key policy, thresholds 0 and default, chaining on and off, with
 /// the return stack, without predicted indirect branches, without the indirect-branch
-/// table, with translations placed apart, and without counted loops' clean copies and
-/// with every far edge checked.
+/// table, with translations placed apart (and flag-free tests branching with `jrcxz`),
+/// and without counted loops' clean copies and with every far edge checked (and those
+/// tests branching with `loop`): both forms, whatever the host's default.
 pub fn configs() -> Vec<Vec<&'static str>> {
     let mut v = vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]];
     for key in ["physical", "virtual", "process", "file", "content"] {
@@ -125,8 +126,17 @@ pub fn configs() -> Vec<Vec<&'static str>> {
     v.push(vec!["--engine", "dbt", "--ras", "--key", "virtual"]);
     v.push(vec!["--engine", "dbt", "--no-ic", "--key", "file"]);
     v.push(vec!["--engine", "dbt", "--no-ibt", "--key", "virtual", "--threshold", "0"]);
-    v.push(vec!["--engine", "dbt", "--threshold", "0", "--layout-seed", "11"]);
-    v.push(vec!["--engine", "dbt", "--no-counted-loops", "--check-far-edges", "--threshold", "0"]);
+    v.push(vec!["--engine", "dbt", "--threshold", "0", "--layout-seed", "11", "--flag-free-branch", "jrcxz"]);
+    v.push(vec![
+        "--engine",
+        "dbt",
+        "--no-counted-loops",
+        "--check-far-edges",
+        "--threshold",
+        "0",
+        "--flag-free-branch",
+        "loop",
+    ]);
     v
 }
 

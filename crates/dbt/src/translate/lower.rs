@@ -195,7 +195,7 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
     e.bytes(&[0x65, 0x67, 0x41, 0x8b, 0x8e, at[0], at[1], at[2], at[3]]); // mov ecx, gs:[r14d + at]
     // The `loop` that would follow the `lea`, and its displacement back to the trampoline.
     let back = runtime::THUNK_FAIL as isize - (e.code.len() + 6 + 2) as isize;
-    let tramp = e.thunk_fail.is_none() && back >= -128;
+    let tramp = !e.opts.slow_loop && e.thunk_fail.is_none() && back >= -128;
     if tramp {
         // ecx = bytes - thunk's + 1: one exactly when they are the thunk's, and `loop`
         // (rcx - 1, jump if not zero) falls through; otherwise it goes back to the

@@ -152,6 +152,11 @@ pub struct Options {
     /// table's lookup then adds it as one instead of loading it from the state block
     /// (`glue::table_lookup`; recorded as [`Reloc::TableMiss`]).
     pub table_bias: Option<i32>,
+    /// The host runs `loop` slowly (Intel cores: about seven µops, where AMD's run it
+    /// as one): the flag-free tests of inline caches and PC thunks then branch with
+    /// `jrcxz`, taken when the test passes, instead of falling through a `loop`
+    /// (`EngineConfig::translate_options` asks the host).
+    pub slow_loop: bool,
 }
 
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are
