@@ -87,13 +87,15 @@ def parts(t, ins):
     budget = t[4].find(bytes.fromhex("450fb602"))  # movzx r8d, byte [r10]
     body = t[0] + budget + 4 if budget >= 0 else t[0]
     in_lookup = False
-    for a, text in ins:
+    for k, (a, text) in enumerate(ins):
         if a < body:
             part[a] = "entries"
             continue
+        # (A `pushf` popped into the state block is a short `rep`'s, not a lookup's.)
+        after = ins[k + 1][1] if k + 1 < len(ins) else ""
         if (
             text.startswith("rorx   $N,%r13d,%r9d")
-            or text.startswith("pushf")
+            or (text.startswith("pushf") and not after.startswith("pop    N(%r15)"))
             or text.startswith("mov    N(%r15),%r9")
         ):
             in_lookup = True

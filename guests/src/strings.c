@@ -3,7 +3,8 @@
  * word and dword sizes, without prefix and with rep / repe / repne, going
  * up (DF=0, cld) and down (DF=1, std), including a count of zero and
  * overlapping copies where the byte-by-byte semantics of rep movs matter
- * (a memmove-style implementation would give different results).
+ * (a memmove-style implementation would give different results), and short
+ * rep movsl / rep stosl of every count to 36 (see test_short_rep).
  *
  * Printed: the resulting buffers, how far ESI/EDI moved and what is left
  * in ECX, EAX for lods, and after cmps/scas the six arithmetic flags (all
@@ -167,6 +168,60 @@ static void test_overlap(void)
 	show("src[0..64)", src, 64);
 }
 
+/*
+ * Short rep movsl / rep stosl, which a translator may run as wide loads and
+ * stores instead of element by element: every count up to 36 and a few
+ * beyond, going up and down, with the arithmetic flags preset all set and
+ * all clear, and movsl at distances where overlap matters (including 1-3
+ * bytes, where a dword copy and a byte copy differ) and where it does not.
+ * One line per case: a checksum of the buffer, how far ESI/EDI moved, ECX
+ * and the flags.
+ */
+static uint8_t big[512];
+
+static void test_short_rep(void)
+{
+	static const int dists[] = { -160, -64, -8, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 8, 64, 160 };
+	static const uint32_t more[] = { 40, 63, 64, 65 };
+	unsigned d, c;
+	int down, k, f;
+
+	printf("== short rep movsl / rep stosl\n");
+	for (c = 0; c < 37 + sizeof(more) / 4; c++) {
+		uint32_t n = c < 37 ? c : more[c - 37];
+
+		for (down = 0; down < 2; down++) {
+			for (f = 0; f < 2; f++) {
+				uint32_t fin = f ? (ALLF | 2) : 2;
+				struct regs r;
+
+				for (d = 0; d < sizeof(dists) / sizeof(dists[0]); d++) {
+					for (k = 0; k < 512; k++)
+						big[k] = (uint8_t)(k * 13 + 7);
+					r.esi = (uint32_t)(big + 256);
+					r.edi = (uint32_t)(big + 256 + dists[d]);
+					r.ecx = n;
+					r.eax = 0;
+					rep_movsl(&r, down, fin);
+					printf("movsl n=%u df=%d f=%d d=%d: %08x dsi=%d ddi=%d ecx=%u fl=%s\n", n, down, f,
+					       dists[d], fnv1a(big, 512), (int)(r.esi - (uint32_t)(big + 256)),
+					       (int)(r.edi - (uint32_t)(big + 256 + dists[d])), r.ecx,
+					       flagstr(r.fl, ALLF));
+				}
+				for (k = 0; k < 512; k++)
+					big[k] = (uint8_t)(k * 13 + 7);
+				r.esi = 0;
+				r.edi = (uint32_t)(big + 256 + (down ? 0 : -3));
+				r.ecx = n;
+				r.eax = 0x9abcdef0;
+				rep_stosl(&r, down, fin);
+				printf("stosl n=%u df=%d f=%d: %08x ddi=%d ecx=%u fl=%s\n", n, down, f, fnv1a(big, 512),
+				       (int)(r.edi - (uint32_t)(big + 256 + (down ? 0 : -3))), r.ecx, flagstr(r.fl, ALLF));
+			}
+		}
+	}
+}
+
 static void test_lods(void)
 {
 	static const struct {
@@ -274,6 +329,7 @@ int main(void)
 {
 	test_movs_stos();
 	test_overlap();
+	test_short_rep();
 	test_lods();
 	test_cmps();
 	test_scas();

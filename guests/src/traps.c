@@ -94,6 +94,15 @@ __asm__(".text\n"
 	/* downwards from ro_page + 60 into none_page: faults at the 16th element */
 	SITE(repne_scas_pf, "\tmovl 4(%esp), %edi\n\taddl $60, %edi\n\tmovl $100, %ecx\n"
 		"\tmovl $0x12345678, %eax\n\tpushl $0xcd7\n\tpopfl", "repne scasl")
+	/* short rep movsl / stosl running from rw_page into the page after it
+	 * (none2): 10 of 20 elements done, the 11th faults (a translator that
+	 * copies short ones with wide loads and stores must still stop there) */
+	SITE(rep_movs_rpf, "\tmovl 4(%esp), %edi\n\tleal 4056(%edi), %esi\n\tmovl $20, %ecx\n"
+		"\tpushl $0x8d7\n\tpopfl", "rep movsl")
+	SITE(rep_movs_wpf, "\tmovl 4(%esp), %esi\n\tleal 4056(%esi), %edi\n\tmovl $20, %ecx\n"
+		"\tpushl $0x8d7\n\tpopfl", "rep movsl")
+	SITE(rep_stos_wpf, "\tmovl 4(%esp), %esi\n\tleal 4056(%esi), %edi\n\tmovl $20, %ecx\n"
+		"\tmovl $0x5a5a5a5a, %eax\n\tpushl $0x2\n\tpopfl", "rep stosl")
 	);
 
 #define DECL(n) extern char s_##n[], s_##n##_at[], s_##n##_after[];
@@ -103,9 +112,9 @@ DECL(int5) DECL(int81) DECL(int_ff) DECL(bound_out) DECL(hlt) DECL(cli) DECL(sti
 DECL(rdmsr) DECL(wrmsr) DECL(in_imm) DECL(out_dx) DECL(insb) DECL(lgdt) DECL(lidt)
 DECL(lldt) DECL(ltr) DECL(mov_from_cr0) DECL(mov_to_cr0) DECL(mov_from_dr7) DECL(clts)
 DECL(invd) DECL(wbinvd) DECL(invlpg) DECL(lmsw) DECL(lret_null) DECL(fpu_mf)
-DECL(repne_scas_pf)
+DECL(repne_scas_pf) DECL(rep_movs_rpf) DECL(rep_movs_wpf) DECL(rep_stos_wpf)
 
-uint32_t none_page, ro_page, fresh_page;
+uint32_t none_page, ro_page, fresh_page, rw_page, none2_page;
 int32_t bounds[4] = { 0, 4, 0, 0 };
 uint16_t fpu_cw_zm = 0x037b; /* zero-divide unmasked */
 
@@ -122,7 +131,7 @@ static const struct site sites[] = {
 	S(bound_out), S(hlt), S(cli), S(sti), S(rdmsr), S(wrmsr), S(in_imm), S(out_dx), S(insb),
 	S(lgdt), S(lidt), S(lldt), S(ltr), S(mov_from_cr0), S(mov_to_cr0), S(mov_from_dr7),
 	S(clts), S(invd), S(wbinvd), S(invlpg), S(lmsw), S(lret_null), S(fpu_mf),
-	S(repne_scas_pf),
+	S(repne_scas_pf), S(rep_movs_rpf), S(rep_movs_wpf), S(rep_stos_wpf),
 };
 
 /* Calls a site, keeping the registers C expects kept (a site may clobber any). */
@@ -133,7 +142,7 @@ __asm__(".text\ncall_site:\n\tpushl %ebp\n\tpushl %ebx\n\tpushl %esi\n\tpushl %e
 
 static const struct site *cur;
 static volatile int got_sig, got_code, got_trapno, got_err;
-static volatile uint32_t got_addr, got_eip, got_cr2, got_flags;
+static volatile uint32_t got_addr, got_eip, got_cr2, got_flags, got_ecx, got_esi, got_edi;
 
 /* An address as a name: a site's own labels, a page of the test, or the number. */
 static void where(char *buf, uint32_t a)
@@ -148,6 +157,10 @@ static void where(char *buf, uint32_t a)
 		snprintf(buf, 32, "ro+%u", a - ro_page);
 	else if (fresh_page && a - fresh_page < 4096)
 		snprintf(buf, 32, "fresh+%u", a - fresh_page);
+	else if (rw_page && a - rw_page < 4096)
+		snprintf(buf, 32, "rw+%u", a - rw_page);
+	else if (none2_page && a - none2_page < 4096)
+		snprintf(buf, 32, "none2+%u", a - none2_page);
 	else
 		snprintf(buf, 32, "%#x", a);
 }
@@ -162,6 +175,9 @@ static void fault_handler(int sig, void *si, void *uc)
 	got_eip = UC_EIP(uc);
 	got_cr2 = UC_CR2(uc);
 	got_flags = UC_EFLAGS(uc) & 0x8d5;
+	got_ecx = UC_W(uc, 10);
+	got_esi = UC_W(uc, 5);
+	got_edi = UC_W(uc, 4);
 	if (cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
 		UC_EFLAGS(uc) &= ~0x400u; /* the site set DF */
 	if (sig == SIGFPE_ && got_trapno == 16) {
@@ -175,6 +191,12 @@ static void fault_handler(int sig, void *si, void *uc)
 	UC_EIP(uc) = (uint32_t)cur->after;
 	if (cur->fn == (void (*)(uint32_t))s_lret_null)
 		UC_W(uc, 7) += 8; /* the far return faulted before popping */
+}
+
+static int rep_site(const struct site *c)
+{
+	return c->fn == (void (*)(uint32_t))s_rep_movs_rpf || c->fn == (void (*)(uint32_t))s_rep_movs_wpf ||
+	       c->fn == (void (*)(uint32_t))s_rep_stos_wpf;
 }
 
 static void faults(void)
@@ -193,6 +215,8 @@ static void faults(void)
 				arg = fresh_page;
 			else if (cur->fn == (void (*)(uint32_t))s_fpu_mf)
 				arg = (uint32_t)&fpu_cw_zm;
+			else if (rep_site(cur))
+				arg = rw_page;
 			call_site(cur->fn, arg);
 			if (round != 0 && round != 59)
 				continue;
@@ -206,6 +230,13 @@ static void faults(void)
 				printf(" cr2 %s", c);
 			if (cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
 				printf(" flags %#x", got_flags);
+			if (rep_site(cur)) {
+				char si[32], di[32];
+				where(si, got_esi);
+				where(di, got_edi);
+				printf(" flags %#x ecx %u esi %s edi %s rw %08x", got_flags, got_ecx, si, di,
+				       fnv1a((void *)rw_page, 4096));
+			}
 			printf("\n");
 			fflush_stdout();
 		}
@@ -394,6 +425,12 @@ int main(void)
 	(void)*(volatile uint32_t *)ro_page; /* present: a write is a protection fault */
 	/* never touched: a write finds the page not present (error code 6, not 7) */
 	fresh_page = (uint32_t)sys_mmap2(0, 4096, 1, 0x22, -1, 0);
+	/* a writable page and an inaccessible one after it */
+	rw_page = (uint32_t)sys_mmap2(0, 8192, 3, 0x22, -1, 0);
+	none2_page = rw_page + 4096;
+	sys_mprotect((void *)none2_page, 4096, 0);
+	for (int k = 0; k < 4096; k++)
+		((uint8_t *)rw_page)[k] = (uint8_t)(k * 7);
 	for (int s = 1; s <= 11; s++)
 		if (s == SIGILL_ || s == SIGTRAP_ || s == SIGBUS_ || s == SIGFPE_ || s == SIGSEGV_)
 			sigaction_(s, (void *)fault_handler, SA_NODEFER_);

@@ -92,6 +92,10 @@ pub struct JitState {
     /// What an indirect-branch table entry is relative to: the host address of the
     /// table-miss routine, where an entry never set (zero) leads.
     pub ibt_bias: u64,
+    /// A word translated code may keep a value in between two instructions of its own
+    /// (the guest's flags across a short `rep`'s checks: `translate::lower`), never
+    /// across a guest memory access.
+    pub scratch: u64,
 }
 
 /// What r15 points at while translated code runs: the state block, then the jump
@@ -227,6 +231,7 @@ impl Default for JitState {
             ras_misses: 0,
             window_faults: 0,
             ibt_bias: 0,
+            scratch: 0,
         }
     }
 }
@@ -283,6 +288,8 @@ pub mod off {
     pub const RAS_MISSES: i32 = 176;
     /// `ibt_bias`.
     pub const IBT_BIAS: i32 = 192;
+    /// `scratch`.
+    pub const SCRATCH: i32 = 200;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -700,6 +707,8 @@ mod tests {
         assert_eq!(&s.ras_empty_neg as *const _ as usize - base, off::RAS_EMPTY_NEG as usize);
         assert_eq!(&s.ras_misses as *const _ as usize - base, off::RAS_MISSES as usize);
         assert_eq!(&s.ibt_bias as *const _ as usize - base, off::IBT_BIAS as usize);
+        assert_eq!(&s.scratch as *const _ as usize - base, off::SCRATCH as usize);
+        assert_eq!(JC_KEYS, 208, "the jump cache's lookups encode its offset");
     }
 
     #[test]

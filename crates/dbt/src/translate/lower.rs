@@ -432,6 +432,153 @@ pub(super) fn rep_prefix(ins: &Instruction) -> u8 {
 /// instruction from there (precisely as a restarted `rep` would). A guest ESI/EDI that
 /// wraps past 4 GiB reaches the empty 4 GiB after the window and faults the same way.
 pub(super) fn string_seq(ins: &Instruction, prefix: u8) -> Option<Vec<u8>> {
+    let host = host_string_seq(ins, prefix)?;
+    let mut v = match (prefix, ins.mnemonic()) {
+        (0xf3, M::Movsd) => short_rep(true, host.len())?,
+        (0xf3, M::Stosd) => short_rep(false, host.len())?,
+        _ => Vec::new(),
+    };
+    v.extend(host);
+    Some(v)
+}
+
+/// The most bytes [`short_rep`] copies or stores itself.
+const SHORT_REP_MAX: u32 = 256;
+
+/// The fast path of a `rep movsd` (`movs`) or `rep stosd` of at most [`SHORT_REP_MAX`]
+/// bytes, in front of the host's own `rep` (which it jumps over when it ran). A host
+/// `rep movsd`/`stosd` costs about as much for one element as for a hundred (its start-up:
+/// 9.5 ns on the Intel Xeon of docs/results.md § Stop 33, where `rep movsb` of up to 64
+/// bytes takes 2.6), and the i686 glibc a TM5600 gets copies and clears with them; so
+/// short ones run here as SSE2 loads and stores instead (the host's XMM registers are
+/// not guest state: the modeled CPU has no SSE), a head and a tail that overlap as
+/// needed, every load before the first store. It runs only when the direction flag is
+/// clear, the count is 1 to 64 and (`movs`) the source and destination do not overlap,
+/// so the result is the element-by-element copy's; and with the guest's flags back in
+/// the host's, ECX, ESI and EDI untouched until every store is done and the host stack
+/// as it was: a fault at any load or store is taken at the instruction with the guest's
+/// state as it was before it, and the interpreter's run of the whole instruction gives
+/// what the host's would have (without overlap, storing the same bytes again changes
+/// nothing). The flags are saved with `pushfq` (popped at once into
+/// `JitState::scratch`) and restored without `popfq` (7 ns here): `sahf` gives back SF,
+/// ZF, AF, PF and CF, and `add al, 0x7f` of the saved OF (0 or 1) gives back OF. `host` is the length of the host's sequence,
+/// which follows: the fast path jumps over it.
+fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
+    let skip = u32::try_from(host).ok()?.to_le_bytes();
+    asm(|a| {
+        let mut host_seq = a.create_label();
+        let mut out = a.create_label();
+        let mut done = a.create_label();
+        let mut classes = [(); 6].map(|()| a.create_label());
+        a.pushfq()?;
+        a.pop(qword_ptr(r15 + runtime::off::SCRATCH))?;
+        a.test(byte_ptr(r15 + runtime::off::SCRATCH + 1), 0x04)?; // DF (bit 10)
+        a.jnz(out)?;
+        a.lea(r8d, dword_ptr(rcx - 1))?;
+        a.cmp(r8d, (SHORT_REP_MAX / 4 - 1) as i32)?;
+        a.ja(out)?; // ECX 0 or more than 64 elements
+        a.lea(r8d, dword_ptr(rcx * 4))?; // the bytes, B
+        a.mov(esi, esi)?;
+        a.mov(edi, edi)?;
+        if movs {
+            // Overlap: EDI - ESI or ESI - EDI (mod 2^32) below B.
+            a.mov(r9d, edi)?;
+            a.sub(r9d, esi)?;
+            a.cmp(r9d, r8d)?;
+            a.jb(out)?;
+            a.neg(r9d)?;
+            a.cmp(r9d, r8d)?;
+            a.jb(out)?;
+        }
+        a.mov(r13, qword_ptr(r15 + runtime::off::WINDOW))?;
+        if movs {
+            a.lea(r9, qword_ptr(r13 + rsi))?;
+        } else {
+            a.movd(xmm0, eax)?;
+            a.pshufd(xmm0, xmm0, 0)?;
+        }
+        a.lea(r13, qword_ptr(r13 + rdi))?;
+        for (c, limit) in [4, 16, 32, 64, 128].into_iter().enumerate() {
+            a.cmp(r8d, limit)?;
+            a.jbe(classes[c])?;
+        }
+        a.jmp(classes[5])?;
+        for (c, label) in classes.iter_mut().enumerate() {
+            a.set_label(label)?;
+            restore_flags(a)?;
+            let (from, to) = (r9, r13);
+            match c {
+                0 if movs => {
+                    a.movd(xmm0, dword_ptr(from))?;
+                    a.movd(dword_ptr(to), xmm0)?;
+                }
+                0 => a.mov(dword_ptr(to), eax)?,
+                1 => {
+                    if movs {
+                        a.movq(xmm0, qword_ptr(from))?;
+                        a.movq(xmm1, qword_ptr(from + r8 - 8))?;
+                        a.movq(qword_ptr(to), xmm0)?;
+                        a.movq(qword_ptr(to + r8 - 8), xmm1)?;
+                    } else {
+                        a.movq(qword_ptr(to), xmm0)?;
+                        a.movq(qword_ptr(to + r8 - 8), xmm0)?;
+                    }
+                }
+                _ => {
+                    // Head and tail of 16 (B ≤ 32), 32 (≤ 64), 64 (≤ 128) or 128 bytes.
+                    let half = [0, 0, 16, 32, 64, 128][c];
+                    let regs = [
+                        xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
+                        xmm15,
+                    ];
+                    let chunks = half / 16;
+                    if movs {
+                        for k in 0..chunks {
+                            a.movdqu(regs[k as usize], xmmword_ptr(from + 16 * k))?;
+                            a.movdqu(regs[(chunks + k) as usize], xmmword_ptr(from + r8 - half + 16 * k))?;
+                        }
+                    }
+                    for k in 0..chunks {
+                        let (h, t) = if movs { (regs[k as usize], regs[(chunks + k) as usize]) } else { (xmm0, xmm0) };
+                        a.movdqu(xmmword_ptr(to + 16 * k), h)?;
+                        a.movdqu(xmmword_ptr(to + r8 - half + 16 * k), t)?;
+                    }
+                }
+            }
+            a.jmp(done)?;
+        }
+        a.set_label(&mut out)?;
+        restore_flags(a)?;
+        a.jmp(host_seq)?;
+        // The guest's registers as the host's `rep` leaves them, then past its sequence.
+        a.set_label(&mut done)?;
+        if movs {
+            a.lea(esi, dword_ptr(rsi + r8))?;
+        }
+        a.lea(edi, dword_ptr(rdi + r8))?;
+        a.mov(ecx, 0)?;
+        a.db(&[0xe9, skip[0], skip[1], skip[2], skip[3]])?; // jmp rel32 over `host` bytes
+        a.set_label(&mut host_seq)?;
+        a.zero_bytes()?;
+        Ok(())
+    })
+}
+
+/// The guest's arithmetic flags back in the host's from the copy `pushfq` left in
+/// `JitState::scratch` (see [`short_rep`]); every other register as it was.
+fn restore_flags(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    a.push(rax)?;
+    a.mov(eax, dword_ptr(r15 + runtime::off::SCRATCH))?;
+    a.shl(eax, 8)?; // AH: SF ZF 0 AF 0 PF 1 CF
+    a.bt(dword_ptr(r15 + runtime::off::SCRATCH), 11)?; // CF = OF
+    a.setc(al)?;
+    a.add(al, 0x7f)?; // OF: 1 + 0x7f overflows, 0 + 0x7f does not
+    a.sahf()?;
+    a.pop(rax)
+}
+
+/// The host's own string instruction (see [`string_seq`]).
+fn host_string_seq(ins: &Instruction, prefix: u8) -> Option<Vec<u8>> {
     let uses_esi = matches!(ins.mnemonic(), M::Movsb | M::Movsw | M::Movsd | M::Lodsb | M::Lodsw | M::Lodsd)
         || matches!(ins.mnemonic(), M::Cmpsb | M::Cmpsw | M::Cmpsd);
     let uses_edi = !matches!(ins.mnemonic(), M::Lodsb | M::Lodsw | M::Lodsd);
