@@ -1,8 +1,9 @@
 //! The real-program suite's programs (Debian's python3, lua, perl, bash, gawk, sqlite3,
 //! compressors, coreutils) give native's output under morph: `realbench --quick --warm`
-//! runs each once natively, under morph, and under morph with a persistent translation
-//! cache primed by an earlier run, and fails on any difference. Its times are not
-//! looked at (benchmarks are benchmarks, not tests).
+//! runs each once natively, under morph, under morph with a persistent translation
+//! cache primed by an earlier run, and (`--against-args`) under morph with the other
+//! form of flag-free tests, and fails on any difference. Its times are not looked at
+//! (benchmarks are benchmarks, not tests).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -31,9 +32,11 @@ fn real_programs_match_native() {
     let out = Command::new(env!("CARGO_BIN_EXE_realbench"))
         .args(["--quick", "--warm", "--no-qemu", "--morph"])
         .arg(morph())
+        .args(["--against-args", "--flag-free-branch loop"])
         .output()
         .expect("run realbench");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "realbench failed:\n{text}");
     assert!(!text.contains("FAIL"), "{text}");
+    assert!(text.contains("morph / against") && text.contains("median ×"), "no comparison table:\n{text}");
 }

@@ -18,14 +18,19 @@
 //! medians are then over placements too (compare builds this way). With `--warm`,
 //! morph also runs each program with a persistent translation cache (`--tcache-dir`)
 //! primed by one unmeasured run (`morph-physical-warm`): what start-up costs once the
-//! translations of an earlier run are kept.
+//! translations of an earlier run are kept. With `--against PATH` and/or `--against-args
+//! "ARGS"`, a second morph (another build, or the same one with other `run` options: an
+//! ablation) runs each program under the physical key too, in the same rounds, each run
+//! of it right after morph's (`morph-against`); a second table gives morph's median over
+//! its median per program: what a change did, measured in one run on one machine state.
 //!
 //! Outputs: a table on stdout, `--csv FILE` (one row per program and configuration),
 //! `--json FILE` (rows plus metadata: morph version, commit, host, sysroot packages),
 //! `--svg FILE` (ratios to native with min–max whiskers, drawn with plotters).
 //!
 //! Usage: `benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu] [--csv F]
-//! [--json F] [--svg F] [--morph PATH] [--layouts] [--warm]`; see benches/README.md.
+//! [--json F] [--svg F] [--morph PATH] [--layouts] [--warm] [--against PATH]
+//! [--against-args ARGS]`; see benches/README.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -183,10 +188,13 @@ struct Opts {
     layouts: bool,
     /// Also run morph with a primed persistent translation cache (`--warm`).
     warm: bool,
+    /// A second morph and the extra `run` options it gets (`--against`, `--against-args`).
+    against: Option<(PathBuf, Vec<String>)>,
 }
 
 const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--only a,b] [--no-qemu] \
-[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts] [--warm]";
+[--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts] [--warm] [--against PATH] \
+[--against-args ARGS]";
 
 fn parse_args() -> anyhow::Result<Opts> {
     let mut o = Opts {
@@ -201,8 +209,10 @@ fn parse_args() -> anyhow::Result<Opts> {
         cache: None,
         layouts: false,
         warm: false,
+        against: None,
     };
     let mut runs = None;
+    let (mut against, mut against_args) = (None, None);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut val = || it.next().with_context(|| format!("{a} needs a value\n{USAGE}"));
@@ -218,6 +228,8 @@ fn parse_args() -> anyhow::Result<Opts> {
             "--cache" => o.cache = Some(PathBuf::from(val()?)),
             "--layouts" => o.layouts = true,
             "--warm" => o.warm = true,
+            "--against" => against = Some(PathBuf::from(val()?)),
+            "--against-args" => against_args = Some(val()?.split_whitespace().map(String::from).collect()),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -226,6 +238,9 @@ fn parse_args() -> anyhow::Result<Opts> {
         }
     }
     o.runs = runs.unwrap_or(if o.quick { 1 } else { 3 });
+    if against.is_some() || against_args.is_some() {
+        o.against = Some((against.unwrap_or_else(|| o.morph.clone()), against_args.unwrap_or_default()));
+    }
     if let Some(only) = &o.only {
         for n in only {
             if !PROGRAMS.iter().any(|p| p.name == n) {
@@ -364,6 +379,8 @@ enum Config {
     MorphVirtual,
     /// The physical key with a persistent translation cache primed by an earlier run.
     MorphWarm,
+    /// The physical key, under the second morph of `--against` (`--against-args`).
+    MorphAgainst,
     Qemu,
 }
 
@@ -374,6 +391,7 @@ impl Config {
             Config::MorphPhysical => "morph-physical",
             Config::MorphVirtual => "morph-virtual",
             Config::MorphWarm => "morph-physical-warm",
+            Config::MorphAgainst => "morph-against",
             Config::Qemu => "qemu-i386",
         }
     }
@@ -391,10 +409,14 @@ fn run_config(
 ) -> anyhow::Result<Outcome> {
     match cfg {
         Config::Native => run_native(root, p.argv, p.stdin),
-        Config::MorphPhysical | Config::MorphVirtual | Config::MorphWarm => {
-            let mut c = Command::new(&o.morph);
+        Config::MorphPhysical | Config::MorphVirtual | Config::MorphWarm | Config::MorphAgainst => {
+            let (bin, extra) = match (&o.against, cfg) {
+                (Some((bin, args)), Config::MorphAgainst) => (bin, &args[..]),
+                _ => (&o.morph, &[][..]),
+            };
+            let mut c = Command::new(bin);
             let key = if cfg == Config::MorphVirtual { "virtual" } else { "physical" };
-            c.args(["run", "--engine", "dbt", "--key", key, "--clear-env"]);
+            c.args(["run", "--engine", "dbt", "--key", key, "--clear-env"]).args(extra);
             if cfg == Config::MorphWarm {
                 c.arg("--tcache-dir").arg(tcache);
             }
@@ -488,6 +510,12 @@ fn real_main() -> anyhow::Result<bool> {
     }
     // Runs change directory: the binary's path must not be relative.
     o.morph = o.morph.canonicalize()?;
+    if let Some((bin, _)) = &mut o.against {
+        if !bin.is_file() {
+            bail!("--against {}: no such morph binary", bin.display());
+        }
+        *bin = bin.canonicalize()?;
+    }
     let root = prepare(&o)?;
     let progs: Vec<&Program> =
         PROGRAMS.iter().filter(|p| o.only.as_ref().is_none_or(|only| only.iter().any(|n| n == p.name))).collect();
@@ -497,6 +525,9 @@ fn real_main() -> anyhow::Result<bool> {
     let started = Instant::now();
     for p in &progs {
         let mut cfgs = vec![Config::Native, Config::MorphPhysical];
+        if o.against.is_some() {
+            cfgs.push(Config::MorphAgainst);
+        }
         if p.forks {
             cfgs.push(Config::MorphVirtual);
         }
@@ -575,6 +606,9 @@ fn real_main() -> anyhow::Result<bool> {
         eprintln!("realbench: {} done ({:.0} s so far)", p.name, started.elapsed().as_secs_f64());
     }
     print_table(&progs, &rows);
+    if let Some((bin, args)) = &o.against {
+        print_against(&progs, &rows, bin, args);
+    }
     let meta = metadata(&o, &root)?;
     if let Some(f) = &o.csv {
         write_csv(f, &rows)?;
@@ -688,6 +722,30 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
     );
 }
 
+/// Morph's median over the second morph's, per program (`--against`), from runs that gave
+/// native's output.
+fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) {
+    let get = |p: &str, c: Config| rows.iter().find(|r| r.program == p && r.config == c.name());
+    println!("\nmorph / against ({} {}): median over median, per program", bin.display(), args.join(" "));
+    let mut all = Vec::new();
+    for p in progs {
+        let (m, a) = (get(p.name, Config::MorphPhysical), get(p.name, Config::MorphAgainst));
+        let r = m.zip(a).filter(|(m, a)| m.output_matches_native && a.output_matches_native);
+        match r {
+            Some((m, a)) => {
+                let x = m.median_s / a.median_s;
+                all.push(x);
+                println!("{:<14} {:>8.1} ms {:>8.1} ms   ×{x:.3}", p.name, m.median_s * 1e3, a.median_s * 1e3);
+            }
+            None => println!("{:<14} FAIL", p.name),
+        }
+    }
+    if !all.is_empty() {
+        let (lo, hi) = all.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        println!("median ×{:.3} (×{lo:.3} to ×{hi:.3})", median(&mut all));
+    }
+}
+
 fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
     let mut s = String::from("program,config,runs,median_s,min_s,max_s,ratio_to_native,output_matches_native");
     for (_, c) in COUNTERS {
@@ -746,6 +804,7 @@ fn metadata(o: &Opts, root: &Path) -> anyhow::Result<serde_json::Value> {
         "host_cpu": cpu,
         "host_kernel": std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| s.trim().to_string()),
         "qemu": qemu,
+        "against": o.against.as_ref().map(|(bin, args)| serde_json::json!({ "morph": bin, "args": args })),
         "sysroot_packages": packages,
         "date_unix": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs(),
         "command": std::env::args().collect::<Vec<_>>(),
@@ -754,7 +813,7 @@ fn metadata(o: &Opts, root: &Path) -> anyhow::Result<serde_json::Value> {
 
 mod plot {
     //! The ratio plot: one group of bars per program (morph physical, morph virtual,
-    //! qemu-i386), each bar the median ratio to native with a min–max whisker, and a
+    //! morph warm, the second morph of `--against`, qemu-i386: those the run has), each bar the median ratio to native with a min–max whisker, and a
     //! line at ×1.
     use super::Row;
     use plotters::prelude::*;
@@ -763,6 +822,7 @@ mod plot {
         ("morph-physical", RGBColor(31, 119, 180)),
         ("morph-virtual", RGBColor(255, 127, 14)),
         ("morph-physical-warm", RGBColor(44, 160, 44)),
+        ("morph-against", RGBColor(148, 103, 189)),
         ("qemu-i386", RGBColor(127, 127, 127)),
     ];
 
