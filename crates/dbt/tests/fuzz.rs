@@ -41,6 +41,10 @@ enum Op {
     /// `jmp over; <Alu(k, d, s)>; over:` — a direct jump forward in the page, which the
     /// translator follows (the skipped op never runs).
     Hop(u8, u8, u8),
+    /// `rep movsd` (or `rep stosd` of EAX) of `count` dwords from data offset `src` to
+    /// `src + delta` (bytes, so overlapping and misaligned too), downwards if set: short
+    /// ones run as wide loads and stores in translated code (`lower::short_rep`).
+    Rep(bool, bool, u8, u16, i16),
 }
 
 const REGS: [AsmRegister32; 7] = [eax, ecx, edx, ebx, ebp, esi, edi];
@@ -70,6 +74,8 @@ fn op() -> impl Strategy<Value = Op> {
         (0..4u8, 0..7u8, 0..7u8).prop_map(|(a, b, c)| Op::Movx(a, b, c)),
         (0..16u8, 0..8u8, 0..7u8, 0..7u8).prop_map(|(a, b, c, d)| Op::Skip(a, b, c, d)),
         (0..8u8, 0..7u8, 0..7u8).prop_map(|(a, b, c)| Op::Hop(a, b, c)),
+        (any::<bool>(), any::<bool>(), 0..70u8, 0x200..0xc00u16, -300..300i16)
+            .prop_map(|(m, d, n, s, o)| Op::Rep(m, d, n, s, o)),
     ]
 }
 
@@ -195,6 +201,23 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
             a.jmp(over)?;
             emit(a, &Op::Alu(k, d, s))?;
             a.set_label(&mut over)
+        }
+        Op::Rep(movs, down, count, src, delta) => {
+            // Both ends inside [0x200 - 280, 0xc00 + 280): clear of the other ops' data
+            // and of the loop counter at 0xff0.
+            let dst = (i32::from(src) + i32::from(delta)).clamp(0x200, 0xc00);
+            a.lea(esi, dword_ptr(ebx + i32::from(src)))?;
+            a.lea(edi, dword_ptr(ebx + dst))?;
+            a.mov(ecx, u32::from(count))?;
+            if down {
+                a.std()?;
+            }
+            if movs {
+                a.rep().movsd()?
+            } else {
+                a.rep().stosd()?
+            }
+            a.cld()
         }
         Op::Movx(k, d, s) => {
             let d = dst(d);
