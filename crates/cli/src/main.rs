@@ -63,6 +63,17 @@ enum FlagFree {
     Jrcxz,
 }
 
+impl FlagFree {
+    /// `EngineConfig::slow_loop`: `None` leaves the choice to the host.
+    fn slow_loop(self) -> Option<bool> {
+        match self {
+            FlagFree::Auto => None,
+            FlagFree::Loop => Some(false),
+            FlagFree::Jrcxz => Some(true),
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum KernelArg {
     #[value(name = "2.6.12")]
@@ -365,11 +376,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         predict: !a.no_ic,
         ibt: !a.no_ibt,
         counted: !a.no_counted_loops,
-        slow_loop: match a.flag_free_branch {
-            FlagFree::Auto => None,
-            FlagFree::Loop => Some(false),
-            FlagFree::Jrcxz => Some(true),
-        },
+        slow_loop: a.flag_free_branch.slow_loop(),
         unlink_far: !a.check_far_edges,
         layout_seed: a.layout_seed,
         code_map: a.code_map.clone(),
@@ -512,6 +519,8 @@ fn create_trace_file(f: &std::path::Path) -> anyhow::Result<std::fs::File> {
 fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>]) -> serde_json::Value {
     use clap::ValueEnum;
     let name = |v: Option<clap::builder::PossibleValue>| v.map(|v| v.get_name().to_string());
+    let jrcxz =
+        morph_dbt::EngineConfig { slow_loop: a.flag_free_branch.slow_loop(), ..Default::default() }.uses_jrcxz();
     serde_json::json!({
         "engine": name(a.engine.to_possible_value()),
         "key": a.key.name(),
@@ -522,12 +531,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "ibt": !a.no_ibt,
         "counted_loops": !a.no_counted_loops,
         // As run: `auto` resolved for this host.
-        "flag_free_branch": match a.flag_free_branch {
-            FlagFree::Loop => "loop",
-            FlagFree::Jrcxz => "jrcxz",
-            FlagFree::Auto if morph_cpu::host::amd_like() => "loop",
-            FlagFree::Auto => "jrcxz",
-        },
+        "flag_free_branch": if jrcxz { "jrcxz" } else { "loop" },
         "unlink_far": !a.check_far_edges,
         "layout_seed": a.layout_seed,
         "tc_size": a.tc_size,

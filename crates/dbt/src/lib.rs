@@ -163,8 +163,14 @@ impl EngineConfig {
             ibt: self.ibt,
             counted: self.counted,
             table_bias: None,
-            slow_loop: self.slow_loop.unwrap_or_else(|| !morph_cpu::host::amd_like()),
+            slow_loop: self.uses_jrcxz(),
         }
+    }
+
+    /// Whether flag-free tests branch with `jrcxz` ([`EngineConfig::slow_loop`], `None`
+    /// resolved for this host).
+    pub fn uses_jrcxz(&self) -> bool {
+        self.slow_loop.unwrap_or_else(|| !morph_cpu::host::amd_like())
     }
 }
 
