@@ -641,7 +641,7 @@ fn read_counters(f: &Path) -> anyhow::Result<BTreeMap<String, u64>> {
 }
 
 fn print_table(progs: &[&Program], rows: &[Row]) {
-    let get = |p: &str, c: Config| rows.iter().find(|r| r.program == p && r.config == c.name());
+    let get = |p: &str, c: Config| row(rows, p, c);
     let ratio = |r: Option<&Row>| match r {
         Some(r) if !r.output_matches_native => "FAIL".to_string(),
         Some(r) => r.ratio_to_native.map_or_else(String::new, |x| format!("×{x:.2}")),
@@ -722,10 +722,15 @@ fn print_table(progs: &[&Program], rows: &[Row]) {
     );
 }
 
+/// Program `p`'s row under configuration `c`.
+fn row<'a>(rows: &'a [Row], p: &str, c: Config) -> Option<&'a Row> {
+    rows.iter().find(|r| r.program == p && r.config == c.name())
+}
+
 /// Morph's median over the second morph's, per program (`--against`), from runs that gave
 /// native's output.
 fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) {
-    let get = |p: &str, c: Config| rows.iter().find(|r| r.program == p && r.config == c.name());
+    let get = |p: &str, c: Config| row(rows, p, c);
     println!("\nmorph / against ({} {}): median over median, per program", bin.display(), args.join(" "));
     let mut all = Vec::new();
     for p in progs {

@@ -708,7 +708,7 @@ mod tests {
         assert_eq!(&s.ras_misses as *const _ as usize - base, off::RAS_MISSES as usize);
         assert_eq!(&s.ibt_bias as *const _ as usize - base, off::IBT_BIAS as usize);
         assert_eq!(&s.scratch as *const _ as usize - base, off::SCRATCH as usize);
-        assert_eq!(JC_KEYS, 208, "the jump cache's lookups encode its offset");
+        assert_eq!(JC_KEYS, 208, "the goldens' jump-cache lookups show this offset");
     }
 
     #[test]

@@ -197,32 +197,29 @@ impl Emitter {
     /// hit instead, `fib` ran 1.1 to 2.4 s from run to run on the AMD host of
     /// docs/results.md, against 0.93 s every time this way.)
     fn inline_cache(&mut self, delta: i32) {
-        let plus2 = (self.at(delta) + 2).to_le_bytes();
+        // With `jrcxz` (taken on a hit), its rel8 jumps over the miss path: a lookup
+        // beyond its reach (none is) leaves the branch to the lookup alone.
+        let over = 3 + self.lookup_len();
+        if self.opts.slow_loop && over >= 0x80 {
+            self.lookup();
+            return;
+        }
         self.bytes(&[0x49, 0x89, 0xc8]); // mov r8, rcx
         self.bytes(&[0x44, 0x89, 0xe9]); // mov ecx, r13d
         self.bytes(&[0xf7, 0xd1]); // not ecx
         if self.opts.slow_loop {
             // ecx = r14d + off - r13d, zero on a hit: `jrcxz` over the lookup (which
-            // ends in a jump) to the hit path, or to a `jmp` to it past a lookup longer
-            // than a short jump reaches.
+            // ends in a jump) to the hit path.
             let plus1 = (self.at(delta) + 1).to_le_bytes();
             self.bytes(&[0x42, 0x8d, 0x8c, 0x31, plus1[0], plus1[1], plus1[2], plus1[3]]); // lea ecx, [rcx + r14 + off + 1]
-            let over = 3 + self.lookup_len();
-            if over < 0x80 {
-                self.bytes(&[0xe3, over as u8]); // jrcxz hit
-            } else {
-                self.bytes(&[0xe3, 2, 0xeb, 8]); // jrcxz hit; jmp miss (over the hit path)
-                self.bytes(&[0x4c, 0x89, 0xc1]); // hit: mov rcx, r8
-                self.jump(delta);
-            }
+            self.bytes(&[0xe3, over as u8]); // jrcxz hit
             self.bytes(&[0x4c, 0x89, 0xc1]); // miss: mov rcx, r8
             self.lookup();
-            if over < 0x80 {
-                self.bytes(&[0x4c, 0x89, 0xc1]); // hit: mov rcx, r8
-                self.jump(delta); // jmp rel32 (in the page: no `lea r13d` before it)
-            }
+            self.bytes(&[0x4c, 0x89, 0xc1]); // hit: mov rcx, r8
+            self.jump(delta); // jmp rel32 (in the page: no `lea r13d` before it)
             return;
         }
+        let plus2 = (self.at(delta) + 2).to_le_bytes();
         self.bytes(&[0x42, 0x8d, 0x8c, 0x31, plus2[0], plus2[1], plus2[2], plus2[3]]); // lea ecx, [rcx + r14 + off + 2]
         self.bytes(&[0xe2, 8]); // loop miss (over the 8 bytes of the hit path)
         self.bytes(&[0x4c, 0x89, 0xc1]); // hit: mov rcx, r8

@@ -507,10 +507,12 @@ fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
             a.jbe(classes[c])?;
         }
         a.jmp(classes[5])?;
+        let (from, to) = (r9, r13);
+        let regs =
+            [xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14, xmm15];
         for (c, label) in classes.iter_mut().enumerate() {
             a.set_label(label)?;
             restore_flags(a)?;
-            let (from, to) = (r9, r13);
             match c {
                 0 if movs => {
                     a.movd(xmm0, dword_ptr(from))?;
@@ -531,10 +533,6 @@ fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
                 _ => {
                     // Head and tail of 16 (B ≤ 32), 32 (≤ 64), 64 (≤ 128) or 128 bytes.
                     let half = [0, 0, 16, 32, 64, 128][c];
-                    let regs = [
-                        xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14,
-                        xmm15,
-                    ];
                     let chunks = half / 16;
                     if movs {
                         for k in 0..chunks {

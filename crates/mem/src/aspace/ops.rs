@@ -448,8 +448,7 @@ impl AddressSpace {
         let old = p.frame();
         let uncow = |p: Pte| Pte(p.0 & !Pte::COW);
         if self.phys.refcount(old) == 1 {
-            let ranges: Vec<(u32, u32)> =
-                self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+            let ranges = self.vma_pages();
             // Only protections change: one mprotect per run of equally protected hosted
             // pages, across neighbouring VMAs (a data segment, its bss and the heap).
             let mut pending: Option<(u32, u32)> = None;
@@ -554,8 +553,7 @@ impl AddressSpace {
         child.cache = self.cache.as_ref().map(PageCache::share);
         child.set_mapping(self.mapping); // the same pages map the same frames
         // Every present page lies in a VMA: walk those, not the whole 4 GiB table.
-        let ranges: Vec<(u32, u32)> =
-            self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+        let ranges = self.vma_pages();
         for &(first, end) in &ranges {
             for i in first as usize..end as usize {
                 let mut p = self.pt[i].get();
@@ -586,6 +584,12 @@ impl AddressSpace {
         Ok(child)
     }
 
+    /// The page numbers `[first, end)` of each VMA, in address order (every present page
+    /// lies in one: walks over these skip the rest of the 4 GiB table).
+    fn vma_pages(&self) -> Vec<(u32, u32)> {
+        self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect()
+    }
+
     /// Before translated code runs in this space again after a `fork` (which marked its
     /// writable pages copy-on-write in the table only): the pages still shared with a
     /// child are write-protected in the host window, one `mprotect` per run; the others
@@ -597,8 +601,7 @@ impl AddressSpace {
         if !std::mem::take(&mut self.fork_pending) {
             return Ok(());
         }
-        let ranges: Vec<(u32, u32)> =
-            self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect();
+        let ranges = self.vma_pages();
         for (first, end) in ranges {
             // The pages still shared, in runs: [lo, j) while `run` is Some(lo).
             let mut run = None;
