@@ -619,6 +619,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "interp_blocks_invalidated": i.blocks_invalidated,
             "interp_blocks_rebased": i.blocks_rebased,
             "fpu_instructions": i.fpu_instructions,
+            "fpu_lazy_exits": e.fpu_lazy_exits,
         },
         "tcache": m.engine().tcache_stats().map(|t| json!({
             "files_loaded": t.files_loaded,

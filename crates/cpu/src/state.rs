@@ -167,6 +167,11 @@ pub struct Cpu {
     pub segs: UserSegments,
     /// x87/MMX state.
     pub fpu: Box<FpuState>,
+    /// The x87/MMX state is in the host FPU, not in `fpu`: translated code left it there
+    /// when it returned to the dispatcher (`morph_dbt` switches it lazily), and
+    /// [`crate::x87::fpu_from_host`] stores it back before anything reads or writes `fpu`. Only
+    /// ever set while an engine runs this CPU: the engine takes it back before it returns.
+    pub fpu_in_host: bool,
     /// Guest instructions retired (drives the virtual time stamp counter).
     pub icount: u64,
     /// The last exception taken: what Linux keeps per thread (`trap_nr`, `error_code`,
@@ -205,6 +210,7 @@ impl Cpu {
             seg_base: [0; 6],
             tls: [TlsDescriptor::default(); TLS_ENTRIES],
             fpu: Box::new(FpuState::new()),
+            fpu_in_host: false,
             icount: 0,
             trap: Trap::default(),
         }

@@ -31,7 +31,7 @@ use std::collections::HashMap;
 
 use iced_x86::{Code, Encoder, Instruction, MemoryOperand, Register};
 
-use crate::state::FpuState;
+use crate::state::{Cpu, FpuState};
 
 const BUF_SIZE: usize = 256 * 1024;
 const PROLOGUE: &[u8] = &[
@@ -86,6 +86,39 @@ impl HostControl {
     pub fn morph() -> &'static HostControl {
         static C: std::sync::OnceLock<HostControl> = std::sync::OnceLock::new();
         C.get_or_init(HostControl::current)
+    }
+}
+
+/// Stores `cpu`'s x87/MMX state back into [`Cpu::fpu`] if translated code left it in the
+/// host FPU ([`Cpu::fpu_in_host`]), and gives the host FPU back to morph.
+#[inline]
+pub fn fpu_from_host(cpu: &mut Cpu) {
+    if cpu.fpu_in_host {
+        take_from_host(&mut cpu.fpu);
+        cpu.fpu_in_host = false;
+    }
+}
+
+/// Stores the guest's x87/MMX state, which the host FPU holds, into `fpu`, and puts
+/// morph's own control state back (`fninit`, morph's control word and MXCSR), as a
+/// stub's epilogue does: what translated code's exit used to do at every exit, done
+/// only when the interpreter or the OS layer needs the state.
+fn take_from_host(fpu: &mut FpuState) {
+    let host = HostControl::morph();
+    // SAFETY: fxsave stores 512 bytes to `fpu`, a 16-byte aligned 512-byte image that we
+    // borrow mutably; fninit, fldcw and ldmxcsr change only the host FPU's state, which
+    // holds the guest's until here (morph's own code uses no x87 and the default MXCSR,
+    // put back here).
+    unsafe {
+        std::arch::asm!(
+            "fxsave [{img}]",
+            "fninit",
+            "fldcw [{c}]",
+            "ldmxcsr [{c} + 4]",
+            img = in(reg) fpu.0.as_mut_ptr(),
+            c = in(reg) host as *const HostControl,
+            options(nostack, preserves_flags),
+        );
     }
 }
 

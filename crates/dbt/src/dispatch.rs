@@ -32,6 +32,10 @@ impl Engine {
         }
         self.ticks.start();
         let e = self.dispatch_loop(cpu, mem, ctx, budget);
+        // The OS layer reads and writes the x87 state in memory (signal frames, fork,
+        // another thread's run next): it goes back there if translated code left it in
+        // the host FPU.
+        morph_cpu::x87::fpu_from_host(cpu);
         self.ticks.switch(Activity::Outside);
         e
     }

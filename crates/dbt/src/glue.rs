@@ -44,6 +44,9 @@ const _: () = assert!(
         && off::RAS_EMPTY_NEG == 168
         && off::RAS_MISSES == 176
         && off::IBT_BIAS == 192
+        && off::SCRATCH == 200
+        && off::FPU_IN_HOST == 113
+        && off::FPU_LEFT == 114
 );
 
 /// Stores the guest flags (through r13) and registers (see [`crate::runtime::host_gpr`])
@@ -90,6 +93,50 @@ fn fpu_load(a: &mut Glue) {
         ; mov r13, [r15 + 104] // fpu
         ; fxrstor [r13]
         ; skip:
+    );
+}
+
+/// [`fpu_load`] at an entry from the dispatcher, unless the host FPU still holds the
+/// guest's state, left there by the last exit (`JitState::fpu_in_host`). Clobbers r13
+/// and the flags.
+fn fpu_enter(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
+        ; je BYTE >skip
+        ; cmp BYTE [r15 + 113], 0 // fpu_in_host
+        ; jne BYTE >skip
+        ; mov r13, [r15 + 104] // fpu
+        ; fxrstor [r13]
+        ; skip:
+    );
+}
+
+/// At an exit to the dispatcher: if the guest FPU state is live, leave it in the host
+/// FPU and say so (`JitState::fpu_left`), the dispatcher storing it only when something
+/// needs it (`morph_cpu::x87::fpu_from_host`: an x87 instruction interpreted, or the end of the
+/// run), so that a program that touched x87 once does not pay an `fxsave`, `fninit`,
+/// `fldcw` and `fxrstor` (63 ns on the Intel host of docs/results.md) at every exit and
+/// entry. Unless the guest's MXCSR (which its FXSAVE image carries, and a signal
+/// handler may rewrite) is not morph's: then it is saved as before ([`fpu_save`]), since
+/// morph's own code must not run with it. Clobbers r13 and the flags.
+fn fpu_exit(a: &mut Glue) {
+    dynasm!(a
+        ; .arch x64
+        ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
+        ; je BYTE >done
+        ; stmxcsr [r15 + 200] // scratch
+        ; mov r13d, [r15 + 200]
+        ; cmp r13d, [r15 + 132] // host.mxcsr
+        ; jne BYTE >save
+        ; mov BYTE [r15 + 114], 1 // fpu_left
+        ; jmp BYTE >done
+        ; save:
+    );
+    fpu_save(a);
+    dynasm!(a
+        ; .arch x64
+        ; done:
     );
 }
 
@@ -148,7 +195,7 @@ pub fn enter_trampoline() -> Vec<u8> {
             ; sub rsp, 8
             ; mov r15, rdi
         );
-        fpu_load(a); // clobbers r13
+        fpu_enter(a); // clobbers r13
         dynasm!(a
             ; .arch x64
             ; mov r13, rsi
@@ -178,7 +225,7 @@ pub fn exit_common() -> Vec<u8> {
             ; mov [r15 + 40], r14d // page_va
             ; mov [r15 + 56], r11 // icount
         );
-        fpu_save(a);
+        fpu_exit(a);
         leave(a);
     })
 }

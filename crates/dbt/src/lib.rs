@@ -237,6 +237,10 @@ pub struct EngineStats {
     pub translated_guest_instructions: u64,
     /// Instructions translations hand to the interpreter helper (static count).
     pub helper_instructions: u64,
+    /// Exits from translated code that left the guest's x87 state in the host FPU
+    /// instead of saving it (it is saved only when the interpreter or the OS layer
+    /// needs it: see `glue`'s `fpu_exit`).
+    pub fpu_lazy_exits: u64,
     /// Calls of PC thunks translated inline (static count, new translations).
     pub pc_thunks: u64,
     /// Translations whose closing indirect branch checks a predicted target inline

@@ -60,9 +60,14 @@ pub struct JitState {
     /// The guest x87/MMX state (FXSAVE image), loaded into the host FPU while translated
     /// code runs if `fpu_live` is set.
     pub fpu: *mut morph_cpu::FpuState,
-    /// 1 once translations execute x87/MMX instructions natively, else 0 (the glue
-    /// tests the low byte).
-    pub fpu_live: u32,
+    /// 1 once translations execute x87/MMX instructions natively, else 0.
+    pub fpu_live: u8,
+    /// 1 if the host FPU holds the guest's x87/MMX state at this entry (the last exit
+    /// left it there, `Cpu::fpu_in_host`): the entry does not load it again.
+    pub fpu_in_host: u8,
+    /// Set to 1 by an exit that left the guest's x87/MMX state in the host FPU.
+    pub fpu_left: u8,
+    _fpu_pad: u8,
     /// The bound of the counted loop running (`translate::counted`), stored by its entry
     /// check for the fault handler ([`loop_point`]).
     pub loop_bound: u32,
@@ -220,6 +225,9 @@ impl Default for JitState {
             ibt: 0,
             fpu: std::ptr::null_mut(),
             fpu_live: 0,
+            fpu_in_host: 0,
+            fpu_left: 0,
+            _fpu_pad: 0,
             loop_bound: 0,
             jc_tag: 0,
             host: *morph_cpu::x87::HostControl::morph(),
@@ -266,6 +274,10 @@ pub mod off {
     pub const FPU: i32 = 104;
     /// `fpu_live`.
     pub const FPU_LIVE: i32 = 112;
+    /// `fpu_in_host`.
+    pub const FPU_IN_HOST: i32 = 113;
+    /// `fpu_left`.
+    pub const FPU_LEFT: i32 = 114;
     /// `loop_bound`.
     pub const LOOP_BOUND: i32 = 116;
     /// `jc_tag`.
@@ -696,6 +708,8 @@ mod tests {
         assert_eq!(&s.ibt as *const _ as usize - base, off::IBT as usize);
         assert_eq!(&s.fpu as *const _ as usize - base, off::FPU as usize);
         assert_eq!(&s.fpu_live as *const _ as usize - base, off::FPU_LIVE as usize);
+        assert_eq!(&s.fpu_in_host as *const _ as usize - base, off::FPU_IN_HOST as usize);
+        assert_eq!(&s.fpu_left as *const _ as usize - base, off::FPU_LEFT as usize);
         assert_eq!(&s.loop_bound as *const _ as usize - base, off::LOOP_BOUND as usize);
         assert_eq!(&s.jc_tag as *const _ as usize - base, off::JC_TAG as usize);
         assert_eq!(&s.host.fcw as *const _ as usize - base, off::HOST_FCW as usize);

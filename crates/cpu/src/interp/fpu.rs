@@ -12,6 +12,7 @@ impl Interp {
     pub(super) fn exec_fpu(&mut self, c: &mut Ctx<'_>, _class: Support) -> Res<Flow> {
         let ins = c.ins;
         self.stats.fpu_instructions += 1;
+        crate::x87::fpu_from_host(c.cpu);
         // The non-waiting control instructions do not check for pending exceptions.
         let no_wait = matches!(ins.mnemonic(), M::Fninit | M::Fnclex | M::Fnstcw | M::Fnstsw | M::Fnstenv | M::Fnsave);
         if !no_wait && c.cpu.fpu.pending_exception() {

@@ -14,8 +14,12 @@ pub(super) fn misc(c: &mut Ctx<'_>) -> Res<Flow> {
     let m = ins.mnemonic();
     match m {
         // `fwait` raises a pending unmasked x87 exception (#MF).
-        M::Wait if c.cpu.fpu.pending_exception() => return Err(c.fault(FaultKind::Fpu)),
-        M::Wait => {}
+        M::Wait => {
+            crate::x87::fpu_from_host(c.cpu);
+            if c.cpu.fpu.pending_exception() {
+                return Err(c.fault(FaultKind::Fpu));
+            }
+        }
         M::Clc => c.cpu.eflags &= !CF,
         M::Stc => c.cpu.eflags |= CF,
         M::Cmc => c.cpu.eflags ^= CF,
