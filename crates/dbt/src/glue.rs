@@ -83,29 +83,24 @@ fn load_gprs(a: &mut Glue) {
     );
 }
 
-/// If the guest FPU state is live in translated code, load it into the host FPU.
-/// Clobbers r13 and the flags.
-fn fpu_load(a: &mut Glue) {
+/// If the guest FPU state is live in translated code, load it into the host FPU; at an
+/// entry from the dispatcher (`entry`), not if the host FPU still holds it, left there
+/// by the last exit (`JitState::fpu_in_host`). Clobbers r13 and the flags.
+fn fpu_load(a: &mut Glue, entry: bool) {
     dynasm!(a
         ; .arch x64
         ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
         ; je BYTE >skip
-        ; mov r13, [r15 + 104] // fpu
-        ; fxrstor [r13]
-        ; skip:
     );
-}
-
-/// [`fpu_load`] at an entry from the dispatcher, unless the host FPU still holds the
-/// guest's state, left there by the last exit (`JitState::fpu_in_host`). Clobbers r13
-/// and the flags.
-fn fpu_enter(a: &mut Glue) {
+    if entry {
+        dynasm!(a
+            ; .arch x64
+            ; cmp BYTE [r15 + 113], 0 // fpu_in_host
+            ; jne BYTE >skip
+        );
+    }
     dynasm!(a
         ; .arch x64
-        ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
-        ; je BYTE >skip
-        ; cmp BYTE [r15 + 113], 0 // fpu_in_host
-        ; jne BYTE >skip
         ; mov r13, [r15 + 104] // fpu
         ; fxrstor [r13]
         ; skip:
@@ -195,7 +190,7 @@ pub fn enter_trampoline() -> Vec<u8> {
             ; sub rsp, 8
             ; mov r15, rdi
         );
-        fpu_enter(a); // clobbers r13
+        fpu_load(a, true); // clobbers r13
         dynasm!(a
             ; .arch x64
             ; mov r13, rsi
@@ -293,7 +288,7 @@ fn helper_template() -> &'static HelperTemplate {
                 ; mov r11, [r15 + 56] // icount
                 ; mov r10, [r15 + 48] // budget_ptr
             );
-            fpu_load(a);
+            fpu_load(a, false);
             load_gprs(a);
             dynasm!(a
                 ; .arch x64
