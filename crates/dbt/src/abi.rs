@@ -109,15 +109,11 @@ impl Engine {
             st.window = mem.host_base() as u64;
             st.ras_misses = 0;
             st.window_faults = 0;
-            if !self.fpu_live {
-                // (The state cannot be in the host without translations using it, but
-                // should it be, it goes back to memory before code that will not save it.)
-                morph_cpu::x87::fpu_from_host(cpu);
-            }
             st.fpu = &mut *cpu.fpu;
             st.fpu_live = u8::from(self.fpu_live);
             // The guest's x87 state is the host FPU's from here until an exit (or a
             // helper call) stores it; the exit that leaves it there says so in `fpu_left`.
+            // (Only an exit of this engine leaves it there, once `fpu_live`, which stays.)
             st.fpu_in_host = u8::from(std::mem::take(&mut cpu.fpu_in_host));
             st.fpu_left = 0;
         }
