@@ -12,6 +12,10 @@ Usage:
                                           hottest translations, the share of each part
                                           of a translation, the N hottest instruction
                                           pairs
+  benches/code-map.py MAP --functions DATA --native NDATA --root DIR [N]
+                                          the same guest run natively (`perf record -o
+                                          NDATA chroot DIR PROG...`) and translated:
+                                          time by guest function, largest gap first
 
 Profiling translated code:
   morph run --engine dbt --code-map /tmp/map PROG...   # under `perf record`
@@ -26,21 +30,42 @@ up to the budget check's `movzx r8d, byte [r10]`), `lookup` (the inline jump-cac
 lookups, from `rorx r9d, r13d, 16` or `pushfq` to their `jmp`, and the
 indirect-branch table's, from `mov r9, [r15 + 0x60]` to `jmp *%r9`), `body` (the rest).
 
-Needs objdump (binutils); `--perf` needs perf.
+With `--functions`, a translated sample counts for the function holding the first
+byte of its translation (a translation that runs on through a call is charged to the
+caller), found through the map's sixth field, the file (device, inode) and offset of that
+byte, so libraries count wherever ASLR put them; a native sample, through perf's record
+of the file mappings. A function is the nearest preceding symbol (`nm`, or the dynamic
+table of a stripped file: a static function counts under the exported one before it).
+Files are found under DIR (the guest root) by device and inode. The totals split morph's
+run into translated code, morph itself (interpreter, translator, dispatcher) and the host
+kernel. perf's own interrupts slow both runs alike (about twice at 20 kHz in a VM):
+compare ratios, or record at a lower rate (`-F 2000`).
+
+Needs objdump (binutils); `--perf` and `--functions` need perf, `--functions` readelf
+and nm.
 """
 import bisect
+import os
 import re
 import subprocess
 import sys
 import tempfile
 
 
+# Where each translation's first byte lies in a file: {code-buffer offset: (device,
+# inode, file offset)} for the translations of file-backed code (the map's sixth field).
+FILES = {}
+
+
 def load(path):
     out = []
     with open(path) as f:
         for line in f:
-            off, size, eip, pa, code = line.split()
+            off, size, eip, pa, code, *file = line.split()
             out.append((int(off, 16), int(size, 16), int(eip, 16), int(pa, 16), bytes.fromhex(code)))
+            if file and file[0] != "-":
+                dev, ino, at = (int(x, 16) for x in file[0].split(":"))
+                FILES[int(off, 16)] = (dev, ino, at)
     return out
 
 
@@ -157,6 +182,131 @@ def profile(ts, data, n):
         print(f"  {c:7d} {100 * c / total:5.1f} %  {k}")
 
 
+def perf_stream(data):
+    """The samples of `perf record` file `data`, each with the executable file mapping
+    its process had at its address when it was taken (the latest such): [(period ns, ip,
+    dso, mapping)], a mapping (start, end, pgoff, device, inode, path) or None."""
+    r = subprocess.run(
+        ["perf", "script", "-i", data, "--show-mmap-events", "-F", "pid,period,ip,dso"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    mm = re.compile(
+        r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x([0-9a-f]+)\) @ (0x[0-9a-f]+|0) "
+        r"([0-9a-f]+):([0-9a-f]+) (\d+) \d+\]: r-x\S* (.*)$"
+    )
+    maps, samples = {}, []
+    for line in r.stdout.splitlines():
+        m = mm.search(line)
+        if m:
+            start, size = int(m.group(2), 16), int(m.group(3), 16)
+            dev = os.makedev(int(m.group(5), 16), int(m.group(6), 16))
+            maps.setdefault(int(m.group(1)), []).append(
+                (start, start + size, int(m.group(4), 16), dev, int(m.group(7)), m.group(8))
+            )
+            continue
+        f = line.split()
+        if len(f) >= 4 and f[0].isdigit() and f[1].isdigit():
+            ip = int(f[2], 16)
+            own = next((x for x in reversed(maps.get(int(f[0]), [])) if x[0] <= ip < x[1]), None)
+            samples.append((int(f[1]), ip, f[3].strip("()"), own))
+    return samples
+
+
+class Symbols:
+    """Function names of ELF files by file offset: the nearest preceding function
+    symbol (`nm`, the dynamic table if stripped), through the file's PT_LOAD segments."""
+
+    def __init__(self):
+        self.files = {}
+
+    def load(self, path):
+        if path in self.files:
+            return self.files[path]
+        segs, syms = [], []
+        try:
+            ph = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
+            for line in ph.splitlines():
+                f = line.split()
+                if f and f[0] == "LOAD":
+                    segs.append((int(f[1], 16), int(f[2], 16), int(f[4], 16)))  # offset, vaddr, filesz
+            for flags in (["--defined-only"], ["-D", "--defined-only"]):
+                out = subprocess.run(["nm", *flags, path], capture_output=True, text=True).stdout
+                for line in out.splitlines():
+                    f = line.split()
+                    if len(f) == 3 and f[1] in "tTwWiI":
+                        syms.append((int(f[0], 16), f[2].split("@")[0]))
+                if syms:
+                    break
+        except OSError:
+            pass
+        syms.sort()
+        self.files[path] = (segs, [a for a, _ in syms], syms)
+        return self.files[path]
+
+    def name(self, path, off):
+        segs, addrs, syms = self.load(path)
+        va = next((v + off - o for o, v, n in segs if o <= off < o + n), None)
+        i = bisect.bisect_right(addrs, va) - 1 if va is not None else -1
+        return syms[i][1] if i >= 0 else f"{os.path.basename(path)}+{off:x}"
+
+
+def functions(ts, data, native, root, n):
+    """Native and translated time by guest function (see the module documentation)."""
+    ts.sort()
+    starts = [t[0] for t in ts]
+    nsamples, msamples = perf_stream(native), perf_stream(data)
+    # Files by (device, inode): the native run's, then the guest root's.
+    paths = {(m[3], m[4]): os.path.join(root, m[5].lstrip("/")) for _, _, _, m in nsamples if m}
+    for top in ("usr/bin", "usr/lib", "lib", "bin", "usr/local", "bench", "."):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                paths.setdefault((st.st_dev, st.st_ino), os.path.join(dirpath, name))
+    syms = Symbols()
+    nat, mor, totals = {}, {}, {}
+
+    def add(table, key, ns):
+        table[key] = table.get(key, 0) + ns
+
+    for ns, ip, dso, m in nsamples:
+        if m and (m[3], m[4]) in paths:
+            path = paths[(m[3], m[4])]
+            add(nat, (syms.name(path, ip - m[0] + m[2]), os.path.basename(path)), ns)
+            add(totals, "native: in the guest's files", ns)
+        else:
+            add(totals, "native: elsewhere (kernel, chroot, loader)", ns)
+    for ns, ip, dso, m in msamples:
+        if "morph-code" in dso:
+            at = ip - m[0] + m[2] if m else -1
+            k = bisect.bisect_right(starts, at) - 1
+            where = FILES.get(ts[k][0]) if k >= 0 and at < ts[k][0] + ts[k][1] else None
+            if where and (where[0], where[1]) in paths:
+                path = paths[(where[0], where[1])]
+                add(mor, (syms.name(path, where[2]), os.path.basename(path)), ns)
+                add(totals, "morph: translated code of the guest's files", ns)
+            else:
+                add(totals, "morph: translated code, no file (or outside translations)", ns)
+        elif "kernel" in dso:
+            add(totals, "morph: host kernel", ns)
+        else:
+            add(totals, "morph: interpreter, translator, dispatcher", ns)
+    keys = sorted(set(nat) | set(mor), key=lambda k: -(mor.get(k, 0) - nat.get(k, 0)))
+    print("by guest function (a translation counts where its first block lies), largest gap first")
+    print(f"  {'function':40} {'file':22} {'native ms':>9} {'morph ms':>9} {'ratio':>6}")
+    for k in keys[:n]:
+        a, b = nat.get(k, 0) / 1e6, mor.get(k, 0) / 1e6
+        r = f"{b / a:6.2f}" if a else "     -"
+        print(f"  {k[0][:40]:40} {k[1][:22]:22} {a:9.1f} {b:9.1f} {r}")
+    print("\ntotals")
+    for k, v in sorted(totals.items()):
+        print(f"  {k:62} {v / 1e6:9.1f} ms")
+
+
 def main(argv):
     if len(argv) < 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -170,6 +320,9 @@ def main(argv):
     if args[0] == "--perf" and len(args) >= 2:
         ts.sort()
         profile(ts, args[1], int(args[2]) if len(args) > 2 else 12)
+        return 0
+    if args[0] == "--functions" and len(args) >= 6 and args[2] == "--native" and args[4] == "--root":
+        functions(ts, args[1], args[3], args[5], int(args[6]) if len(args) > 6 else 25)
         return 0
     if args[0] == "--eip":
         want = {int(a, 16) for a in args[1:]}

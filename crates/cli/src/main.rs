@@ -147,7 +147,8 @@ struct RunArgs {
     tcache_cold: u32,
 
     /// Write one line per translation to FILE: code-buffer offset, size, guest EIP, guest PA,
-    /// host code (dbt engine; see benches/code-map.py)
+    /// host code, file (device:inode:offset of its first byte, or -) (dbt engine; see
+    /// benches/code-map.py)
     #[arg(long, value_name = "FILE")]
     code_map: Option<PathBuf>,
     /// ASLR: 0, 1, 2 (randomize_va_space of --kernel) or a comma list of stack,mmap,exec,brk,vdso.

@@ -247,7 +247,17 @@ impl Engine {
         if let Some(f) = &mut self.code_map {
             use std::io::Write;
             let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
-            let line = format!("{start:x} {:x} {eip:08x} {pa:x} {hex}\n", code.len());
+            // Where the code came from in its file (device, inode, offset of the first
+            // byte), so that a profile can be put on the file's symbols wherever ASLR
+            // mapped it; `-` for code no file backs.
+            let file = mem.phys().file_page(frame).map_or_else(
+                || "-".to_string(),
+                |fp| {
+                    let off = u64::from(fp.index) * u64::from(PAGE_SIZE) + u64::from(eip & (PAGE_SIZE - 1));
+                    format!("{:x}:{:x}:{off:x}", fp.file.dev, fp.file.ino)
+                },
+            );
+            let line = format!("{start:x} {:x} {eip:08x} {pa:x} {hex} {file}\n", code.len());
             // Best effort, like the file itself.
             let _ = f.write_all(line.as_bytes());
         }
