@@ -245,19 +245,25 @@ impl Engine {
             mem.mark_code((eip | (PAGE_SIZE - 1)).wrapping_add(1));
         }
         if let Some(f) = &mut self.code_map {
-            use std::io::Write;
-            let hex: String = code.iter().map(|b| format!("{b:02x}")).collect();
+            use std::fmt::Write as _;
+            use std::io::Write as _;
+            let mut line = String::with_capacity(2 * code.len() + 96);
+            let _ = write!(line, "{start:x} {:x} {eip:08x} {pa:x} ", code.len());
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            for &b in code.iter() {
+                line.push(char::from(HEX[usize::from(b >> 4)]));
+                line.push(char::from(HEX[usize::from(b & 15)]));
+            }
             // Where the code came from in its file (device, inode, offset of the first
             // byte), so that a profile can be put on the file's symbols wherever ASLR
             // mapped it; `-` for code no file backs.
-            let file = mem.phys().file_page(frame).map_or_else(
-                || "-".to_string(),
-                |fp| {
+            match mem.phys().file_page(frame) {
+                Some(fp) => {
                     let off = u64::from(fp.index) * u64::from(PAGE_SIZE) + u64::from(eip & (PAGE_SIZE - 1));
-                    format!("{:x}:{:x}:{off:x}", fp.file.dev, fp.file.ino)
-                },
-            );
-            let line = format!("{start:x} {:x} {eip:08x} {pa:x} {hex} {file}\n", code.len());
+                    let _ = writeln!(line, " {:x}:{:x}:{off:x}", fp.file.dev, fp.file.ino);
+                }
+                None => line.push_str(" -\n"),
+            }
             // Best effort, like the file itself.
             let _ = f.write_all(line.as_bytes());
         }

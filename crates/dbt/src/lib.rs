@@ -355,8 +355,9 @@ pub struct Engine {
     identities: HashMap<u64, Vec<u32>>,
     /// Bytes the templates cost.
     template_bytes: usize,
-    /// The code map file, when `EngineConfig::code_map` is set.
-    code_map: Option<std::fs::File>,
+    /// The code map file, when `EngineConfig::code_map` is set (buffered: a line per
+    /// translation; written out when the engine is dropped).
+    code_map: Option<std::io::BufWriter<std::fs::File>>,
     /// The persistent translation cache, when `EngineConfig::tcache_dir` is set.
     tcache: Option<tcache::Tcache>,
     /// Where translations are placed (`EngineConfig::layout_seed`).
@@ -421,7 +422,7 @@ impl Engine {
         };
         if let Some(path) = &e.cfg.code_map {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.
-            e.code_map = std::fs::File::create(path).ok();
+            e.code_map = std::fs::File::create(path).ok().map(|f| std::io::BufWriter::with_capacity(1 << 16, f));
         }
         e.ras.attach(&mut e.jc.frame.state);
         e.emit_runtime();
