@@ -34,8 +34,9 @@ With `--functions`, a translated sample counts for the function holding the firs
 byte of its translation (a translation that runs on through a call is charged to the
 caller), found through the map's sixth field, the file (device, inode) and offset of that
 byte, so libraries count wherever ASLR put them; a native sample, through perf's record
-of the file mappings. A function is the nearest preceding symbol (`nm`, or the dynamic
-table of a stripped file: a static function counts under the exported one before it).
+of the file mappings. A function starts at a symbol (`nm`, or the dynamic table of a
+stripped file) or at an `.eh_frame` FDE (so a stripped file's static functions count
+apart, as `exported+0x...` or `file@0x...`).
 Files are found under DIR (the guest root) by device and inode. The totals split morph's
 run into translated code, morph itself (interpreter, translator, dispatcher) and the host
 kernel. perf's own interrupts slow both runs alike (about twice at 20 kHz in a VM):
@@ -215,8 +216,11 @@ def perf_stream(data):
 
 
 class Symbols:
-    """Function names of ELF files by file offset: the nearest preceding function
-    symbol (`nm`, the dynamic table if stripped), through the file's PT_LOAD segments."""
+    """Function names of ELF files by file offset. A function is a symbol (`nm`, the
+    dynamic table if the file is stripped) or an `.eh_frame` FDE's start (every function
+    a compiler emitted, and the hand-written ones with CFI, named in a stripped file
+    after the nearest symbol before it, `sym+0x...`, or the file, `file@0x...`); an
+    address belongs to the nearest function start before it."""
 
     def __init__(self):
         self.files = {}
@@ -224,7 +228,7 @@ class Symbols:
     def load(self, path):
         if path in self.files:
             return self.files[path]
-        segs, syms = [], []
+        segs, syms, starts = [], [], []
         try:
             ph = subprocess.run(["readelf", "-lW", path], capture_output=True, text=True).stdout
             for line in ph.splitlines():
@@ -239,17 +243,27 @@ class Symbols:
                         syms.append((int(f[0], 16), f[2].split("@")[0]))
                 if syms:
                     break
+            frames = subprocess.run(["readelf", "-wf", path], capture_output=True, text=True).stdout
+            starts = [int(m.group(1), 16) for m in re.finditer(r" FDE cie=\S+ pc=([0-9a-f]+)\.\.", frames)]
         except OSError:
             pass
         syms.sort()
-        self.files[path] = (segs, [a for a, _ in syms], syms)
+        addrs = [a for a, _ in syms]
+        named = set(addrs)
+        base = os.path.basename(path)
+        funcs = list(syms)
+        for a in set(starts) - named:
+            i = bisect.bisect_right(addrs, a) - 1
+            funcs.append((a, f"{syms[i][1]}+{a - syms[i][0]:#x}" if i >= 0 else f"{base}@{a:#x}"))
+        funcs.sort()
+        self.files[path] = (segs, [a for a, _ in funcs], funcs)
         return self.files[path]
 
     def name(self, path, off):
-        segs, addrs, syms = self.load(path)
+        segs, addrs, funcs = self.load(path)
         va = next((v + off - o for o, v, n in segs if o <= off < o + n), None)
         i = bisect.bisect_right(addrs, va) - 1 if va is not None else -1
-        return syms[i][1] if i >= 0 else f"{os.path.basename(path)}+{off:x}"
+        return funcs[i][1] if i >= 0 else f"{os.path.basename(path)}+{off:x}"
 
 
 def functions(ts, data, native, root, n):
