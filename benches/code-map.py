@@ -37,7 +37,8 @@ byte, so libraries count wherever ASLR put them; a native sample, through perf's
 of the file mappings. A function starts at a symbol (`nm`, or the dynamic table of a
 stripped file) or at an `.eh_frame` FDE (so a stripped file's static functions count
 apart, as `exported+0x...` or `file@0x...`).
-Files are found under DIR (the guest root) by device and inode. The totals split morph's
+Files are found under DIR (the guest root) by device and inode; each file's time is
+summed up too. The totals split morph's
 run into translated code, morph itself (interpreter, translator, dispatcher) and the host
 kernel. perf's own interrupts slow both runs alike (about twice at 20 kHz in a VM):
 compare ratios, or record at a lower rate (`-F 2000`).
@@ -271,8 +272,18 @@ def functions(ts, data, native, root, n):
     ts.sort()
     starts = [t[0] for t in ts]
     nsamples, msamples = perf_stream(native), perf_stream(data)
-    # Files by (device, inode): the native run's, then the guest root's.
-    paths = {(m[3], m[4]): os.path.join(root, m[5].lstrip("/")) for _, _, _, m in nsamples if m}
+    # Files by (device, inode): the native run's that are the guest root's files (not the
+    # host's, such as the shell that started `chroot`), then the rest of the root's.
+    paths = {}
+    for _, _, _, m in nsamples:
+        if m and (m[3], m[4]) not in paths:
+            p = os.path.join(root, m[5].lstrip("/"))
+            try:
+                st = os.stat(p)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (m[3], m[4]):
+                paths[(m[3], m[4])] = p
     for top in ("usr/bin", "usr/lib", "lib", "bin", "usr/local", "bench", "."):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             for name in names:
@@ -316,6 +327,15 @@ def functions(ts, data, native, root, n):
         a, b = nat.get(k, 0) / 1e6, mor.get(k, 0) / 1e6
         r = f"{b / a:6.2f}" if a else "     -"
         print(f"  {k[0][:40]:40} {k[1][:22]:22} {a:9.1f} {b:9.1f} {r}")
+    files = {}
+    for table, side in ((nat, 0), (mor, 1)):
+        for (_, f), ns in table.items():
+            files.setdefault(f, [0, 0])[side] += ns
+    print("\nby file")
+    print(f"  {'file':40} {'':22} {'native ms':>9} {'morph ms':>9} {'ratio':>6}")
+    for f, (a, b) in sorted(files.items(), key=lambda x: -(x[1][1] - x[1][0]))[:n]:
+        r = f"{b / a:6.2f}" if a else "     -"
+        print(f"  {f[:40]:40} {'':22} {a / 1e6:9.1f} {b / 1e6:9.1f} {r}")
     print("\ntotals")
     for k, v in sorted(totals.items()):
         print(f"  {k:62} {v / 1e6:9.1f} ms")
