@@ -26,7 +26,7 @@ fn loads(elf: &[u8]) -> Vec<(u32, u32, u32)> {
 #[test]
 fn each_translation_names_its_file_and_offset() {
     let dir = scratch("code_map");
-    let map = dir.join("map");
+    let (map, stats) = (dir.join("map"), dir.join("stats.json"));
     // Two guests: a static executable at its link address, and a static PIE, which the
     // loader places at a random address (`--aslr 2`), so file offset and EIP differ by
     // a load bias the map's offset must have taken off.
@@ -34,7 +34,7 @@ fn each_translation_names_its_file_and_offset() {
         let prog = guests().join(name);
         let flags = ["--engine", "dbt", "--threshold", "0", "--aslr", "2", "--seed", "7", "--code-map"];
         let mut flags = flags.to_vec();
-        flags.push(map.to_str().unwrap());
+        flags.extend([map.to_str().unwrap(), "--stats-json", stats.to_str().unwrap()]);
         let r = emulated(&flags, &prog, &[], &dir, b"");
         assert_eq!(r.status, 0, "{name}: {}", r.stderr);
         let elf = std::fs::read(&prog).unwrap();
@@ -72,5 +72,8 @@ fn each_translation_names_its_file_and_offset() {
             checked += 1;
         }
         assert!(checked > 10, "{name}: {checked} translations of the program's own file");
+        // Every translation has its line (the map is buffered, and written out whole).
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(Some(text.lines().count() as u64), s["engine"]["translations"].as_u64(), "{name}");
     }
 }
