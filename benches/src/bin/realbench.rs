@@ -24,13 +24,18 @@
 //! of it right after morph's (`morph-against`); a second table gives morph's median over
 //! its median per program: what a change did, measured in one run on one machine state.
 //!
+//! With `--profile DIR`, each program then runs once more natively and once under morph
+//! (physical key, `--code-map`), each under `perf record` (into DIR), and
+//! `benches/code-map.py --functions` prints where morph's time goes beside native's, by
+//! guest function and by file (needs perf; see benches/README.md).
+//!
 //! Outputs: a table on stdout, `--csv FILE` (one row per program and configuration),
 //! `--json FILE` (rows plus metadata: morph version, commit, host, sysroot packages),
 //! `--svg FILE` (ratios to native with min–max whiskers, drawn with plotters).
 //!
 //! Usage: `benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu] [--csv F]
 //! [--json F] [--svg F] [--morph PATH] [--layouts] [--warm] [--against PATH]
-//! [--against-args ARGS]`; see benches/README.md.
+//! [--against-args ARGS] [--profile DIR]`; see benches/README.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -190,11 +195,13 @@ struct Opts {
     warm: bool,
     /// A second morph and the extra `run` options it gets (`--against`, `--against-args`).
     against: Option<(PathBuf, Vec<String>)>,
+    /// Where `--profile` writes its perf data and code maps.
+    profile: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--only a,b] [--no-qemu] \
 [--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts] [--warm] [--against PATH] \
-[--against-args ARGS]";
+[--against-args ARGS] [--profile DIR]";
 
 fn parse_args() -> anyhow::Result<Opts> {
     let mut o = Opts {
@@ -210,6 +217,7 @@ fn parse_args() -> anyhow::Result<Opts> {
         layouts: false,
         warm: false,
         against: None,
+        profile: None,
     };
     let mut runs = None;
     let (mut against, mut against_args) = (None, None);
@@ -230,6 +238,7 @@ fn parse_args() -> anyhow::Result<Opts> {
             "--warm" => o.warm = true,
             "--against" => against = Some(PathBuf::from(val()?)),
             "--against-args" => against_args = Some(val()?.split_whitespace().map(String::from).collect()),
+            "--profile" => o.profile = Some(PathBuf::from(val()?)),
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -350,25 +359,32 @@ fn spawn(mut c: Command, root: &Path, stdin: Option<&str>) -> anyhow::Result<Out
     Ok(Outcome { stdout: out.stdout, stderr: out.stderr, status, secs })
 }
 
-/// Runs natively: `chroot ROOT env -C /bench ARGV` (in a user namespace when not root).
-fn run_native(root: &Path, argv: &[&str], stdin: Option<&str>) -> anyhow::Result<Outcome> {
-    // (Looked up in the host's PATH and sbin: the child's PATH is the guest's.)
-    let host = |name: &str| {
-        which(name)
-            .or_else(|| ["/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file()))
-            .with_context(|| format!("{name} not found"))
-    };
+/// The native run's command: `chroot ROOT env -C /bench ARGV` (in a user namespace when
+/// not root).
+fn native_command(root: &Path, argv: &[&str]) -> anyhow::Result<Command> {
     // SAFETY: geteuid has no preconditions.
     let root_user = unsafe { libc::geteuid() } == 0;
     let mut c = if root_user {
-        Command::new(host("chroot")?)
+        Command::new(host_tool("chroot")?)
     } else {
-        let mut c = Command::new(host("unshare")?);
+        let mut c = Command::new(host_tool("unshare")?);
         c.args(["-r", "chroot"]);
         c
     };
     c.arg(root).args(["/usr/bin/env", "-C", "/bench"]).args(argv);
-    spawn(c, root, stdin)
+    Ok(c)
+}
+
+/// A host program, looked up in the host's PATH and sbin (the child's PATH is the guest's).
+fn host_tool(name: &str) -> anyhow::Result<PathBuf> {
+    which(name)
+        .or_else(|| ["/usr/sbin", "/sbin"].iter().map(|d| Path::new(d).join(name)).find(|p| p.is_file()))
+        .with_context(|| format!("{name} not found"))
+}
+
+/// Runs natively (see [`native_command`]).
+fn run_native(root: &Path, argv: &[&str], stdin: Option<&str>) -> anyhow::Result<Outcome> {
+    spawn(native_command(root, argv)?, root, stdin)
 }
 
 /// A configuration a program runs under.
@@ -398,6 +414,94 @@ impl Config {
 }
 
 /// Runs program `p` under `cfg` (`tcache`: the persistent cache of `MorphWarm`).
+/// The command of a morph configuration; `extra` are more `run` options.
+#[allow(clippy::too_many_arguments)]
+fn morph_command(
+    o: &Opts,
+    root: &Path,
+    p: &Program,
+    cfg: Config,
+    stats: Option<&Path>,
+    round: usize,
+    tcache: &Path,
+    extra: &[&std::ffi::OsStr],
+) -> Command {
+    let (bin, against) = match (&o.against, cfg) {
+        (Some((bin, args)), Config::MorphAgainst) => (bin, &args[..]),
+        _ => (&o.morph, &[][..]),
+    };
+    let mut c = Command::new(bin);
+    let key = if cfg == Config::MorphVirtual { "virtual" } else { "physical" };
+    c.args(["run", "--engine", "dbt", "--key", key, "--clear-env"]).args(against).args(extra);
+    if cfg == Config::MorphWarm {
+        c.arg("--tcache-dir").arg(tcache);
+    }
+    for (k, v) in ENV {
+        c.arg("--env").arg(format!("{k}={v}"));
+    }
+    if let Some(s) = stats {
+        c.arg("--stats-json").arg(s);
+    }
+    if o.layouts {
+        c.arg("--layout-seed").arg((round + 1).to_string());
+    }
+    c.arg("--root").arg(root).arg("--").args(p.argv).current_dir(root.join("bench"));
+    c
+}
+
+/// `--profile DIR`: program `p` once natively and once under morph (physical key, with
+/// a code map), each under `perf record`, then `benches/code-map.py --functions` on the
+/// two profiles. Both runs must give the native reference's output.
+fn profile(o: &Opts, root: &Path, p: &Program, dir: &Path, reference: &Outcome) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir)?;
+    let perf = host_tool("perf")?;
+    let (ndata, mdata, map) = (
+        dir.join(format!("{}-native.data", p.name)),
+        dir.join(format!("{}-morph.data", p.name)),
+        dir.join(format!("{}.map", p.name)),
+    );
+    // 2 kHz: sampling's own interrupts slow a run less than at perf's default.
+    let wrap = |c: &Command, out: &Path| {
+        let mut w = Command::new(&perf);
+        w.args(["record", "-q", "-F", "2000", "-o"]).arg(out).arg("--").arg(c.get_program()).args(c.get_args());
+        if let Some(d) = c.get_current_dir() {
+            w.current_dir(d);
+        }
+        w
+    };
+    let native = spawn(wrap(&native_command(root, p.argv)?, &ndata), root, p.stdin)?;
+    let m = morph_command(o, root, p, Config::MorphPhysical, None, 0, dir, &["--code-map".as_ref(), map.as_os_str()]);
+    let morph = spawn(wrap(&m, &mdata), root, p.stdin)?;
+    for (what, r) in [("native", &native), ("morph", &morph)] {
+        if r.stdout != reference.stdout || r.status != reference.status {
+            bail!("{}: the profiled {what} run's output differs: {}", p.name, String::from_utf8_lossy(&r.stderr));
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("code-map.py");
+    let out = Command::new(host_tool("python3")?)
+        .arg(script)
+        .arg(&map)
+        .arg("--functions")
+        .arg(&mdata)
+        .arg("--native")
+        .arg(&ndata)
+        .arg("--root")
+        .arg(root)
+        .arg("15")
+        .output()
+        .context("run benches/code-map.py")?;
+    if !out.status.success() {
+        bail!("benches/code-map.py --functions: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(format!(
+        "\n== {}: {} (perf data and code map in {})\n{}",
+        p.name,
+        p.what,
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout)
+    ))
+}
+
 fn run_config(
     o: &Opts,
     root: &Path,
@@ -410,27 +514,7 @@ fn run_config(
     match cfg {
         Config::Native => run_native(root, p.argv, p.stdin),
         Config::MorphPhysical | Config::MorphVirtual | Config::MorphWarm | Config::MorphAgainst => {
-            let (bin, extra) = match (&o.against, cfg) {
-                (Some((bin, args)), Config::MorphAgainst) => (bin, &args[..]),
-                _ => (&o.morph, &[][..]),
-            };
-            let mut c = Command::new(bin);
-            let key = if cfg == Config::MorphVirtual { "virtual" } else { "physical" };
-            c.args(["run", "--engine", "dbt", "--key", key, "--clear-env"]).args(extra);
-            if cfg == Config::MorphWarm {
-                c.arg("--tcache-dir").arg(tcache);
-            }
-            for (k, v) in ENV {
-                c.arg("--env").arg(format!("{k}={v}"));
-            }
-            if let Some(s) = stats {
-                c.arg("--stats-json").arg(s);
-            }
-            if o.layouts {
-                c.arg("--layout-seed").arg((round + 1).to_string());
-            }
-            c.arg("--root").arg(root).arg("--").args(p.argv).current_dir(root.join("bench"));
-            spawn(c, root, p.stdin)
+            spawn(morph_command(o, root, p, cfg, stats, round, tcache, &[]), root, p.stdin)
         }
         Config::Qemu => {
             let mut c = Command::new(o.qemu.as_ref().context("no qemu")?);
@@ -522,6 +606,7 @@ fn real_main() -> anyhow::Result<bool> {
     let tmp = tempfile::tempdir()?;
     let mut rows = Vec::new();
     let mut failures = Vec::new();
+    let mut profiles = Vec::new();
     let started = Instant::now();
     for p in &progs {
         let mut cfgs = vec![Config::Native, Config::MorphPhysical];
@@ -603,9 +688,15 @@ fn real_main() -> anyhow::Result<bool> {
                 counters: counters.remove(&cfg).unwrap_or_default(),
             });
         }
+        if let Some(dir) = &o.profile {
+            profiles.push(profile(&o, &root, p, dir, &reference)?);
+        }
         eprintln!("realbench: {} done ({:.0} s so far)", p.name, started.elapsed().as_secs_f64());
     }
     print_table(&progs, &rows);
+    for text in &profiles {
+        print!("{text}");
+    }
     if let Some((bin, args)) = &o.against {
         print_against(&progs, &rows, bin, args);
     }
