@@ -5,7 +5,8 @@
 #
 # Usage: benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu]
 #                        [--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--morph PATH]
-#                        [--layouts] [--warm]
+#                        [--layouts] [--warm] [--against PATH] [--against-args ARGS]
+#                        [--native-i686] [--profile DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

@@ -24,6 +24,14 @@
 //! of it right after morph's (`morph-against`); a second table gives morph's median over
 //! its median per program: what a change did, measured in one run on one machine state.
 //!
+//! With `--native-i686`, each program also runs natively with glibc's CPU-specific
+//! functions masked (`GLIBC_TUNABLES=glibc.cpu.hwcaps=-SSE2,…`, [`I686_TUNABLES`]), so
+//! that glibc takes the i686 paths morph's modeled CPU (a TM5600: no SSE) gives it
+//! (`native-i686`), and a second table gives morph's median over that one: the
+//! translator's overhead apart from what the modeled CPU's instruction set costs the
+//! guest's C library. (Only glibc's choices are masked: a program's own CPUID checks
+//! still see the host.)
+//!
 //! With `--profile DIR`, each program then runs once more natively and once under morph
 //! (physical key, `--code-map`), each under `perf record` (into DIR), and
 //! `benches/code-map.py --functions` prints where morph's time goes beside native's, by
@@ -35,7 +43,7 @@
 //!
 //! Usage: `benches/real.sh [--runs N] [--quick] [--only a,b] [--no-qemu] [--csv F]
 //! [--json F] [--svg F] [--morph PATH] [--layouts] [--warm] [--against PATH]
-//! [--against-args ARGS] [--profile DIR]`; see benches/README.md.
+//! [--against-args ARGS] [--native-i686] [--profile DIR]`; see benches/README.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -197,11 +205,25 @@ struct Opts {
     against: Option<(PathBuf, Vec<String>)>,
     /// Where `--profile` writes its perf data and code maps.
     profile: Option<PathBuf>,
+    /// Also run natively with glibc's i686 functions (`--native-i686`).
+    native_i686: bool,
 }
+
+/// What `native-i686` masks of the host CPU for glibc's function selection: the
+/// instruction-set extensions the modeled TM5600 lacks, and the preferences glibc sets
+/// for a modern Intel core (fast unaligned loads and copies, fast `rep` strings), so
+/// that glibc takes the functions a guest under morph gets. (`ld.so --list-diagnostics`
+/// under morph shows the guest's view: no features, no preferences; natively with
+/// these masks, what remains — SSE, PCLMUL, AES, XSAVE — selects no string function
+/// in i386 glibc.)
+const I686_TUNABLES: &str = "glibc.cpu.hwcaps=-SSE2,-SSE3,-SSSE3,-SSE4_1,-SSE4_2,-AVX,-AVX2,-AVX512F,-AVX512BW,\
+-AVX512VL,-AVX512DQ,-AVX512CD,-ERMS,-FSRM,-POPCNT,-BMI1,-BMI2,-LZCNT,-MOVBE,-FMA,-F16C,-Fast_Unaligned_Load,\
+-Fast_Unaligned_Copy,-Fast_Rep_String,-Fast_Copy_Backward,-Prefer_PMINUB_for_stringop,-AVX_Fast_Unaligned_Load,\
+-Prefer_No_VZEROUPPER";
 
 const USAGE: &str = "usage: realbench [--morph PATH] [--runs N] [--quick] [--only a,b] [--no-qemu] \
 [--csv FILE] [--json FILE] [--svg FILE] [--cache DIR] [--layouts] [--warm] [--against PATH] \
-[--against-args ARGS] [--profile DIR]";
+[--against-args ARGS] [--native-i686] [--profile DIR]";
 
 fn parse_args() -> anyhow::Result<Opts> {
     let mut o = Opts {
@@ -218,6 +240,7 @@ fn parse_args() -> anyhow::Result<Opts> {
         warm: false,
         against: None,
         profile: None,
+        native_i686: false,
     };
     let mut runs = None;
     let (mut against, mut against_args) = (None, None);
@@ -239,6 +262,7 @@ fn parse_args() -> anyhow::Result<Opts> {
             "--against" => against = Some(PathBuf::from(val()?)),
             "--against-args" => against_args = Some(val()?.split_whitespace().map(String::from).collect()),
             "--profile" => o.profile = Some(PathBuf::from(val()?)),
+            "--native-i686" => o.native_i686 = true,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 std::process::exit(0);
@@ -342,9 +366,14 @@ struct Outcome {
     secs: f64,
 }
 
-fn spawn(mut c: Command, root: &Path, stdin: Option<&str>) -> anyhow::Result<Outcome> {
+fn spawn(c: Command, root: &Path, stdin: Option<&str>) -> anyhow::Result<Outcome> {
+    spawn_env(c, root, stdin, &[])
+}
+
+/// [`spawn`] with `extra` in the environment too.
+fn spawn_env(mut c: Command, root: &Path, stdin: Option<&str>, extra: &[(&str, &str)]) -> anyhow::Result<Outcome> {
     c.env_clear();
-    for (k, v) in ENV {
+    for (k, v) in ENV.iter().chain(extra) {
         c.env(k, v);
     }
     c.stdin(match stdin {
@@ -391,6 +420,8 @@ fn run_native(root: &Path, argv: &[&str], stdin: Option<&str>) -> anyhow::Result
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Config {
     Native,
+    /// Native, glibc on its i686 functions (`--native-i686`).
+    NativeI686,
     MorphPhysical,
     MorphVirtual,
     /// The physical key with a persistent translation cache primed by an earlier run.
@@ -404,6 +435,7 @@ impl Config {
     fn name(self) -> &'static str {
         match self {
             Config::Native => "native",
+            Config::NativeI686 => "native-i686",
             Config::MorphPhysical => "morph-physical",
             Config::MorphVirtual => "morph-virtual",
             Config::MorphWarm => "morph-physical-warm",
@@ -513,6 +545,9 @@ fn run_config(
 ) -> anyhow::Result<Outcome> {
     match cfg {
         Config::Native => run_native(root, p.argv, p.stdin),
+        Config::NativeI686 => {
+            spawn_env(native_command(root, p.argv)?, root, p.stdin, &[("GLIBC_TUNABLES", I686_TUNABLES)])
+        }
         Config::MorphPhysical | Config::MorphVirtual | Config::MorphWarm | Config::MorphAgainst => {
             spawn(morph_command(o, root, p, cfg, stats, round, tcache, &[]), root, p.stdin)
         }
@@ -610,6 +645,9 @@ fn real_main() -> anyhow::Result<bool> {
     let started = Instant::now();
     for p in &progs {
         let mut cfgs = vec![Config::Native, Config::MorphPhysical];
+        if o.native_i686 {
+            cfgs.push(Config::NativeI686);
+        }
         if o.against.is_some() {
             cfgs.push(Config::MorphAgainst);
         }
@@ -658,7 +696,7 @@ fn real_main() -> anyhow::Result<bool> {
         let mut counters: BTreeMap<Config, BTreeMap<String, u64>> = BTreeMap::new();
         for round in 0..o.runs {
             for &cfg in &cfgs {
-                let stats = (round == 0 && cfg != Config::Native && cfg != Config::Qemu)
+                let stats = (round == 0 && !matches!(cfg, Config::Native | Config::NativeI686 | Config::Qemu))
                     .then(|| tmp.path().join(format!("{}-{}.json", p.name, cfg.name())));
                 let r = run_config(&o, &root, p, cfg, stats.as_deref(), round, &tcache)?;
                 let same = r.stdout == reference.stdout && r.status == reference.status;
@@ -699,6 +737,9 @@ fn real_main() -> anyhow::Result<bool> {
     }
     if let Some((bin, args)) = &o.against {
         print_against(&progs, &rows, bin, args);
+    }
+    if o.native_i686 {
+        print_i686(&progs, &rows);
     }
     let meta = metadata(&o, &root)?;
     if let Some(f) = &o.csv {
@@ -839,6 +880,37 @@ fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) 
     if !all.is_empty() {
         let (lo, hi) = all.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
         println!("median ×{:.3} (×{lo:.3} to ×{hi:.3})", median(&mut all));
+    }
+}
+
+/// `--native-i686`: native with glibc's i686 functions, and morph over it.
+fn print_i686(progs: &[&Program], rows: &[Row]) {
+    let get = |p: &str, c: Config| row(rows, p, c);
+    println!("\nnative with glibc's i686 functions ({I686_TUNABLES}):");
+    println!("{:<14} {:>10} {:>12} {:>10} {:>12}", "program", "native ms", "i686 ms", "i686/nat", "morph/i686");
+    let mut all = Vec::new();
+    for p in progs {
+        let (n, i, m) =
+            (get(p.name, Config::Native), get(p.name, Config::NativeI686), get(p.name, Config::MorphPhysical));
+        match (n, i, m) {
+            (Some(n), Some(i), Some(m)) if i.output_matches_native && m.output_matches_native => {
+                let x = m.median_s / i.median_s;
+                all.push(x);
+                println!(
+                    "{:<14} {:>10.1} {:>12.1} {:>9.2}× {:>11.2}×",
+                    p.name,
+                    n.median_s * 1e3,
+                    i.median_s * 1e3,
+                    i.median_s / n.median_s,
+                    x
+                );
+            }
+            _ => println!("{:<14} FAIL", p.name),
+        }
+    }
+    if !all.is_empty() {
+        let max = all.iter().copied().fold(f64::MIN, f64::max);
+        println!("morph / native-i686: median ×{:.2}, max ×{max:.2}", median(&mut all));
     }
 }
 
