@@ -1,8 +1,9 @@
 //! The real-program suite's programs (Debian's python3, lua, perl, bash, gawk, sqlite3,
 //! compressors, coreutils) give native's output under morph: `realbench --quick --warm`
 //! runs each once natively, under morph, under morph with a persistent translation
-//! cache primed by an earlier run, and (`--against-args`) under morph with the other
-//! form of flag-free tests, and fails on any difference. Its times are not looked at
+//! cache primed by an earlier run, (`--against-args`) under morph with the other form of
+//! flag-free tests, and (`--native-i686`) natively with glibc's functions chosen as for
+//! morph's modeled CPU, and fails on any difference. Its times are not looked at
 //! (benchmarks are benchmarks, not tests).
 
 use std::path::PathBuf;
@@ -30,7 +31,7 @@ fn morph() -> PathBuf {
 #[test]
 fn real_programs_match_native() {
     let out = Command::new(env!("CARGO_BIN_EXE_realbench"))
-        .args(["--quick", "--warm", "--no-qemu", "--morph"])
+        .args(["--quick", "--warm", "--native-i686", "--no-qemu", "--morph"])
         .arg(morph())
         .args(["--against-args", "--flag-free-branch loop"])
         .output()
@@ -39,4 +40,5 @@ fn real_programs_match_native() {
     assert!(out.status.success(), "realbench failed:\n{text}");
     assert!(!text.contains("FAIL"), "{text}");
     assert!(text.contains("morph / against") && text.contains("median ×"), "no comparison table:\n{text}");
+    assert!(text.contains("morph / native-i686: median ×"), "no native-i686 table:\n{text}");
 }
