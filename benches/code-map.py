@@ -377,3 +377,10 @@ if __name__ == "__main__":
     except BrokenPipeError:  # output piped into `head`
         sys.stderr.close()
         sys.exit(0)
+    except FileNotFoundError as e:  # a missing tool (objdump, perf, readelf, nm) or file
+        print(f"code-map.py: {e.filename}: not found", file=sys.stderr)
+        sys.exit(2)
+    except subprocess.CalledProcessError as e:  # perf refusing a data file
+        err = e.stderr.strip() if isinstance(e.stderr, str) else ""
+        print(f"code-map.py: {' '.join(e.cmd)} failed: {err}", file=sys.stderr)
+        sys.exit(2)
