@@ -445,19 +445,17 @@ impl Config {
     }
 }
 
-/// Runs program `p` under `cfg` (`tcache`: the persistent cache of `MorphWarm`).
-/// The command of a morph configuration; `extra` are more `run` options.
-#[allow(clippy::too_many_arguments)]
-fn morph_command(
-    o: &Opts,
-    root: &Path,
-    p: &Program,
-    cfg: Config,
-    stats: Option<&Path>,
+/// One run of a configuration: where its `--stats-json` goes (if it writes one), its
+/// round (for `--layouts`), and the persistent cache of `MorphWarm`.
+struct RunOf<'a> {
+    stats: Option<&'a Path>,
     round: usize,
-    tcache: &Path,
-    extra: &[&std::ffi::OsStr],
-) -> Command {
+    tcache: &'a Path,
+}
+
+/// The command of a morph configuration; `extra` are more `run` options.
+fn morph_command(o: &Opts, root: &Path, p: &Program, cfg: Config, run: &RunOf, extra: &[&std::ffi::OsStr]) -> Command {
+    let RunOf { stats, round, tcache } = *run;
     let (bin, against) = match (&o.against, cfg) {
         (Some((bin, args)), Config::MorphAgainst) => (bin, &args[..]),
         _ => (&o.morph, &[][..]),
@@ -502,7 +500,8 @@ fn profile(o: &Opts, root: &Path, p: &Program, dir: &Path, reference: &Outcome) 
         w
     };
     let native = spawn(wrap(&native_command(root, p.argv)?, &ndata), root, p.stdin)?;
-    let m = morph_command(o, root, p, Config::MorphPhysical, None, 0, dir, &["--code-map".as_ref(), map.as_os_str()]);
+    let run = RunOf { stats: None, round: 0, tcache: dir };
+    let m = morph_command(o, root, p, Config::MorphPhysical, &run, &["--code-map".as_ref(), map.as_os_str()]);
     let morph = spawn(wrap(&m, &mdata), root, p.stdin)?;
     for (what, r) in [("native", &native), ("morph", &morph)] {
         if r.stdout != reference.stdout || r.status != reference.status {
@@ -534,22 +533,15 @@ fn profile(o: &Opts, root: &Path, p: &Program, dir: &Path, reference: &Outcome) 
     ))
 }
 
-fn run_config(
-    o: &Opts,
-    root: &Path,
-    p: &Program,
-    cfg: Config,
-    stats: Option<&Path>,
-    round: usize,
-    tcache: &Path,
-) -> anyhow::Result<Outcome> {
+/// Runs program `p` under `cfg`.
+fn run_config(o: &Opts, root: &Path, p: &Program, cfg: Config, run: &RunOf) -> anyhow::Result<Outcome> {
     match cfg {
         Config::Native => run_native(root, p.argv, p.stdin),
         Config::NativeI686 => {
             spawn_env(native_command(root, p.argv)?, root, p.stdin, &[("GLIBC_TUNABLES", I686_TUNABLES)])
         }
         Config::MorphPhysical | Config::MorphVirtual | Config::MorphWarm | Config::MorphAgainst => {
-            spawn(morph_command(o, root, p, cfg, stats, round, tcache, &[]), root, p.stdin)
+            spawn(morph_command(o, root, p, cfg, run, &[]), root, p.stdin)
         }
         Config::Qemu => {
             let mut c = Command::new(o.qemu.as_ref().context("no qemu")?);
@@ -686,7 +678,7 @@ fn real_main() -> anyhow::Result<bool> {
         };
         let mut ok: BTreeMap<Config, bool> = BTreeMap::new();
         if o.warm {
-            let r = run_config(&o, &root, p, Config::MorphWarm, None, 0, &tcache)?;
+            let r = run_config(&o, &root, p, Config::MorphWarm, &RunOf { stats: None, round: 0, tcache: &tcache })?;
             if r.stdout != reference.stdout || r.status != reference.status {
                 failed(Config::MorphWarm, &r);
                 ok.insert(Config::MorphWarm, false);
@@ -698,7 +690,7 @@ fn real_main() -> anyhow::Result<bool> {
             for &cfg in &cfgs {
                 let stats = (round == 0 && !matches!(cfg, Config::Native | Config::NativeI686 | Config::Qemu))
                     .then(|| tmp.path().join(format!("{}-{}.json", p.name, cfg.name())));
-                let r = run_config(&o, &root, p, cfg, stats.as_deref(), round, &tcache)?;
+                let r = run_config(&o, &root, p, cfg, &RunOf { stats: stats.as_deref(), round, tcache: &tcache })?;
                 let same = r.stdout == reference.stdout && r.status == reference.status;
                 if !same && ok.get(&cfg).copied().unwrap_or(true) {
                     failed(cfg, &r);
