@@ -385,6 +385,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         tcache_dir: a.tcache_dir.clone(),
         tcache_size: a.tcache_size as u64,
         tcache_cold: a.tcache_cold,
+        time_split: a.stats || a.stats_json.is_some(),
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,

@@ -2,9 +2,13 @@
 //!
 //! The engine times every interpreted block, translation and trip into translated code;
 //! at millions of blocks a second, `Instant::now` (a `clock_gettime` through the vDSO,
-//! about 20 ns) is itself a visible cost. The time-stamp counter costs a few cycles; it
-//! is converted to nanoseconds against `Instant` measured over the engine's lifetime,
-//! which is exact for an invariant TSC (every x86-64 host of the last decade).
+//! about 20 ns) is itself a visible cost. The time-stamp counter costs a few cycles on
+//! bare metal; it is converted to nanoseconds against `Instant` measured over the
+//! engine's lifetime, which is exact for an invariant TSC (every x86-64 host of the
+//! last decade). Under a hypervisor `rdtsc` is dearer: on the 2-vCPU VM of
+//! docs/results.md § Stop 36, two per interpreted block cost a Python start 3–5 % of
+//! its time, so the engine reads the clock only when the split is asked for
+//! (`EngineConfig::time_split`: `--stats`, `--stats-json`).
 
 use std::time::Instant;
 
@@ -34,12 +38,23 @@ pub(crate) struct Ticks {
     /// Since when `cur` runs.
     last: u64,
     cur: Activity,
+    /// Whether to time at all (`EngineConfig::time_split`): off, `switch` and `start`
+    /// read no clock and the three totals stay zero.
+    pub on: bool,
 }
 
 impl Ticks {
+    /// Zero totals; reading the clock only if `on`.
+    pub fn new(on: bool) -> Ticks {
+        Ticks { on, ..Ticks::default() }
+    }
+
     /// Starts timing (in `Engine::run`).
     #[inline]
     pub fn start(&mut self) {
+        if !self.on {
+            return;
+        }
         self.last = Clock::ticks();
         self.cur = Activity::Outside;
     }
@@ -50,7 +65,7 @@ impl Ticks {
     /// counter once, not once a block.
     #[inline]
     pub fn switch(&mut self, to: Activity) {
-        if to == self.cur {
+        if to == self.cur || !self.on {
             return;
         }
         let now = Clock::ticks();

@@ -25,6 +25,9 @@ impl Engine {
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
     pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
         if !self.cfg.translate {
+            if !self.ticks.on {
+                return self.interp.run(cpu, mem, budget);
+            }
             let t0 = Clock::ticks();
             let e = self.interp.run(cpu, mem, budget);
             self.ticks.interp += Clock::ticks() - t0;
