@@ -75,6 +75,21 @@ impl FlagFree {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
+enum CpuArg {
+    Tm5600,
+    Tm8600,
+}
+
+impl CpuArg {
+    fn model(self) -> morph_cpu::cpuid::Model {
+        match self {
+            CpuArg::Tm5600 => morph_cpu::cpuid::Model::Tm5600,
+            CpuArg::Tm8600 => morph_cpu::cpuid::Model::Tm8600,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
 enum KernelArg {
     #[value(name = "2.6.12")]
     Linux2612,
@@ -158,6 +173,12 @@ struct RunArgs {
     /// (2.6.12: the child; modern: the parent).
     #[arg(long, value_enum, default_value = "modern")]
     kernel: KernelArg,
+    /// The modeled CPU: tm5600 (Transmeta Crusoe, as in the 2005 report: x87 and MMX,
+    /// no SSE, so SSE instructions raise SIGILL) or tm8600 (Transmeta Efficeon: adds
+    /// FXSAVE, SSE and SSE2, for programs built for CPUs with SSE2). CPUID and AT_HWCAP
+    /// report the model.
+    #[arg(long, value_enum, default_value = "tm5600")]
+    cpu: CpuArg,
     /// Seed of the machine's random number generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -386,6 +407,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         tcache_size: a.tcache_size as u64,
         tcache_cold: a.tcache_cold,
         time_split: a.stats || a.stats_json.is_some(),
+        cpu: a.cpu.model(),
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
@@ -542,6 +564,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "tcache_cold": a.tcache_cold,
         "aslr": a.aslr,
         "kernel": name(a.kernel.to_possible_value()),
+        "cpu": a.cpu.model().name(),
         "seed": a.seed,
         "root": root.display().to_string(),
         "sysroot": meta::sysroot(root),

@@ -63,6 +63,9 @@ pub enum FaultKind {
     Bound,
     /// `#MF`: an unmasked x87 exception is pending.
     Fpu,
+    /// `#XM`: an SSE instruction raised an exception MXCSR does not mask (its flags are
+    /// set in MXCSR; the instruction wrote nothing).
+    SimdFp,
     /// `#DB` from EFLAGS.TF: a trap after an instruction that began with TF set (EIP is
     /// the next instruction's).
     SingleStep,
@@ -81,6 +84,7 @@ impl FaultKind {
             FaultKind::GeneralProtection(_) => 13,
             FaultKind::Page(_) => 14,
             FaultKind::Fpu => 16,
+            FaultKind::SimdFp => 19,
         }
     }
 
@@ -656,7 +660,8 @@ impl Interp {
     ) -> Res<Flow> {
         match class {
             Support::Int => exec_int(&mut Ctx { cpu, mem, ins, delta }, family),
-            Support::Fpu | Support::Mmx => self.exec_fpu(&mut Ctx { cpu, mem, ins, delta }, class),
+            Support::Sse if !cpu.model.has_sse() => Err(invalid(mem, ins, delta)),
+            Support::Fpu | Support::Mmx | Support::Sse => self.exec_fpu(&mut Ctx { cpu, mem, ins, delta }, class),
             Support::Nop => Ok(Flow::Next),
             Support::System => Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta))),
             Support::Invalid => Err(invalid(mem, ins, delta)),

@@ -135,6 +135,14 @@ impl FpuState {
     pub fn fsw(&self) -> u16 {
         u16::from_le_bytes([self.0[2], self.0[3]])
     }
+    /// MXCSR.
+    pub fn mxcsr(&self) -> u32 {
+        u32::from_le_bytes([self.0[24], self.0[25], self.0[26], self.0[27]])
+    }
+    /// Sets MXCSR.
+    pub fn set_mxcsr(&mut self, v: u32) {
+        self.0[24..28].copy_from_slice(&v.to_le_bytes());
+    }
     /// Whether an unmasked exception is pending (status word ES bit).
     pub fn pending_exception(&self) -> bool {
         let unmasked = !self.fcw() & self.fsw() & 0x3f;
@@ -177,6 +185,8 @@ pub struct Cpu {
     /// The last exception taken: what Linux keeps per thread (`trap_nr`, `error_code`,
     /// `cr2`) and writes into every signal frame's `sigcontext`.
     pub trap: Trap,
+    /// The modeled CPU: what `CPUID` answers and whether SSE runs (`--cpu`).
+    pub model: crate::cpuid::Model,
 }
 
 /// An exception's vector, error code and (for `#PF`) faulting address, as the OS layer
@@ -213,6 +223,7 @@ impl Cpu {
             fpu_in_host: false,
             icount: 0,
             trap: Trap::default(),
+            model: crate::cpuid::Model::default(),
         }
     }
 

@@ -1,4 +1,4 @@
-//! x87 and MMX instructions, executed on the host FPU.
+//! x87, MMX and SSE instructions, executed on the host FPU.
 //!
 //! The host has the same FPU, so the exact 80-bit semantics (rounding, precision
 //! control, status word, denormals, transcendental results) come from running the
@@ -6,10 +6,12 @@
 //!
 //! ```text
 //! stub(rdi = host address of the memory operand, rsi = guest FXSAVE image, rdx = &eflags,
-//!      rcx = morph's own control words, see `HostControl`):
+//!      rcx = morph's own control words, see `HostControl`, r8 = a general register's slot):
 //!     load guest arithmetic flags (FCMOVcc reads them)   mov eax,[rdx]; and eax,0x8d5; push rax; popfq
 //!     fxrstor [rsi]
-//!     <the guest instruction, memory operand rewritten to [rdi]>
+//!     [mov r9d, [r8]]                                    (a general register operand)
+//!     <the guest instruction, memory operand rewritten to [rdi], register to r9d>
+//!     [mov [r8], r9d]
 //!     fxsave  [rsi]
 //!     store host flags (FCOMI writes ZF/PF/CF)         pushfq; pop rax; mov [rdx],eax
 //!     fninit; fldcw [rcx]; ldmxcsr [rcx+4]             (morph's own FPU and SSE control back)
@@ -52,7 +54,13 @@ const EPILOGUE: &[u8] = &[
     0xc3, // ret
 ];
 
-type StubFn = unsafe extern "C" fn(*mut u8, *mut FpuState, *mut u32, *const HostControl);
+type StubFn = unsafe extern "C" fn(*mut u8, *mut FpuState, *mut u32, *const HostControl, *mut u64);
+
+/// Around an instruction with a 32-bit general register operand (SSE's `movd`,
+/// `cvtsi2sd`, `cvttsd2si`, `pmovmskb`, ...), which the stub runs on r9d: the guest
+/// register's value is loaded from the slot r8 points at, and stored back after.
+const GPR_IN: &[u8] = &[0x45, 0x8b, 0x08]; // mov r9d, [r8]
+const GPR_OUT: &[u8] = &[0x45, 0x89, 0x08]; // mov [r8], r9d
 
 /// Morph's own floating-point control state: the x87 control word and MXCSR it runs
 /// with (the host ABI's defaults; read once from the host), put back whenever guest
@@ -189,7 +197,38 @@ impl HostFpu {
         fpu: &mut FpuState,
         eflags: &mut u32,
     ) -> Result<(), StubError> {
+        // SAFETY: as the caller's; no general register operand.
+        unsafe { self.exec_gpr(ins, mem, None, fpu, eflags) }
+    }
+
+    /// [`HostFpu::exec`] for an instruction that may have a 32-bit general register
+    /// operand: `gpr` is its operand index and a slot holding the register's value,
+    /// which holds the value the instruction left in it afterwards. The implicit
+    /// `[edi]` of `maskmovq`/`maskmovdqu` is `mem` too.
+    ///
+    /// # Safety
+    /// As [`HostFpu::exec`].
+    pub unsafe fn exec_gpr(
+        &mut self,
+        ins: &Instruction,
+        mem: *mut u8,
+        gpr: Option<(u32, &mut u64)>,
+        fpu: &mut FpuState,
+        eflags: &mut u32,
+    ) -> Result<(), StubError> {
         let mut host = *ins;
+        let mut slot = 0u64;
+        let with_gpr = gpr.is_some();
+        let slot_ptr = match gpr {
+            Some((i, v)) => {
+                host.set_op_register(i, Register::R9D);
+                v as *mut u64
+            }
+            None => &mut slot as *mut u64,
+        };
+        if matches!(ins.op0_kind(), iced_x86::OpKind::MemorySegEDI | iced_x86::OpKind::MemorySegDI) {
+            host.set_op0_kind(iced_x86::OpKind::MemorySegRDI);
+        }
         if ins.op_kinds().any(|k| k == iced_x86::OpKind::Memory) {
             host.set_memory_base(Register::RDI);
             host.set_memory_index(Register::None);
@@ -204,7 +243,10 @@ impl HostFpu {
             None => {
                 let encoder = self.encoder.get_or_insert_with(|| Encoder::new(64));
                 encoder.encode(&host, 0).map_err(|e| StubError(format!("{ins} ({e})")))?;
-                let bytes = encoder.take_buffer();
+                let mut bytes = encoder.take_buffer();
+                if with_gpr {
+                    bytes = [GPR_IN, &bytes, GPR_OUT].concat();
+                }
                 let o = match self.stubs.get(&bytes) {
                     Some(&o) => o,
                     None => self.emit(bytes)?,
@@ -218,7 +260,7 @@ impl HostFpu {
         // state) and touches only `mem` (checked by the caller), `fpu` and `eflags`.
         unsafe {
             let f: StubFn = std::mem::transmute(self.buf.add(off));
-            f(mem, fpu, eflags, HostControl::morph());
+            f(mem, fpu, eflags, HostControl::morph(), slot_ptr);
         }
         Ok(())
     }

@@ -32,7 +32,7 @@ impl Engine {
             at
         };
         self.enter_off = fits(&mut self.code, glue::enter_trampoline());
-        self.exit_common_off = fits(&mut self.code, glue::exit_common());
+        self.exit_common_off = fits(&mut self.code, glue::exit_common(self.cfg.cpu.has_sse()));
         self.exit_nosave_off = fits(&mut self.code, glue::exit_nosave());
         let (mut lookup, rel) = glue::shared_lookup();
         let at = self.code.offset();

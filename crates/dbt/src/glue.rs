@@ -211,8 +211,11 @@ pub fn enter_trampoline() -> Vec<u8> {
     })
 }
 
-/// Saves guest state and returns to the dispatcher (EIP and exit already stored).
-pub fn exit_common() -> Vec<u8> {
+/// Saves guest state and returns to the dispatcher (EIP and exit already stored). With
+/// `sse` (a model with SSE), a live guest FPU state is saved at every exit instead of left
+/// in the host FPU ([`fpu_exit`]): its XMM registers would not survive morph's own code,
+/// which uses them freely.
+pub fn exit_common(sse: bool) -> Vec<u8> {
     assemble(|a| {
         store_flags_gprs(a);
         dynasm!(a
@@ -220,7 +223,11 @@ pub fn exit_common() -> Vec<u8> {
             ; mov [r15 + 40], r14d // page_va
             ; mov [r15 + 56], r11 // icount
         );
-        fpu_exit(a);
+        if sse {
+            fpu_save(a);
+        } else {
+            fpu_exit(a);
+        }
         leave(a);
     })
 }

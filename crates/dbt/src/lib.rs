@@ -156,6 +156,9 @@ pub struct EngineConfig {
     /// code (`interp_ns`, `translate_ns`, `exec_ns`): two clock reads per interpreted
     /// block, which the CLI pays only when statistics are asked for (see `clock`).
     pub time_split: bool,
+    /// The modeled CPU (`--cpu`): on one with SSE, SSE and SSE2 instructions are
+    /// translated to run on the host with the guest's XMM registers in the host's.
+    pub cpu: morph_cpu::cpuid::Model,
 }
 
 impl EngineConfig {
@@ -168,6 +171,7 @@ impl EngineConfig {
             counted: self.counted,
             table_bias: None,
             slow_loop: self.uses_jrcxz(),
+            sse: self.cpu.has_sse(),
         }
     }
 
@@ -201,6 +205,7 @@ impl Default for EngineConfig {
             tcache_cold: 0,
             tcache_size: DEFAULT_TCACHE_SIZE,
             time_split: true,
+            cpu: morph_cpu::cpuid::Model::Tm5600,
         }
     }
 }

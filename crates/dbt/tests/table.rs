@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use iced_x86::{Code, Mnemonic};
 use morph_cpu::Cpu;
+use morph_cpu::cpuid::Model;
 use morph_cpu::isa::{self, Lower, Support};
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 use morph_mem::{AddressSpace, PhysMem, Prot};
@@ -20,7 +21,7 @@ use morph_mem::{AddressSpace, PhysMem, Prot};
 /// What a run leaves: the exit, the CPU (registers, flags, FPU), the data and the stack.
 type Outcome = (String, String, Vec<u8>, Vec<u8>);
 
-fn run(code: &[u8], gpr: [u32; 8], eflags: u32, translate: bool) -> Outcome {
+fn run(code: &[u8], gpr: [u32; 8], eflags: u32, translate: bool, cpu_model: Model) -> Outcome {
     let phys = Rc::new(PhysMem::new(16 << 20).unwrap());
     let mut mem = AddressSpace::new(phys).unwrap();
     mem.map_anon(CODE, 0x1000, Prot::RWX, false, "code").unwrap();
@@ -32,18 +33,32 @@ fn run(code: &[u8], gpr: [u32; 8], eflags: u32, translate: bool) -> Outcome {
         mem.write_u32(STACK - 0x1000 + 4 * i, i.wrapping_mul(0x85eb_ca6b)).unwrap();
     }
     let mut cpu = Cpu::new();
+    cpu.model = cpu_model;
     cpu.eip = CODE;
     cpu.gpr = gpr;
     cpu.eflags = eflags;
-    let cfg =
-        EngineConfig { translate, key: KeyPolicy::Physical, threshold: 0, chain: true, ..EngineConfig::default() };
+    let cfg = EngineConfig {
+        translate,
+        key: KeyPolicy::Physical,
+        threshold: 0,
+        chain: true,
+        cpu: cpu_model,
+        ..EngineConfig::default()
+    };
     let mut e = Engine::new(cfg).unwrap();
     let exit = e.run(&mut cpu, &mut mem, 1, 1000);
     let mut data = vec![0u8; 0x1000];
     mem.read_bytes(DATA, &mut data).unwrap();
     let mut stack = vec![0u8; 0x1000];
     mem.read_bytes(STACK - 0x1000, &mut stack).unwrap();
-    (format!("{exit:?}"), format!("{cpu:?}"), data, stack)
+    // The FPU image: control, status and tag words, MXCSR, the x87/MMX registers and,
+    // on a model with SSE, the XMM registers (not the last instruction's and operand's
+    // addresses, bytes 8–23, nor MXCSR_MASK, 28–31: the host's, which the image has
+    // only once a host `fxsave` wrote it).
+    let end = if cpu_model.has_sse() { 288 } else { 160 };
+    let img = &cpu.fpu.0;
+    let fpu: String = img[..8].iter().chain(&img[24..28]).chain(&img[32..end]).map(|b| format!("{b:02x}")).collect();
+    (format!("{exit:?}"), format!("{cpu:?} fpu={fpu}"), data, stack)
 }
 
 #[test]
@@ -81,8 +96,11 @@ fn every_table_entry_runs_the_same_interpreted_and_translated() {
                     let gpr =
                         [r(&mut rng), ecx, r(&mut rng), DATA, STACK - 0x800, r(&mut rng), DATA + 0x100, DATA + 0x200];
                     let eflags = (r(&mut rng) & 0x8d5) | 0x202;
-                    let a = run(&prog, gpr, eflags, false);
-                    let b = run(&prog, gpr, eflags, true);
+                    // SSE forms on the model that has them (on the TM5600 they are #UD
+                    // under both engines, as every other form without support).
+                    let model = if isa::entry(code).support == Support::Sse { Model::Tm8600 } else { Model::Tm5600 };
+                    let a = run(&prog, gpr, eflags, false, model);
+                    let b = run(&prog, gpr, eflags, true, model);
                     runs += 1;
                     if a != b {
                         let what = |o: &Outcome, p: &str| format!("{p}: {} {}", o.0, o.1);
@@ -103,8 +121,8 @@ fn every_table_entry_runs_the_same_interpreted_and_translated() {
         bad.len(),
         bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
     );
-    // The walk covers the ISA: at least the integer, x87 and MMX forms.
-    assert!(forms > 900, "only {forms} forms have an instance");
+    // The walk covers the ISA: at least the integer, x87, MMX and SSE forms.
+    assert!(forms > 1300, "only {forms} forms have an instance");
 }
 
 /// Every form the guest decoder can produce and the modeled CPU supports has a
@@ -121,7 +139,7 @@ fn every_supported_form_has_an_instance() {
                 || matches!(c, Code::Zero_bytes | Code::Popw_CS | Code::Ud0);
             let decodable = c != Code::INVALID && op.mode32() && op.decoder_option() == 0 && !op.fwait() && !pseudo;
             decodable
-                && matches!(e.support, Support::Int | Support::Fpu | Support::Mmx)
+                && matches!(e.support, Support::Int | Support::Fpu | Support::Mmx | Support::Sse)
                 && isa::sample(c, false, CODE).is_none()
                 && isa::sample(c, true, CODE).is_none()
         })
@@ -139,7 +157,9 @@ fn lowering_follows_support() {
             Support::Nop => assert_eq!(e.lower, Lower::Skip, "{c:?}"),
             Support::System | Support::Invalid => assert_eq!(e.lower, Lower::Helper, "{c:?}"),
             Support::Int if e.family == isa::Family::None => assert_eq!(e.lower, Lower::Helper, "{c:?}"),
-            Support::Fpu | Support::Mmx => assert!(matches!(e.lower, Lower::Fpu | Lower::Helper), "{c:?}"),
+            Support::Fpu | Support::Mmx | Support::Sse => {
+                assert!(matches!(e.lower, Lower::Fpu | Lower::Helper), "{c:?}")
+            }
             Support::Int => assert!(!matches!(e.lower, Lower::Skip | Lower::Fpu), "{c:?}"),
         }
     }

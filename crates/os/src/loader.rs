@@ -311,6 +311,8 @@ pub struct LoadArgs<'a> {
     pub name_of: &'a dyn Fn(&File) -> Option<String>,
     /// Real/effective uid and gid.
     pub ids: [u32; 4],
+    /// The modeled CPU, whose feature word is `AT_HWCAP`.
+    pub cpu: morph_cpu::cpuid::Model,
 }
 
 /// Loads `args.path` into `aspace` and builds the initial stack.
@@ -392,7 +394,7 @@ pub fn load(
         .rfind(|p| p.offset <= elf.phoff && u64::from(elf.phoff) < u64::from(p.offset) + u64::from(p.filesz));
     let phdr = bias.wrapping_add(holder.map_or(0, |p| (elf.phoff - p.offset).wrapping_add(p.vaddr)));
     let auxv_base = [
-        (AT_HWCAP, morph_cpu::cpuid::STD_FEATURES_EDX),
+        (AT_HWCAP, args.cpu.std_features_edx()),
         (AT_PAGESZ, PAGE_SIZE),
         (AT_CLKTCK, 100),
         (AT_PHDR, phdr),

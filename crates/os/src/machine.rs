@@ -350,6 +350,9 @@ impl Machine {
             FaultKind::Overflow => (SIGSEGV, SI_KERNEL, 0, "overflow trap (into)".to_string()),
             FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
             FaultKind::Fpu => (SIGFPE, fpu_code(&p.cpu.fpu), f.eip, "x87 floating-point exception".to_string()),
+            FaultKind::SimdFp => {
+                (SIGFPE, simd_code(p.cpu.fpu.mxcsr()), f.eip, "SIMD floating-point exception".to_string())
+            }
         };
         p.cpu.trap.vector = f.kind.vector();
         p.cpu.trap.error_code = err;
@@ -373,7 +376,19 @@ impl Machine {
 /// `fpu__exception_code`: invalid operation first, then zero divide, overflow,
 /// underflow or denormal, precision).
 fn fpu_code(fpu: &morph_cpu::FpuState) -> i32 {
-    let e = fpu.fsw() & !fpu.fcw();
+    exception_code(fpu.fsw() & !fpu.fcw())
+}
+
+/// The `si_code` of an SSE exception (`#XM`): Linux's reading of MXCSR, the flags its
+/// masks (bits 7–12) leave unmasked, in the x87 order.
+fn simd_code(mxcsr: u32) -> i32 {
+    exception_code((mxcsr & !(mxcsr >> 7) & 0x3f) as u16)
+}
+
+/// The `si_code` of unmasked exception flags `e` (the x87 status word's or MXCSR's
+/// bits 0–5): invalid operation first, then divide by zero, overflow, underflow or
+/// denormal, precision.
+fn exception_code(e: u16) -> i32 {
     if e & 0x01 != 0 {
         FPE_FLTINV
     } else if e & 0x04 != 0 {

@@ -122,6 +122,9 @@ pub fn configs() -> Vec<Vec<&'static str>> {
         v.push(vec!["--engine", "dbt", "--key", key]);
     }
     v.push(vec!["--engine", "dbt", "--no-chain", "--aslr", "2", "--seed", "3"]);
+    // The model with SSE: exits save the FPU state, short `rep movsd` keeps to XMM8–15.
+    v.push(vec!["--engine", "dbt", "--cpu", "tm8600", "--threshold", "0"]);
+    v.push(vec!["--engine", "dbt", "--cpu", "tm8600"]);
     v.push(vec!["--engine", "dbt", "--ras", "--threshold", "0"]);
     v.push(vec!["--engine", "dbt", "--ras", "--key", "virtual"]);
     v.push(vec!["--engine", "dbt", "--no-ic", "--key", "file"]);

@@ -9,10 +9,13 @@ use crate::isa::{self, Support, Writes};
 use crate::state::flags::{CF, PF, ZF};
 
 impl Interp {
-    pub(super) fn exec_fpu(&mut self, c: &mut Ctx<'_>, _class: Support) -> Res<Flow> {
+    pub(super) fn exec_fpu(&mut self, c: &mut Ctx<'_>, class: Support) -> Res<Flow> {
         let ins = c.ins;
         self.stats.fpu_instructions += 1;
         crate::x87::fpu_from_host(c.cpu);
+        if class == Support::Sse {
+            return self.exec_sse(c);
+        }
         // The non-waiting control instructions do not check for pending exceptions.
         let no_wait = matches!(ins.mnemonic(), M::Fninit | M::Fnclex | M::Fnstcw | M::Fnstsw | M::Fnstenv | M::Fnsave);
         if !no_wait && c.cpu.fpu.pending_exception() {
@@ -61,6 +64,134 @@ impl Interp {
         // range was checked (and prepared for writing) against the guest page table.
         unsafe { self.fpu.exec(ins, host, &mut c.cpu.fpu, &mut fl) }.map_err(|_| invalid(c.mem, ins, c.delta))?;
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
+            set_arith(c.cpu, fl & (ZF | PF | CF));
+        }
+        Ok(Flow::Next)
+    }
+}
+
+/// The MXCSR exception flags (bits 0–5); their masks are the bits 7–12.
+const MXCSR_FLAGS: u32 = 0x3f;
+const MXCSR_MASKS: u32 = 0x3f << 7;
+
+impl Interp {
+    /// An SSE instruction (the model has SSE): `ldmxcsr`, `stmxcsr`, `fxsave` and
+    /// `fxrstor` on the guest's FXSAVE image here, the others on the host FPU. What the
+    /// host would fault on is checked first and raised as the guest's fault: a 16-byte
+    /// memory operand not 16-byte aligned (`#GP(0)`, but for the unaligned moves), an
+    /// MXCSR with reserved bits set (`#GP(0)`), and an exception MXCSR does not mask
+    /// (`#XM`: the instruction runs with every exception masked and its flags cleared,
+    /// and if it raised an unmasked one, nothing it wrote is kept and MXCSR gets the
+    /// flags it raised).
+    fn exec_sse(&mut self, c: &mut Ctx<'_>) -> Res<Flow> {
+        let ins = c.ins;
+        let gp = |c: &Ctx<'_>| c.fault(FaultKind::GeneralProtection(0));
+        match ins.mnemonic() {
+            M::Stmxcsr => {
+                let a = ea(c.cpu, ins);
+                c.mem.write_u32(a, c.cpu.fpu.mxcsr()).map_err(c.pf())?;
+                return Ok(Flow::Next);
+            }
+            M::Ldmxcsr => {
+                let a = ea(c.cpu, ins);
+                let v = c.mem.read_u32(a).map_err(c.pf())?;
+                if v & !crate::x87::mxcsr_feature_mask() != 0 {
+                    return Err(gp(c));
+                }
+                c.cpu.fpu.set_mxcsr(v);
+                return Ok(Flow::Next);
+            }
+            M::Fxsave => {
+                let a = ea(c.cpu, ins);
+                if !a.is_multiple_of(16) {
+                    return Err(gp(c));
+                }
+                let mut image = c.cpu.fpu.0;
+                // MXCSR_MASK: the host's, which its own `fxsave` stores.
+                image[28..32].copy_from_slice(&crate::x87::mxcsr_feature_mask().to_le_bytes());
+                c.mem.write_bytes(a, &image).map_err(c.pf())?;
+                return Ok(Flow::Next);
+            }
+            M::Fxrstor => {
+                let a = ea(c.cpu, ins);
+                if !a.is_multiple_of(16) {
+                    return Err(gp(c));
+                }
+                let mut image = [0u8; 512];
+                c.mem.read_bytes(a, &mut image).map_err(c.pf())?;
+                let mxcsr = u32::from_le_bytes([image[24], image[25], image[26], image[27]]);
+                if mxcsr & !crate::x87::mxcsr_feature_mask() != 0 {
+                    return Err(gp(c));
+                }
+                c.cpu.fpu.0 = image;
+                return Ok(Flow::Next);
+            }
+            _ => {}
+        }
+        // The memory operand, or the implicit `[edi]` of the masked moves.
+        let implicit = matches!(ins.op0_kind(), OpKind::MemorySegEDI | OpKind::MemorySegDI);
+        let mut host = std::ptr::null_mut();
+        if implicit || ins.op_kinds().any(|k| k == OpKind::Memory) {
+            let (a, size) = if implicit {
+                let di = if ins.op0_kind() == OpKind::MemorySegDI {
+                    get_reg(c.cpu, Register::DI)
+                } else {
+                    get_reg(c.cpu, Register::EDI)
+                };
+                let size = if ins.mnemonic() == M::Maskmovq { 8 } else { 16 };
+                (di.wrapping_add(super::seg_base(c.cpu, ins.memory_segment())), size)
+            } else {
+                (ea(c.cpu, ins), ins.memory_size().size() as u32)
+            };
+            let unaligned_ok = matches!(ins.mnemonic(), M::Movups | M::Movupd | M::Movdqu | M::Maskmovdqu);
+            if size == 16 && !unaligned_ok && !a.is_multiple_of(16) {
+                return Err(gp(c));
+            }
+            match isa::entry(ins.code()).writes {
+                Writes::MemOperand | Writes::Always => {
+                    c.mem
+                        .check_read(a, size)
+                        .or_else(|e| if e.kind == morph_mem::MemFaultKind::Unmapped { Err(e) } else { Ok(()) })
+                        .map_err(c.pf())?;
+                    c.mem.prepare_write(a, size).map_err(c.pf())?;
+                }
+                _ => c.mem.check_read(a, size).map_err(c.pf())?,
+            }
+            host = c.mem.host_ptr(a);
+        }
+        // A 32-bit general register operand: written if it is the first.
+        let gpr = (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Register && ins.op_register(i).is_gpr32());
+        let mut value = gpr.map_or(0, |i| u64::from(get_reg(c.cpu, ins.op_register(i))));
+        let mxcsr = c.cpu.fpu.mxcsr();
+        let unmasked = !(mxcsr >> 7) & MXCSR_FLAGS;
+        // Run with every exception masked and no flag set, so that what it raises shows.
+        let before = (unmasked != 0).then(|| c.cpu.fpu.clone());
+        if unmasked != 0 {
+            c.cpu.fpu.set_mxcsr((mxcsr | MXCSR_MASKS) & !MXCSR_FLAGS);
+        }
+        let mut fl = c.cpu.eflags;
+        // SAFETY: `host` is null or the host address of the memory operand, whose whole
+        // range was checked (and prepared for writing) against the guest page table.
+        let r = unsafe { self.fpu.exec_gpr(ins, host, gpr.map(|i| (i, &mut value)), &mut c.cpu.fpu, &mut fl) };
+        if let Some(before) = before {
+            let raised = c.cpu.fpu.mxcsr() & MXCSR_FLAGS;
+            if r.is_ok() && raised & unmasked != 0 {
+                // No SSE instruction that can raise one writes memory: the destination
+                // is a register, left as it was.
+                c.cpu.fpu = before;
+                c.cpu.fpu.set_mxcsr(mxcsr | raised);
+                return Err(c.fault(FaultKind::SimdFp));
+            }
+            let after = c.cpu.fpu.mxcsr();
+            c.cpu.fpu.set_mxcsr(
+                (after & !(MXCSR_MASKS | MXCSR_FLAGS)) | (mxcsr & MXCSR_MASKS) | (mxcsr | raised) & MXCSR_FLAGS,
+            );
+        }
+        r.map_err(|_| invalid(c.mem, ins, c.delta))?;
+        if gpr == Some(0) {
+            set_reg(c.cpu, ins.op0_register(), value as u32);
+        }
+        if matches!(ins.mnemonic(), M::Comiss | M::Comisd | M::Ucomiss | M::Ucomisd) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
         Ok(Flow::Next)

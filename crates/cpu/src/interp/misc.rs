@@ -65,7 +65,7 @@ pub(super) fn misc(c: &mut Ctx<'_>) -> Res<Flow> {
             }
         }
         M::Cpuid => {
-            let r = crate::cpuid::cpuid(c.cpu.gpr[reg::EAX]);
+            let r = crate::cpuid::cpuid(c.cpu.model, c.cpu.gpr[reg::EAX]);
             c.cpu.gpr[reg::EAX] = r[0];
             c.cpu.gpr[reg::EBX] = r[1];
             c.cpu.gpr[reg::ECX] = r[2];

@@ -43,6 +43,9 @@ fn support_of(code: Code) -> Support {
     if control_reg || rows::SYSTEM.contains(&m) {
         return Support::System;
     }
+    if code.encoding() == EncodingKind::Legacy && rows::in_sse(code) {
+        return Support::Sse;
+    }
     if !rows::in_isa(code) {
         return Support::Invalid;
     }
@@ -114,7 +117,7 @@ pub(super) fn build(code: Code) -> Entry {
     let support = support_of(code);
     let (family, fast, lower) = match support {
         Support::Int => int_row(code),
-        Support::Fpu | Support::Mmx => {
+        Support::Fpu | Support::Mmx | Support::Sse => {
             (Family::Fpu, None, if rows::FPU_HELPER.contains(&code.mnemonic()) { Lower::Helper } else { Lower::Fpu })
         }
         Support::Nop => (Family::None, None, Lower::Skip),

@@ -88,29 +88,40 @@ pub(super) const LOWER_BY_CODE: &[(Code, L)] = &[
 
 /// Whether all of a form's CPUID features are the TM5600's.
 pub(super) fn in_isa(code: Code) -> bool {
+    code.cpuid_features().iter().all(|&f| in_tm5600(f))
+}
+
+/// Whether a form is SSE's or SSE2's (or FXSAVE's): at least one of its CPUID features is
+/// one of those the TM8600 adds to the TM5600's, and all the others are the TM5600's.
+pub(super) fn in_sse(code: Code) -> bool {
     use iced_x86::CpuidFeature as C;
-    code.cpuid_features().iter().all(|f| {
-        matches!(
-            f,
-            C::INTEL8086
-                | C::INTEL8086_ONLY
-                | C::INTEL186
-                | C::INTEL286
-                | C::INTEL386
-                | C::INTEL486
-                | C::FPU
-                | C::FPU287
-                | C::FPU387
-                | C::CMOV
-                | C::MMX
-                | C::TSC
-                | C::CX8
-                | C::CPUID
-                | C::SEP
-                | C::MULTIBYTENOP
-                | C::PAUSE
-        )
-    })
+    let added = |f: &C| matches!(f, C::SSE | C::SSE2 | C::FXSR);
+    let f = code.cpuid_features();
+    f.iter().any(added) && f.iter().all(|g| added(g) || in_tm5600(*g))
+}
+
+fn in_tm5600(f: iced_x86::CpuidFeature) -> bool {
+    use iced_x86::CpuidFeature as C;
+    matches!(
+        f,
+        C::INTEL8086
+            | C::INTEL8086_ONLY
+            | C::INTEL186
+            | C::INTEL286
+            | C::INTEL386
+            | C::INTEL486
+            | C::FPU
+            | C::FPU287
+            | C::FPU387
+            | C::CMOV
+            | C::MMX
+            | C::TSC
+            | C::CX8
+            | C::CPUID
+            | C::SEP
+            | C::MULTIBYTENOP
+            | C::PAUSE
+    )
 }
 
 /// Mnemonics that raise `#GP(0)` at CPL 3 with IOPL 0 (moves to and from control, debug
@@ -126,4 +137,20 @@ pub(super) const SYSTEM: &[M] = &[
 /// x87 forms the translator leaves to the helper: their images hold the instruction
 /// pointer, which would be the host's (and `fwait`'s 64-bit meaning is the same but it
 /// raises a pending exception the interpreter must report).
-pub(super) const FPU_HELPER: &[M] = &[M::Fnstenv, M::Fstenv, M::Fnsave, M::Fsave, M::Fldenv, M::Frstor, M::Wait];
+pub(super) const FPU_HELPER: &[M] = &[
+    M::Fnstenv,
+    M::Fstenv,
+    M::Fnsave,
+    M::Fsave,
+    M::Fldenv,
+    M::Frstor,
+    M::Wait,
+    // The MXCSR and the whole FXSAVE image are checked and moved by the interpreter;
+    // the masked moves store through an implicit `[edi]`.
+    M::Ldmxcsr,
+    M::Stmxcsr,
+    M::Fxsave,
+    M::Fxrstor,
+    M::Maskmovq,
+    M::Maskmovdqu,
+];

@@ -12,6 +12,10 @@ pub enum Support {
     Fpu,
     /// An MMX instruction.
     Mmx,
+    /// An SSE or SSE2 instruction (the MMX extensions included), `fxsave`/`fxrstor` or
+    /// `ldmxcsr`/`stmxcsr`: run on the host FPU like x87 and MMX, by a model with SSE
+    /// (`cpuid::Model::has_sse`); `#UD` on the TM5600.
+    Sse,
     /// A NOP: `90` (also as `pause`) and the whole hint space `0F 18`–`0F 1F` with any
     /// prefixes and ModR/M, which P6 reserved as NOPs (prefetch hints, the multi-byte
     /// NOP, and what later CPUs put there: MPX, CET's `endbr`/`rdssp`, `cldemote`). A

@@ -116,6 +116,7 @@ fn writes(info: &mut InstructionInfoFactory, ins: &Instruction) -> u8 {
 /// count would not see).
 fn plain(ins: &Instruction) -> bool {
     ins.flow_control() == FlowControl::Next
+        && isa::support(ins) != isa::Support::Sse // #UD on the TM5600
         && matches!(
             isa::lowering(ins),
             Lower::Skip | Lower::Reencode | Lower::Fpu | Lower::Inline(Inline::Push | Inline::Pop | Inline::Leave)

@@ -64,7 +64,9 @@ pub(super) enum Seq {
     /// Load that base into r13d.
     SegLoad(i32),
     /// A string instruction (see `morph_cpu::isa`).
-    Str(Code, u8),
+    /// A string instruction's form, its `rep` prefix, and whether the guest's XMM
+    /// registers are live in the host's (a model with SSE).
+    Str(Code, u8, bool),
 }
 
 /// The host code of `key`, assembled once by `make`: stack pushes and pops, returns,

@@ -3,7 +3,7 @@
 
 use iced_x86::code_asm::*;
 use iced_x86::{Code, ConditionCode, Instruction, Mnemonic as M, OpKind, Register};
-use morph_cpu::isa::{self, Inline, Lower};
+use morph_cpu::isa::{self, Inline, Lower, Support};
 
 use super::Fixup;
 use super::emit::{Emitter, Seq, asm, cached, fix_lea_r8, fix32, gpr_index};
@@ -44,6 +44,8 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
     let mut out = Lowered { helper: false, ended: false, fpu: false };
     let handled = match isa::lowering(ins) {
         Lower::Skip => true,
+        // On the TM5600 an SSE instruction is #UD: the interpreter raises it.
+        Lower::Fpu if !e.opts.sse && isa::support(ins) == Support::Sse => false,
         Lower::Fpu => {
             out.fpu = reencode(e, ins).is_some();
             out.fpu
@@ -347,7 +349,8 @@ fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<b
     Some(match kind {
         Inline::String => {
             let prefix = rep_prefix(ins);
-            let b = cached(Seq::Str(ins.code(), prefix), || string_seq(ins, prefix))?;
+            let sse = e.opts.sse;
+            let b = cached(Seq::Str(ins.code(), prefix, sse), || string_seq(ins, prefix, sse))?;
             e.bytes(&b);
             true
         }
@@ -431,11 +434,11 @@ pub(super) fn rep_prefix(ins: &Instruction) -> u8 {
 /// resumes; otherwise the exit saves their low halves, and the interpreter re-runs the
 /// instruction from there (precisely as a restarted `rep` would). A guest ESI/EDI that
 /// wraps past 4 GiB reaches the empty 4 GiB after the window and faults the same way.
-pub(super) fn string_seq(ins: &Instruction, prefix: u8) -> Option<Vec<u8>> {
+pub(super) fn string_seq(ins: &Instruction, prefix: u8, sse: bool) -> Option<Vec<u8>> {
     let host = host_string_seq(ins, prefix)?;
     let mut v = match (prefix, ins.mnemonic()) {
-        (0xf3, M::Movsd) => short_rep(true, host.len())?,
-        (0xf3, M::Stosd) => short_rep(false, host.len())?,
+        (0xf3, M::Movsd) => short_rep(true, host.len(), sse)?,
+        (0xf3, M::Stosd) => short_rep(false, host.len(), sse)?,
         _ => Vec::new(),
     };
     v.extend(host);
@@ -451,7 +454,9 @@ const SHORT_REP_MAX: u32 = 256;
 /// 9.5 ns on the Intel Xeon of docs/results.md § Stop 33, where `rep movsb` of up to 64
 /// bytes takes 2.6), and the i686 glibc a TM5600 gets copies and clears with them; so
 /// short ones run here as SSE2 loads and stores instead (the host's XMM registers are
-/// not guest state: the modeled CPU has no SSE), a head and a tail that overlap as
+/// not guest state on the TM5600, which has no SSE; on a model with SSE, `sse`, the
+/// guest's XMM0–7 live in the host's, so only XMM8–15 are used, and only copies of up
+/// to 128 bytes run here), a head and a tail that overlap as
 /// needed, every load before the first store; a count of zero (glibc's `memcpy` of
 /// under four bytes) does nothing at all. It runs only when the direction flag is
 /// clear, the count is at most 64 and (`movs`) the source and destination do not overlap,
@@ -464,7 +469,11 @@ const SHORT_REP_MAX: u32 = 256;
 /// `JitState::scratch`) and restored without `popfq` (7 ns here): `sahf` gives back SF,
 /// ZF, AF, PF and CF, and `add al, 0x7f` of the saved OF (0 or 1) gives back OF. `host` is the length of the host's sequence,
 /// which follows: the fast path jumps over it.
-fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
+fn short_rep(movs: bool, host: usize, sse: bool) -> Option<Vec<u8>> {
+    let all = [xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14, xmm15];
+    let regs = if sse { &all[8..] } else { &all[..] };
+    let max = if sse && movs { SHORT_REP_MAX / 2 } else { SHORT_REP_MAX };
+    let (x0, x1) = (regs[0], regs[1]);
     let skip = u32::try_from(host).ok()?.to_le_bytes();
     asm(|a| {
         let mut host_seq = a.create_label();
@@ -479,7 +488,7 @@ fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
         a.jz(zero)?; // in either direction
         a.test(byte_ptr(r15 + runtime::off::SCRATCH + 1), 0x04)?; // DF (bit 10)
         a.jnz(out)?;
-        a.cmp(ecx, (SHORT_REP_MAX / 4) as i32)?;
+        a.cmp(ecx, (max / 4) as i32)?;
         a.ja(out)?; // more than 64 elements
         a.lea(r8d, dword_ptr(rcx * 4))?; // the bytes, B
         a.mov(esi, esi)?;
@@ -498,8 +507,8 @@ fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
         if movs {
             a.lea(r9, qword_ptr(r13 + rsi))?;
         } else {
-            a.movd(xmm0, eax)?;
-            a.pshufd(xmm0, xmm0, 0)?;
+            a.movd(x0, eax)?;
+            a.pshufd(x0, x0, 0)?;
         }
         a.lea(r13, qword_ptr(r13 + rdi))?;
         for (c, limit) in [4, 16, 32, 64, 128].into_iter().enumerate() {
@@ -508,28 +517,28 @@ fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
         }
         a.jmp(classes[5])?;
         let (from, to) = (r9, r13);
-        let regs =
-            [xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14, xmm15];
         for (c, label) in classes.iter_mut().enumerate() {
             a.set_label(label)?;
             restore_flags(a)?;
             match c {
                 0 if movs => {
-                    a.movd(xmm0, dword_ptr(from))?;
-                    a.movd(dword_ptr(to), xmm0)?;
+                    a.movd(x0, dword_ptr(from))?;
+                    a.movd(dword_ptr(to), x0)?;
                 }
                 0 => a.mov(dword_ptr(to), eax)?,
                 1 => {
                     if movs {
-                        a.movq(xmm0, qword_ptr(from))?;
-                        a.movq(xmm1, qword_ptr(from + r8 - 8))?;
-                        a.movq(qword_ptr(to), xmm0)?;
-                        a.movq(qword_ptr(to + r8 - 8), xmm1)?;
+                        a.movq(x0, qword_ptr(from))?;
+                        a.movq(x1, qword_ptr(from + r8 - 8))?;
+                        a.movq(qword_ptr(to), x0)?;
+                        a.movq(qword_ptr(to + r8 - 8), x1)?;
                     } else {
-                        a.movq(qword_ptr(to), xmm0)?;
-                        a.movq(qword_ptr(to + r8 - 8), xmm0)?;
+                        a.movq(qword_ptr(to), x0)?;
+                        a.movq(qword_ptr(to + r8 - 8), x0)?;
                     }
                 }
+                // Beyond what the registers hold (a model with SSE): never reached.
+                5 if movs && sse => a.jmp(out)?,
                 _ => {
                     // Head and tail of 16 (B ≤ 32), 32 (≤ 64), 64 (≤ 128) or 128 bytes.
                     let half = [0, 0, 16, 32, 64, 128][c];
@@ -541,7 +550,7 @@ fn short_rep(movs: bool, host: usize) -> Option<Vec<u8>> {
                         }
                     }
                     for k in 0..chunks {
-                        let (h, t) = if movs { (regs[k as usize], regs[(chunks + k) as usize]) } else { (xmm0, xmm0) };
+                        let (h, t) = if movs { (regs[k as usize], regs[(chunks + k) as usize]) } else { (x0, x0) };
                         a.movdqu(xmmword_ptr(to + 16 * k), h)?;
                         a.movdqu(xmmword_ptr(to + r8 - half + 16 * k), t)?;
                     }

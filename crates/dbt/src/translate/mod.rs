@@ -157,6 +157,10 @@ pub struct Options {
     /// `jrcxz`, taken when the test passes, instead of falling through a `loop`
     /// (`EngineConfig::translate_options` asks the host).
     pub slow_loop: bool,
+    /// The modeled CPU has SSE: SSE instructions run re-encoded, with the guest's XMM
+    /// registers in the host's XMM0–7 (which the translator's own code then leaves
+    /// alone); without, they go to the interpreter, which raises `#UD`.
+    pub sse: bool,
 }
 
 /// Translates the block starting at `eip`, whose bytes up to the end of its page are

@@ -326,6 +326,7 @@ impl Machine {
             }
         }
         let mut cpu = Cpu::with_segments(self.cfg.kernel.user_segments());
+        cpu.model = self.cfg.engine.cpu;
         cpu.eip = img.entry;
         cpu.gpr[morph_cpu::state::reg::ESP] = img.sp;
         let p = Process {
@@ -402,7 +403,8 @@ impl ImageLoader<'_> {
         let vfs = self.vfs;
         let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
         let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
-        let args = LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids() };
+        let args =
+            LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids(), cpu: self.cfg.engine.cpu };
         let img = match loader::load(&args, &mut aspace, self.cache, self.rng) {
             // Out of guest memory: the page cache gives back every page no process maps
             // (see `PageCache::reclaim`), and the program is loaded again from scratch.

@@ -358,6 +358,7 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
         parent.aspace = old;
     }
     let mut cpu = Cpu::with_segments(m.cfg.kernel.user_segments());
+    cpu.model = m.cfg.engine.cpu;
     cpu.eip = img.entry;
     cpu.gpr[reg::ESP] = img.sp;
     cpu.icount = p.cpu.icount;
