@@ -129,6 +129,18 @@ fn translations_of_other_switches_are_not_loaded() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Nor are those made for another modeled CPU: the TM5600's use XMM0-7 as scratch, which
+/// on the TM8600 hold the guest's XMM registers (and the TM8600's run SSE, `#UD` on the
+/// TM5600).
+#[test]
+fn translations_of_another_cpu_are_not_loaded() {
+    let (want, dir) = cold_cache("cpu");
+    let (other, o) = run_with(&dir, "file", 2, "cpu-tm8600", &["--cpu", "tm8600"]);
+    assert_eq!(other, want, "--cpu tm8600 over a TM5600 cache:\n{}", diff(&want.stdout, &other.stdout));
+    assert_eq!(n(&o, "/tcache/validated"), 0, "{}", o["tcache"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn a_damaged_cache_is_rejected_counted_and_repaired() {
     let (want, dir) = cold_cache("damaged");
