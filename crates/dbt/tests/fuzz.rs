@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use iced_x86::code_asm::*;
 use iced_x86::{Decoder, DecoderOptions, RflagsBits};
+use morph_cpu::cpuid::Model;
 use morph_cpu::{Cpu, Exit};
 use morph_dbt::{Engine, EngineConfig, KeyPolicy};
 use morph_mem::{AddressSpace, PhysMem, Prot};
@@ -45,6 +46,9 @@ enum Op {
     /// `src + delta` (bytes, so overlapping and misaligned too), downwards if set: short
     /// ones run as wide loads and stores in translated code (`lower::short_rep`).
     Rep(bool, bool, u8, u16, i16),
+    /// An SSE2 instruction on XMM registers `x` and `y` (or a general register, or
+    /// `[ebx + 16 * m]`), on the TM8600 only (`sse_op`).
+    Xmm(u8, u8, u8, u8),
 }
 
 const REGS: [AsmRegister32; 7] = [eax, ecx, edx, ebx, ebp, esi, edi];
@@ -76,6 +80,16 @@ fn op() -> impl Strategy<Value = Op> {
         (0..8u8, 0..7u8, 0..7u8).prop_map(|(a, b, c)| Op::Hop(a, b, c)),
         (any::<bool>(), any::<bool>(), 0..70u8, 0x200..0xc00u16, -300..300i16)
             .prop_map(|(m, d, n, s, o)| Op::Rep(m, d, n, s, o)),
+    ]
+}
+
+/// [`op`], and a quarter of SSE2 ones (`Op::Xmm`): the TM8600's mix, where the guest's
+/// XMM registers live in the host's while translated code runs (beside the short `rep`
+/// path's own, XMM8-15).
+fn sse_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => op(),
+        1 => (0..10u8, 0..8u8, 0..8u8, 0..64u8).prop_map(|(k, x, y, m)| Op::Xmm(k, x, y, m)),
     ]
 }
 
@@ -227,6 +241,23 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
                 1 => a.movsx(d, s16),
                 2 => a.movzx(d, byte_ptr(ebx + i32::from(s))),
                 _ => a.movsx(d, word_ptr(ebx + i32::from(s) * 2)),
+            }
+        }
+        Op::Xmm(k, x, y, m) => {
+            let xmms = [xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7];
+            let (x, y) = (xmms[usize::from(x) % 8], xmms[usize::from(y) % 8]);
+            let mem = xmmword_ptr(ebx + i32::from(m) * 16);
+            match k {
+                0 => a.movd(x, r(m)),
+                1 => a.movd(dst(m), x),
+                2 => a.paddd(x, y),
+                3 => a.pxor(x, y),
+                4 => a.pshufd(x, y, i32::from(m)),
+                5 => a.movdqu(x, mem),
+                6 => a.movdqu(mem, x),
+                7 => a.pmuludq(x, y),
+                8 => a.punpcklbw(x, y),
+                _ => a.psrldq(x, i32::from(m % 16)),
             }
         }
     }
@@ -396,6 +427,7 @@ fn run(code: &[u8], regs: [u32; 8], cfg: EngineConfig) -> (Cpu, Vec<u8>) {
         mem.write_u32(DATA + 4 * i, i.wrapping_mul(0x9e37_79b9) ^ regs[0]).unwrap();
     }
     let mut cpu = Cpu::new();
+    cpu.model = cfg.cpu;
     cpu.eip = CODE;
     cpu.gpr = regs;
     cpu.gpr[3] = DATA;
@@ -434,6 +466,25 @@ proptest! {
             prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);
             prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);
             prop_assert!(want.1 == got.1, "memory under {:?}", cfg);
+        }
+    }
+
+    /// The same on the TM8600, with SSE2 instructions mixed in: the XMM registers must
+    /// agree too (translated code holds them in the host's, its own short `rep` path
+    /// keeps to XMM8-15, and every exit saves them).
+    #[test]
+    fn translator_matches_interpreter_on_the_tm8600(ops in prop::collection::vec(sse_op(), 1..40), regs in any::<[u32; 8]>(), iters in 1..6u32) {
+        let (code, mask) = program(&ops, iters);
+        let tm8600 = EngineConfig { cpu: Model::Tm8600, ..EngineConfig::default() };
+        let want = run(&code, regs, EngineConfig { translate: false, ..tm8600.clone() });
+        for (key, threshold, chain) in [(KeyPolicy::Physical, 0, true), (KeyPolicy::Virtual, 1, false), (KeyPolicy::Physical, 2, true)] {
+            let cfg = EngineConfig { translate: true, key, threshold, chain, ..tm8600.clone() };
+            let got = run(&code, regs, cfg.clone());
+            prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
+            prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);
+            prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);
+            prop_assert!(want.1 == got.1, "memory under {:?}", cfg);
+            prop_assert!(want.0.fpu.0[160..288] == got.0.fpu.0[160..288], "XMM registers under {:?}", cfg);
         }
     }
 }
