@@ -198,12 +198,17 @@ static void moves(int print)
 	/* fxsave: MXCSR and XMM7 in the image; fxrstor of a changed XMM7 */
 	static uint8_t img[512] __attribute__((aligned(16)));
 	v128 seven = { { 0x11111111, 0x22222222, 0x33333333, 0x44444444 } }, got;
+	memset(img + 288, 0xa5, 512 - 288); /* a 32-bit fxsave leaves them alone */
 	__asm__ volatile("movdqa %1, %%xmm7\n\tfxsave %0" : "=m"(img) : "m"(seven) : "xmm7");
+	int untouched = 0;
+	for (int k = 288; k < 512; k++)
+		untouched += img[k] == 0xa5;
 	uint32_t img_mxcsr = *(uint32_t *)(img + 24), img_x7 = *(uint32_t *)(img + 160 + 7 * 16 + 4);
 	*(uint32_t *)(img + 160 + 7 * 16) = 0xcafef00d;
 	__asm__ volatile("fxrstor %1\n\tmovdqa %%xmm7, %0" : "=m"(got) : "m"(img) : "xmm7");
 	if (print)
-		printf("fxsave mxcsr %x xmm7.1 %x fxrstor xmm7.0 %x\n", img_mxcsr, img_x7, got.w[0]);
+		printf("fxsave mxcsr %x xmm7.1 %x untouched %d fxrstor xmm7.0 %x\n", img_mxcsr, img_x7, untouched,
+		       got.w[0]);
 	mix(got.w[0] + img_x7);
 
 	/* maskmovdqu (stores through [edi] the bytes whose mask bit is set), movnti */
@@ -269,7 +274,7 @@ __asm__(".text\ncall_site:\n\tpushl %ebp\n\tpushl %ebx\n\tpushl %esi\n\tpushl %e
 static const uint32_t mxcsr_default = 0x1f80;
 static const struct site *cur;
 static volatile int got_sig, got_code, got_trapno, got_err;
-static volatile uint32_t got_addr, got_eip, got_mxcsr;
+static volatile uint32_t got_addr, got_eip, got_mxcsr, got_high;
 
 static void handler(int sig, void *si, void *uc)
 {
@@ -281,6 +286,10 @@ static void handler(int sig, void *si, void *uc)
 	got_eip = UC_EIP(uc);
 	uint32_t fp = UC_FPSTATE(uc);
 	got_mxcsr = fp ? FP_MXCSR(fp) : 0xdead;
+	/* a 32-bit task has no XMM8-15: that part of the frame's image is zero */
+	got_high = 0;
+	for (int k = 288; fp && k < 464; k++)
+		got_high += ((uint8_t *)fp)[112 + k] != 0;
 	if (fp)
 		FP_MXCSR(fp) = 0x1f80; /* masked again, flags cleared, for the program after */
 	UC_EIP(uc) = (uint32_t)cur->after;
@@ -307,10 +316,10 @@ static void faults(void)
 			__asm__ volatile("ldmxcsr %0" : : "m"(mxcsr_default));
 			if (round != 0 && round != 59)
 				continue;
-			printf("%-18s sig %2d code %#5x addr %s trapno %2d err %#x eip %s frame mxcsr %x after %x xmm3 %d\n",
+			printf("%-18s sig %2d code %#5x addr %s trapno %2d err %#x eip %s frame mxcsr %x high %u after %x xmm3 %d\n",
 			       cur->name, got_sig, got_code,
 			       got_addr == 0 ? "0" : got_addr == (uint32_t)cur->at ? "at" : "other", got_trapno,
-			       got_err, got_eip == (uint32_t)cur->at ? "at" : got_sig ? "other" : "-", got_mxcsr, after,
+			       got_err, got_eip == (uint32_t)cur->at ? "at" : got_sig ? "other" : "-", got_mxcsr, got_high, after,
 			       x3 > 1e300 ? 999 : (int)x3);
 			fflush_stdout();
 		}

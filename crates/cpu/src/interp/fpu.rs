@@ -70,6 +70,10 @@ impl Interp {
     }
 }
 
+/// The bytes of the FXSAVE image a 32-bit `fxsave` writes and `fxrstor` reads: up to
+/// the end of XMM7 (the host's 64-bit ones also hold XMM8–15, which are morph's).
+const FXSAVE_32: usize = 288;
+
 /// The MXCSR exception flags (bits 0–5); their masks are the bits 7–12.
 const MXCSR_FLAGS: u32 = 0x3f;
 const MXCSR_MASKS: u32 = 0x3f << 7;
@@ -106,10 +110,12 @@ impl Interp {
                 if !a.is_multiple_of(16) {
                     return Err(gp(c));
                 }
+                // The legacy image up to XMM7 (a 32-bit `fxsave` leaves bytes 288-511 as
+                // they were), with MXCSR_MASK the host's, which its own `fxsave` stores.
                 let mut image = c.cpu.fpu.0;
-                // MXCSR_MASK: the host's, which its own `fxsave` stores.
                 image[28..32].copy_from_slice(&crate::x87::mxcsr_feature_mask().to_le_bytes());
-                c.mem.write_bytes(a, &image).map_err(c.pf())?;
+                c.mem.prepare_write(a, 512).map_err(c.pf())?; // the whole area must be writable
+                c.mem.write_bytes(a, &image[..FXSAVE_32]).map_err(c.pf())?;
                 return Ok(Flow::Next);
             }
             M::Fxrstor => {
@@ -123,7 +129,7 @@ impl Interp {
                 if mxcsr & !crate::x87::mxcsr_feature_mask() != 0 {
                     return Err(gp(c));
                 }
-                c.cpu.fpu.0 = image;
+                c.cpu.fpu.0[..FXSAVE_32].copy_from_slice(&image[..FXSAVE_32]);
                 return Ok(Flow::Next);
             }
             _ => {}

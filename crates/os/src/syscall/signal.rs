@@ -200,7 +200,14 @@ fn put_fpstate(p: &mut Process, at: u32) -> Result<(), MemFault> {
     hdr[0..2].copy_from_slice(&fx[0..2]); // cw
     hdr[4..6].copy_from_slice(&fx[2..4]); // sw
     hdr[8..10].copy_from_slice(&0xffffu16.to_le_bytes()); // tag: all empty (abridged form is in FXSAVE)
-    let img = fx.to_vec();
+    // What a 32-bit task's image holds: no XMM8-15 (the host's 64-bit `fxsave` stored
+    // morph's own there), and no XMM registers at all on a model without SSE (the host's
+    // again): zeros, so that no host state reaches the guest.
+    let mut img = fx.to_vec();
+    img[288..].fill(0);
+    if !p.cpu.model.has_sse() {
+        img[160..288].fill(0);
+    }
     p.aspace.write_bytes(at, &hdr)?;
     p.aspace.write_bytes(at + 112, &img)
 }
