@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 
-use iced_x86::{Code, Encoder, Instruction, MemoryOperand, Register};
+use iced_x86::{Encoder, Instruction, Register};
 
 use crate::state::{Cpu, FpuState};
 
@@ -263,28 +263,6 @@ impl HostFpu {
             f(mem, fpu, eflags, HostControl::morph(), slot_ptr);
         }
         Ok(())
-    }
-
-    /// Runs an MMX instruction that has a 32-bit GPR operand (`movd`), through a scratch
-    /// memory slot: returns the new GPR value for `movd r32, mm`.
-    pub fn exec_movd(
-        &mut self,
-        ins: &Instruction,
-        gpr: u32,
-        fpu: &mut FpuState,
-        eflags: &mut u32,
-    ) -> Result<u32, StubError> {
-        let mut scratch = u64::from(gpr);
-        let mem = MemoryOperand::with_base(Register::RDI);
-        let host = match ins.code() {
-            Code::Movd_mm_rm32 => Instruction::with2(Code::Movd_mm_rm32, ins.op0_register(), mem),
-            Code::Movd_rm32_mm => Instruction::with2(Code::Movd_rm32_mm, mem, ins.op1_register()),
-            _ => return Err(StubError(format!("{ins}"))),
-        }
-        .map_err(|e| StubError(e.to_string()))?;
-        // SAFETY: the scratch slot is 8 bytes, enough for a 32-bit movd operand.
-        unsafe { self.exec(&host, (&mut scratch as *mut u64).cast(), fpu, eflags)? };
-        Ok(scratch as u32)
     }
 
     fn emit(&mut self, body: Vec<u8>) -> Result<usize, StubError> {

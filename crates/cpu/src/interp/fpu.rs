@@ -27,17 +27,20 @@ impl Interp {
                 set_reg(c.cpu, Register::AX, sw);
                 return Ok(Flow::Next);
             }
+            // `movd` between an MMX and a general register: through the stub's r9d.
             iced_x86::Code::Movd_mm_rm32 | iced_x86::Code::Movd_rm32_mm
                 if ins.op_kind(0) == OpKind::Register && ins.op_kind(1) == OpKind::Register =>
             {
-                let gpr_in =
-                    if ins.code() == iced_x86::Code::Movd_mm_rm32 { get_reg(c.cpu, ins.op1_register()) } else { 0 };
-                let out = self
-                    .fpu
-                    .exec_movd(ins, gpr_in, &mut c.cpu.fpu, &mut c.cpu.eflags)
-                    .map_err(|_| invalid(c.mem, ins, c.delta))?;
-                if ins.code() == iced_x86::Code::Movd_rm32_mm {
-                    set_reg(c.cpu, ins.op0_register(), out);
+                let gpr = if ins.code() == iced_x86::Code::Movd_mm_rm32 { 1 } else { 0 };
+                let mut value = u64::from(get_reg(c.cpu, ins.op_register(gpr)));
+                let mut fl = c.cpu.eflags;
+                // SAFETY: no memory operand.
+                unsafe {
+                    self.fpu.exec_gpr(ins, std::ptr::null_mut(), Some((gpr, &mut value)), &mut c.cpu.fpu, &mut fl)
+                }
+                .map_err(|_| invalid(c.mem, ins, c.delta))?;
+                if gpr == 0 {
+                    set_reg(c.cpu, ins.op0_register(), value as u32);
                 }
                 return Ok(Flow::Next);
             }
