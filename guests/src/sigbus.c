@@ -11,7 +11,7 @@
  * SIGBUS again, private copies included.
  * Every access runs 60 times, so that it is also translated.
  */
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_rt_sigaction_ 174
 #define SYS_ftruncate_ 93
@@ -21,14 +21,6 @@
 #define SA_NODEFER_	0x40000000
 #define SA_RESTORER_	0x04000000
 #define PAGE 4096u
-
-#define SI_CODE(si)	(((int32_t *)(si))[2])
-#define SI_ADDR(si)	(((uint32_t *)(si))[3])
-#define UC_W(uc, i)	(((uint32_t *)(uc))[5 + (i)])
-#define UC_TRAPNO(uc)	UC_W(uc, 12)
-#define UC_ERR(uc)	UC_W(uc, 13)
-#define UC_EIP(uc)	UC_W(uc, 14)
-#define UC_EAX(uc)	UC_W(uc, 11)
 
 /* load(p): movl (p), %eax; store(p, v): movl v, (p); each with a label after the access. */
 __asm__(".text\n"

@@ -7,7 +7,7 @@
  * wait statuses for exits and signals; SIGCHLD with sigsuspend; EINTR
  * without SA_RESTART and a restarted read with it.
  */
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_getppid_	64
 #define SYS_sigreturn_	119
@@ -33,7 +33,6 @@
 #define SA_ONSTACK_	0x08000000
 #define SA_RESTART_	0x10000000
 #define SA_RESETHAND_	0x80000000u
-
 
 /* the restorers glibc would install: restore_rt and restore_legacy (rt.h) */
 
@@ -68,12 +67,6 @@ static long sigmask_(int how, uint32_t set, uint32_t *old)
 		*old = o[0];
 	return r;
 }
-
-/* offsets in siginfo and ucontext (i386) */
-#define SI_CODE(si)	(((int32_t *)(si))[2])
-#define SI_ADDR(si)	(((uint32_t *)(si))[3])
-#define UC_EIP(uc)	(((uint32_t *)(uc))[5 + 14])
-#define UC_ESP(uc)	(((uint32_t *)(uc))[5 + 7])
 
 static volatile int last_sig, last_code, eip_ok, addr_ok;
 

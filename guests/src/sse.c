@@ -18,7 +18,7 @@
  *    the destination unchanged).
  */
 #pragma GCC target("sse2,fpmath=sse")
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_rt_sigaction_ 174
 #define SIGSEGV_ 11
@@ -26,13 +26,6 @@
 #define SA_SIGINFO_ 4
 #define SA_RESTORER_ 0x04000000
 
-#define SI_CODE(si) (((int32_t *)(si))[2])
-#define SI_ADDR(si) (((uint32_t *)(si))[3])
-#define UC_W(uc, i) (((uint32_t *)(uc))[5 + (i)])
-#define UC_TRAPNO(uc) UC_W(uc, 12)
-#define UC_ERR(uc) UC_W(uc, 13)
-#define UC_EIP(uc) UC_W(uc, 14)
-#define UC_FPSTATE(uc) UC_W(uc, 19)
 #define FP_MXCSR(fp) (*(uint32_t *)((char *)(fp) + 112 + 24))
 
 typedef struct {
@@ -232,10 +225,6 @@ static void moves(int print)
 
 /* ----- faults ----- */
 
-#define SITE(name, pre, insn)                                                            \
-	"\t.globl x_" #name "\nx_" #name ":\n" pre "\nx_" #name "_at:\n\t" insn "\n" \
-	"x_" #name "_after:\n\tret\n"
-
 __asm__(".text\n"
 	SITE(movaps_misaligned, "\tmovl 4(%esp), %ecx\n\tincl %ecx", "movaps (%ecx), %xmm0")
 	SITE(paddd_misaligned, "\tmovl 4(%esp), %ecx\n\taddl $8, %ecx", "paddd (%ecx), %xmm0")
@@ -247,16 +236,9 @@ __asm__(".text\n"
 	SITE(divsd_zero_masked, "\tmovl 4(%esp), %ecx\n\tmovsd 80(%ecx), %xmm3\n\txorpd %xmm4, %xmm4",
 		"divsd %xmm4, %xmm3"));
 
-#define DECL(n) extern char x_##n[], x_##n##_at[], x_##n##_after[];
 DECL(movaps_misaligned) DECL(paddd_misaligned) DECL(movups_misaligned) DECL(fxsave_misaligned)
 DECL(ldmxcsr_reserved) DECL(divsd_zero) DECL(divsd_zero_masked)
 
-struct site {
-	const char *name;
-	void (*fn)(uint32_t);
-	const char *at, *after;
-};
-#define S(n) { #n, (void (*)(uint32_t))x_##n, x_##n##_at, x_##n##_after }
 static const struct site sites[] = {
 	S(movaps_misaligned), S(paddd_misaligned), S(movups_misaligned), S(fxsave_misaligned),
 	S(ldmxcsr_reserved), S(divsd_zero), S(divsd_zero_masked),
@@ -265,11 +247,6 @@ static const struct site sites[] = {
 /* 64 bytes of operand, then (at 64) an MXCSR with a reserved bit, (at 68) one
    with the zero-divide exception unmasked, (at 80) the dividend */
 static uint8_t area[1024] __attribute__((aligned(16)));
-
-void call_site(void (*fn)(uint32_t), uint32_t arg);
-__asm__(".text\ncall_site:\n\tpushl %ebp\n\tpushl %ebx\n\tpushl %esi\n\tpushl %edi\n"
-	"\tpushl 24(%esp)\n\tcall *24(%esp)\n\taddl $4, %esp\n"
-	"\tpopl %edi\n\tpopl %esi\n\tpopl %ebx\n\tpopl %ebp\n\tret\n");
 
 static const uint32_t mxcsr_default = 0x1f80;
 static const struct site *cur;

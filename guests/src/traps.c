@@ -11,7 +11,7 @@
  * (fresh, and not leaking out through a jump out of the handler).
  * Every site runs 60 times so that it is also translated.
  */
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_rt_sigaction_ 174
 #define SIGILL_	4
@@ -23,34 +23,13 @@
 #define SA_NODEFER_	0x40000000
 #define SA_RESTORER_	0x04000000
 
-
-
 static long sigaction_(int sig, void *handler, uint32_t flags)
 {
 	struct ksigaction a = { handler, flags | SA_RESTORER_ | SA_SIGINFO_, (void *)restore_rt, { 0, 0 } };
 	return rt_syscall(SYS_rt_sigaction_, sig, &a, 0, 8);
 }
 
-#define SI_SIGNO(si)	(((int32_t *)(si))[0])
-#define SI_CODE(si)	(((int32_t *)(si))[2])
-#define SI_ADDR(si)	(((uint32_t *)(si))[3])
-#define UC_W(uc, i)	(((uint32_t *)(uc))[5 + (i)])
-#define UC_TRAPNO(uc)	UC_W(uc, 12)
-#define UC_ERR(uc)	UC_W(uc, 13)
-#define UC_EIP(uc)	UC_W(uc, 14)
-#define UC_EFLAGS(uc)	UC_W(uc, 16)
-#define UC_FPSTATE(uc)	UC_W(uc, 19)
-#define UC_CR2(uc)	UC_W(uc, 21)
-
-/*
- * The sites: each `NAME_at` is the instruction under test and `NAME_after`
- * the next one; every site is a function (ending with ret at or after
- * `NAME_after`), and the handler resumes at `NAME_after`.
- */
-#define SITE(name, pre, insn)                                                  \
-	"\t.globl s_" #name "\ns_" #name ":\n" pre "\ns_" #name "_at:\n\t" insn "\n" \
-	"s_" #name "_after:\n\tret\n"
-
+/* The sites (rt/sites.h): the handler resumes at `NAME_after`. */
 __asm__(".text\n"
 	SITE(pf_read, "", "movl 0x10, %eax")
 	SITE(pf_write, "", "movl %eax, 0x10")
@@ -105,7 +84,6 @@ __asm__(".text\n"
 		"\tmovl $0x5a5a5a5a, %eax\n\tpushl $0x2\n\tpopfl", "rep stosl")
 	);
 
-#define DECL(n) extern char s_##n[], s_##n##_at[], s_##n##_after[];
 DECL(pf_read) DECL(pf_write) DECL(pf_read_none) DECL(pf_write_ro) DECL(pf_write_fresh) DECL(pf_fetch)
 DECL(de) DECL(ud) DECL(int3_cc) DECL(int3_cd) DECL(into_of) DECL(int4) DECL(int1)
 DECL(int5) DECL(int81) DECL(int_ff) DECL(bound_out) DECL(hlt) DECL(cli) DECL(sti)
@@ -118,13 +96,6 @@ uint32_t none_page, ro_page, fresh_page, rw_page, none2_page;
 int32_t bounds[4] = { 0, 4, 0, 0 };
 uint16_t fpu_cw_zm = 0x037b; /* zero-divide unmasked */
 
-struct site {
-	const char *name;
-	void (*fn)(uint32_t);
-	const char *at, *after;
-};
-
-#define S(n) { #n, (void (*)(uint32_t))s_##n, s_##n##_at, s_##n##_after }
 static const struct site sites[] = {
 	S(pf_read), S(pf_write), S(pf_read_none), S(pf_write_ro), S(pf_write_fresh), S(pf_fetch), S(de), S(ud),
 	S(int3_cc), S(int3_cd), S(into_of), S(int4), S(int1), S(int5), S(int81), S(int_ff),
@@ -133,12 +104,6 @@ static const struct site sites[] = {
 	S(clts), S(invd), S(wbinvd), S(invlpg), S(lmsw), S(lret_null), S(fpu_mf),
 	S(repne_scas_pf), S(rep_movs_rpf), S(rep_movs_wpf), S(rep_stos_wpf),
 };
-
-/* Calls a site, keeping the registers C expects kept (a site may clobber any). */
-void call_site(void (*fn)(uint32_t), uint32_t arg);
-__asm__(".text\ncall_site:\n\tpushl %ebp\n\tpushl %ebx\n\tpushl %esi\n\tpushl %edi\n"
-	"\tpushl 24(%esp)\n\tcall *24(%esp)\n\taddl $4, %esp\n"
-	"\tpopl %edi\n\tpopl %esi\n\tpopl %ebx\n\tpopl %ebp\n\tret\n");
 
 static const struct site *cur;
 static volatile int got_sig, got_code, got_trapno, got_err;

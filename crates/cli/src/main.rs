@@ -75,21 +75,6 @@ impl FlagFree {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum CpuArg {
-    Tm5600,
-    Tm8600,
-}
-
-impl CpuArg {
-    fn model(self) -> morph_cpu::cpuid::Model {
-        match self {
-            CpuArg::Tm5600 => morph_cpu::cpuid::Model::Tm5600,
-            CpuArg::Tm8600 => morph_cpu::cpuid::Model::Tm8600,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
 enum KernelArg {
     #[value(name = "2.6.12")]
     Linux2612,
@@ -177,8 +162,8 @@ struct RunArgs {
     /// no SSE, so SSE instructions raise SIGILL) or tm8600 (Transmeta Efficeon: adds
     /// FXSAVE, SSE and SSE2, for programs built for CPUs with SSE2). CPUID and AT_HWCAP
     /// report the model.
-    #[arg(long, value_enum, default_value = "tm5600")]
-    cpu: CpuArg,
+    #[arg(long, default_value = "tm5600", value_parser = cpu_parser())]
+    cpu: morph_cpu::cpuid::Model,
     /// Seed of the machine's random number generator.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -374,6 +359,13 @@ fn resolved(path: &std::path::Path) -> std::io::Result<PathBuf> {
     }
 }
 
+/// `--cpu`: the modeled CPUs, parsed by the CPU crate.
+fn cpu_parser() -> impl clap::builder::TypedValueParser<Value = morph_cpu::cpuid::Model> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(morph_cpu::cpuid::Model::ALL.map(|(name, _)| name))
+        .try_map(|s| s.parse::<morph_cpu::cpuid::Model>())
+}
+
 /// `--key`: the engine's policies, parsed by the engine, listed with their meaning.
 fn key_parser() -> impl clap::builder::TypedValueParser<Value = morph_dbt::KeyPolicy> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
@@ -407,7 +399,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         tcache_size: a.tcache_size as u64,
         tcache_cold: a.tcache_cold,
         time_split: a.stats || a.stats_json.is_some(),
-        cpu: a.cpu.model(),
+        cpu: a.cpu,
     };
     let kernel = match a.kernel {
         KernelArg::Linux2612 => Kernel::Linux2612,
@@ -564,7 +556,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "tcache_cold": a.tcache_cold,
         "aslr": a.aslr,
         "kernel": name(a.kernel.to_possible_value()),
-        "cpu": a.cpu.model().name(),
+        "cpu": a.cpu.name(),
         "seed": a.seed,
         "root": root.display().to_string(),
         "sysroot": meta::sysroot(root),

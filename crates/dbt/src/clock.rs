@@ -40,7 +40,7 @@ pub(crate) struct Ticks {
     cur: Activity,
     /// Whether to time at all (`EngineConfig::time_split`): off, `switch` and `start`
     /// read no clock and the three totals stay zero.
-    pub on: bool,
+    on: bool,
 }
 
 impl Ticks {

@@ -6,7 +6,7 @@ use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 
 use crate::Engine;
-use crate::clock::{self, Activity, Clock};
+use crate::clock::{self, Activity};
 
 /// Interprets one block at `cpu.eip`, its decoded block taken from (and left in)
 /// `cache`, and counts the time.
@@ -25,12 +25,10 @@ impl Engine {
     /// Runs process `ctx` until a system call, a fault or about `budget` instructions.
     pub fn run(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ctx: u32, budget: u64) -> Exit {
         if !self.cfg.translate {
-            if !self.ticks.on {
-                return self.interp.run(cpu, mem, budget);
-            }
-            let t0 = Clock::ticks();
+            self.ticks.start();
+            self.ticks.switch(Activity::Interp);
             let e = self.interp.run(cpu, mem, budget);
-            self.ticks.interp += Clock::ticks() - t0;
+            self.ticks.switch(Activity::Outside);
             return e;
         }
         self.ticks.start();

@@ -48,19 +48,7 @@ impl Interp {
         }
         let mut host = std::ptr::null_mut();
         if ins.op_kinds().any(|k| k == OpKind::Memory) {
-            let a = ea(c.cpu, ins);
-            let size = ins.memory_size().size() as u32;
-            match isa::entry(ins.code()).writes {
-                Writes::MemOperand | Writes::Always => {
-                    c.mem
-                        .check_read(a, size)
-                        .or_else(|e| if e.kind == morph_mem::MemFaultKind::Unmapped { Err(e) } else { Ok(()) })
-                        .map_err(c.pf())?;
-                    c.mem.prepare_write(a, size).map_err(c.pf())?;
-                }
-                _ => c.mem.check_read(a, size).map_err(c.pf())?,
-            }
-            host = c.mem.host_ptr(a);
+            host = operand_ptr(c, ea(c.cpu, ins), ins.memory_size().size() as u32)?;
         }
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
@@ -71,6 +59,25 @@ impl Interp {
         }
         Ok(Flow::Next)
     }
+}
+
+/// The host address of the `size`-byte memory operand at `a` of the instruction `c`
+/// runs on the host FPU, once the guest may make the access: read, or (if the form
+/// writes memory) written, which also gives a copy-on-write page its own frame. An
+/// operand that is mapped but not readable is still written by a store (the page's
+/// protection is checked by the write).
+fn operand_ptr(c: &mut Ctx<'_>, a: u32, size: u32) -> Res<*mut u8> {
+    match isa::entry(c.ins.code()).writes {
+        Writes::MemOperand | Writes::Always => {
+            c.mem
+                .check_read(a, size)
+                .or_else(|e| if e.kind == morph_mem::MemFaultKind::Unmapped { Err(e) } else { Ok(()) })
+                .map_err(c.pf())?;
+            c.mem.prepare_write(a, size).map_err(c.pf())?;
+        }
+        _ => c.mem.check_read(a, size).map_err(c.pf())?,
+    }
+    Ok(c.mem.host_ptr(a))
 }
 
 /// The bytes of the FXSAVE image a 32-bit `fxsave` writes and `fxrstor` reads: up to
@@ -156,17 +163,7 @@ impl Interp {
             if size == 16 && !unaligned_ok && !a.is_multiple_of(16) {
                 return Err(gp(c));
             }
-            match isa::entry(ins.code()).writes {
-                Writes::MemOperand | Writes::Always => {
-                    c.mem
-                        .check_read(a, size)
-                        .or_else(|e| if e.kind == morph_mem::MemFaultKind::Unmapped { Err(e) } else { Ok(()) })
-                        .map_err(c.pf())?;
-                    c.mem.prepare_write(a, size).map_err(c.pf())?;
-                }
-                _ => c.mem.check_read(a, size).map_err(c.pf())?,
-            }
-            host = c.mem.host_ptr(a);
+            host = operand_ptr(c, a, size)?;
         }
         // A 32-bit general register operand: written if it is the first.
         let gpr = (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Register && ins.op_register(i).is_gpr32());
