@@ -88,11 +88,17 @@ fn every_table_entry_runs_the_same_interpreted_and_translated() {
                 prog.extend(&bytes);
                 prog.extend([0x90; 32]);
                 prog.extend([0xcd, 0x80]);
-                for _ in 0..2 {
+                // With a prefix, a third run with a count of zero (translated code skips
+                // the host's `rep` then: `lower::string_seq`).
+                for round in 0..2 + usize::from(prefix.is_some()) {
                     let r = |rng: &mut Rng| rng.next();
                     // EBX addresses the scratch page (`[ebx + 0x40]`), ESI and EDI point
                     // into it for the string instructions, ESP into the stack.
-                    let ecx = if prefix.is_some() { r(&mut rng) & 0x7ff } else { r(&mut rng) };
+                    let ecx = match prefix {
+                        Some(_) if round == 2 => 0,
+                        Some(_) => r(&mut rng) & 0x7ff,
+                        None => r(&mut rng),
+                    };
                     let gpr =
                         [r(&mut rng), ecx, r(&mut rng), DATA, STACK - 0x800, r(&mut rng), DATA + 0x100, DATA + 0x200];
                     let eflags = (r(&mut rng) & 0x8d5) | 0x202;
