@@ -19,7 +19,6 @@ use morph_mem::{AddressSpace, PAGE_SIZE};
 
 use crate::Engine;
 use crate::made::Made;
-use crate::runtime::{self, off};
 
 /// A translation kept to be copied: its code before fixups, the guest bytes it was made
 /// from, and where its number is written.
@@ -45,18 +44,26 @@ impl Template {
 }
 
 /// Where translation number `id`'s chain-site stubs write their exit word, one offset per
-/// site; `None` if one cannot be found exactly once (the code is then not copied).
+/// site (a fixed distance before the stub's closing `jmp`); `None` if one of them does
+/// not hold its number there (the code is then not copied).
 pub(crate) fn id_fields(made: &Made, id: u32) -> Option<Vec<usize>> {
-    (0..made.sites.len() as u32)
-        .map(|i| {
-            let needle = runtime::store_imm(off::EXIT_SITE, (id << 8) | i);
-            let mut at = made.code.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(p, _)| p);
-            match (at.next(), at.next()) {
-                (Some(p), None) => Some(p + needle.len() - 4),
-                _ => None,
-            }
+    made.sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let at = s.exit_jmp.checked_sub(crate::translate::ID_FIELD_BEFORE_EXIT_JMP)?;
+            let word = ((id << 8) | i as u32).to_le_bytes();
+            (made.code.get(at..at + 4)? == word).then_some(at)
         })
         .collect()
+}
+
+/// Writes translation number `id` into its chain-site stubs' exit words, at `fields`
+/// (see [`id_fields`]).
+pub(crate) fn renumber(code: &mut [u8], fields: &[usize], id: u32) {
+    for (site, &at) in fields.iter().enumerate() {
+        code[at..at + 4].copy_from_slice(&((id << 8) | site as u32).to_le_bytes());
+    }
 }
 
 impl Engine {
@@ -88,10 +95,7 @@ impl Engine {
             mem.read_bytes(eip, &mut bytes).is_ok() && bytes == t.bytes
         })?;
         let mut made = t.made.clone();
-        let id = self.trans.len() as u32;
-        for (site, &at) in t.id_fields.iter().enumerate() {
-            made.code[at..at + 4].copy_from_slice(&((id << 8) | site as u32).to_le_bytes());
-        }
+        renumber(&mut made.code, &t.id_fields, self.trans.len() as u32);
         Some(made)
     }
 }
@@ -117,9 +121,7 @@ mod tests {
         assert!(!a.sites.is_empty());
         let fields = id_fields(&a, 3).expect("every site's number found once");
         let mut copy = a.clone();
-        for (site, &at) in fields.iter().enumerate() {
-            copy.code[at..at + 4].copy_from_slice(&((700 << 8) | site as u32).to_le_bytes());
-        }
+        renumber(&mut copy.code, &fields, 700);
         // The helper-free block's code differs only in the numbers.
         assert_eq!(copy.code, b.code);
     }

@@ -419,9 +419,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
     if r.at != p.len() {
         return None;
     }
-    for (site, &at) in id_fields.iter().enumerate() {
-        code[at..at + 4].copy_from_slice(&((id << 8) | site as u32).to_le_bytes());
-    }
+    crate::reuse::renumber(&mut code, &id_fields, id);
     Some(Made {
         code,
         body,

@@ -47,6 +47,7 @@ mod counted;
 mod emit;
 mod lower;
 mod stubs;
+pub(crate) use stubs::ID_FIELD_BEFORE_EXIT_JMP;
 
 use emit::Emitter;
 

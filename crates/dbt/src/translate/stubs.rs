@@ -6,6 +6,11 @@ use super::emit::Emitter;
 use super::{Fixup, Site};
 use crate::runtime::{self, EXIT_BRANCH, off};
 
+/// Bytes from a chain site's exit word (the immediate `number << 8 | site` its stub
+/// stores) to the rel32 of the stub's closing `jmp` (`Site::exit_jmp`): the word, then
+/// the store of the exit reason (11 bytes) and the `jmp` opcode.
+pub(crate) const ID_FIELD_BEFORE_EXIT_JMP: usize = 4 + 11 + 1;
+
 /// Emits the stubs of translation `id`, whose budget checks (the chain entry's, and a
 /// counted loop's ordinary copy's) have the rel32 of their jump to the budget exit at
 /// `budget_rels`; returns the chain sites.
@@ -29,9 +34,11 @@ pub(super) fn emit(e: &mut Emitter, id: u32, budget_rels: &[usize]) -> Vec<Site>
         e.bytes(&runtime::lea_r13_r14(e.at(s.target_delta)));
         e.bytes(&runtime::store_r13(off::EIP));
         e.bytes(&runtime::store_imm(off::EXIT_SITE, (id << 8) | i as u32));
+        let id_field = e.code.len() - 4;
         e.bytes(&runtime::store_imm(off::EXIT, EXIT_BRANCH));
         e.jmp_shared(Fixup::ExitCommon);
         s.exit_jmp = e.code.len() - 4;
+        debug_assert_eq!(s.exit_jmp - ID_FIELD_BEFORE_EXIT_JMP, id_field);
     }
     // The budget exit of the chain entry.
     let out = e.code.len();
