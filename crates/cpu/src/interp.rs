@@ -213,6 +213,10 @@ pub struct Interp {
     /// independent (see `Ctx::delta`), so a library's code is decoded once for every
     /// process, wherever ASLR maps it.
     blocks: rustc_hash::FxHashMap<(u32, u32), Rc<Block>>,
+    /// Whether `blocks` is used: a caller that keeps each block beside its own key of
+    /// the block's physical address (the engine under the `physical` key) has no use
+    /// for a second table of the same blocks (see [`Interp::share_blocks`]).
+    shared: bool,
     /// Bumped whenever blocks are dropped for written code (invalidates `CachedBlock`s).
     generation: u32,
     epoch: u64,
@@ -264,6 +268,7 @@ impl Interp {
     pub fn new() -> Self {
         Interp {
             blocks: rustc_hash::FxHashMap::default(),
+            shared: true,
             generation: 0,
             epoch: 0,
             fpu: HostFpu::new(),
@@ -272,6 +277,19 @@ impl Interp {
             scratch_all: Vec::with_capacity(MAX_BLOCK),
             run_cache: (0..RUN_CACHE).map(|_| RunEntry::default()).collect(),
             stats: InterpStats::default(),
+        }
+    }
+
+    /// Whether decoded blocks are kept in the interpreter's own table by physical address
+    /// (the default), so that a block is decoded once wherever it runs. A caller that
+    /// keeps each block with its own per-address data ([`CachedBlock`]) under a key
+    /// that is itself the physical address turns it off: the table would only repeat
+    /// its lookups (a hash probe and insert per new block, 2 % of a Python start, and a
+    /// megabyte of table).
+    pub fn share_blocks(&mut self, on: bool) {
+        self.shared = on;
+        if !on {
+            self.blocks = rustc_hash::FxHashMap::default();
         }
     }
 
@@ -321,6 +339,9 @@ impl Interp {
     /// The decoded block at `eip`, found by physical address (decoded once, wherever
     /// and in whichever process the code is mapped) or decoded now.
     fn block(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Rc<Block>> {
+        if !self.shared {
+            return Ok(Rc::new(self.decode(eip, mem)?));
+        }
         let first = mem.pte(eip);
         let key = (first.frame().0, eip & (PAGE_SIZE - 1));
         if first.readable()
@@ -337,27 +358,18 @@ impl Interp {
         Ok(b)
     }
 
-    /// Appends to `out` the instructions of the decoded block at `eip` (from the block
-    /// cache, or decoded now and kept), as at `eip`: the translator forms its
-    /// translations from the same instructions as the interpreter runs. A block decoded
-    /// now gives them from that decode; a cached one keeps only its compact records, so
-    /// its bytes are decoded again (a block is translated once for every dozen or so
-    /// decoded). False if the block's first instruction cannot be fetched.
+    /// Appends to `out` the instructions of the block at `eip`, as the interpreter
+    /// decodes it (the same fetch, the same end rules), as at `eip`: the translator
+    /// forms its translations from the same instructions as the interpreter runs. Only
+    /// iced-x86's decode: no pre-decoded records, no allocation, nothing cached (the
+    /// interpreter's blocks keep only their compact records, so taking a cached one
+    /// would decode its bytes again all the same). False if the block's first
+    /// instruction cannot be fetched.
     pub fn decoded_block(&mut self, eip: u32, mem: &mut AddressSpace, out: &mut Vec<Instruction>) -> bool {
-        let decoded = self.stats.blocks_decoded;
-        let Ok(b) = self.block(eip, mem) else { return false };
-        if self.stats.blocks_decoded != decoded {
-            out.extend_from_slice(&self.scratch_all); // decoded at `eip`
-            return true;
-        }
-        // The block fits at `eip`: its bytes are mapped there, from the frames decoded.
-        let mut bytes = [0u8; MAX_BLOCK * MAX_INSN_LEN as usize];
-        let Some(bytes) = bytes.get_mut(..b.last.wrapping_sub(b.start) as usize + 1) else { return false };
-        if mem.read_bytes(eip, bytes).is_err() {
+        if self.fetch_and_decode(eip, mem, false).is_err() {
             return false;
         }
-        let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
-        out.extend((0..b.instrs.len()).map(|_| dec.decode()));
+        out.extend_from_slice(&self.scratch_all);
         true
     }
 
@@ -388,6 +400,22 @@ impl Interp {
     }
 
     fn decode(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Block> {
+        let last = self.fetch_and_decode(eip, mem, true)?;
+        // Read after the fetch, which gave a demand-zero page its frame.
+        let frames = [mem.pte(eip).frame(), mem.pte(last).frame()];
+        mem.mark_code(eip);
+        mem.mark_code(last);
+        self.stats.blocks_decoded += 1;
+        self.stats.instructions_decoded += self.scratch.len() as u64;
+        let wraps16 = self.scratch_all.iter().any(|i| i.op0_kind() == OpKind::NearBranch16);
+        let (instrs, slow) = (Box::from(&self.scratch[..]), Box::from(&self.scratch_slow[..]));
+        Ok(Block { start: eip, frames, last, wraps16, instrs, slow })
+    }
+
+    /// Fetches and decodes the block at `eip` into the scratch vectors (`scratch_all`;
+    /// with `records`, also its pre-decoded records and slow instructions); returns the
+    /// address of its last byte.
+    fn fetch_and_decode(&mut self, eip: u32, mem: &mut AddressSpace, records: bool) -> Res<u32> {
         let fetch = page_fault(eip);
         let first = mem.pte(eip);
         if !first.readable() {
@@ -400,7 +428,7 @@ impl Interp {
         let mut want = avail.min(FETCH_FIRST);
         // The first fetch goes to the stack; a longer block's to the heap.
         let (mut first_fetch, mut more) = ([0u8; FETCH_FIRST as usize], Vec::new());
-        let last = loop {
+        loop {
             let bytes = if want <= FETCH_FIRST {
                 &mut first_fetch[..want as usize]
             } else {
@@ -408,37 +436,28 @@ impl Interp {
                 &mut more[..]
             };
             mem.read_bytes(eip, bytes).map_err(&fetch)?;
-            match self.decode_from(bytes, eip, page_end, want == avail) {
-                Fetched::Block(last) => break last,
+            match self.decode_from(bytes, eip, page_end, want == avail, records) {
+                Fetched::Block(last) => return Ok(last),
                 Fetched::Truncated => {
                     return Err(fetch(mem.check_read(eip, MAX_INSN_LEN + 1).expect_err("truncated instruction")));
                 }
                 Fetched::Short => want = avail.min(want * 8),
             }
-        };
-        // Read after the fetch, which gave a demand-zero page its frame.
-        let frames = [mem.pte(eip).frame(), mem.pte(last).frame()];
-        mem.mark_code(eip);
-        mem.mark_code(last);
-        self.stats.blocks_decoded += 1;
-        self.stats.instructions_decoded += self.scratch.len() as u64;
-        let wraps16 = self.scratch_all.iter().any(|i| i.op0_kind() == OpKind::NearBranch16);
-        let (instrs, slow) = (Box::from(&self.scratch[..]), Box::from(&self.scratch_slow[..]));
-        Ok(Block { start: eip, frames, last, wraps16, instrs, slow })
+        }
     }
 
     /// Decodes the block at `eip` from `bytes` (fetched from there, `all` there is to
-    /// fetch or not).
-    fn decode_from(&mut self, bytes: &[u8], eip: u32, page_end: u32, all: bool) -> Fetched {
+    /// fetch or not); without `records`, into `scratch_all` only.
+    fn decode_from(&mut self, bytes: &[u8], eip: u32, page_end: u32, all: bool, records: bool) -> Fetched {
         let mut dec = Decoder::with_ip(32, bytes, u64::from(eip), DecoderOptions::NONE);
         let (instrs, slow, every) = (&mut self.scratch, &mut self.scratch_slow, &mut self.scratch_all);
         instrs.clear();
         slow.clear();
         every.clear();
         let mut last = eip;
-        while instrs.len() < MAX_BLOCK {
+        while every.len() < MAX_BLOCK {
             let at = dec.ip() as u32;
-            if at.wrapping_sub(eip) >= page_end.wrapping_sub(eip) && !instrs.is_empty() {
+            if at.wrapping_sub(eip) >= page_end.wrapping_sub(eip) && !every.is_empty() {
                 break; // the next instruction starts on the next page: a new block
             }
             let ins = dec.decode();
@@ -446,7 +465,7 @@ impl Interp {
                 if !all {
                     return Fetched::Short;
                 }
-                if instrs.is_empty() {
+                if every.is_empty() {
                     return Fetched::Truncated;
                 }
                 break;
@@ -455,6 +474,13 @@ impl Interp {
             let class = entry.support;
             last = ins.next_ip32().wrapping_sub(1);
             let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
+            if !records {
+                every.push(ins);
+                if end {
+                    break;
+                }
+                continue;
+            }
             let writes = entry.writes(&ins);
             let pre_decoded = match class {
                 Support::Int => fast::form(&ins),

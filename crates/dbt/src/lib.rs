@@ -435,6 +435,10 @@ impl Engine {
             // A profiling aid: if the file cannot be made, translated code stays unnamed.
             e.code_map = std::fs::File::create(path).ok().map(|f| std::io::BufWriter::with_capacity(1 << 16, f));
         }
+        // Under the `physical` key a slot's key is its block's physical address, and the
+        // slot keeps the decoded block: the interpreter's own table of them would repeat it.
+        let physical = e.cfg.translate && e.cfg.key == KeyPolicy::Physical;
+        e.interp.share_blocks(!physical);
         e.ras.attach(&mut e.jc.frame.state);
         e.emit_runtime();
         // Opened once the translator's options are known (the build id includes them).
