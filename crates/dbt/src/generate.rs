@@ -63,9 +63,9 @@ impl Engine {
         self.code.offset() + self.layout.max_gap() + align + made.code.len() <= self.code.capacity()
     }
 
-    /// Translates the block at `eip` from the interpreter's decoded blocks (the same
-    /// instructions both engines run; a cached block's bytes are decoded again, see
-    /// `Interp::decoded_block`). The translation is numbered as the next one of the cache.
+    /// Translates the block at `eip` from the interpreter's blocks (the same instructions
+    /// both engines run, decoded by the interpreter's rules: `Interp::decoded_block`).
+    /// The translation is numbered as the next one of the cache.
     fn fetch_and_translate(&mut self, eip: u32, frame: Frame, ctx: u32, mem: &mut AddressSpace) -> Option<Made> {
         let opts = self.translate_options();
         let (interp, id) = (&mut self.interp, self.trans.len() as u32);

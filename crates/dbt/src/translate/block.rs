@@ -1,8 +1,8 @@
 //! Block formation: which guest instructions one translation covers.
 //!
-//! The translator does not decode: it takes the instructions the interpreter already
-//! decoded (its blocks, each ending at the first control transfer, a fault or the page
-//! end) and joins them. The rule: a translation starts with the interpreter's block at
+//! The translator has no decoding rules of its own: it takes the interpreter's blocks
+//! (each ending at the first control transfer, a fault or the page end), decoded by
+//! the interpreter's fetch loop and end rules (`Interp::decoded_block`), and joins them. The rule: a translation starts with the interpreter's block at
 //! its EIP and continues with the block at the fall-through of a conditional branch
 //! whose fall-through stays in the page (its taken edge becomes a side exit — a
 //! multi-exit block, as Transmeta translated regions rather than basic blocks — or, if
