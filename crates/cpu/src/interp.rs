@@ -285,7 +285,9 @@ impl Interp {
     /// keeps each block with its own per-address data ([`CachedBlock`]) under a key
     /// that is itself the physical address turns it off: the table would only repeat
     /// its lookups (a hash probe and insert per new block, 2 % of a Python start, and a
-    /// megabyte of table).
+    /// megabyte of table). It comes back on at the first write to code: that makes every
+    /// `CachedBlock` stale, and the table is what finds the blocks of the frames not
+    /// written without decoding them again.
     pub fn share_blocks(&mut self, on: bool) {
         self.shared = on;
         if !on {
@@ -322,6 +324,10 @@ impl Interp {
         if dirty.is_empty() {
             return;
         }
+        // Every `CachedBlock` is stale now, those of unwritten frames too: a program
+        // that writes code gets the table back, where they are found again without a
+        // decode (`share_blocks`).
+        self.shared = true;
         let before = self.blocks.len();
         self.generation = self.generation.wrapping_add(1);
         self.blocks.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
