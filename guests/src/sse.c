@@ -15,7 +15,8 @@
  *    (#GP: SIGSEGV, SI_KERNEL, address 0), fxsave to one, ldmxcsr of a
  *    reserved bit, and divsd by zero with the zero-divide exception unmasked
  *    (#XM: SIGFPE, FPE_FLTDIV, trapno 19, the flags in the frame's MXCSR,
- *    the destination unchanged).
+ *    the destination unchanged), also a divpd whose other element is inexact
+ *    (only the divide-by-zero flag: found before computing, it stops it).
  */
 #pragma GCC target("sse2,fpmath=sse")
 #include "sites.h"
@@ -234,18 +235,23 @@ __asm__(".text\n"
 	SITE(divsd_zero, "\tmovl 4(%esp), %ecx\n\tldmxcsr 68(%ecx)\n\tmovsd 80(%ecx), %xmm3\n"
 		"\txorpd %xmm4, %xmm4", "divsd %xmm4, %xmm3")
 	SITE(divsd_zero_masked, "\tmovl 4(%esp), %ecx\n\tmovsd 80(%ecx), %xmm3\n\txorpd %xmm4, %xmm4",
-		"divsd %xmm4, %xmm3"));
+		"divsd %xmm4, %xmm3")
+	SITE(divpd_zero_inexact, "\tmovl 4(%esp), %ecx\n\tldmxcsr 68(%ecx)\n\tmovapd 96(%ecx), %xmm3\n"
+		"\tmovapd 112(%ecx), %xmm4", "divpd %xmm4, %xmm3"));
 
 DECL(movaps_misaligned) DECL(paddd_misaligned) DECL(movups_misaligned) DECL(fxsave_misaligned)
-DECL(ldmxcsr_reserved) DECL(divsd_zero) DECL(divsd_zero_masked)
+DECL(ldmxcsr_reserved) DECL(divsd_zero) DECL(divsd_zero_masked) DECL(divpd_zero_inexact)
 
 static const struct site sites[] = {
 	S(movaps_misaligned), S(paddd_misaligned), S(movups_misaligned), S(fxsave_misaligned),
-	S(ldmxcsr_reserved), S(divsd_zero), S(divsd_zero_masked),
+	S(ldmxcsr_reserved), S(divsd_zero), S(divsd_zero_masked), S(divpd_zero_inexact),
 };
 
 /* 64 bytes of operand, then (at 64) an MXCSR with a reserved bit, (at 68) one
-   with the zero-divide exception unmasked, (at 80) the dividend */
+   with the zero-divide exception unmasked, (at 80) the dividend, (at 96 and 112)
+   a packed dividend and divisor {7, 7} / {0, 3}: the first element divides by
+   zero (found before computing), the second is inexact (found after), and the
+   hardware flags only the first when the zero-divide is unmasked */
 static uint8_t area[1024] __attribute__((aligned(16)));
 
 static const uint32_t mxcsr_default = 0x1f80;
@@ -280,6 +286,10 @@ static void faults(void)
 	*(uint32_t *)(area + 64) = 0x1f80 | 0x10000; /* reserved bit 16 */
 	*(uint32_t *)(area + 68) = 0x1f80 & ~0x200u; /* ZM clear */
 	*(double *)(area + 80) = 7.0;
+	*(double *)(area + 96) = 7.0;
+	*(double *)(area + 104) = 7.0;
+	*(double *)(area + 112) = 0.0;
+	*(double *)(area + 120) = 3.0;
 	for (int round = 0; round < 60; round++) {
 		for (unsigned i = 0; i < sizeof sites / sizeof sites[0]; i++) {
 			cur = &sites[i];

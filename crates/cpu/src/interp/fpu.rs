@@ -87,6 +87,9 @@ const FXSAVE_32: usize = 288;
 /// The MXCSR exception flags (bits 0–5); their masks are the bits 7–12.
 const MXCSR_FLAGS: u32 = 0x3f;
 const MXCSR_MASKS: u32 = 0x3f << 7;
+/// The exceptions found before computing: invalid operation, denormal operand, divide
+/// by zero.
+const MXCSR_PRE: u32 = 0x7;
 
 impl Interp {
     /// An SSE instruction (the model has SSE): `ldmxcsr`, `stmxcsr`, `fxsave` and
@@ -183,7 +186,12 @@ impl Interp {
             let raised = c.cpu.fpu.mxcsr() & MXCSR_FLAGS;
             if r.is_ok() && raised & unmasked != 0 {
                 // No SSE instruction that can raise one writes memory: the destination
-                // is a register, left as it was.
+                // is a register, left as it was. An unmasked pre-computation exception
+                // (invalid, denormal, divide by zero: in any element) stops the
+                // instruction before it computes, so the post-computation flags the
+                // masked run raised (overflow, underflow, precision, of the other
+                // elements) are not the hardware's (Intel SDM vol. 1, 11.5.2.1).
+                let raised = if raised & unmasked & MXCSR_PRE != 0 { raised & MXCSR_PRE } else { raised };
                 c.cpu.fpu = before;
                 c.cpu.fpu.set_mxcsr(mxcsr | raised);
                 return Err(c.fault(FaultKind::SimdFp));
