@@ -37,6 +37,25 @@ pub fn alu_loop_instructions(n: u32) -> u64 {
     3 + 7 * u64::from(n) + 1
 }
 
+/// `n` distinct blocks run one after the other, once each (five instructions: a load,
+/// ALU, `lea`, and a direct jump to the next), then `int 0x80`: what a starting
+/// program mostly runs, code met for the first time. Returns the code bytes.
+pub fn cold_blocks(n: u32) -> Vec<u8> {
+    let mut a = CodeAssembler::new(32).expect("32-bit assembler");
+    a.mov(esi, DATA).unwrap();
+    for k in 0..n {
+        let mut next = a.create_label();
+        a.mov(eax, dword_ptr(esi + (k % 256) * 4)).unwrap();
+        a.add(eax, ecx).unwrap();
+        a.lea(edx, dword_ptr(eax + ecx * 2 + k as i32)).unwrap();
+        a.xor(edi, edx).unwrap();
+        a.jmp(next).unwrap();
+        a.set_label(&mut next).unwrap();
+    }
+    a.int(0x80).unwrap();
+    a.assemble(u64::from(CODE)).expect("assemble")
+}
+
 /// A fresh address space with `code` at [`CODE`] and a data page at [`DATA`].
 pub fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
     let phys = Rc::new(PhysMem::new(64 << 20).expect("physical memory"));
