@@ -29,6 +29,23 @@
 #define UC_FPSTATE(uc)	UC_W(uc, 19)
 #define UC_CR2(uc)	UC_W(uc, 21)
 
+/* What a handler saw of a fault: the signal, si_code and si_addr, and the
+   frame's trap number, error code and EIP. */
+struct fault {
+	int sig, code, trapno, err;
+	uint32_t addr, eip;
+};
+
+static inline void fault_seen(volatile struct fault *f, int sig, void *si, void *uc)
+{
+	f->sig = sig;
+	f->code = SI_CODE(si);
+	f->addr = SI_ADDR(si);
+	f->trapno = UC_TRAPNO(uc);
+	f->err = UC_ERR(uc);
+	f->eip = UC_EIP(uc);
+}
+
 #define SITE(name, pre, insn)                                                  \
 	"\t.globl s_" #name "\ns_" #name ":\n" pre "\ns_" #name "_at:\n\t" insn "\n" \
 	"s_" #name "_after:\n\tret\n"

@@ -256,17 +256,12 @@ static uint8_t area[1024] __attribute__((aligned(16)));
 
 static const uint32_t mxcsr_default = 0x1f80;
 static const struct site *cur;
-static volatile int got_sig, got_code, got_trapno, got_err;
-static volatile uint32_t got_addr, got_eip, got_mxcsr, got_high;
+static volatile struct fault seen;
+static volatile uint32_t got_mxcsr, got_high;
 
 static void handler(int sig, void *si, void *uc)
 {
-	got_sig = sig;
-	got_code = SI_CODE(si);
-	got_addr = SI_ADDR(si);
-	got_trapno = UC_TRAPNO(uc);
-	got_err = UC_ERR(uc);
-	got_eip = UC_EIP(uc);
+	fault_seen(&seen, sig, si, uc);
 	uint32_t fp = UC_FPSTATE(uc);
 	got_mxcsr = fp ? FP_MXCSR(fp) : 0xdead;
 	/* a 32-bit task has no XMM8-15: that part of the frame's image is zero */
@@ -293,7 +288,7 @@ static void faults(void)
 	for (int round = 0; round < 60; round++) {
 		for (unsigned i = 0; i < sizeof sites / sizeof sites[0]; i++) {
 			cur = &sites[i];
-			got_sig = 0;
+			seen.sig = 0;
 			got_mxcsr = 0;
 			call_site(cur->fn, (uint32_t)area);
 			uint32_t after;
@@ -304,9 +299,9 @@ static void faults(void)
 			if (round != 0 && round != 59)
 				continue;
 			printf("%-18s sig %2d code %#5x addr %s trapno %2d err %#x eip %s frame mxcsr %x high %u after %x xmm3 %d\n",
-			       cur->name, got_sig, got_code,
-			       got_addr == 0 ? "0" : got_addr == (uint32_t)cur->at ? "at" : "other", got_trapno,
-			       got_err, got_eip == (uint32_t)cur->at ? "at" : got_sig ? "other" : "-", got_mxcsr, got_high, after,
+			       cur->name, seen.sig, seen.code,
+			       seen.addr == 0 ? "0" : seen.addr == (uint32_t)cur->at ? "at" : "other", seen.trapno,
+			       seen.err, seen.eip == (uint32_t)cur->at ? "at" : seen.sig ? "other" : "-", got_mxcsr, got_high, after,
 			       x3 > 1e300 ? 999 : (int)x3);
 			fflush_stdout();
 		}

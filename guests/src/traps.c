@@ -106,8 +106,8 @@ static const struct site sites[] = {
 };
 
 static const struct site *cur;
-static volatile int got_sig, got_code, got_trapno, got_err;
-static volatile uint32_t got_addr, got_eip, got_cr2, got_flags, got_ecx, got_esi, got_edi;
+static volatile struct fault seen;
+static volatile uint32_t got_cr2, got_flags, got_ecx, got_esi, got_edi;
 
 /* An address as a name: a site's own labels, a page of the test, or the number. */
 static void where(char *buf, uint32_t a)
@@ -132,12 +132,7 @@ static void where(char *buf, uint32_t a)
 
 static void fault_handler(int sig, void *si, void *uc)
 {
-	got_sig = sig;
-	got_code = SI_CODE(si);
-	got_addr = SI_ADDR(si);
-	got_trapno = UC_TRAPNO(uc);
-	got_err = UC_ERR(uc);
-	got_eip = UC_EIP(uc);
+	fault_seen(&seen, sig, si, uc);
 	got_cr2 = UC_CR2(uc);
 	got_flags = UC_EFLAGS(uc) & 0x8d5;
 	got_ecx = UC_W(uc, 10);
@@ -145,7 +140,7 @@ static void fault_handler(int sig, void *si, void *uc)
 	got_edi = UC_W(uc, 4);
 	if (cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
 		UC_EFLAGS(uc) &= ~0x400u; /* the site set DF */
-	if (sig == SIGFPE_ && got_trapno == 16) {
+	if (sig == SIGFPE_ && seen.trapno == 16) {
 		/* clear the pending x87 exception in the saved state, as it is restored */
 		uint8_t *fp = (uint8_t *)UC_FPSTATE(uc);
 		*(uint16_t *)(fp + 4) &= ~0x80ff;
@@ -169,7 +164,7 @@ static void faults(void)
 	for (int round = 0; round < 60; round++) {
 		for (unsigned i = 0; i < sizeof sites / sizeof sites[0]; i++) {
 			cur = &sites[i];
-			got_sig = 0;
+			seen.sig = 0;
 			uint32_t arg = (uint32_t)bounds;
 			if (cur->fn == (void (*)(uint32_t))s_pf_read_none)
 				arg = none_page;
@@ -186,12 +181,12 @@ static void faults(void)
 			if (round != 0 && round != 59)
 				continue;
 			char a[32], e[32], c[32];
-			where(a, got_addr);
-			where(e, got_eip);
+			where(a, seen.addr);
+			where(e, seen.eip);
 			where(c, got_cr2);
-			printf("%-13s sig %2d code %#5x addr %-8s trapno %2d err %#6x eip %-6s", cur->name, got_sig,
-			       got_code, a, got_trapno, got_err, e);
-			if (got_trapno == 14)
+			printf("%-13s sig %2d code %#5x addr %-8s trapno %2d err %#6x eip %-6s", cur->name, seen.sig,
+			       seen.code, a, seen.trapno, seen.err, e);
+			if (seen.trapno == 14)
 				printf(" cr2 %s", c);
 			if (cur->fn == (void (*)(uint32_t))s_repne_scas_pf)
 				printf(" flags %#x", got_flags);

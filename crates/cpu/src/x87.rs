@@ -183,32 +183,17 @@ impl HostFpu {
         }
     }
 
-    /// Runs `ins` (an x87 or MMX instruction decoded in 32-bit mode) on the host FPU with
-    /// `fpu` loaded. `mem` is the host address of its memory operand (checked by the
-    /// caller), or null. `eflags` is read for FCMOVcc and written for FCOMI.
+    /// Runs `ins` (an x87, MMX or SSE instruction decoded in 32-bit mode) on the host FPU
+    /// with `fpu` loaded. `mem` is the host address of its memory operand (checked by the
+    /// caller; the implicit `[edi]` of `maskmovq`/`maskmovdqu` too), or null. `gpr` is the
+    /// operand index of a 32-bit general register operand and a slot holding the
+    /// register's value, which holds the value the instruction left in it afterwards.
+    /// `eflags` is read for FCMOVcc and written for FCOMI and COMIS*.
     ///
     /// # Safety
     /// `mem` must be null (no memory operand) or valid for the operand's size, for
     /// reading and, if the instruction stores, for writing.
     pub unsafe fn exec(
-        &mut self,
-        ins: &Instruction,
-        mem: *mut u8,
-        fpu: &mut FpuState,
-        eflags: &mut u32,
-    ) -> Result<(), StubError> {
-        // SAFETY: as the caller's; no general register operand.
-        unsafe { self.exec_gpr(ins, mem, None, fpu, eflags) }
-    }
-
-    /// [`HostFpu::exec`] for an instruction that may have a 32-bit general register
-    /// operand: `gpr` is its operand index and a slot holding the register's value,
-    /// which holds the value the instruction left in it afterwards. The implicit
-    /// `[edi]` of `maskmovq`/`maskmovdqu` is `mem` too.
-    ///
-    /// # Safety
-    /// As [`HostFpu::exec`].
-    pub unsafe fn exec_gpr(
         &mut self,
         ins: &Instruction,
         mem: *mut u8,

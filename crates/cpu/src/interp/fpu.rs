@@ -1,4 +1,4 @@
-//! The interpreter's x87 and MMX instructions: run on the host FPU.
+//! The interpreter's x87, MMX and SSE instructions: run on the host FPU.
 
 use iced_x86::{Mnemonic as M, OpKind, Register};
 
@@ -27,23 +27,6 @@ impl Interp {
                 set_reg(c.cpu, Register::AX, sw);
                 return Ok(Flow::Next);
             }
-            // `movd` between an MMX and a general register: through the stub's r9d.
-            iced_x86::Code::Movd_mm_rm32 | iced_x86::Code::Movd_rm32_mm
-                if ins.op_kind(0) == OpKind::Register && ins.op_kind(1) == OpKind::Register =>
-            {
-                let gpr = if ins.code() == iced_x86::Code::Movd_mm_rm32 { 1 } else { 0 };
-                let mut value = u64::from(get_reg(c.cpu, ins.op_register(gpr)));
-                let mut fl = c.cpu.eflags;
-                // SAFETY: no memory operand.
-                unsafe {
-                    self.fpu.exec_gpr(ins, std::ptr::null_mut(), Some((gpr, &mut value)), &mut c.cpu.fpu, &mut fl)
-                }
-                .map_err(|_| invalid(c.mem, ins, c.delta))?;
-                if gpr == 0 {
-                    set_reg(c.cpu, ins.op0_register(), value as u32);
-                }
-                return Ok(Flow::Next);
-            }
             _ => {}
         }
         let mut host = std::ptr::null_mut();
@@ -53,11 +36,48 @@ impl Interp {
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
-        unsafe { self.fpu.exec(ins, host, &mut c.cpu.fpu, &mut fl) }.map_err(|_| invalid(c.mem, ins, c.delta))?;
+        let done = unsafe { self.on_host(c, host, &mut fl) };
+        done.map_err(|_| invalid(c.mem, ins, c.delta))?.commit(c);
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
         Ok(Flow::Next)
+    }
+
+    /// Runs `c`'s instruction on the host FPU (`HostFpu::exec`) with its memory operand
+    /// at `host`, a 32-bit general register operand (`movd`, `cvtsi2sd`, `pmovmskb`...)
+    /// through the stub's r9d; what that register gets is kept in the result until
+    /// [`GprOut::commit`] (an instruction that faults leaves it as it was).
+    ///
+    /// # Safety
+    /// As `HostFpu::exec`: `host` is null or valid for the operand.
+    unsafe fn on_host(
+        &mut self,
+        c: &mut Ctx<'_>,
+        host: *mut u8,
+        fl: &mut u32,
+    ) -> Result<GprOut, crate::x87::StubError> {
+        let ins = c.ins;
+        let gpr = (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Register && ins.op_register(i).is_gpr32());
+        let mut value = gpr.map_or(0, |i| u64::from(get_reg(c.cpu, ins.op_register(i))));
+        // SAFETY: as the caller's.
+        unsafe { self.fpu.exec(ins, host, gpr.map(|i| (i, &mut value)), &mut c.cpu.fpu, fl) }?;
+        Ok(GprOut { to: (gpr == Some(0)).then(|| ins.op0_register()), value: value as u32 })
+    }
+}
+
+/// What an instruction run on the host FPU left in a general register it writes (its
+/// first operand), not written back yet.
+struct GprOut {
+    to: Option<Register>,
+    value: u32,
+}
+
+impl GprOut {
+    fn commit(self, c: &mut Ctx<'_>) {
+        if let Some(r) = self.to {
+            set_reg(c.cpu, r, self.value);
+        }
     }
 }
 
@@ -168,9 +188,6 @@ impl Interp {
             }
             host = operand_ptr(c, a, size)?;
         }
-        // A 32-bit general register operand: written if it is the first.
-        let gpr = (0..ins.op_count()).find(|&i| ins.op_kind(i) == OpKind::Register && ins.op_register(i).is_gpr32());
-        let mut value = gpr.map_or(0, |i| u64::from(get_reg(c.cpu, ins.op_register(i))));
         let mxcsr = c.cpu.fpu.mxcsr();
         let unmasked = !(mxcsr >> 7) & MXCSR_FLAGS;
         // Run with every exception masked and no flag set, so that what it raises shows.
@@ -181,7 +198,7 @@ impl Interp {
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
-        let r = unsafe { self.fpu.exec_gpr(ins, host, gpr.map(|i| (i, &mut value)), &mut c.cpu.fpu, &mut fl) };
+        let r = unsafe { self.on_host(c, host, &mut fl) };
         if let Some(before) = before {
             let raised = c.cpu.fpu.mxcsr() & MXCSR_FLAGS;
             if r.is_ok() && raised & unmasked != 0 {
@@ -201,10 +218,7 @@ impl Interp {
                 (after & !(MXCSR_MASKS | MXCSR_FLAGS)) | (mxcsr & MXCSR_MASKS) | (mxcsr | raised) & MXCSR_FLAGS,
             );
         }
-        r.map_err(|_| invalid(c.mem, ins, c.delta))?;
-        if gpr == Some(0) {
-            set_reg(c.cpu, ins.op0_register(), value as u32);
-        }
+        r.map_err(|_| invalid(c.mem, ins, c.delta))?.commit(c);
         if matches!(ins.mnemonic(), M::Comiss | M::Comisd | M::Ucomiss | M::Ucomisd) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
