@@ -112,33 +112,37 @@ pub struct InterpStats {
     pub fpu_instructions: u64,
 }
 
-/// A decoded instruction, as compact as its run needs (32 bytes, two to a cache line):
-/// while a program starts, tens of thousands of blocks are decoded and each runs a few
-/// times, far apart, so the bytes a block takes (host cache lines, and heap pages
-/// touched for the first time) are much of what it costs. iced-x86's 40-byte
-/// `Instruction` is kept only for the few instructions without a pre-decoded form.
+/// A decoded instruction, as compact as its run needs (24 bytes, the handler and its
+/// operands, with the instruction's length and whether it may write memory in the
+/// operands' padding): while a program starts, tens of thousands of blocks are decoded
+/// and each runs a few times, far apart, so the bytes a block takes (host cache lines,
+/// and heap pages touched for the first time) are much of what it costs. Its address
+/// is not kept: a run counts it from the block's start, adding each length. iced-x86's
+/// 40-byte `Instruction` is kept only for the few instructions without a pre-decoded
+/// form, in the block's `slow` with what runs it there.
 #[derive(Clone, Copy)]
 struct Decoded {
     /// What runs it: its pre-decoded form's handler (see `fast`), or `fast::slow`,
     /// which sends it to `exec_slow`.
     run: fast::Handler,
-    /// Its address, as decoded.
-    ip: u32,
-    /// Its length in bytes.
-    len: u8,
-    class: Support,
-    /// The interpreter function that runs it (see `isa::Family`).
-    family: Family,
-    /// May write memory (and so rewrite code): only then is the code epoch checked
-    /// after it.
-    writes: bool,
     /// The operands of its pre-decoded form; for one without, `ops.s` is its index in
-    /// its block's `slow`.
+    /// its block's `slow`. Also its length (`ops.len`) and whether it may write memory
+    /// (`ops.writes`: only then is the code epoch checked after it).
     ops: fast::Operands,
 }
 
-const _: () = assert!(std::mem::size_of::<Decoded>() == 32);
+const _: () = assert!(std::mem::size_of::<Decoded>() == 24);
 const _: () = assert!(std::mem::size_of::<fast::Step>() == 8);
+
+/// An instruction without a pre-decoded form, as iced-x86 decoded it, with its
+/// interpreter class and family (the interpreter function that runs it: see
+/// `isa::Family`).
+#[derive(Clone, Copy)]
+struct Slow {
+    ins: Instruction,
+    class: Support,
+    family: Family,
+}
 
 /// A decoded basic block.
 struct Block {
@@ -152,8 +156,8 @@ struct Block {
     /// was decoded.
     wraps16: bool,
     instrs: Box<[Decoded]>,
-    /// The instructions without a pre-decoded form, as iced-x86 decoded them.
-    slow: Box<[Instruction]>,
+    /// The instructions without a pre-decoded form.
+    slow: Box<[Slow]>,
 }
 
 impl Block {
@@ -223,7 +227,7 @@ pub struct Interp {
     fpu: HostFpu,
     /// Where a block is decoded before it is copied into its exact-size boxes.
     scratch: Vec<Decoded>,
-    scratch_slow: Vec<Instruction>,
+    scratch_slow: Vec<Slow>,
     /// All the instructions of the block decoded last.
     scratch_all: Vec<Instruction>,
     /// `run`'s blocks, direct-mapped by EIP.
@@ -487,21 +491,20 @@ impl Interp {
                 }
                 continue;
             }
-            let writes = entry.writes(&ins);
             let pre_decoded = match class {
                 Support::Int => fast::form(&ins),
                 Support::Nop => Some((fast::nop as fast::Handler, fast::Operands::default())),
                 _ => None,
             };
-            let (run, ops) = match pre_decoded {
+            let (run, mut ops) = match pre_decoded {
                 Some(f) => f,
                 None => {
-                    slow.push(ins);
+                    slow.push(Slow { ins, class, family: entry.family });
                     (fast::slow as fast::Handler, fast::Operands { s: (slow.len() - 1) as u8, ..Default::default() })
                 }
             };
-            let (ip, len) = (ins.ip32(), ins.len() as u8);
-            instrs.push(Decoded { run, ip, len, class, family: entry.family, writes, ops });
+            (ops.len, ops.writes) = (ins.len() as u8, entry.writes(&ins));
+            instrs.push(Decoded { run, ops });
             every.push(ins);
             if end {
                 break;
@@ -584,20 +587,22 @@ impl Interp {
         let start = cpu.icount;
         let delta = cpu.eip.wrapping_sub(block.start);
         // EIP and the instruction count are kept in locals and stored when the block
-        // ends (or before an instruction that may read them runs through `exec_slow`).
+        // ends (or before an instruction that may read them runs through `exec_slow`);
+        // `ip` is the running instruction's address, where the block was decoded.
         let mut retired = 0u64;
-        let next = |d: &Decoded| d.ip.wrapping_add(delta).wrapping_add(u32::from(d.len));
+        let mut ip = block.start;
         let (eip, result) = 'run: {
             for d in block.instrs.iter() {
+                let next = ip.wrapping_add(u32::from(d.ops.len));
                 let step = (d.run)(cpu, mem, &d.ops, delta);
                 // Anything but `NEXT` (one test on the common path) is handled here.
                 if step != Step::NEXT {
                     let mut outcome = step.outcome();
                     if outcome == Outcome::Slow {
-                        cpu.eip = d.ip.wrapping_add(delta);
+                        cpu.eip = ip.wrapping_add(delta);
                         cpu.icount = start + retired;
-                        let ins = &block.slow[usize::from(d.ops.s)];
-                        outcome = match self.exec_slow(cpu, mem, d.class, d.family, ins, delta) {
+                        let Slow { ins, class, family } = &block.slow[usize::from(d.ops.s)];
+                        outcome = match self.exec_slow(cpu, mem, *class, *family, ins, delta) {
                             Ok(Flow::Next) => Outcome::Next,
                             Ok(Flow::Jump(t)) => Outcome::Jump(t),
                             Err(e) => {
@@ -620,19 +625,19 @@ impl Interp {
                             break 'run (t, Ok(()));
                         }
                         Outcome::Fault(f) => {
-                            let ip = d.ip.wrapping_add(delta);
-                            break 'run (ip, Err(page_fault(ip)(f)));
+                            let at = ip.wrapping_add(delta);
+                            break 'run (at, Err(page_fault(at)(f)));
                         }
                         Outcome::Next | Outcome::Slow => {}
                     }
                 }
                 retired += 1;
-                if d.writes && mem.phys().code_epoch() != self.epoch {
-                    break 'run (next(d), Ok(())); // the block may have rewritten itself: decode afresh
+                ip = next;
+                if d.ops.writes && mem.phys().code_epoch() != self.epoch {
+                    break 'run (ip.wrapping_add(delta), Ok(())); // the block may have rewritten itself: decode afresh
                 }
             }
-            // Blocks are not empty.
-            (block.instrs.last().map_or(cpu.eip, next), Ok(()))
+            (ip.wrapping_add(delta), Ok(()))
         };
         cpu.eip = eip;
         cpu.icount = start + retired;
@@ -655,12 +660,15 @@ impl Interp {
         let block = self.block_cached(cpu.eip, mem, cache)?;
         let delta = cpu.eip.wrapping_sub(block.start);
         let d = &block.instrs[0];
-        let ip = d.ip.wrapping_add(delta);
+        let ip = cpu.eip;
         let r = match (d.run)(cpu, mem, &d.ops, delta).outcome() {
             Outcome::Next => Ok(Flow::Next),
             Outcome::Jump(t) => Ok(Flow::Jump(t)),
             Outcome::Fault(f) => Err(page_fault(ip)(f)),
-            Outcome::Slow => self.exec_slow(cpu, mem, d.class, d.family, &block.slow[usize::from(d.ops.s)], delta),
+            Outcome::Slow => {
+                let Slow { ins, class, family } = &block.slow[usize::from(d.ops.s)];
+                self.exec_slow(cpu, mem, *class, *family, ins, delta)
+            }
         };
         let retired = match &r {
             Ok(_) => true,
@@ -672,7 +680,7 @@ impl Interp {
             self.stats.instructions += 1;
         }
         match r? {
-            Flow::Next => cpu.eip = d.ip.wrapping_add(u32::from(d.len)).wrapping_add(delta),
+            Flow::Next => cpu.eip = ip.wrapping_add(u32::from(d.ops.len)),
             Flow::Jump(t) => cpu.eip = t,
         }
         Err(fault(FaultKind::SingleStep, cpu.eip))

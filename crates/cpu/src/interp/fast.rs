@@ -87,6 +87,12 @@ pub(super) struct Operands {
     pub(super) r: u8,
     /// The second register operand.
     pub(super) s: u8,
+    /// Not operands: the length in bytes of the instruction these operands are of, and
+    /// whether it may write memory, for the record that holds them (`Decoded`), here
+    /// in the two bytes that alignment would otherwise leave empty before `m`, which
+    /// makes a record 24 bytes instead of 32. Handlers do not read them.
+    pub(super) len: u8,
+    pub(super) writes: bool,
     /// The memory operand.
     pub(super) m: Mem,
     /// The immediate, or a branch target as decoded; a call's return address as decoded
