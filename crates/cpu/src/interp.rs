@@ -13,6 +13,9 @@
 
 use std::rc::Rc;
 
+use erasable::Thin;
+use slice_dst::SliceWithHeader;
+
 use iced_x86::{Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, OpKind};
 use morph_mem::{AddressSpace, Frame, MemFault, PAGE_SIZE};
 
@@ -144,8 +147,16 @@ struct Slow {
     family: Family,
 }
 
-/// A decoded basic block.
-struct Block {
+/// A decoded basic block: its header and its records in one allocation (one heap
+/// allocation per block decoded, and a run reads the header and the first records from
+/// neighbouring lines), behind a one-word pointer ([`Shared`]).
+type Block = SliceWithHeader<Head, Decoded>;
+
+/// A reference to a decoded block, as the interpreter's tables and its callers keep it.
+type Shared = Thin<Rc<Block>>;
+
+/// What a decoded block records besides its instructions.
+struct Head {
     /// Virtual address of the first byte (as decoded).
     start: u32,
     /// Frame of the first byte and of the last byte.
@@ -155,12 +166,11 @@ struct Block {
     /// Has a 16-bit relative branch, whose target wraps at 64 KiB: runs only where it
     /// was decoded.
     wraps16: bool,
-    instrs: Box<[Decoded]>,
     /// The instructions without a pre-decoded form.
     slow: Box<[Slow]>,
 }
 
-impl Block {
+impl Head {
     /// Whether this block, decoded at `start`, is the code at `eip` in `mem`: the same
     /// frames under both ends (a block moved by ASLR runs rebased by `eip - start`,
     /// unless it has a 16-bit branch, whose target wraps at 64 KiB).
@@ -198,16 +208,16 @@ const FETCH_FIRST: u32 = 96;
 /// beside each key's profile count), so that running it again needs no lookup in the
 /// interpreter's cache. Valid until the interpreter next drops blocks for written code.
 pub struct CachedBlock {
-    block: Rc<Block>,
+    block: Shared,
     generation: u32,
 }
 
 impl CachedBlock {
-    /// The addresses a run of this block reads first (the block and its instructions),
-    /// for a caller to prefetch before it runs the block again. Only hints: they may be
-    /// stale by then, which a prefetch tolerates.
-    pub fn prefetch_hint(&self) -> [*const u8; 2] {
-        [Rc::as_ptr(&self.block).cast(), self.block.instrs.as_ptr().cast()]
+    /// The address a run of this block reads first (its header, followed by its
+    /// records), for a caller to prefetch before it runs the block again. Only a hint:
+    /// it may be stale by then, which a prefetch tolerates.
+    pub fn prefetch_hint(&self) -> *const u8 {
+        (&raw const self.block.header).cast()
     }
 }
 
@@ -216,7 +226,7 @@ pub struct Interp {
     /// Decoded blocks by physical address (frame, offset in the page): position
     /// independent (see `Ctx::delta`), so a library's code is decoded once for every
     /// process, wherever ASLR maps it.
-    blocks: rustc_hash::FxHashMap<(u32, u32), Rc<Block>>,
+    blocks: rustc_hash::FxHashMap<(u32, u32), Shared>,
     /// Whether `blocks` is used: a caller that keeps each block beside its own key of
     /// the block's physical address (the engine under the `physical` key) has no use
     /// for a second table of the same blocks (see [`Interp::share_blocks`]).
@@ -264,7 +274,7 @@ struct RunEntry {
     eip: u32,
     generation: u32,
     mapping: u64,
-    block: Option<Rc<Block>>,
+    block: Option<Shared>,
 }
 
 impl Interp {
@@ -334,11 +344,11 @@ impl Interp {
         self.shared = true;
         let before = self.blocks.len();
         self.generation = self.generation.wrapping_add(1);
-        self.blocks.retain(|_, b| !dirty.contains(&b.frames[0]) && !dirty.contains(&b.frames[1]));
+        self.blocks.retain(|_, b| !dirty.contains(&b.header.frames[0]) && !dirty.contains(&b.header.frames[1]));
         self.stats.blocks_invalidated += (before - self.blocks.len()) as u64;
         // Frames still holding other blocks keep their code bit.
         for b in self.blocks.values() {
-            for f in b.frames {
+            for f in b.header.frames {
                 if dirty.contains(&f) {
                     phys.set_code(f);
                 }
@@ -348,22 +358,22 @@ impl Interp {
 
     /// The decoded block at `eip`, found by physical address (decoded once, wherever
     /// and in whichever process the code is mapped) or decoded now.
-    fn block(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Rc<Block>> {
+    fn block(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Shared> {
         if !self.shared {
-            return Ok(Rc::new(self.decode(eip, mem)?));
+            return self.decode(eip, mem);
         }
         let first = mem.pte(eip);
         let key = (first.frame().0, eip & (PAGE_SIZE - 1));
         if first.readable()
             && let Some(b) = self.blocks.get(&key)
-            && b.fits(eip, mem)
+            && b.header.fits(eip, mem)
         {
-            if eip != b.start {
+            if eip != b.header.start {
                 self.stats.blocks_rebased += 1;
             }
             return Ok(b.clone());
         }
-        let b = Rc::new(self.decode(eip, mem)?);
+        let b = self.decode(eip, mem)?;
         self.blocks.insert(key, b.clone());
         Ok(b)
     }
@@ -393,14 +403,14 @@ impl Interp {
         mem: &mut AddressSpace,
         cache: &'c mut Option<CachedBlock>,
     ) -> Res<&'c Block> {
-        let hit = cache.as_ref().is_some_and(|c| c.generation == self.generation && c.block.fits(eip, mem));
+        let hit = cache.as_ref().is_some_and(|c| c.generation == self.generation && c.block.header.fits(eip, mem));
         if !hit {
             let block = self.block(eip, mem)?;
             *cache = Some(CachedBlock { block, generation: self.generation });
         }
         match cache {
             Some(c) => {
-                if hit && eip != c.block.start {
+                if hit && eip != c.block.header.start {
                     self.stats.blocks_rebased += 1;
                 }
                 Ok(&c.block)
@@ -409,7 +419,7 @@ impl Interp {
         }
     }
 
-    fn decode(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Block> {
+    fn decode(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Shared> {
         let last = self.fetch_and_decode(eip, mem, true)?;
         // Read after the fetch, which gave a demand-zero page its frame.
         let frames = [mem.pte(eip).frame(), mem.pte(last).frame()];
@@ -418,8 +428,8 @@ impl Interp {
         self.stats.blocks_decoded += 1;
         self.stats.instructions_decoded += self.scratch.len() as u64;
         let wraps16 = self.scratch_all.iter().any(|i| i.op0_kind() == OpKind::NearBranch16);
-        let (instrs, slow) = (Box::from(&self.scratch[..]), Box::from(&self.scratch_slow[..]));
-        Ok(Block { start: eip, frames, last, wraps16, instrs, slow })
+        let head = Head { start: eip, frames, last, wraps16, slow: Box::from(&self.scratch_slow[..]) };
+        Ok(SliceWithHeader::from_slice::<Rc<Block>>(head, &self.scratch).into())
     }
 
     /// Fetches and decodes the block at `eip` into the scratch vectors (`scratch_all`;
@@ -539,7 +549,7 @@ impl Interp {
     /// was made under the address space's current mapping number and the block cache's
     /// generation (then it still fits at `eip`), else as `block` finds it.
     #[inline]
-    fn run_lookup(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Rc<Block>> {
+    fn run_lookup(&mut self, eip: u32, mem: &mut AddressSpace) -> Res<Shared> {
         let i = ((eip ^ (eip >> 12)) as usize) % RUN_CACHE;
         let mapping = mem.mapping_id();
         let e = &self.run_cache[i];
@@ -548,7 +558,7 @@ impl Interp {
             && e.generation == self.generation
             && let Some(b) = &e.block
         {
-            if eip != b.start {
+            if eip != b.header.start {
                 self.stats.blocks_rebased += 1;
             }
             return Ok(b.clone());
@@ -585,14 +595,14 @@ impl Interp {
     #[inline(always)]
     fn run_decoded(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, block: &Block) -> Result<(), Exit> {
         let start = cpu.icount;
-        let delta = cpu.eip.wrapping_sub(block.start);
+        let delta = cpu.eip.wrapping_sub(block.header.start);
         // EIP and the instruction count are kept in locals and stored when the block
         // ends (or before an instruction that may read them runs through `exec_slow`);
         // `ip` is the running instruction's address, where the block was decoded.
         let mut retired = 0u64;
-        let mut ip = block.start;
+        let mut ip = block.header.start;
         let (eip, result) = 'run: {
-            for d in block.instrs.iter() {
+            for d in block.slice.iter() {
                 let next = ip.wrapping_add(u32::from(d.ops.len));
                 let step = (d.run)(cpu, mem, &d.ops, delta);
                 // Anything but `NEXT` (one test on the common path) is handled here.
@@ -601,7 +611,7 @@ impl Interp {
                     if outcome == Outcome::Slow {
                         cpu.eip = ip.wrapping_add(delta);
                         cpu.icount = start + retired;
-                        let Slow { ins, class, family } = &block.slow[usize::from(d.ops.s)];
+                        let Slow { ins, class, family } = &block.header.slow[usize::from(d.ops.s)];
                         outcome = match self.exec_slow(cpu, mem, *class, *family, ins, delta) {
                             Ok(Flow::Next) => Outcome::Next,
                             Ok(Flow::Jump(t)) => Outcome::Jump(t),
@@ -658,15 +668,15 @@ impl Interp {
         cache: &mut Option<CachedBlock>,
     ) -> Result<(), Exit> {
         let block = self.block_cached(cpu.eip, mem, cache)?;
-        let delta = cpu.eip.wrapping_sub(block.start);
-        let d = &block.instrs[0];
+        let delta = cpu.eip.wrapping_sub(block.header.start);
+        let d = &block.slice[0];
         let ip = cpu.eip;
         let r = match (d.run)(cpu, mem, &d.ops, delta).outcome() {
             Outcome::Next => Ok(Flow::Next),
             Outcome::Jump(t) => Ok(Flow::Jump(t)),
             Outcome::Fault(f) => Err(page_fault(ip)(f)),
             Outcome::Slow => {
-                let Slow { ins, class, family } = &block.slow[usize::from(d.ops.s)];
+                let Slow { ins, class, family } = &block.header.slow[usize::from(d.ops.s)];
                 self.exec_slow(cpu, mem, *class, *family, ins, delta)
             }
         };

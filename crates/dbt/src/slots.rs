@@ -48,7 +48,7 @@ pub(crate) struct Slot {
     pub(crate) succ2: u32,
     pub(crate) succ2_key: Key,
     /// Where the successor's interpreted block lives (prefetched with its slot).
-    pub(crate) succ_hint: [*const u8; 2],
+    pub(crate) succ_hint: *const u8,
 }
 
 impl Default for Slot {
@@ -61,7 +61,7 @@ impl Default for Slot {
             succ: NO_SLOT,
             succ2: NO_SLOT,
             succ2_key: Key(0),
-            succ_hint: [std::ptr::null(); 2],
+            succ_hint: std::ptr::null(),
         }
     }
 }
@@ -140,13 +140,11 @@ impl Engine {
         let s = &self.slots[i as usize];
         if let Some(next) = self.slots.get(s.succ as usize) {
             prefetch(next);
-            // The block's header, and the first four lines of its instructions (a
-            // typical interpreted block is five instructions of 36 bytes; a longer
-            // one's next lines come from the host's own sequential prefetch).
-            let [block, instrs] = s.succ_hint;
-            prefetch_ptr(block);
+            // The block's header and the records after it, four lines (a typical
+            // interpreted block is five or six records of 24 bytes; a longer one's next
+            // lines come from the host's own sequential prefetch).
             for line in 0..4 {
-                prefetch_ptr(instrs.wrapping_add(64 * line));
+                prefetch_ptr(s.succ_hint.wrapping_add(64 * line));
             }
         }
         i
