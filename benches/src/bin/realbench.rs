@@ -23,8 +23,10 @@
 //! translations of an earlier run are kept. With `--against PATH` and/or `--against-args
 //! "ARGS"`, a second morph (another build, or the same one with other `run` options: an
 //! ablation) runs each program under the physical key too, in the same rounds, each run
-//! of it right after morph's (`morph-against`); a second table gives morph's median over
-//! its median per program: what a change did, measured in one run on one machine state.
+//! of it beside morph's, the two in turn first (`morph-against`); a second table gives
+//! per program the median over the rounds of morph's time over the second morph's in the
+//! same round (paired) and the ratio of the medians: what a change did, measured in one
+//! run on one machine state.
 //!
 //! With `--native-i686`, each program also runs natively with glibc's CPU-specific
 //! functions masked (`GLIBC_TUNABLES=glibc.cpu.hwcaps=-SSE2,…`, [`I686_TUNABLES`]), so
@@ -570,6 +572,9 @@ struct Row {
     max_s: f64,
     /// Median over native's median (empty for native itself).
     ratio_to_native: Option<f64>,
+    /// For morph under `--against`: the median over the rounds of its time over the
+    /// second morph's in the same round.
+    paired_over_against: Option<f64>,
     output_matches_native: bool,
     /// Translator and interpreter counters of one run (morph configurations only).
     counters: BTreeMap<String, u64>,
@@ -689,7 +694,18 @@ fn real_main() -> anyhow::Result<bool> {
         let mut times: BTreeMap<Config, Vec<f64>> = BTreeMap::new();
         let mut counters: BTreeMap<Config, BTreeMap<String, u64>> = BTreeMap::new();
         for round in 0..o.runs {
-            for &cfg in &cfgs {
+            // The two morphs of `--against` swap places every other round, so that
+            // neither always runs on the machine state the other leaves.
+            let mut order = cfgs.clone();
+            if round % 2 == 1
+                && let (Some(a), Some(b)) = (
+                    order.iter().position(|&c| c == Config::MorphPhysical),
+                    order.iter().position(|&c| c == Config::MorphAgainst),
+                )
+            {
+                order.swap(a, b);
+            }
+            for &cfg in &order {
                 let mut check = |r: &Outcome| {
                     let same = r.stdout == reference.stdout && r.status == reference.status;
                     if !same && ok.get(&cfg).copied().unwrap_or(true) {
@@ -710,6 +726,12 @@ fn real_main() -> anyhow::Result<bool> {
             }
         }
         let native_median = median(&mut times[&Config::Native].clone());
+        // Morph over the second morph round by round (`--against`): the median of those
+        // ratios moves less with the machine's drift than the ratio of the medians.
+        let paired = times.get(&Config::MorphAgainst).map(|a| {
+            let mut r: Vec<f64> = times[&Config::MorphPhysical].iter().zip(a).map(|(m, a)| m / a).collect();
+            median(&mut r)
+        });
         for &cfg in &cfgs {
             let mut t = times[&cfg].clone();
             let m = median(&mut t);
@@ -721,6 +743,7 @@ fn real_main() -> anyhow::Result<bool> {
                 min_s: t[0],
                 max_s: t[t.len() - 1],
                 ratio_to_native: (cfg != Config::Native).then(|| m / native_median),
+                paired_over_against: paired.filter(|_| cfg == Config::MorphPhysical),
                 output_matches_native: ok[&cfg],
                 counters: counters.remove(&cfg).unwrap_or_default(),
             });
@@ -858,27 +881,42 @@ fn row<'a>(rows: &'a [Row], p: &str, c: Config) -> Option<&'a Row> {
     rows.iter().find(|r| r.program == p && r.config == c.name())
 }
 
-/// Morph's median over the second morph's, per program (`--against`), from runs that gave
-/// native's output.
+/// Morph over the second morph, per program (`--against`), from runs that gave native's
+/// output: the median over the rounds of the ratio in each round (paired), and the ratio
+/// of the medians.
 fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) {
     let get = |p: &str, c: Config| row(rows, p, c);
-    println!("\nmorph / against ({} {}): median over median, per program", bin.display(), args.join(" "));
-    let mut all = Vec::new();
+    println!("\nmorph / against ({} {}): per program", bin.display(), args.join(" "));
+    println!("{:<14} {:>11} {:>11} {:>8} {:>13}", "program", "morph", "against", "paired", "median/median");
+    let (mut all, mut all_paired) = (Vec::new(), Vec::new());
     for p in progs {
         let (m, a) = (get(p.name, Config::MorphPhysical), get(p.name, Config::MorphAgainst));
         let r = m.zip(a).filter(|(m, a)| m.output_matches_native && a.output_matches_native);
         match r {
             Some((m, a)) => {
                 let x = m.median_s / a.median_s;
+                let paired = m.paired_over_against.unwrap_or(x);
                 all.push(x);
-                println!("{:<14} {:>8.1} ms {:>8.1} ms   ×{x:.3}", p.name, m.median_s * 1e3, a.median_s * 1e3);
+                all_paired.push(paired);
+                println!(
+                    "{:<14} {:>8.1} ms {:>8.1} ms {:>7.3}× {:>12.3}×",
+                    p.name,
+                    m.median_s * 1e3,
+                    a.median_s * 1e3,
+                    paired,
+                    x
+                );
             }
             None => println!("{:<14} FAIL", p.name),
         }
     }
     if !all.is_empty() {
-        let (lo, hi) = all.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
-        println!("median ×{:.3} (×{lo:.3} to ×{hi:.3})", median(&mut all));
+        let (lo, hi) = all_paired.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        println!(
+            "median: paired ×{:.3} (×{lo:.3} to ×{hi:.3}), median/median ×{:.3}",
+            median(&mut all_paired),
+            median(&mut all)
+        );
     }
 }
 
@@ -914,7 +952,9 @@ fn print_i686(progs: &[&Program], rows: &[Row]) {
 }
 
 fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
-    let mut s = String::from("program,config,runs,median_s,min_s,max_s,ratio_to_native,output_matches_native");
+    let mut s = String::from(
+        "program,config,runs,median_s,min_s,max_s,ratio_to_native,paired_over_against,output_matches_native",
+    );
     for (_, c) in COUNTERS {
         s.push(',');
         s.push_str(c);
@@ -922,7 +962,7 @@ fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
     s.push('\n');
     for r in rows {
         s.push_str(&format!(
-            "{},{},{},{:.6},{:.6},{:.6},{},{}",
+            "{},{},{},{:.6},{:.6},{:.6},{},{},{}",
             r.program,
             r.config,
             r.runs,
@@ -930,6 +970,7 @@ fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
             r.min_s,
             r.max_s,
             r.ratio_to_native.map_or_else(String::new, |x| format!("{x:.4}")),
+            r.paired_over_against.map_or_else(String::new, |x| format!("{x:.4}")),
             r.output_matches_native
         ));
         for (_, c) in COUNTERS {
