@@ -235,7 +235,7 @@ pub struct Interp {
     generation: u32,
     epoch: u64,
     fpu: HostFpu,
-    /// Where a block is decoded before it is copied into its exact-size boxes.
+    /// Where a block is decoded before it is copied into its exact-size allocation.
     scratch: Vec<Decoded>,
     scratch_slow: Vec<Slow>,
     /// All the instructions of the block decoded last.
