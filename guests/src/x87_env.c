@@ -6,8 +6,7 @@
  * signal frame's legacy FSAVE header (as Linux makes it from the FXSAVE image: the
  * words with their high halves set, the full tag word, FIP, CS, FDP, DS) and its fold
  * back into the state at sigreturn (a handler's change to the header's control word
- * is the one that counts); the opcode, instruction and data pointers a SIGFPE handler
- * finds for an unmasked divide by zero. Addresses are printed relative to labels and variables,
+ * is the one that counts). Addresses are printed relative to labels and variables,
  * so that the static-PIE build prints the same.
  */
 #include "rt.h"
@@ -161,70 +160,6 @@ static void signal_frame(void)
 	printf("control word after the handler: %04x\n", cw);
 }
 
-static double zero = 0.0;
-static volatile uint32_t fpe_fip, fpe_fdp;
-static volatile uint16_t fpe_fop;
-static volatile int fpe_code, fpe_count;
-
-/* SIGFPE from an unmasked divide by zero: the pointers and opcode the frame's FXSAVE
-   image holds; the exception flags are cleared in the header's status word (which
-   sigreturn folds over the image) so that the `fwait` that raised it then completes. */
-static void fpe_handler(int sig, void *si, void *uc)
-{
-	(void)sig;
-	uint32_t fp = UC_FPSTATE(uc);
-	fpe_code = ((int *)si)[2];
-	fpe_count++;
-	if (!fp)
-		return;
-	fpe_fop = *(uint16_t *)(fp + 112 + 6);
-	fpe_fip = *(uint32_t *)(fp + 112 + 8);
-	fpe_fdp = *(uint32_t *)(fp + 112 + 16);
-	*(uint32_t *)(fp + 4) &= ~0x80bfu;
-}
-
-/* Divides by zero with the zero-divide exception unmasked, by a memory operand (`mem`)
-   or a register; the `fwait` after raises SIGFPE. Returns the divide's address. */
-static uint32_t divide_by_zero(int mem)
-{
-	uint16_t cw = cw0 & ~0x4;
-	uint32_t at;
-	if (mem)
-		__asm__ volatile("fldcw %1\n\tfld1\n1:\tfdivl %2\n\t" ADDR("1b", "%0") "fwait\n\tfstp %%st(0)\n\tfldcw %3"
-				 : "=&r"(at)
-				 : "m"(cw), "m"(zero), "m"(cw0)
-				 : "memory", "cc");
-	else
-		__asm__ volatile("fldcw %1\n\tfldz\n\tfld1\n1:\tfdiv %%st(1), %%st\n\t" ADDR("1b", "%0")
-				 "fwait\n\tfstp %%st(0)\n\tfstp %%st(0)\n\tfldcw %2"
-				 : "=&r"(at)
-				 : "m"(cw), "m"(cw0)
-				 : "memory", "cc");
-	return at;
-}
-
-static void exceptions(void)
-{
-	struct ksigaction act = { (void *)fpe_handler, SA_SIGINFO_ | SA_RESTORER_, (void *)restore_rt, { 0, 0 } };
-	rt_syscall(SYS_rt_sigaction_, 8, &act, 0, 8);
-	for (int mem = 1; mem >= 0; mem--) {
-		uint32_t at = 0;
-		int same = 1;
-		uint16_t first = 0;
-		for (int k = 0; k < 300; k++) {
-			at = divide_by_zero(mem);
-			if (k == 0)
-				first = fpe_fop;
-			same &= fpe_fop == first && fpe_fip == at;
-		}
-		printf("SIGFPE %d times, si_code %d, fdiv %s: FOP %03x, FIP %s, data pointer %s%s\n", fpe_count, fpe_code,
-		       mem ? "m64" : "st(1)", fpe_fop, fpe_fip == at ? "at the fdiv" : "elsewhere",
-		       fpe_fdp == (uint32_t)&zero ? "the divisor" : fpe_fdp == 0 ? "none" : "elsewhere",
-		       same ? "" : " (not every time)");
-		fpe_count = 0;
-	}
-}
-
 int main(void)
 {
 	__asm__ volatile("fnstcw %0" : "=m"(cw0));
@@ -242,6 +177,5 @@ int main(void)
 	environments(1);
 	loads();
 	signal_frame();
-	exceptions();
 	return 0;
 }

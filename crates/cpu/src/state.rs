@@ -170,54 +170,26 @@ impl FpuState {
     pub fn set_fdp(&mut self, v: u32) {
         self.0[FDP..FDP + 4].copy_from_slice(&v.to_le_bytes());
     }
-    /// The last x87 opcode (FOP: the low three bits of the first opcode byte, then the
-    /// ModR/M byte), which hosts update for every x87 instruction other than a control
-    /// one or only for one that raises an unmasked exception.
-    pub fn fop(&self) -> u16 {
-        u16::from_le_bytes([self.0[FOP], self.0[FOP + 1]])
-    }
-    /// Sets FOP.
-    pub fn set_fop(&mut self, v: u16) {
-        self.0[FOP..FOP + 2].copy_from_slice(&v.to_le_bytes());
-    }
-    /// Makes FIP the shadow's value, and FOP the shadow's if the host set one: after the
-    /// host saved this image from its FPU, on which translated code ran x87
-    /// instructions, each storing its guest address and opcode in the shadow (bytes
-    /// 464–469, in the image's area the processor never writes: [`FIP_SHADOW`]), while
-    /// the host's `fxsave` stored its own address of the last, and the opcode of its
-    /// host encoding.
+    /// Makes FIP the shadow's value: after the host saved this image from its FPU, on
+    /// which translated code ran x87 instructions, each storing its guest address in the
+    /// shadow (bytes 464–467, in the image's area the processor never writes:
+    /// [`FIP_SHADOW`]), while the host's `fxsave` stored its own address of the last.
     pub fn fip_from_shadow(&mut self) {
         self.0.copy_within(FIP_SHADOW..FIP_SHADOW + 4, FIP);
-        if self.fop() != 0 {
-            self.0.copy_within(FIP_SHADOW + 4..FIP_SHADOW + 6, FOP);
-        }
     }
-    /// Makes the shadow FIP's and FOP's values: before the host loads this image for
-    /// translated code (which keeps the shadow, see [`FpuState::fip_from_shadow`]).
+    /// Makes the shadow FIP's value: before the host loads this image for translated code
+    /// (which keeps the shadow, see [`FpuState::fip_from_shadow`]).
     pub fn shadow_from_fip(&mut self) {
         self.0.copy_within(FIP..FIP + 4, FIP_SHADOW);
-        self.0.copy_within(FOP..FOP + 2, FIP_SHADOW + 4);
     }
 }
 
-/// The FOP of the x87 instruction whose bytes start `bytes` (prefixes skipped): the low
-/// three bits of its opcode byte (0xD8–0xDF), then its ModR/M byte; `None` for anything
-/// else.
-pub fn x87_opcode(bytes: &[u8]) -> Option<u16> {
-    let at = bytes
-        .iter()
-        .position(|b| !matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3))?;
-    let (&op, &modrm) = (bytes.get(at)?, bytes.get(at + 1)?);
-    (0xd8..=0xdf).contains(&op).then(|| (u16::from(op & 7) << 8) | u16::from(modrm))
-}
-
-/// Offsets of FOP, FIP and FDP (their low 32 bits) in the FXSAVE image.
-const FOP: usize = 6;
+/// Offsets of FIP and FDP (their low 32 bits) in the FXSAVE image.
 const FIP: usize = 8;
 const FDP: usize = 16;
 
-/// Offset in the FXSAVE image where translated code keeps the guest's FIP (4 bytes) and
-/// FOP (2 bytes) while the host FPU holds the state: bytes 464–511 are left to software (FXSAVE never writes
+/// Offset in the FXSAVE image where translated code keeps the guest's FIP while the
+/// host FPU holds the state: bytes 464–511 are left to software (FXSAVE never writes
 /// them), and a guest never sees them (a signal frame's image and a 32-bit `fxsave`
 /// stop at byte 288).
 pub const FIP_SHADOW: usize = 464;

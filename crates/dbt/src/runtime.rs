@@ -390,26 +390,20 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
 }
 
 /// After an x87 instruction of the guest's in translated code: its guest address, the
-/// page's VA in r14d plus `at`, and its opcode `fop`, or with None (after `fninit`) 0,
-/// stored as the guest's FIP and FOP in the FXSAVE image's shadow
-/// (`morph_cpu::FIP_SHADOW`; the host's own FIP is the translation's address, its FOP
-/// that of the host encoding): `lea r9d, [r14 + at]; mov r8, [r15 + fpu];
-/// mov [r8 + shadow], r9d; mov dword [r8 + shadow + 4], fop` (or `dword 0` for FIP).
-/// Flags untouched; r8 and r9 are free between guest instructions.
-pub fn fip_store(at: Option<(i32, u16)>, out: &mut Vec<u8>) {
+/// page's VA in r14d plus `at`, or with `at` None (after `fninit`) 0, stored as the
+/// guest's FIP in the FXSAVE image's shadow (`morph_cpu::FIP_SHADOW`; the host's own
+/// FIP is the translation's address): `[lea r9d, [r14 + at];] mov r8, [r15 + fpu];
+/// mov [r8 + shadow], r9d` (or `dword 0`). Flags untouched; r8 and r9 are free between
+/// guest instructions.
+pub fn fip_store(at: Option<i32>, out: &mut Vec<u8>) {
     let s = (morph_cpu::FIP_SHADOW as u32).to_le_bytes();
-    let s4 = (morph_cpu::FIP_SHADOW as u32 + 4).to_le_bytes();
-    if let Some((at, _)) = at {
+    if let Some(at) = at {
         let a = at.to_le_bytes();
         out.extend_from_slice(&[0x45, 0x8d, 0x8e, a[0], a[1], a[2], a[3]]);
     }
     out.extend_from_slice(&[0x4d, 0x8b, 0x47, off::FPU as u8]);
     match at {
-        Some((_, fop)) => {
-            let f = u32::from(fop).to_le_bytes();
-            out.extend_from_slice(&[0x45, 0x89, 0x88, s[0], s[1], s[2], s[3]]);
-            out.extend_from_slice(&[0x41, 0xc7, 0x80, s4[0], s4[1], s4[2], s4[3], f[0], f[1], f[2], f[3]]);
-        }
+        Some(_) => out.extend_from_slice(&[0x45, 0x89, 0x88, s[0], s[1], s[2], s[3]]),
         None => out.extend_from_slice(&[0x41, 0xc7, 0x80, s[0], s[1], s[2], s[3], 0, 0, 0, 0]),
     }
 }
@@ -788,10 +782,7 @@ mod tests {
             fip_store(at, &mut v);
             v
         };
-        assert_eq!(
-            show(&fip(Some((0x123, 0x435)))),
-            "lea r9d,[r14+123h]; mov r8,[r15+68h]; mov [r8+1D0h],r9d; mov dword ptr [r8+1D4h],435h"
-        );
+        assert_eq!(show(&fip(Some(0x123))), "lea r9d,[r14+123h]; mov r8,[r15+68h]; mov [r8+1D0h],r9d");
         assert_eq!(show(&fip(None)), "mov r8,[r15+68h]; mov dword ptr [r8+1D0h],0");
         let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(

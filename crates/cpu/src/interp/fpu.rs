@@ -3,7 +3,7 @@
 use iced_x86::{Mnemonic as M, OpKind, Register};
 
 use super::Interp;
-use super::{Ctx, Flow, MAX_INSN_LEN, Res, ea, get_reg, invalid, set_arith, set_reg};
+use super::{Ctx, Flow, Res, ea, get_reg, invalid, set_arith, set_reg};
 use crate::FaultKind;
 use crate::isa::{self, Support, Writes};
 use crate::state::flags::{CF, PF, ZF};
@@ -36,7 +36,7 @@ impl Interp {
             at = ea(c.cpu, ins);
             host = operand_ptr(c, at, ins.memory_size().size() as u32)?;
         }
-        let before = (c.cpu.fpu.fip(), c.cpu.fpu.fdp(), c.cpu.fpu.fop());
+        let (fip, fdp) = (c.cpu.fpu.fip(), c.cpu.fpu.fdp());
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
@@ -45,21 +45,18 @@ impl Interp {
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
-        self.x87_pointers(c, before, at)?;
+        self.x87_pointers(c, fip, fdp, at)?;
         Ok(Flow::Next)
     }
 
     /// The x87 instruction and data pointers after `c`'s instruction, which ran on the
-    /// host FPU (whose own are the stub's addresses and the opcode of the stub's
-    /// encoding), from what they were (`before`: FIP, FDP, FOP): FIP the instruction's
-    /// guest address if it is not a control instruction, else what it was, 0 after
-    /// `fninit` and `fnsave`, and what the image read says after `fldenv` and `frstor`;
-    /// an environment `fnstenv` or `fnsave` stored gets the guest's FIP. FDP and FOP,
-    /// which hosts update for every instruction or only for one that raised an unmasked
-    /// exception, are the operand's guest address (`at`) and the guest's opcode where
-    /// the host changed them. MMX instructions leave them.
-    fn x87_pointers(&mut self, c: &mut Ctx<'_>, before: (u32, u32, u16), at: u32) -> Res<()> {
-        let (fip, fdp, fop) = before;
+    /// host FPU (whose own are the stub's addresses): FIP the instruction's guest address
+    /// if it is not a control instruction, else what it was (`fip`), 0 after `fninit`
+    /// and `fnsave`, and what the image read says after `fldenv` and `frstor`; an
+    /// environment `fnstenv` or `fnsave` stored gets the guest's FIP. FDP, which hosts
+    /// update for every operand or only for one that raised an exception, is the guest
+    /// address of the operand (`at`) if the host changed it. MMX instructions leave them.
+    fn x87_pointers(&mut self, c: &mut Ctx<'_>, fip: u32, fdp: u32, at: u32) -> Res<()> {
         let ins = c.ins;
         // Where an environment keeps FIP: 32 bits at 12, or 16 at 6 in the 16-bit form.
         let env_fip = |c: &Ctx<'_>| match ins.memory_size() {
@@ -84,12 +81,6 @@ impl Interp {
         c.cpu.fpu.set_fip(now);
         if c.cpu.fpu.fdp() != fdp {
             c.cpu.fpu.set_fdp(if ins.op_kinds().any(|k| k == OpKind::Memory) { at } else { fdp });
-        }
-        if c.cpu.fpu.fop() != fop && crate::x87::fip_effect(ins) == FipEffect::Here {
-            let mut bytes = [0u8; MAX_INSN_LEN as usize];
-            let n = ins.len().min(bytes.len());
-            c.mem.read_bytes(ins.ip32().wrapping_add(c.delta), &mut bytes[..n]).map_err(c.pf())?;
-            c.cpu.fpu.set_fop(crate::state::x87_opcode(&bytes[..n]).unwrap_or(fop));
         }
         Ok(())
     }

@@ -66,18 +66,11 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
 }
 
 /// After x87 instruction `ins` (at `at` in the page), lowered to itself: the guest's
-/// FIP and FOP as the instruction leaves them, kept where the host's own (the
-/// translation's address, the opcode of the host encoding) are replaced by them when
-/// the state is saved (`runtime::fip_store`). The guest's opcode is its own encoding's
-/// (iced-x86 encodes a decoded memory operand in the same form, displacement size
-/// included).
+/// FIP as the instruction leaves it, kept where the host's own (the translation's
+/// address) is replaced by it when the state is saved (`runtime::fip_store`).
 fn fip(e: &mut Emitter, ins: &Instruction, at: i32) {
     match morph_cpu::x87::fip_effect(ins) {
-        morph_cpu::x87::FipEffect::Here => {
-            let mut enc = iced_x86::Encoder::new(32);
-            let fop = enc.encode(ins, ins.ip()).ok().and_then(|_| morph_cpu::x87_opcode(&enc.take_buffer()));
-            runtime::fip_store(Some((at, fop.unwrap_or(0))), &mut e.code)
-        }
+        morph_cpu::x87::FipEffect::Here => runtime::fip_store(Some(at), &mut e.code),
         morph_cpu::x87::FipEffect::Clear => runtime::fip_store(None, &mut e.code),
         morph_cpu::x87::FipEffect::Keep | morph_cpu::x87::FipEffect::Load => {}
     }
