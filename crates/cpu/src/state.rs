@@ -148,51 +148,7 @@ impl FpuState {
         let unmasked = !self.fcw() & self.fsw() & 0x3f;
         unmasked != 0
     }
-    /// The last x87 instruction pointer (FIP): the guest address of the last x87
-    /// instruction other than a control one (`fninit`, `fnclex`, `fldcw`, `fnstcw`,
-    /// `fnstsw`, `fnstenv`, `fldenv`, `fnsave`, `frstor`, `fwait`), which `fnstenv`,
-    /// `fnsave`, `fxsave` and a signal frame show. The host FPU, which runs the guest's
-    /// x87 instructions, records its own address of them: wherever the host saves this
-    /// image, the guest's value is put back ([`FpuState::fip_from_shadow`]).
-    pub fn fip(&self) -> u32 {
-        u32::from_le_bytes([self.0[FIP], self.0[FIP + 1], self.0[FIP + 2], self.0[FIP + 3]])
-    }
-    /// Sets FIP, and its shadow (see [`FpuState::fip_from_shadow`]).
-    pub fn set_fip(&mut self, v: u32) {
-        self.0[FIP..FIP + 4].copy_from_slice(&v.to_le_bytes());
-        self.0[FIP_SHADOW..FIP_SHADOW + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    /// The last x87 data pointer (FDP, its low 32 bits).
-    pub fn fdp(&self) -> u32 {
-        u32::from_le_bytes([self.0[FDP], self.0[FDP + 1], self.0[FDP + 2], self.0[FDP + 3]])
-    }
-    /// Sets FDP.
-    pub fn set_fdp(&mut self, v: u32) {
-        self.0[FDP..FDP + 4].copy_from_slice(&v.to_le_bytes());
-    }
-    /// Makes FIP the shadow's value: after the host saved this image from its FPU, on
-    /// which translated code ran x87 instructions, each storing its guest address in the
-    /// shadow (bytes 464–467, in the image's area the processor never writes:
-    /// [`FIP_SHADOW`]), while the host's `fxsave` stored its own address of the last.
-    pub fn fip_from_shadow(&mut self) {
-        self.0.copy_within(FIP_SHADOW..FIP_SHADOW + 4, FIP);
-    }
-    /// Makes the shadow FIP's value: before the host loads this image for translated code
-    /// (which keeps the shadow, see [`FpuState::fip_from_shadow`]).
-    pub fn shadow_from_fip(&mut self) {
-        self.0.copy_within(FIP..FIP + 4, FIP_SHADOW);
-    }
 }
-
-/// Offsets of FIP and FDP (their low 32 bits) in the FXSAVE image.
-const FIP: usize = 8;
-const FDP: usize = 16;
-
-/// Offset in the FXSAVE image where translated code keeps the guest's FIP while the
-/// host FPU holds the state: bytes 464–511 are left to software (FXSAVE never writes
-/// them), and a guest never sees them (a signal frame's image and a 32-bit `fxsave`
-/// stop at byte 288).
-pub const FIP_SHADOW: usize = 464;
 
 impl Default for FpuState {
     fn default() -> Self {

@@ -116,10 +116,6 @@ impl Engine {
             // (Only an exit of this engine leaves it there, once `fpu_live`, which stays.)
             st.fpu_in_host = u8::from(std::mem::take(&mut cpu.fpu_in_host));
             st.fpu_left = 0;
-            if st.fpu_in_host == 0 {
-                // Loaded from the image: translated code goes on from its FIP.
-                cpu.fpu.shadow_from_fip();
-            }
         }
         let window = mem.host_base() as usize;
         runtime::set_window(window);
@@ -142,10 +138,6 @@ impl Engine {
         runtime::set_fault_map(std::ptr::null());
         let st = &self.jc.frame.state;
         cpu.fpu_in_host = st.fpu_left != 0;
-        if st.fpu_live != 0 && st.fpu_left == 0 {
-            // The exit saved the state: FIP is the guest's, which translated code kept.
-            cpu.fpu.fip_from_shadow();
-        }
         self.stats.fpu_lazy_exits += u64::from(st.fpu_left);
         cpu.gpr = st.gpr;
         cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
@@ -228,15 +220,7 @@ pub(crate) extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u
         cpu.icount = entry + runtime::split_count(st.icount).0 + u64::from(st.helper_k);
         let before = cpu.icount;
         let interp_before = interp.stats.instructions;
-        // The glue saved the FPU state around the call (if it is live): with the guest's
-        // FIP, which translated code kept, for the interpreter, and back for the code.
-        if st.fpu_live != 0 {
-            cpu.fpu.fip_from_shadow();
-        }
         let r = interp.step(cpu, mem, &ins);
-        if st.fpu_live != 0 {
-            cpu.fpu.shadow_from_fip();
-        }
         let retired = cpu.icount - before;
         cpu.icount = entry;
         // Counted as executed in the translation, not as interpreted.

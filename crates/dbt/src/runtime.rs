@@ -389,25 +389,6 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
 }
 
-/// After an x87 instruction of the guest's in translated code: its guest address, the
-/// page's VA in r14d plus `at`, or with `at` None (after `fninit`) 0, stored as the
-/// guest's FIP in the FXSAVE image's shadow (`morph_cpu::FIP_SHADOW`; the host's own
-/// FIP is the translation's address): `[lea r9d, [r14 + at];] mov r8, [r15 + fpu];
-/// mov [r8 + shadow], r9d` (or `dword 0`). Flags untouched; r8 and r9 are free between
-/// guest instructions.
-pub fn fip_store(at: Option<i32>, out: &mut Vec<u8>) {
-    let s = (morph_cpu::FIP_SHADOW as u32).to_le_bytes();
-    if let Some(at) = at {
-        let a = at.to_le_bytes();
-        out.extend_from_slice(&[0x45, 0x8d, 0x8e, a[0], a[1], a[2], a[3]]);
-    }
-    out.extend_from_slice(&[0x4d, 0x8b, 0x47, off::FPU as u8]);
-    match at {
-        Some(_) => out.extend_from_slice(&[0x45, 0x89, 0x88, s[0], s[1], s[2], s[3]]),
-        None => out.extend_from_slice(&[0x41, 0xc7, 0x80, s[0], s[1], s[2], s[3], 0, 0, 0, 0]),
-    }
-}
-
 /// Offset in a translation of the PC-thunk trampoline (after the budget exit stub):
 /// `mov rcx, r9; jmp <rel32>`, where an inlined PC thunk's check goes when the thunk's
 /// bytes changed (see `lower::pc_thunk`).
@@ -777,13 +758,6 @@ mod tests {
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
-        let fip = |at| {
-            let mut v = Vec::new();
-            fip_store(at, &mut v);
-            v
-        };
-        assert_eq!(show(&fip(Some(0x123))), "lea r9d,[r14+123h]; mov r8,[r15+68h]; mov [r8+1D0h],r9d");
-        assert_eq!(show(&fip(None)), "mov r8,[r15+68h]; mov dword ptr [r8+1D0h],0");
         let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(
             show(&p),

@@ -7,7 +7,6 @@ use super::{Ctx, Flow, Res, ea, get_reg, invalid, set_arith, set_reg};
 use crate::FaultKind;
 use crate::isa::{self, Support, Writes};
 use crate::state::flags::{CF, PF, ZF};
-use crate::x87::FipEffect;
 
 impl Interp {
     pub(super) fn exec_fpu(&mut self, c: &mut Ctx<'_>, class: Support) -> Res<Flow> {
@@ -31,12 +30,9 @@ impl Interp {
             _ => {}
         }
         let mut host = std::ptr::null_mut();
-        let mut at = 0;
         if ins.op_kinds().any(|k| k == OpKind::Memory) {
-            at = ea(c.cpu, ins);
-            host = operand_ptr(c, at, ins.memory_size().size() as u32)?;
+            host = operand_ptr(c, ea(c.cpu, ins), ins.memory_size().size() as u32)?;
         }
-        let (fip, fdp) = (c.cpu.fpu.fip(), c.cpu.fpu.fdp());
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
@@ -45,44 +41,7 @@ impl Interp {
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
-        self.x87_pointers(c, fip, fdp, at)?;
         Ok(Flow::Next)
-    }
-
-    /// The x87 instruction and data pointers after `c`'s instruction, which ran on the
-    /// host FPU (whose own are the stub's addresses): FIP the instruction's guest address
-    /// if it is not a control instruction, else what it was (`fip`), 0 after `fninit`
-    /// and `fnsave`, and what the image read says after `fldenv` and `frstor`; an
-    /// environment `fnstenv` or `fnsave` stored gets the guest's FIP. FDP, which hosts
-    /// update for every operand or only for one that raised an exception, is the guest
-    /// address of the operand (`at`) if the host changed it. MMX instructions leave them.
-    fn x87_pointers(&mut self, c: &mut Ctx<'_>, fip: u32, fdp: u32, at: u32) -> Res<()> {
-        let ins = c.ins;
-        // Where an environment keeps FIP: 32 bits at 12, or 16 at 6 in the 16-bit form.
-        let env_fip = |c: &Ctx<'_>| match ins.memory_size() {
-            iced_x86::MemorySize::FpuEnv14 | iced_x86::MemorySize::FpuState94 => (ea(c.cpu, ins).wrapping_add(6), 2),
-            _ => (ea(c.cpu, ins).wrapping_add(12), 4),
-        };
-        if matches!(ins.mnemonic(), M::Fnstenv | M::Fstenv | M::Fnsave | M::Fsave) {
-            let (a, n) = env_fip(c);
-            c.mem.write_bytes(a, &fip.to_le_bytes()[..n]).map_err(c.pf())?;
-        }
-        let now = match crate::x87::fip_effect(ins) {
-            FipEffect::Keep => fip,
-            FipEffect::Clear => 0,
-            FipEffect::Here => ins.ip32().wrapping_add(c.delta),
-            FipEffect::Load => {
-                let (a, n) = env_fip(c);
-                let mut b = [0u8; 4];
-                c.mem.read_bytes(a, &mut b[..n]).map_err(c.pf())?;
-                u32::from_le_bytes(b)
-            }
-        };
-        c.cpu.fpu.set_fip(now);
-        if c.cpu.fpu.fdp() != fdp {
-            c.cpu.fpu.set_fdp(if ins.op_kinds().any(|k| k == OpKind::Memory) { at } else { fdp });
-        }
-        Ok(())
     }
 
     /// Runs `c`'s instruction on the host FPU (`HostFpu::exec`) with its memory operand
@@ -204,8 +163,6 @@ impl Interp {
                     return Err(gp(c));
                 }
                 c.cpu.fpu.0[..FXSAVE_32].copy_from_slice(&image[..FXSAVE_32]);
-                let fip = c.cpu.fpu.fip();
-                c.cpu.fpu.set_fip(fip); // and its shadow
                 return Ok(Flow::Next);
             }
             _ => {}

@@ -48,9 +48,6 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
         Lower::Fpu if !e.opts.sse && isa::support(ins) == Support::Sse => false,
         Lower::Fpu => {
             out.fpu = reencode(e, ins).is_some();
-            if out.fpu {
-                fip(e, ins, e.at(ins.ip32().wrapping_sub(p.eip) as i32));
-            }
             out.fpu
         }
         Lower::Reencode => reencode(e, ins).is_some(),
@@ -63,17 +60,6 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
     };
     out.helper = !handled;
     Some(out)
-}
-
-/// After x87 instruction `ins` (at `at` in the page), lowered to itself: the guest's
-/// FIP as the instruction leaves it, kept where the host's own (the translation's
-/// address) is replaced by it when the state is saved (`runtime::fip_store`).
-fn fip(e: &mut Emitter, ins: &Instruction, at: i32) {
-    match morph_cpu::x87::fip_effect(ins) {
-        morph_cpu::x87::FipEffect::Here => runtime::fip_store(Some(at), &mut e.code),
-        morph_cpu::x87::FipEffect::Clear => runtime::fip_store(None, &mut e.code),
-        morph_cpu::x87::FipEffect::Keep | morph_cpu::x87::FipEffect::Load => {}
-    }
 }
 
 /// The hand lowering of `ins`: whether it was lowered (else the helper runs it) and
