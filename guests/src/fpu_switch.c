@@ -91,7 +91,8 @@ static void handler(int sig, void *si, void *uc)
 	handler_cw = (uint16_t)fsave[0];
 	handler_st0_hi = *(uint32_t *)((char *)fp + 28 + 4);
 	/* Round toward zero from here on in the interrupted code (FSAVE and FXSAVE
-	   control words both: sigreturn takes the FXSAVE image). */
+	   control words both: Linux's sigreturn folds the FSAVE header over the FXSAVE
+	   image, fpu_frame.c checks that alone). */
 	uint16_t cw = (uint16_t)((fsave[0] & ~0xc00u) | 0xc00u);
 	fsave[0] = (fsave[0] & 0xffff0000u) | cw;
 	*(uint16_t *)((char *)fp + 112) = cw;

@@ -192,14 +192,33 @@ fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32) -> Resul
     p.aspace.write_bytes(at, &b)
 }
 
-/// Writes the x87/SSE state at `at` (64-byte aligned): the legacy header (control,
-/// status and tag words; magic 0 = FXSR state follows) and the FXSAVE image.
+/// Writes the x87/SSE state at `at` (64-byte aligned): the legacy `fsave`-format header
+/// Linux makes from the FXSAVE image (`convert_from_fxsr` for a 32-bit task on a 64-bit
+/// kernel: control, status and full tag words with their high halves set, FIP, the
+/// task's CS, FDP, its DS with the high half set, the eight registers in stack order;
+/// then the status word again and magic 0, FXSR state follows) and the FXSAVE image.
 fn put_fpstate(p: &mut Process, at: u32) -> Result<(), MemFault> {
     let fx = &p.cpu.fpu.0;
+    let word = |i: usize| u32::from(u16::from_le_bytes([fx[i], fx[i + 1]]));
+    let dword = |i: usize| u32::from_le_bytes([fx[i], fx[i + 1], fx[i + 2], fx[i + 3]]);
     let mut hdr = [0u8; 112];
-    hdr[0..2].copy_from_slice(&fx[0..2]); // cw
-    hdr[4..6].copy_from_slice(&fx[2..4]); // sw
-    hdr[8..10].copy_from_slice(&0xffffu16.to_le_bytes()); // tag: all empty (abridged form is in FXSAVE)
+    let high = 0xffff_0000;
+    let env = [
+        word(0) | high,
+        word(2) | high,
+        full_tag(fx) | high,
+        dword(8),
+        u32::from(p.cpu.sel[seg::CS]),
+        dword(16),
+        u32::from(p.cpu.sel[seg::DS]) | high,
+    ];
+    for (i, v) in env.iter().enumerate() {
+        hdr[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    for r in 0..8 {
+        hdr[28 + 10 * r..38 + 10 * r].copy_from_slice(&fx[32 + 16 * r..42 + 16 * r]);
+    }
+    hdr[108..110].copy_from_slice(&fx[2..4]); // status; magic 0 (at 110)
     // What a 32-bit task's image holds: no XMM8-15 (the host's 64-bit `fxsave` stored
     // morph's own there), and no XMM registers at all on a model without SSE (the host's
     // again): zeros, so that no host state reaches the guest.
@@ -210,6 +229,34 @@ fn put_fpstate(p: &mut Process, at: u32) -> Result<(), MemFault> {
     }
     p.aspace.write_bytes(at, &hdr)?;
     p.aspace.write_bytes(at + 112, &img)
+}
+
+/// The x87 tag word (two bits per physical register: valid 0, zero 1, special 2, empty
+/// 3) of an FXSAVE image, whose abridged tag has one bit per register (1: not empty):
+/// a register not empty is classified by its contents, which the image keeps in stack
+/// order from TOP (as Linux's `twd_fxsr_to_i387`).
+fn full_tag(fx: &[u8; 512]) -> u32 {
+    let top = usize::from(fx[3] >> 3) & 7;
+    let abridged = fx[4];
+    let mut tag = 0;
+    for phys in 0..8 {
+        let t = if abridged & (1 << phys) == 0 {
+            3
+        } else {
+            let st = 32 + 16 * ((phys + 8 - top) & 7);
+            let exp = u16::from_le_bytes([fx[st + 8], fx[st + 9]]) & 0x7fff;
+            let mant = u64::from_le_bytes(fx[st..st + 8].try_into().expect("8 bytes"));
+            match exp {
+                0x7fff => 2,
+                0 if mant == 0 => 1,
+                0 => 2,
+                _ if mant >> 63 == 0 => 2,
+                _ => 0,
+            }
+        };
+        tag |= t << (2 * phys);
+    }
+    tag
 }
 
 fn build_frame(
@@ -315,6 +362,24 @@ fn restore_sigcontext(p: &mut Process, sc: u32) -> Result<(), MemFault> {
         // Reserved MXCSR bits would fault FXRSTOR: Linux clears them (mxcsr_feature_mask).
         let mxcsr = u32::from_le_bytes([img[24], img[25], img[26], img[27]]) & morph_cpu::x87::mxcsr_feature_mask();
         img[24..28].copy_from_slice(&mxcsr.to_le_bytes());
+        // The legacy header is folded in over the image, as Linux's `convert_to_fxsr`
+        // does for a 32-bit task (a handler may have changed either): control, status
+        // and tag words (the tag abridged: a register is empty or not), the opcode from
+        // the high half of the CS word, FIP and FDP (their selectors ignored: a 64-bit
+        // kernel keeps none), the eight registers.
+        let mut hdr = [0u8; 108];
+        p.aspace.read_bytes(fpstate, &mut hdr)?;
+        let h = |i: usize| u32::from_le_bytes([hdr[4 * i], hdr[4 * i + 1], hdr[4 * i + 2], hdr[4 * i + 3]]);
+        img[0..2].copy_from_slice(&hdr[0..2]);
+        img[2..4].copy_from_slice(&hdr[4..6]);
+        let twd = h(2);
+        img[4] = (0..8).filter(|r| (twd >> (2 * r)) & 3 != 3).fold(0u8, |t, r| t | 1 << r);
+        img[6..8].copy_from_slice(&((h(4) >> 16) as u16).to_le_bytes());
+        img[8..16].copy_from_slice(&u64::from(h(3)).to_le_bytes());
+        img[16..24].copy_from_slice(&u64::from(h(5)).to_le_bytes());
+        for r in 0..8 {
+            img[32 + 16 * r..42 + 16 * r].copy_from_slice(&hdr[28 + 10 * r..38 + 10 * r]);
+        }
         p.cpu.fpu.0 = img;
     }
     Ok(())
