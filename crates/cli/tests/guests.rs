@@ -30,6 +30,9 @@ fn guests_match_native() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| !n.ends_with(".tmp"))
+        // Only programs whose source is still there: the output directory keeps what
+        // an earlier build made.
+        .filter(|n| workspace().join("guests/src").join(format!("{}.c", n.trim_end_matches(".pie"))).exists())
         .collect();
     names.sort();
     assert!(names.len() >= 30, "expected at least 15 guests in two variants, found {names:?}");
