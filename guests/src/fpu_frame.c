@@ -8,15 +8,12 @@
  * pointers are not printed: translated code's are the host's, see docs/results.md,
  * stop 38.) The signal arrives 200 times, so that the code around it is translated.
  */
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_rt_sigaction_ 174
 #define SIGUSR1_ 10
 #define SA_SIGINFO_ 4
 #define SA_RESTORER_ 0x04000000
-
-/* ucontext: 5 words, then sigcontext; its word 19 points at the FPU state. */
-#define UC_FPSTATE(uc) (((uint32_t *)(uc))[5 + 19])
 
 static volatile uint32_t hdr[7];
 static volatile uint16_t hdr_status, hdr_magic, fx_cw;

@@ -10,7 +10,7 @@
  * translated code returns to the dispatcher, and stores it back only when the
  * interpreter or the OS layer needs it.)
  */
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_rt_sigaction_ 174
 #define SYS_wait4_ 114
@@ -18,10 +18,9 @@
 #define SA_SIGINFO_ 4
 #define SA_RESTORER_ 0x04000000
 
-/* ucontext: 5 words, then sigcontext; its word 19 points at the FPU state: the
-   legacy FSAVE part (control word in word 0, the registers from byte 28, 10 bytes
-   each), then the FXSAVE image from byte 112. */
-#define UC_FPSTATE(uc) (((uint32_t *)(uc))[5 + 19])
+/* UC_FPSTATE (sites.h) points at the FPU state: the legacy FSAVE part (control word
+   in word 0, the registers from byte 28, 10 bytes each), then the FXSAVE image from
+   byte 112. */
 
 union ld {
 	long double v;

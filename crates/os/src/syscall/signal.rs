@@ -244,13 +244,14 @@ fn full_tag(fx: &[u8; 512]) -> u32 {
             3
         } else {
             let st = 32 + 16 * ((phys + 8 - top) & 7);
+            let word = |i: usize| u32::from_le_bytes([fx[i], fx[i + 1], fx[i + 2], fx[i + 3]]);
+            let (lo, hi) = (word(st), word(st + 4));
             let exp = u16::from_le_bytes([fx[st + 8], fx[st + 9]]) & 0x7fff;
-            let mant = u64::from_le_bytes(fx[st..st + 8].try_into().expect("8 bytes"));
             match exp {
                 0x7fff => 2,
-                0 if mant == 0 => 1,
+                0 if lo | hi == 0 => 1,
                 0 => 2,
-                _ if mant >> 63 == 0 => 2,
+                _ if hi >> 31 == 0 => 2,
                 _ => 0,
             }
         };
