@@ -26,4 +26,4 @@ pub mod x87;
 
 pub use interp::{CachedBlock, Exit, Fault, FaultKind, Interp, InterpStats, MAX_INSN_LEN};
 pub use isa::{Support, support};
-pub use state::{Cpu, FpuState, TlsDescriptor, Trap};
+pub use state::{Cpu, FpuState, TlsDescriptor, Trap, X87_SHADOW, x87_opcode};

@@ -148,7 +148,91 @@ impl FpuState {
         let unmasked = !self.fcw() & self.fsw() & 0x3f;
         unmasked != 0
     }
+    /// The last x87 instruction pointer (FIP): the guest address of the last x87
+    /// instruction other than a control one (`fninit`, `fnclex`, `fldcw`, `fnstcw`,
+    /// `fnstsw`, `fnstenv`, `fldenv`, `fnsave`, `frstor`, `fwait`), which `fnstenv`,
+    /// `fnsave`, `fxsave` and a signal frame show. The host FPU, which runs the guest's
+    /// x87 instructions, records its own address of them: while translated code holds
+    /// the state, the guest's is kept apart ([`FpuState::park_pointers`]).
+    pub fn fip(&self) -> u32 {
+        self.word(FIP)
+    }
+    /// Sets FIP.
+    pub fn set_fip(&mut self, v: u32) {
+        self.0[FIP..FIP + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    /// The last x87 data pointer (FDP, its low 32 bits).
+    pub fn fdp(&self) -> u32 {
+        self.word(FDP)
+    }
+    /// Sets FDP.
+    pub fn set_fdp(&mut self, v: u32) {
+        self.0[FDP..FDP + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    /// The last x87 opcode (FOP: the low three bits of the first opcode byte, then the
+    /// ModR/M byte), which hosts update for every x87 instruction other than a control
+    /// one or only for one that raises an unmasked exception.
+    pub fn fop(&self) -> u16 {
+        u16::from_le_bytes([self.0[FOP], self.0[FOP + 1]])
+    }
+    /// Sets FOP.
+    pub fn set_fop(&mut self, v: u16) {
+        self.0[FOP..FOP + 2].copy_from_slice(&v.to_le_bytes());
+    }
+    fn word(&self, at: usize) -> u32 {
+        u32::from_le_bytes([self.0[at], self.0[at + 1], self.0[at + 2], self.0[at + 3]])
+    }
+    /// Before the host FPU loads this image for translated code: the guest's FIP and FOP
+    /// move to the image's software area ([`X87_SHADOW`]: FIP, FOP, FOP as loaded), and
+    /// the image's own become 0, so that what the host's `fxsave` later stores there is
+    /// the host's alone: 0 if it ran no x87 instruction, else the address in translated
+    /// code of the last one (and, where the host set one, the opcode of its host
+    /// encoding). Translated code, at the end of each run of x87 instructions, and the
+    /// fault handler, for a fault inside one, write the guest's FIP and FOP of that
+    /// instruction to the shadow; [`FpuState::unpark_pointers`] puts them back.
+    pub fn park_pointers(&mut self) {
+        let (fip, fop) = (self.fip(), self.fop());
+        let s = X87_SHADOW;
+        self.0[s..s + 4].copy_from_slice(&fip.to_le_bytes());
+        self.0[s + 4..s + 6].copy_from_slice(&fop.to_le_bytes());
+        self.0[s + 6..s + 8].copy_from_slice(&fop.to_le_bytes());
+        self.set_fip(0);
+        self.set_fop(0);
+    }
+    /// After the host saved this image from its FPU (or did not load it at all): FIP
+    /// the guest's, which the shadow holds ([`FpuState::park_pointers`]); FOP the
+    /// shadow's if the host set one (an x87 instruction ran and, on hosts that update it
+    /// only then, raised an unmasked exception), else the guest's as it was loaded
+    /// (`fninit` makes that 0 too).
+    pub fn unpark_pointers(&mut self) {
+        let s = X87_SHADOW;
+        self.0.copy_within(s..s + 4, FIP);
+        let from = if self.fop() != 0 { s + 4 } else { s + 6 };
+        self.0.copy_within(from..from + 2, FOP);
+    }
 }
+
+/// The FOP of the x87 instruction whose bytes start `bytes` (prefixes skipped): the low
+/// three bits of its opcode byte (0xD8–0xDF), then its ModR/M byte; `None` for anything
+/// else.
+pub fn x87_opcode(bytes: &[u8]) -> Option<u16> {
+    let at = bytes
+        .iter()
+        .position(|b| !matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x66 | 0x67 | 0xf0 | 0xf2 | 0xf3))?;
+    let (&op, &modrm) = (bytes.get(at)?, bytes.get(at + 1)?);
+    (0xd8..=0xdf).contains(&op).then(|| (u16::from(op & 7) << 8) | u16::from(modrm))
+}
+
+/// Offsets of FOP, FIP and FDP (their low 32 bits) in the FXSAVE image.
+const FOP: usize = 6;
+const FIP: usize = 8;
+const FDP: usize = 16;
+
+/// Offset in the FXSAVE image of the guest's x87 pointers while translated code holds
+/// the state ([`FpuState::park_pointers`]): FIP (4 bytes), FOP (2), FOP as loaded (2).
+/// Bytes 464–511 are left to software (`fxsave` never writes them), and a guest never
+/// sees them (a signal frame's image and a 32-bit `fxsave` stop at byte 288).
+pub const X87_SHADOW: usize = 464;
 
 impl Default for FpuState {
     fn default() -> Self {

@@ -97,6 +97,35 @@ impl HostControl {
     }
 }
 
+/// What an instruction run on the host FPU does to the x87 instruction pointer (FIP,
+/// [`FpuState::fip`]), as the hardware does it: see [`fip_effect`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FipEffect {
+    /// Leaves it: the control instructions (`fnclex`, `fldcw`, `fnstcw`, `fnstsw`,
+    /// `fwait`, and `fnstenv`, which stores it), MMX and SSE.
+    Keep,
+    /// Clears it: `fninit` (and `fnsave`, after storing it).
+    Clear,
+    /// Makes it the instruction's own address: every other x87 instruction.
+    Here,
+    /// Loads it from the image the instruction reads: `fldenv`, `frstor`.
+    Load,
+}
+
+/// What `ins` does to FIP (Intel SDM vol. 1 § 8.1.8: the pointers are not updated by the
+/// control instructions; MMX instructions leave them too, measured on the host).
+pub fn fip_effect(ins: &Instruction) -> FipEffect {
+    use iced_x86::Mnemonic as M;
+    match ins.mnemonic() {
+        M::Fninit | M::Finit | M::Fnsave | M::Fsave => FipEffect::Clear,
+        M::Fldenv | M::Frstor => FipEffect::Load,
+        M::Fnclex | M::Fclex | M::Fldcw | M::Fnstcw | M::Fstcw | M::Fnstsw | M::Fstsw | M::Wait => FipEffect::Keep,
+        M::Fnstenv | M::Fstenv | M::Fxsave | M::Fxrstor => FipEffect::Keep,
+        _ if crate::isa::support(ins) == crate::isa::Support::Fpu => FipEffect::Here,
+        _ => FipEffect::Keep,
+    }
+}
+
 /// Stores `cpu`'s x87/MMX state back into [`Cpu::fpu`] if translated code left it in the
 /// host FPU ([`Cpu::fpu_in_host`]), and gives the host FPU back to morph.
 #[inline]
@@ -110,7 +139,9 @@ pub fn fpu_from_host(cpu: &mut Cpu) {
 /// Stores the guest's x87/MMX state, which the host FPU holds, into `fpu`, and puts
 /// morph's own control state back (`fninit`, morph's control word and MXCSR), as a
 /// stub's epilogue does: what translated code's exit used to do at every exit, done
-/// only when the interpreter or the OS layer needs the state.
+/// only when the interpreter or the OS layer needs the state. FIP and FOP are the guest's,
+/// which translated code kept in the image's shadow (the host's are an address in
+/// translated code and a host encoding's opcode: [`FpuState::unpark_pointers`]).
 fn take_from_host(fpu: &mut FpuState) {
     let host = HostControl::morph();
     // SAFETY: fxsave stores 512 bytes to `fpu`, a 16-byte aligned 512-byte image that we
@@ -128,6 +159,7 @@ fn take_from_host(fpu: &mut FpuState) {
             options(nostack, preserves_flags),
         );
     }
+    fpu.unpark_pointers();
 }
 
 /// The MXCSR bits this host implements (Linux's `mxcsr_feature_mask`: the mask an

@@ -116,6 +116,11 @@ impl Engine {
             // (Only an exit of this engine leaves it there, once `fpu_live`, which stays.)
             st.fpu_in_host = u8::from(std::mem::take(&mut cpu.fpu_in_host));
             st.fpu_left = 0;
+            if st.fpu_live != 0 && st.fpu_in_host == 0 {
+                // To be loaded from the image: the guest's x87 pointers kept apart from
+                // the host's (see `FpuState::park_pointers`).
+                cpu.fpu.park_pointers();
+            }
         }
         let window = mem.host_base() as usize;
         runtime::set_window(window);
@@ -138,6 +143,11 @@ impl Engine {
         runtime::set_fault_map(std::ptr::null());
         let st = &self.jc.frame.state;
         cpu.fpu_in_host = st.fpu_left != 0;
+        if st.fpu_live != 0 && st.fpu_left == 0 {
+            // The exit saved the state: the x87 pointers are the guest's, which
+            // translated code kept (those the host's `fxsave` stored are its own).
+            cpu.fpu.unpark_pointers();
+        }
         self.stats.fpu_lazy_exits += u64::from(st.fpu_left);
         cpu.gpr = st.gpr;
         cpu.eflags = (cpu.eflags & !LIVE_FLAGS) | (st.eflags & LIVE_FLAGS);
@@ -220,7 +230,15 @@ pub(crate) extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u
         cpu.icount = entry + runtime::split_count(st.icount).0 + u64::from(st.helper_k);
         let before = cpu.icount;
         let interp_before = interp.stats.instructions;
+        // The glue saved the FPU state around the call (if it is live): with the guest's
+        // FIP, which translated code kept, for the interpreter, and back for the code.
+        if st.fpu_live != 0 {
+            cpu.fpu.unpark_pointers();
+        }
         let r = interp.step(cpu, mem, &ins);
+        if st.fpu_live != 0 {
+            cpu.fpu.park_pointers();
+        }
         let retired = cpu.icount - before;
         cpu.icount = entry;
         // Counted as executed in the translation, not as interpreted.

@@ -199,6 +199,7 @@ impl Engine {
         self.refresh_code_base();
         let id = self.trans.len() as u32;
         self.fault_map.points.extend(made.points.iter().map(|&(h, g, k)| (h + start as u32, g, k)));
+        self.fault_map.starts.push(start as u32);
         let pa = frame.addr().0 + u64::from(eip & (PAGE_SIZE - 1));
         let seen = !self.seen_pa.insert(pa);
         if origin == Origin::Reused {

@@ -506,6 +506,7 @@ impl Engine {
         std::mem::forget(std::mem::take(&mut self.index));
         std::mem::forget(std::mem::take(&mut self.by_frame));
         std::mem::forget(std::mem::take(&mut self.fault_map.points));
+        std::mem::forget(std::mem::take(&mut self.fault_map.starts));
         self.interp.abandon_blocks();
         let flushes = self.stats.flushes;
         self.flush();

@@ -106,6 +106,7 @@ impl Engine {
         self.by_frame = HashMap::default();
         self.untranslatable = HashSet::default();
         self.fault_map.points = Vec::new();
+        self.fault_map.starts = Vec::new();
         self.templates = Vec::new();
         self.identities = HashMap::default();
         self.template_bytes = 0;

@@ -389,6 +389,33 @@ pub fn store_imm(off: i32, imm: u32) -> [u8; 11] {
     [0x41, 0xc7, 0x87, b[0], b[1], b[2], b[3], i[0], i[1], i[2], i[3]]
 }
 
+/// At the end of a run of x87 instructions in translated code: the guest's FIP and FOP
+/// after it, kept in the FXSAVE image's software area (`morph_cpu::X87_SHADOW`; the
+/// host's are the translation's address and the opcode of its host encoding), from
+/// which they are put back wherever the state is saved (`FpuState::unpark_pointers`).
+/// `Some((at, fop))`: the run's last instruction that moves FIP is at `at` in the page
+/// (r14d is its VA) with opcode `fop`: `lea r9d, [r14 + at]; mov r8, [r15 + fpu];
+/// mov [r8 + shadow], r9d; mov word [r8 + shadow + 4], fop`. `None` (`fninit`): FIP,
+/// FOP and the FOP loaded all 0, `mov r8, [r15 + fpu]; mov qword [r8 + shadow], 0`.
+/// Flags untouched; r8 and r9 are free between guest instructions.
+pub fn x87_flush(at: Option<(i32, u16)>, out: &mut Vec<u8>) {
+    let s = (morph_cpu::X87_SHADOW as u32).to_le_bytes();
+    let s4 = (morph_cpu::X87_SHADOW as u32 + 4).to_le_bytes();
+    if let Some((at, _)) = at {
+        let a = at.to_le_bytes();
+        out.extend_from_slice(&[0x45, 0x8d, 0x8e, a[0], a[1], a[2], a[3]]);
+    }
+    out.extend_from_slice(&[0x4d, 0x8b, 0x47, off::FPU as u8]);
+    match at {
+        Some((_, fop)) => {
+            let f = fop.to_le_bytes();
+            out.extend_from_slice(&[0x45, 0x89, 0x88, s[0], s[1], s[2], s[3]]);
+            out.extend_from_slice(&[0x66, 0x41, 0xc7, 0x80, s4[0], s4[1], s4[2], s4[3], f[0], f[1]]);
+        }
+        None => out.extend_from_slice(&[0x49, 0xc7, 0x80, s[0], s[1], s[2], s[3], 0, 0, 0, 0]),
+    }
+}
+
 /// Offset in a translation of the PC-thunk trampoline (after the budget exit stub):
 /// `mov rcx, r9; jmp <rel32>`, where an inlined PC thunk's check goes when the thunk's
 /// bytes changed (see `lower::pc_thunk`).
@@ -566,6 +593,9 @@ pub struct FaultMap {
     /// `(host offset, guest offset from the page start, instructions before)` for every
     /// translated guest instruction, in host order.
     pub points: Vec<(u32, u32, u32)>,
+    /// The host offset of every translation's start, in order: whether two host
+    /// addresses are in the same translation.
+    pub starts: Vec<u32>,
 }
 
 /// The flag of a fault-map point inside a counted loop's clean copy
@@ -677,6 +707,7 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         };
         let st = &mut *map.state;
         let page_va = gregs[libc::REG_R14 as usize] as u32;
+        x87_pointers_at_fault(map, uc.uc_mcontext.fpregs, off, page_va);
         st.eip = page_va.wrapping_add(guest_off);
         st.exit = EXIT_FAULT;
         st.fault_addr = addr as u32;
@@ -688,6 +719,57 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
         };
         gregs[libc::REG_R11 as usize] += pending << ICOUNT_SHIFT;
         gregs[libc::REG_RIP as usize] = (map.code_base + map.exit_common) as i64;
+    }
+}
+
+/// A fault inside a run of x87 instructions, before the run stored the guest's FIP and
+/// FOP (`translate::Emitter::x87_flush`): if the host's FIP (in the context's FPU state
+/// `fpregs`) is an instruction of the faulting translation (the one at host offset
+/// `off`, for the page at `page_va`), the guest's FIP is that instruction's guest
+/// address and its FOP the opcode of the guest's bytes there, stored in the image's
+/// shadow as the run's flush would have. Anywhere else the shadow already holds them:
+/// every run stores them as it ends, and the host's FIP is 0 until translated code runs
+/// an x87 instruction (`FpuState::park_pointers`).
+///
+/// # Safety
+/// `fpregs` is null or the context's FPU state; `map.state` and `map.aspace` are live,
+/// `(*map.state).fpu` is the guest's FXSAVE image.
+unsafe fn x87_pointers_at_fault(map: &FaultMap, fpregs: *mut libc::_libc_fpstate, off: u32, page_va: u32) {
+    // SAFETY: as the caller promises.
+    unsafe {
+        let Some(fp) = fpregs.as_ref() else { return };
+        let st = &*map.state;
+        let Some(host_fip) = (fp.rip as usize).checked_sub(map.code_base).filter(|&f| f < map.code_len) else {
+            return;
+        };
+        let fip_off = host_fip as u32;
+        let translation = |o: u32| map.starts.partition_point(|&s| s <= o);
+        if st.fpu_live == 0 || st.fpu.is_null() || translation(fip_off) != translation(off) {
+            return;
+        }
+        let i = map.points.partition_point(|p| p.0 <= fip_off).wrapping_sub(1);
+        let Some(&(_, guest_off, _)) = map.points.get(i) else { return };
+        let fip = page_va.wrapping_add(guest_off);
+        // The opcode, for a host that set one (here only at an unmasked exception): the
+        // guest's bytes, read through the address space (never a fault of its own).
+        let mut fop = 0;
+        if fp.fop != 0
+            && let Some(aspace) = map.aspace.as_ref()
+        {
+            let mut bytes = [0u8; 6];
+            let mut n = 0;
+            while n < bytes.len()
+                && let Ok(b) = aspace.read_u8(fip.wrapping_add(n as u32))
+            {
+                bytes[n] = b;
+                n += 1;
+            }
+            fop = morph_cpu::x87_opcode(&bytes[..n]).unwrap_or(0);
+        }
+        let image = &mut (*st.fpu).0;
+        let s = morph_cpu::X87_SHADOW;
+        image[s..s + 4].copy_from_slice(&fip.to_le_bytes());
+        image[s + 4..s + 6].copy_from_slice(&fop.to_le_bytes());
     }
 }
 
@@ -758,6 +840,16 @@ mod tests {
         assert_eq!(show(&lea_r13_r14(16)), "lea r13d,[r14+10h]");
         assert_eq!(show(&store_r13(32)), "mov [r15+20h],r13d");
         assert_eq!(show(&store_imm(44, 3)), "mov dword ptr [r15+2Ch],3");
+        let fip = |at| {
+            let mut v = Vec::new();
+            x87_flush(at, &mut v);
+            v
+        };
+        assert_eq!(
+            show(&fip(Some((0x123, 0x435)))),
+            "lea r9d,[r14+123h]; mov r8,[r15+68h]; mov [r8+1D0h],r9d; mov word ptr [r8+1D4h],435h"
+        );
+        assert_eq!(show(&fip(None)), "mov r8,[r15+68h]; mov qword ptr [r8+1D0h],0");
         let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(
             show(&p),

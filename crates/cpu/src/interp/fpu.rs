@@ -3,10 +3,11 @@
 use iced_x86::{Mnemonic as M, OpKind, Register};
 
 use super::Interp;
-use super::{Ctx, Flow, Res, ea, get_reg, invalid, set_arith, set_reg};
+use super::{Ctx, Flow, MAX_INSN_LEN, Res, ea, get_reg, invalid, set_arith, set_reg};
 use crate::FaultKind;
 use crate::isa::{self, Support, Writes};
 use crate::state::flags::{CF, PF, ZF};
+use crate::x87::FipEffect;
 
 impl Interp {
     pub(super) fn exec_fpu(&mut self, c: &mut Ctx<'_>, class: Support) -> Res<Flow> {
@@ -30,9 +31,12 @@ impl Interp {
             _ => {}
         }
         let mut host = std::ptr::null_mut();
+        let mut at = 0;
         if ins.op_kinds().any(|k| k == OpKind::Memory) {
-            host = operand_ptr(c, ea(c.cpu, ins), ins.memory_size().size() as u32)?;
+            at = ea(c.cpu, ins);
+            host = operand_ptr(c, at, ins.memory_size().size() as u32)?;
         }
+        let before = (c.cpu.fpu.fip(), c.cpu.fpu.fdp(), c.cpu.fpu.fop());
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
@@ -41,7 +45,53 @@ impl Interp {
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
+        self.x87_pointers(c, before, at)?;
         Ok(Flow::Next)
+    }
+
+    /// The x87 instruction and data pointers after `c`'s instruction, which ran on the
+    /// host FPU (whose own are the stub's addresses and the opcode of the stub's
+    /// encoding), from what they were (`before`: FIP, FDP, FOP): FIP the instruction's
+    /// guest address if it is not a control instruction, else what it was, 0 after
+    /// `fninit` and `fnsave`, and what the image read says after `fldenv` and `frstor`;
+    /// an environment `fnstenv` or `fnsave` stored gets the guest's FIP. FDP and FOP,
+    /// which hosts update for every instruction or only for one that raised an unmasked
+    /// exception, are the operand's guest address (`at`) and the guest's opcode where
+    /// the host changed them. MMX instructions leave them.
+    fn x87_pointers(&mut self, c: &mut Ctx<'_>, before: (u32, u32, u16), at: u32) -> Res<()> {
+        let (fip, fdp, fop) = before;
+        let ins = c.ins;
+        // Where an environment keeps FIP: 32 bits at 12, or 16 at 6 in the 16-bit form.
+        let env_fip = |c: &Ctx<'_>| match ins.memory_size() {
+            iced_x86::MemorySize::FpuEnv14 | iced_x86::MemorySize::FpuState94 => (ea(c.cpu, ins).wrapping_add(6), 2),
+            _ => (ea(c.cpu, ins).wrapping_add(12), 4),
+        };
+        if matches!(ins.mnemonic(), M::Fnstenv | M::Fstenv | M::Fnsave | M::Fsave) {
+            let (a, n) = env_fip(c);
+            c.mem.write_bytes(a, &fip.to_le_bytes()[..n]).map_err(c.pf())?;
+        }
+        let now = match crate::x87::fip_effect(ins) {
+            FipEffect::Keep => fip,
+            FipEffect::Clear => 0,
+            FipEffect::Here => ins.ip32().wrapping_add(c.delta),
+            FipEffect::Load => {
+                let (a, n) = env_fip(c);
+                let mut b = [0u8; 4];
+                c.mem.read_bytes(a, &mut b[..n]).map_err(c.pf())?;
+                u32::from_le_bytes(b)
+            }
+        };
+        c.cpu.fpu.set_fip(now);
+        if c.cpu.fpu.fdp() != fdp {
+            c.cpu.fpu.set_fdp(if ins.op_kinds().any(|k| k == OpKind::Memory) { at } else { fdp });
+        }
+        if c.cpu.fpu.fop() != fop && crate::x87::fip_effect(ins) == FipEffect::Here {
+            let mut bytes = [0u8; MAX_INSN_LEN as usize];
+            let n = ins.len().min(bytes.len());
+            c.mem.read_bytes(ins.ip32().wrapping_add(c.delta), &mut bytes[..n]).map_err(c.pf())?;
+            c.cpu.fpu.set_fop(crate::state::x87_opcode(&bytes[..n]).unwrap_or(fop));
+        }
+        Ok(())
     }
 
     /// Runs `c`'s instruction on the host FPU (`HostFpu::exec`) with its memory operand

@@ -41,6 +41,21 @@ pub(super) struct Emitter {
     /// block start), the instructions done before it and counted at the check. Its call
     /// is emitted out of line after the body.
     pub(super) thunk_fail: Option<(i32, i32, u32, u32)>,
+    /// The guest's x87 pointers as the run of x87 instructions being emitted leaves
+    /// them, not yet stored (`x87_flush`).
+    pub(super) x87: X87,
+}
+
+/// What the x87 instructions emitted since the last `Emitter::x87_flush` did to the
+/// guest's FIP and FOP.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum X87 {
+    /// Nothing (or only control instructions, which leave them).
+    Unchanged,
+    /// The last that moved FIP is at this offset in the page, with this opcode.
+    Here(i32, u16),
+    /// `fninit` cleared them, and none moved FIP since.
+    Clear,
 }
 
 pub(super) fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -115,6 +130,21 @@ impl Emitter {
         }
         self.scratch = b;
         ok
+    }
+
+    /// Stores the guest's x87 pointers the instructions emitted since the last flush left
+    /// (`runtime::x87_flush`), if they moved them: at the end of each run of x87
+    /// instructions, so that wherever else the translation is (a branch, an exit, a
+    /// helper call, any other instruction's fault) the image's shadow holds them; a
+    /// fault inside a run finds them from the host's own FIP (`runtime::on_host_fault`).
+    /// One store per run, not per instruction: the x87 n-body's inner loop has four
+    /// runs of some forty x87 instructions.
+    pub(super) fn x87_flush(&mut self) {
+        match std::mem::replace(&mut self.x87, X87::Unchanged) {
+            X87::Unchanged => {}
+            X87::Here(at, fop) => runtime::x87_flush(Some((at, fop)), &mut self.code),
+            X87::Clear => runtime::x87_flush(None, &mut self.code),
+        }
     }
 
     /// The offset from the page VA (r14d) of `delta` bytes from the block start.
@@ -327,6 +357,7 @@ impl Emitter {
             predict: None,
             loop_top: None,
             thunk_fail: None,
+            x87: X87::Unchanged,
         }
     }
 }

@@ -48,6 +48,9 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
         Lower::Fpu if !e.opts.sse && isa::support(ins) == Support::Sse => false,
         Lower::Fpu => {
             out.fpu = reencode(e, ins).is_some();
+            if out.fpu {
+                x87_pointers(e, ins, e.at(ins.ip32().wrapping_sub(p.eip) as i32));
+            }
             out.fpu
         }
         Lower::Reencode => reencode(e, ins).is_some(),
@@ -60,6 +63,35 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
     };
     out.helper = !handled;
     Some(out)
+}
+
+/// After x87 instruction `ins` (at `at` in the page), lowered to itself: the guest's
+/// FIP and FOP as it leaves them, stored at the end of the run of x87 instructions it is
+/// part of (`Emitter::x87_flush`; the host's own are the translation's address and the
+/// opcode of the host encoding). The guest's opcode is its own encoding's (iced-x86
+/// encodes a decoded memory operand in the same form, displacement size included).
+fn x87_pointers(e: &mut Emitter, ins: &Instruction, at: i32) {
+    use morph_cpu::x87::FipEffect;
+    thread_local! {
+        static ENCODER: std::cell::RefCell<iced_x86::Encoder> = std::cell::RefCell::new(iced_x86::Encoder::new(32));
+    }
+    match morph_cpu::x87::fip_effect(ins) {
+        FipEffect::Here => {
+            let fop = ENCODER.with(|enc| {
+                let mut enc = enc.borrow_mut();
+                let ok = enc.encode(ins, ins.ip()).is_ok();
+                let mut b = enc.take_buffer();
+                let fop = if ok { morph_cpu::x87_opcode(&b) } else { None };
+                b.clear();
+                enc.set_buffer(b);
+                fop
+            });
+            e.x87 = super::emit::X87::Here(at, fop.unwrap_or(0));
+        }
+        FipEffect::Clear => e.x87 = super::emit::X87::Clear,
+        // `fldenv` and `frstor` are left to the helper (`isa::rows::FPU_HELPER`).
+        FipEffect::Keep | FipEffect::Load => {}
+    }
 }
 
 /// The hand lowering of `ins`: whether it was lowered (else the helper runs it) and

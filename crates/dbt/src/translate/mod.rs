@@ -263,6 +263,11 @@ pub fn translate_decoded(
     while let Some(&ins) = seq.get(k) {
         let thunk = formed.thunk(k % instrs.len());
         let goff = ins.ip32().wrapping_sub(eip);
+        if is_join[k % len] || !x87_run(ins) {
+            // A run of x87 instructions ends (or a join starts, which a path without the
+            // run reaches): the guest's x87 pointers stored (see `Emitter::x87_flush`).
+            e.x87_flush();
+        }
         if let Some(i) = taken.iter().position(|t| t.0 == k) {
             // The join: the path that fell through ran the instructions the branch
             // skipped; it counts them ahead so that both paths arrive with as many done
@@ -320,6 +325,7 @@ pub fn translate_decoded(
         if l.helper {
             fallbacks += u32::from(k <= instrs.len());
             let boxed = Box::new(*ins);
+            e.x87_flush();
             let at = e.code.len();
             helper_call(&mut e, helper, &boxed, pending, goff);
             let (ins_at, helper_at) = glue::helper_call_relocs();
@@ -341,6 +347,7 @@ pub fn translate_decoded(
     if !taken.is_empty() {
         return None; // a join not reached (not expected: every join precedes the last instruction)
     }
+    e.x87_flush();
     let guest_len = last.next_ip32().wrapping_sub(eip);
     if !ended {
         // The block stops at the page end or the size limit: fall through to the next.
@@ -465,11 +472,15 @@ fn clean_copy(
         e.side.truncate(mark.5);
         points.truncate(mark.6);
         e.relocs.truncate(relocs_mark);
+        e.x87 = emit::X87::Unchanged;
         false
     };
     let mut fpu = false;
     for (i, ins) in instrs.iter().enumerate() {
         let goff = ins.ip32().wrapping_sub(eip);
+        if !x87_run(ins) {
+            e.x87_flush();
+        }
         points.push((e.code.len() as u32, e.at(goff as i32) as u32, counted::point(c, len, i)));
         if i + 1 == len {
             break;
@@ -516,6 +527,14 @@ fn clean_copy(
 /// it is a conditional branch forward to an instruction further on in the block (not
 /// past the last, which may end it) that no earlier such branch joins: that edge becomes
 /// a jump inside the translation. Only the host-encodable forms (32-bit operand size).
+/// Whether `ins` can continue a run of x87 instructions (`Emitter::x87_flush`): it runs
+/// on the host FPU, lowered to itself (if its encoding fails it goes to the helper, whose
+/// call stores the run's pointers first). MMX and SSE instructions leave FIP as the host
+/// does.
+fn x87_run(ins: &Instruction) -> bool {
+    morph_cpu::isa::lowering(ins) == morph_cpu::isa::Lower::Fpu
+}
+
 /// Whether instruction `i` of `instrs` is a direct jump whose target is the next
 /// instruction of the translation (a jump `block::form` followed).
 fn followed(instrs: &[Instruction], i: usize) -> bool {
