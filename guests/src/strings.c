@@ -222,6 +222,52 @@ static void test_short_rep(void)
 	}
 }
 
+/*
+ * Short rep movsb / rep stosb, which a translator may run as single moves before
+ * the host's `rep` (i686 glibc's memcpy and memset end with one of 0-3 bytes):
+ * every count up to 9, going up and down, with the flags preset all set and all
+ * clear, and movsb at distances where overlap matters and where it does not.
+ */
+static void test_short_rep_bytes(void)
+{
+	static const int dists[] = { -64, -3, -2, -1, 0, 1, 2, 3, 64 };
+	unsigned d, n;
+	int down, k, f;
+
+	printf("== short rep movsb / rep stosb\n");
+	for (n = 0; n < 10; n++) {
+		for (down = 0; down < 2; down++) {
+			for (f = 0; f < 2; f++) {
+				uint32_t fin = f ? (ALLF | 2) : 2;
+				struct regs r;
+
+				for (d = 0; d < sizeof(dists) / sizeof(dists[0]); d++) {
+					for (k = 0; k < 512; k++)
+						big[k] = (uint8_t)(k * 13 + 7);
+					r.esi = (uint32_t)(big + 256);
+					r.edi = (uint32_t)(big + 256 + dists[d]);
+					r.ecx = n;
+					r.eax = 0;
+					rep_movsb(&r, down, fin);
+					printf("movsb n=%u df=%d f=%d d=%d: %08x dsi=%d ddi=%d ecx=%u fl=%s\n", n, down, f,
+					       dists[d], fnv1a(big, 512), (int)(r.esi - (uint32_t)(big + 256)),
+					       (int)(r.edi - (uint32_t)(big + 256 + dists[d])), r.ecx,
+					       flagstr(r.fl, ALLF));
+				}
+				for (k = 0; k < 512; k++)
+					big[k] = (uint8_t)(k * 13 + 7);
+				r.esi = 0;
+				r.edi = (uint32_t)(big + 256);
+				r.ecx = n;
+				r.eax = 0x9abcdef0;
+				rep_stosb(&r, down, fin);
+				printf("stosb n=%u df=%d f=%d: %08x ddi=%d ecx=%u fl=%s\n", n, down, f, fnv1a(big, 512),
+				       (int)(r.edi - (uint32_t)(big + 256)), r.ecx, flagstr(r.fl, ALLF));
+			}
+		}
+	}
+}
+
 static void test_lods(void)
 {
 	static const struct {
@@ -330,6 +376,7 @@ int main(void)
 	test_movs_stos();
 	test_overlap();
 	test_short_rep();
+	test_short_rep_bytes();
 	test_lods();
 	test_cmps();
 	test_scas();

@@ -4,7 +4,8 @@
  * the ucontext, for page faults (each error code, a never-touched page not
  * present), #DE, #UD, int3 in both
  * encodings, into and int $4 (traps: EIP after), int $n of a kernel-only
- * vector (#GP with the IDT error code), bound, x87 #MF, the privileged
+ * vector (#GP with the IDT error code), bound, x87 #MF, `rep` string
+ * instructions faulting part way (dword and byte forms), the privileged
  * instructions (#GP), a far return to a null selector; then the trap flag
  * (single-stepping with TRAP_TRACE, across int $0x80, set by popf, by iret
  * and by a handler's ucontext) and the x87 state a handler starts with
@@ -82,6 +83,17 @@ __asm__(".text\n"
 		"\tpushl $0x8d7\n\tpopfl", "rep movsl")
 	SITE(rep_stos_wpf, "\tmovl 4(%esp), %esi\n\tleal 4056(%esi), %edi\n\tmovl $20, %ecx\n"
 		"\tmovl $0x5a5a5a5a, %eax\n\tpushl $0x2\n\tpopfl", "rep stosl")
+	/* rep movsb / stosb of three bytes from the last two of rw_page: the third faults
+	   (a translator that runs short ones as single moves must stop there too), and of
+	   one byte straight into none2 */
+	SITE(rep_movsb_rpf, "\tmovl 4(%esp), %edi\n\tleal 4094(%edi), %esi\n\tmovl $3, %ecx\n"
+		"\tpushl $0x8d7\n\tpopfl", "rep movsb")
+	SITE(rep_movsb_wpf, "\tmovl 4(%esp), %esi\n\tleal 4094(%esi), %edi\n\tmovl $3, %ecx\n"
+		"\tpushl $0x8d7\n\tpopfl", "rep movsb")
+	SITE(rep_stosb_wpf, "\tmovl 4(%esp), %esi\n\tleal 4094(%esi), %edi\n\tmovl $3, %ecx\n"
+		"\tmovl $0x5a5a5a5a, %eax\n\tpushl $0x2\n\tpopfl", "rep stosb")
+	SITE(rep_stosb1_wpf, "\tmovl 4(%esp), %esi\n\tleal 4096(%esi), %edi\n\tmovl $1, %ecx\n"
+		"\tmovl $0x5a5a5a5a, %eax\n\tpushl $0x2\n\tpopfl", "rep stosb")
 	);
 
 DECL(pf_read) DECL(pf_write) DECL(pf_read_none) DECL(pf_write_ro) DECL(pf_write_fresh) DECL(pf_fetch)
@@ -91,6 +103,7 @@ DECL(rdmsr) DECL(wrmsr) DECL(in_imm) DECL(out_dx) DECL(insb) DECL(lgdt) DECL(lid
 DECL(lldt) DECL(ltr) DECL(mov_from_cr0) DECL(mov_to_cr0) DECL(mov_from_dr7) DECL(clts)
 DECL(invd) DECL(wbinvd) DECL(invlpg) DECL(lmsw) DECL(lret_null) DECL(fpu_mf)
 DECL(repne_scas_pf) DECL(rep_movs_rpf) DECL(rep_movs_wpf) DECL(rep_stos_wpf)
+DECL(rep_movsb_rpf) DECL(rep_movsb_wpf) DECL(rep_stosb_wpf) DECL(rep_stosb1_wpf)
 
 uint32_t none_page, ro_page, fresh_page, rw_page, none2_page;
 int32_t bounds[4] = { 0, 4, 0, 0 };
@@ -103,6 +116,7 @@ static const struct site sites[] = {
 	S(lgdt), S(lidt), S(lldt), S(ltr), S(mov_from_cr0), S(mov_to_cr0), S(mov_from_dr7),
 	S(clts), S(invd), S(wbinvd), S(invlpg), S(lmsw), S(lret_null), S(fpu_mf),
 	S(repne_scas_pf), S(rep_movs_rpf), S(rep_movs_wpf), S(rep_stos_wpf),
+	S(rep_movsb_rpf), S(rep_movsb_wpf), S(rep_stosb_wpf), S(rep_stosb1_wpf),
 };
 
 static const struct site *cur;
@@ -156,7 +170,9 @@ static void fault_handler(int sig, void *si, void *uc)
 static int rep_site(const struct site *c)
 {
 	return c->fn == (void (*)(uint32_t))s_rep_movs_rpf || c->fn == (void (*)(uint32_t))s_rep_movs_wpf ||
-	       c->fn == (void (*)(uint32_t))s_rep_stos_wpf;
+	       c->fn == (void (*)(uint32_t))s_rep_stos_wpf || c->fn == (void (*)(uint32_t))s_rep_movsb_rpf ||
+	       c->fn == (void (*)(uint32_t))s_rep_movsb_wpf || c->fn == (void (*)(uint32_t))s_rep_stosb_wpf ||
+	       c->fn == (void (*)(uint32_t))s_rep_stosb1_wpf;
 }
 
 static void faults(void)
