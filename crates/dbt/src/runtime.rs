@@ -705,9 +705,9 @@ extern "C" fn on_host_fault(sig: i32, info: *mut libc::siginfo_t, uc: *mut libc:
             libc::sigaction(sig, &sa, std::ptr::null_mut());
             return;
         };
-        let st = &mut *map.state;
         let page_va = gregs[libc::REG_R14 as usize] as u32;
         x87_pointers_at_fault(map, uc.uc_mcontext.fpregs, off, page_va);
+        let st = &mut *map.state;
         st.eip = page_va.wrapping_add(guest_off);
         st.exit = EXIT_FAULT;
         st.fault_addr = addr as u32;
