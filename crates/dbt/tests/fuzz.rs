@@ -49,6 +49,10 @@ enum Op {
     /// An SSE2 instruction on XMM registers `x` and `y` (or a general register, or
     /// `[ebx + 16 * m]`), on the TM8600 only (`sse_op`).
     Xmm(u8, u8, u8, u8),
+    /// An x87 instruction (or a pair) that keeps the register stack two deep (`x87_op`):
+    /// runs of them, between other instructions, joins and loop edges, exercise where
+    /// translated code stores the guest's x87 pointers (`Emitter::x87_flush`).
+    X87(u8, u8, u8),
 }
 
 const REGS: [AsmRegister32; 7] = [eax, ecx, edx, ebx, ebp, esi, edi];
@@ -90,6 +94,14 @@ fn sse_op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => op(),
         1 => (0..10u8, 0..8u8, 0..8u8, 0..64u8).prop_map(|(k, x, y, m)| Op::Xmm(k, x, y, m)),
+    ]
+}
+
+/// [`op`], and as many x87 ones (`Op::X87`), in runs as often as not.
+fn x87_op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        1 => op(),
+        1 => (0..10u8, 0..64u8, 0..64u8).prop_map(|(k, m, n)| Op::X87(k, m, n)),
     ]
 }
 
@@ -260,7 +272,33 @@ fn emit(a: &mut CodeAssembler, op: &Op) -> Result<(), IcedError> {
                 _ => a.psrldq(x, i32::from(m % 16)),
             }
         }
+        Op::X87(k, m, n) => {
+            // The stack holds two values before and after each (see `x87_start`).
+            let (mem, other) = (dword_ptr(ebx + i32::from(m) * 4), dword_ptr(ebx + i32::from(n) * 4));
+            match k {
+                0 => a.fadd_2(st0, st1),
+                1 => a.fmul(mem),
+                2 => a.fxch(st0, st1),
+                3 => {
+                    a.fld(mem)?;
+                    a.fstp(other)
+                }
+                4 => a.fnstcw(word_ptr(ebx + i32::from(m) * 4)),
+                5 => a.fnstsw(ax),
+                6 => a.fchs(),
+                7 => x87_start(a),
+                8 => a.fst(other),
+                _ => a.fcomi(st0, st1),
+            }
+        }
     }
+}
+
+/// `fninit; fldz; fld1`: the x87 stack two deep, as every `Op::X87` keeps it.
+fn x87_start(a: &mut CodeAssembler) -> Result<(), IcedError> {
+    a.fninit()?;
+    a.fldz()?;
+    a.fld1()
 }
 
 /// `jCC to` for condition number `cc` (0–15, the encoding's order).
@@ -466,6 +504,27 @@ proptest! {
             prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);
             prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);
             prop_assert!(want.1 == got.1, "memory under {:?}", cfg);
+        }
+    }
+
+    /// The same with x87 instructions mixed in (each iteration starts with the stack
+    /// made two deep): the whole x87 state must agree too, FIP, FOP and FDP included —
+    /// the interpreter sets them after each instruction, translated code at the end of
+    /// each run of x87 instructions (`Emitter::x87_flush`), across joins, chained edges
+    /// and the loop's back edge.
+    #[test]
+    fn translator_matches_interpreter_with_x87(ops in prop::collection::vec(x87_op(), 1..40), regs in any::<[u32; 8]>(), iters in 1..6u32) {
+        let ops: Vec<Op> = std::iter::once(Op::X87(7, 0, 0)).chain(ops).collect();
+        let (code, mask) = program(&ops, iters);
+        let want = run(&code, regs, EngineConfig { translate: false, ..EngineConfig::default() });
+        for (key, threshold, chain) in [(KeyPolicy::Physical, 0, true), (KeyPolicy::Virtual, 1, false), (KeyPolicy::Physical, 2, true)] {
+            let cfg = EngineConfig { translate: true, key, threshold, chain, ..EngineConfig::default() };
+            let got = run(&code, regs, cfg.clone());
+            prop_assert_eq!(want.0.gpr, got.0.gpr, "registers under {:?}", cfg);
+            prop_assert_eq!(want.0.icount, got.0.icount, "instruction count under {:?}", cfg);
+            prop_assert_eq!(want.0.eflags & 0x8d5 & !mask, got.0.eflags & 0x8d5 & !mask, "flags under {:?}", cfg);
+            prop_assert!(want.1 == got.1, "memory under {:?}", cfg);
+            prop_assert!(want.0.fpu.0[..160] == got.0.fpu.0[..160], "x87 state under {:?}: {:02x?} against {:02x?}", cfg, &want.0.fpu.0[..32], &got.0.fpu.0[..32]);
         }
     }
 
