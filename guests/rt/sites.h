@@ -36,6 +36,26 @@ struct fault {
 	uint32_t addr, eip;
 };
 
+/* A signal frame's legacy FSAVE header, the first 112 bytes at UC_FPSTATE: the seven
+   environment words, then the status word and the magic at 108 and 110. */
+struct fsave_header {
+	uint32_t env[7];
+	uint16_t status, magic;
+};
+
+/* Copies the header of the frame whose FPU state is at `fp` into `h`, then asks for
+   53-bit precision in the header's control word alone: Linux's sigreturn folds the
+   header over the FXSAVE image, so the interrupted code runs with it. */
+static inline void take_fsave_header(uint32_t fp, volatile struct fsave_header *h)
+{
+	uint32_t *w = (uint32_t *)fp;
+	for (int i = 0; i < 7; i++)
+		h->env[i] = w[i];
+	h->status = *(uint16_t *)(fp + 108);
+	h->magic = *(uint16_t *)(fp + 110);
+	w[0] = (w[0] & ~0x300u) | 0x200u;
+}
+
 static inline void fault_seen(volatile struct fault *f, int sig, void *si, void *uc)
 {
 	f->sig = sig;

@@ -168,6 +168,48 @@ static void test_overlap(void)
 	show("src[0..64)", src, 64);
 }
 
+static uint8_t big[512];
+
+/* One count `n` of a short-rep sweep, going up and down with the flags preset both
+   ways: `movs` at each of the `nd` distances `dists` from its source, then `stos`,
+   starting `up_back` bytes back when going up. */
+static void short_rep_count(const char *mname, str_fn movs, const char *sname, str_fn stos, uint32_t n,
+			    const int *dists, unsigned nd, int up_back)
+{
+	unsigned d;
+	int down, k, f;
+
+	for (down = 0; down < 2; down++) {
+		for (f = 0; f < 2; f++) {
+			uint32_t fin = f ? (ALLF | 2) : 2;
+			int back = down ? 0 : up_back;
+			struct regs r;
+
+			for (d = 0; d < nd; d++) {
+				for (k = 0; k < 512; k++)
+					big[k] = (uint8_t)(k * 13 + 7);
+				r.esi = (uint32_t)(big + 256);
+				r.edi = (uint32_t)(big + 256 + dists[d]);
+				r.ecx = n;
+				r.eax = 0;
+				movs(&r, down, fin);
+				printf("%s n=%u df=%d f=%d d=%d: %08x dsi=%d ddi=%d ecx=%u fl=%s\n", mname, n, down, f,
+				       dists[d], fnv1a(big, 512), (int)(r.esi - (uint32_t)(big + 256)),
+				       (int)(r.edi - (uint32_t)(big + 256 + dists[d])), r.ecx, flagstr(r.fl, ALLF));
+			}
+			for (k = 0; k < 512; k++)
+				big[k] = (uint8_t)(k * 13 + 7);
+			r.esi = 0;
+			r.edi = (uint32_t)(big + 256 - back);
+			r.ecx = n;
+			r.eax = 0x9abcdef0;
+			stos(&r, down, fin);
+			printf("%s n=%u df=%d f=%d: %08x ddi=%d ecx=%u fl=%s\n", sname, n, down, f, fnv1a(big, 512),
+			       (int)(r.edi - (uint32_t)(big + 256 - back)), r.ecx, flagstr(r.fl, ALLF));
+		}
+	}
+}
+
 /*
  * Short rep movsl / rep stosl, which a translator may run as wide loads and
  * stores instead of element by element: every count up to 36 and a few
@@ -177,49 +219,16 @@ static void test_overlap(void)
  * One line per case: a checksum of the buffer, how far ESI/EDI moved, ECX
  * and the flags.
  */
-static uint8_t big[512];
-
 static void test_short_rep(void)
 {
 	static const int dists[] = { -160, -64, -8, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 8, 64, 160 };
 	static const uint32_t more[] = { 40, 63, 64, 65 };
-	unsigned d, c;
-	int down, k, f;
+	unsigned c;
 
 	printf("== short rep movsl / rep stosl\n");
-	for (c = 0; c < 37 + sizeof(more) / 4; c++) {
-		uint32_t n = c < 37 ? c : more[c - 37];
-
-		for (down = 0; down < 2; down++) {
-			for (f = 0; f < 2; f++) {
-				uint32_t fin = f ? (ALLF | 2) : 2;
-				struct regs r;
-
-				for (d = 0; d < sizeof(dists) / sizeof(dists[0]); d++) {
-					for (k = 0; k < 512; k++)
-						big[k] = (uint8_t)(k * 13 + 7);
-					r.esi = (uint32_t)(big + 256);
-					r.edi = (uint32_t)(big + 256 + dists[d]);
-					r.ecx = n;
-					r.eax = 0;
-					rep_movsl(&r, down, fin);
-					printf("movsl n=%u df=%d f=%d d=%d: %08x dsi=%d ddi=%d ecx=%u fl=%s\n", n, down, f,
-					       dists[d], fnv1a(big, 512), (int)(r.esi - (uint32_t)(big + 256)),
-					       (int)(r.edi - (uint32_t)(big + 256 + dists[d])), r.ecx,
-					       flagstr(r.fl, ALLF));
-				}
-				for (k = 0; k < 512; k++)
-					big[k] = (uint8_t)(k * 13 + 7);
-				r.esi = 0;
-				r.edi = (uint32_t)(big + 256 + (down ? 0 : -3));
-				r.ecx = n;
-				r.eax = 0x9abcdef0;
-				rep_stosl(&r, down, fin);
-				printf("stosl n=%u df=%d f=%d: %08x ddi=%d ecx=%u fl=%s\n", n, down, f, fnv1a(big, 512),
-				       (int)(r.edi - (uint32_t)(big + 256 + (down ? 0 : -3))), r.ecx, flagstr(r.fl, ALLF));
-			}
-		}
-	}
+	for (c = 0; c < 37 + sizeof(more) / 4; c++)
+		short_rep_count("movsl", rep_movsl, "stosl", rep_stosl, c < 37 ? c : more[c - 37], dists,
+				sizeof(dists) / sizeof(dists[0]), 3);
 }
 
 /*
@@ -231,41 +240,11 @@ static void test_short_rep(void)
 static void test_short_rep_bytes(void)
 {
 	static const int dists[] = { -64, -3, -2, -1, 0, 1, 2, 3, 64 };
-	unsigned d, n;
-	int down, k, f;
+	unsigned n;
 
 	printf("== short rep movsb / rep stosb\n");
-	for (n = 0; n < 10; n++) {
-		for (down = 0; down < 2; down++) {
-			for (f = 0; f < 2; f++) {
-				uint32_t fin = f ? (ALLF | 2) : 2;
-				struct regs r;
-
-				for (d = 0; d < sizeof(dists) / sizeof(dists[0]); d++) {
-					for (k = 0; k < 512; k++)
-						big[k] = (uint8_t)(k * 13 + 7);
-					r.esi = (uint32_t)(big + 256);
-					r.edi = (uint32_t)(big + 256 + dists[d]);
-					r.ecx = n;
-					r.eax = 0;
-					rep_movsb(&r, down, fin);
-					printf("movsb n=%u df=%d f=%d d=%d: %08x dsi=%d ddi=%d ecx=%u fl=%s\n", n, down, f,
-					       dists[d], fnv1a(big, 512), (int)(r.esi - (uint32_t)(big + 256)),
-					       (int)(r.edi - (uint32_t)(big + 256 + dists[d])), r.ecx,
-					       flagstr(r.fl, ALLF));
-				}
-				for (k = 0; k < 512; k++)
-					big[k] = (uint8_t)(k * 13 + 7);
-				r.esi = 0;
-				r.edi = (uint32_t)(big + 256);
-				r.ecx = n;
-				r.eax = 0x9abcdef0;
-				rep_stosb(&r, down, fin);
-				printf("stosb n=%u df=%d f=%d: %08x ddi=%d ecx=%u fl=%s\n", n, down, f, fnv1a(big, 512),
-				       (int)(r.edi - (uint32_t)(big + 256)), r.ecx, flagstr(r.fl, ALLF));
-			}
-		}
-	}
+	for (n = 0; n < 10; n++)
+		short_rep_count("movsb", rep_movsb, "stosb", rep_stosb, n, dists, sizeof(dists) / sizeof(dists[0]), 0);
 }
 
 static void test_lods(void)

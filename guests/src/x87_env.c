@@ -12,16 +12,13 @@
  * of x87 instructions. Addresses are printed relative to labels and variables,
  * so that the static-PIE build prints the same.
  */
-#include "rt.h"
+#include "sites.h"
 
 #define SYS_rt_sigaction_ 174
 #define SIGUSR1_ 10
 #define SIGSEGV_ 11
 #define SA_SIGINFO_ 4
 #define SA_RESTORER_ 0x04000000
-
-/* ucontext: 5 words, then sigcontext; its word 19 points at the FPU state. */
-#define UC_FPSTATE(uc) (((uint32_t *)(uc))[5 + 19])
 
 struct env32 {
 	uint32_t cw, sw, tw, fip, fcs, fdp, fds;
@@ -126,8 +123,8 @@ static void loads(void)
 	printf("16-bit fnsave: FIP %s\n", save16[3] == (uint16_t)at ? "at the fchs" : "elsewhere");
 }
 
-static volatile uint32_t hdr[7], fx_fip, label;
-static volatile uint16_t hdr_status, hdr_magic;
+static volatile struct fsave_header hdr;
+static volatile uint32_t fx_fip, label;
 
 static void handler(int sig, void *si, void *uc)
 {
@@ -136,15 +133,8 @@ static void handler(int sig, void *si, void *uc)
 	uint32_t fp = UC_FPSTATE(uc);
 	if (!fp)
 		return;
-	uint32_t *h = (uint32_t *)fp;
-	for (int i = 0; i < 7; i++)
-		hdr[i] = h[i];
-	hdr_status = *(uint16_t *)(fp + 108);
-	hdr_magic = *(uint16_t *)(fp + 110);
 	fx_fip = *(uint32_t *)(fp + 112 + 8);
-	/* 53-bit precision in the header's control word only: sigreturn folds the
-	   header over the FXSAVE image. */
-	h[0] = (h[0] & ~0x300u) | 0x200u;
+	take_fsave_header(fp, &hdr);
 }
 
 static void signal_frame(void)
@@ -158,8 +148,8 @@ static void signal_frame(void)
 	uint16_t cw;
 	__asm__ volatile("fnstcw %0\n\tfstp %%st(0)\n\tfldcw %1" : "=m"(cw) : "m"(cw0));
 	printf("frame header: cw %08x sw %08x tag %08x FIP %s CS %08x data pointer %s DS %08x status %04x magic %04x\n",
-	       hdr[0], hdr[1], hdr[2], hdr[3] == label ? "at the fsqrt" : "elsewhere", hdr[4], data_pointer(hdr[5]),
-	       hdr[6], hdr_status, hdr_magic);
+	       hdr.env[0], hdr.env[1], hdr.env[2], hdr.env[3] == label ? "at the fsqrt" : "elsewhere", hdr.env[4],
+	       data_pointer(hdr.env[5]), hdr.env[6], hdr.status, hdr.magic);
 	printf("frame FXSAVE image: FIP %s\n", fx_fip == label ? "at the fsqrt" : "elsewhere");
 	printf("control word after the handler: %04x\n", cw);
 }
@@ -176,7 +166,7 @@ static void fpe_handler(int sig, void *si, void *uc)
 {
 	(void)sig;
 	uint32_t fp = UC_FPSTATE(uc);
-	fpe_code = ((int *)si)[2];
+	fpe_code = SI_CODE(si);
 	fpe_count++;
 	if (!fp)
 		return;
@@ -248,7 +238,7 @@ static void segv_handler(int sig, void *si, void *uc)
 	(void)si;
 	uint32_t fp = UC_FPSTATE(uc);
 	segv_fip = fp ? *(uint32_t *)(fp + 112 + 8) : 0;
-	((uint32_t *)uc)[5 + 14] = segv_resume; /* sigcontext eip */
+	UC_EIP(uc) = segv_resume;
 }
 
 static void page_fault(void)
