@@ -575,6 +575,11 @@ struct Row {
     /// For morph under `--against`: the median over the rounds of its time over the
     /// second morph's in the same round.
     paired_over_against: Option<f64>,
+    /// Of the rounds paired with the second morph, those in which morph was faster.
+    paired_faster_rounds: Option<usize>,
+    /// The two-sided sign test of those rounds (exact binomial, p = ½ under "no
+    /// change"): the chance of a split at least this lopsided if the two were the same.
+    paired_sign_p: Option<f64>,
     output_matches_native: bool,
     /// Translator and interpreter counters of one run (morph configurations only).
     counters: BTreeMap<String, u64>,
@@ -603,6 +608,25 @@ const COUNTERS: &[(&str, &str)] = &[
     ("engine", "translate_ns"),
     ("engine", "exec_ns"),
 ];
+
+/// The two-sided exact sign test: the probability, if each of `n` rounds were equally
+/// likely to go either way, of a split at least as lopsided as `k` of `n`.
+fn sign_test(k: usize, n: usize) -> f64 {
+    if n == 0 {
+        return 1.0;
+    }
+    let tail = k.min(n - k);
+    // C(n, i) / 2^n summed over the tail, in floating point (n is a few dozen at most).
+    let mut c = 1.0_f64;
+    let mut sum = 0.0;
+    for i in 0..=tail {
+        if i > 0 {
+            c *= (n + 1 - i) as f64 / i as f64;
+        }
+        sum += c;
+    }
+    (2.0 * sum / 2f64.powi(n as i32)).min(1.0)
+}
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -728,10 +752,11 @@ fn real_main() -> anyhow::Result<bool> {
         let native_median = median(&mut times[&Config::Native].clone());
         // Morph over the second morph round by round (`--against`): the median of those
         // ratios moves less with the machine's drift than the ratio of the medians.
-        let paired = times.get(&Config::MorphAgainst).map(|a| {
-            let mut r: Vec<f64> = times[&Config::MorphPhysical].iter().zip(a).map(|(m, a)| m / a).collect();
-            median(&mut r)
-        });
+        let rounds: Option<Vec<f64>> = times
+            .get(&Config::MorphAgainst)
+            .map(|a| times[&Config::MorphPhysical].iter().zip(a).map(|(m, a)| m / a).collect());
+        let paired = rounds.clone().map(|mut r| median(&mut r));
+        let faster = rounds.as_ref().map(|r| (r.iter().filter(|&&x| x < 1.0).count(), r.len()));
         for &cfg in &cfgs {
             let mut t = times[&cfg].clone();
             let m = median(&mut t);
@@ -744,6 +769,8 @@ fn real_main() -> anyhow::Result<bool> {
                 max_s: t[t.len() - 1],
                 ratio_to_native: (cfg != Config::Native).then(|| m / native_median),
                 paired_over_against: paired.filter(|_| cfg == Config::MorphPhysical),
+                paired_faster_rounds: faster.filter(|_| cfg == Config::MorphPhysical).map(|f| f.0),
+                paired_sign_p: faster.filter(|_| cfg == Config::MorphPhysical).map(|(k, n)| sign_test(k, n)),
                 output_matches_native: ok[&cfg],
                 counters: counters.remove(&cfg).unwrap_or_default(),
             });
@@ -887,7 +914,10 @@ fn row<'a>(rows: &'a [Row], p: &str, c: Config) -> Option<&'a Row> {
 fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) {
     let get = |p: &str, c: Config| row(rows, p, c);
     println!("\nmorph / against ({} {}): per program", bin.display(), args.join(" "));
-    println!("{:<14} {:>11} {:>11} {:>8} {:>13}", "program", "morph", "against", "paired", "median/median");
+    println!(
+        "{:<14} {:>11} {:>11} {:>8} {:>13} {:>8} {:>7}",
+        "program", "morph", "against", "paired", "median/median", "faster", "sign p"
+    );
     let (mut all, mut all_paired) = (Vec::new(), Vec::new());
     for p in progs {
         let (m, a) = (get(p.name, Config::MorphPhysical), get(p.name, Config::MorphAgainst));
@@ -898,8 +928,11 @@ fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) 
                 let paired = m.paired_over_against.unwrap_or(x);
                 all.push(x);
                 all_paired.push(paired);
+                let faster = m.paired_faster_rounds.map_or_else(String::new, |k| format!("{k}/{}", m.runs));
+                let sign =
+                    m.paired_sign_p.map_or_else(String::new, |p| format!("{p:.3}{}", if p < 0.05 { "*" } else { " " }));
                 println!(
-                    "{:<14} {:>8.1} ms {:>8.1} ms {:>7.3}× {:>12.3}×",
+                    "{:<14} {:>8.1} ms {:>8.1} ms {:>7.3}× {:>12.3}× {faster:>8} {sign:>7}",
                     p.name,
                     m.median_s * 1e3,
                     a.median_s * 1e3,
@@ -912,10 +945,16 @@ fn print_against(progs: &[&Program], rows: &[Row], bin: &Path, args: &[String]) 
     }
     if !all.is_empty() {
         let (lo, hi) = all_paired.iter().fold((f64::MAX, f64::MIN), |(l, h), &x| (l.min(x), h.max(x)));
+        let faster = all_paired.iter().filter(|&&x| x < 1.0).count();
         println!(
             "median: paired ×{:.3} (×{lo:.3} to ×{hi:.3}), median/median ×{:.3}",
             median(&mut all_paired),
             median(&mut all)
+        );
+        println!(
+            "programs faster: {faster}/{} (sign test p {:.3}); * : that program's rounds, sign test p < 0.05",
+            all_paired.len(),
+            sign_test(faster, all_paired.len())
         );
     }
 }
@@ -953,7 +992,7 @@ fn print_i686(progs: &[&Program], rows: &[Row]) {
 
 fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
     let mut s = String::from(
-        "program,config,runs,median_s,min_s,max_s,ratio_to_native,paired_over_against,output_matches_native",
+        "program,config,runs,median_s,min_s,max_s,ratio_to_native,paired_over_against,paired_faster_rounds,paired_sign_p,output_matches_native",
     );
     for (_, c) in COUNTERS {
         s.push(',');
@@ -962,7 +1001,7 @@ fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
     s.push('\n');
     for r in rows {
         s.push_str(&format!(
-            "{},{},{},{:.6},{:.6},{:.6},{},{},{}",
+            "{},{},{},{:.6},{:.6},{:.6},{},{},{},{},{}",
             r.program,
             r.config,
             r.runs,
@@ -971,6 +1010,8 @@ fn write_csv(f: &Path, rows: &[Row]) -> anyhow::Result<()> {
             r.max_s,
             r.ratio_to_native.map_or_else(String::new, |x| format!("{x:.4}")),
             r.paired_over_against.map_or_else(String::new, |x| format!("{x:.4}")),
+            r.paired_faster_rounds.map_or_else(String::new, |x| x.to_string()),
+            r.paired_sign_p.map_or_else(String::new, |x| format!("{x:.4}")),
             r.output_matches_native
         ));
         for (_, c) in COUNTERS {
@@ -1132,5 +1173,24 @@ mod plot {
             .draw()?;
         root.present()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sign_test;
+
+    #[test]
+    fn the_sign_test_is_the_exact_binomial_tail() {
+        // 7 of 7 one way: 2 / 128.
+        assert!((sign_test(7, 7) - 2.0 / 128.0).abs() < 1e-12);
+        assert!((sign_test(0, 7) - 2.0 / 128.0).abs() < 1e-12);
+        // 6 of 7: 2 * (1 + 7) / 128.
+        assert!((sign_test(6, 7) - 16.0 / 128.0).abs() < 1e-12);
+        // An even split is no evidence at all.
+        assert_eq!(sign_test(7, 14), 1.0);
+        assert_eq!(sign_test(0, 0), 1.0);
+        // 12 of 14: 2 * (1 + 14 + 91) / 16384.
+        assert!((sign_test(12, 14) - 212.0 / 16384.0).abs() < 1e-12);
     }
 }
