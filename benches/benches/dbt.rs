@@ -35,7 +35,7 @@ fn translate_speed(c: &mut Criterion) {
     };
     g.bench_function("translate_decoded", |b| {
         b.iter(|| {
-            morph_dbt::translate::translate_decoded(fetch, |_| None, CODE, 0, 0, Default::default())
+            morph_dbt::translate::translate_decoded(fetch, |_| None, |_, _| false, CODE, 0, 0, Default::default())
                 .expect("translates")
         })
     });

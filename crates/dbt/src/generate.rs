@@ -72,7 +72,10 @@ impl Engine {
         let fetch = |at: u32, out: &mut Vec<Instruction>| interp.decoded_block(at, mem, out);
         let (slots, index, policy) = (&self.slots, &self.index, self.cfg.key);
         let predict = |block: u32| crate::slots::predicted_successor(slots, index, policy, eip, block, frame, ctx);
-        translate::translate_decoded(fetch, predict, eip, helper as *const () as usize, id, opts).map(Made::from)
+        let never_taken =
+            |block: u32, fall: u32| crate::slots::never_taken(slots, index, policy, block, fall, frame, ctx);
+        translate::translate_decoded(fetch, predict, never_taken, eip, helper as *const () as usize, id, opts)
+            .map(Made::from)
     }
 
     /// Makes the translation of the block at `eip` (in `frame`) for `key`, process

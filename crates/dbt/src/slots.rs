@@ -182,6 +182,27 @@ pub(crate) fn predicted_successor(
     (one && s.succ_key.0 >> PAGE_SHIFT == page).then_some((s.succ_key.0 & u64::from(PAGE_SIZE - 1)) as u32)
 }
 
+/// Whether the interpreter's block at `block` (in `frame`, run by `ctx`), which ends in
+/// a conditional branch falling through to `fall`, was only ever followed by `fall`
+/// over [`PREDICT_AFTER`] or more interpretations (its taken edge never seen).
+pub(crate) fn never_taken(
+    slots: &[Slot],
+    index: &FxHashMap<Key, u32>,
+    policy: KeyPolicy,
+    block: u32,
+    fall: u32,
+    frame: Frame,
+    ctx: u32,
+) -> bool {
+    if (block ^ fall) & !(PAGE_SIZE - 1) != 0 {
+        return false;
+    }
+    let Some(s) = index.get(&policy.key(block, frame, ctx)).and_then(|&i| slots.get(i as usize)) else {
+        return false;
+    };
+    s.succ != NO_SLOT && s.succ2 == NO_SLOT && s.count >= PREDICT_AFTER && s.succ_key == policy.key(fall, frame, ctx)
+}
+
 /// The frame of the page after `eip`'s, if that page is mapped readable.
 #[inline]
 pub(crate) fn next_frame(mem: &AddressSpace, eip: u32) -> Option<u32> {

@@ -34,10 +34,35 @@ fn golden_with(
     opts: morph_dbt::translate::Options,
     f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>,
 ) {
+    golden_profiled(name, opts, |_, _| false, f)
+}
+
+/// As `golden_with`, the translator given `never_taken` as the engine's profile gives it
+/// (`translate_decoded`): the interpreter's blocks ending in a conditional branch whose
+/// taken edge was never seen.
+fn golden_profiled(
+    name: &str,
+    opts: morph_dbt::translate::Options,
+    never_taken: impl Fn(u32, u32) -> bool,
+    f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>,
+) {
     let mut a = CodeAssembler::new(32).unwrap();
     f(&mut a).unwrap();
     let guest = a.assemble(u64::from(EIP)).unwrap();
-    let t = morph_dbt::translate::translate(&guest, EIP, 0, 0, opts).expect("translates");
+    // The interpreter's blocks: from an address to the first control transfer.
+    let decoded: Vec<iced_x86::Instruction> =
+        Decoder::with_ip(32, &guest, u64::from(EIP), DecoderOptions::NONE).into_iter().collect();
+    let fetch = |at: u32, out: &mut Vec<iced_x86::Instruction>| {
+        let Some(i) = decoded.iter().position(|d| d.ip32() == at) else { return false };
+        for d in &decoded[i..] {
+            out.push(*d);
+            if d.flow_control() != iced_x86::FlowControl::Next {
+                break;
+            }
+        }
+        true
+    };
+    let t = morph_dbt::translate::translate_decoded(fetch, |_| None, never_taken, EIP, 0, 0, opts).expect("translates");
     let text = format!(
         "# guest block at {EIP:#x} ({} instructions, {} to the helper)\n{}\n# host code (chain entry at {:04x}, body at {:04x})\n{}",
         t.instructions,
@@ -123,4 +148,25 @@ fn pc_thunk() {
     let opts = |slow_loop| morph_dbt::translate::Options { slow_loop, ..Default::default() };
     golden_with("pc_thunk_loop", opts(false), thunk);
     golden_with("pc_thunk_jrcxz", opts(true), thunk);
+}
+
+/// A conditional side exit the profile never saw taken counts its instructions in an
+/// out-of-line stub (`lea r11` and the site's `jmp`), off the path that stays; one that
+/// was taken counts inline before its `jcc`, which is itself the chain site.
+#[test]
+fn cold_side_exit() {
+    golden_profiled(
+        "cold_side_exit",
+        Default::default(),
+        |block, _| block == EIP,
+        |a| {
+            a.cmp(eax, ebx)?;
+            a.je(EIP as u64 + 0x100)?; // never taken (the first block's profile)
+            a.add(eax, 1)?;
+            a.cmp(eax, ecx)?;
+            a.jne(EIP as u64 + 0x200)?; // taken sometimes
+            a.mov(edx, eax)?;
+            a.ret()
+        },
+    );
 }

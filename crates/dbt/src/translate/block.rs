@@ -37,9 +37,17 @@ pub(super) struct Formed {
     pub thunks: Vec<(usize, Register)>,
     /// The EIP of the interpreter's block that holds the last instruction.
     pub last_block: u32,
+    /// Where each of the interpreter's blocks joined starts: the index of its first
+    /// instruction in `instrs` and its EIP, in order.
+    pub blocks: Vec<(usize, u32)>,
 }
 
 impl Formed {
+    /// The EIP of the interpreter's block that holds instruction `k`.
+    pub fn block_of(&self, k: usize) -> u32 {
+        self.blocks.iter().take_while(|b| b.0 <= k).last().map_or(0, |b| b.1)
+    }
+
     /// The register the PC thunk called by instruction `k` loads, if it is such a call.
     pub fn thunk(&self, k: usize) -> Option<Register> {
         self.thunks.iter().find(|t| t.0 == k).map(|t| t.1)
@@ -97,12 +105,14 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
     let mut block = Vec::with_capacity(16);
     let mut at = eip;
     let mut last_block = eip;
+    let mut blocks = Vec::new();
     'blocks: while instrs.len() < MAX_INSTRUCTIONS {
         block.clear();
         if !fetch(at, &mut block) || block.is_empty() {
             break;
         }
         last_block = at;
+        blocks.push((instrs.len(), at));
         for ins in &block {
             // A branch back to the block's start ends it: the block is a loop.
             let side_exit =
@@ -126,7 +136,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             }
         }
     }
-    Formed { instrs, thunks, last_block }
+    Formed { instrs, thunks, last_block, blocks }
 }
 
 /// `fetch` for [`form`] from the guest bytes at `eip` (the tests and benchmarks, which

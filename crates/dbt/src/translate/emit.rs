@@ -44,6 +44,8 @@ pub(super) struct Emitter {
     /// The guest's x87 pointers as the run of x87 instructions being emitted leaves
     /// them, not yet stored (`x87_flush`).
     pub(super) x87: X87,
+    /// The `jcc` being lowered is a side exit the profile never saw taken.
+    pub(super) cold_exit: bool,
 }
 
 /// What the x87 instructions emitted since the last `Emitter::x87_flush` did to the
@@ -358,6 +360,7 @@ impl Emitter {
             loop_top: None,
             thunk_fail: None,
             x87: X87::Unchanged,
+            cold_exit: false,
         }
     }
 }

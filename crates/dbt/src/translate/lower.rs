@@ -107,7 +107,10 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             // The back edge of an unrolled copy leaves (inverted) if the loop ends.
             let copy_exit = done.is_multiple_of(n) && done < total;
             let (cc, to) = if copy_exit { (cc ^ 1, next) } else { (cc, target) };
-            if copy_exit {
+            // A side exit the interpreter never saw taken counts out of line too: the
+            // path that stays (every time, as far as the profile knows) saves a `lea`.
+            let cold = !copy_exit && e.cold_exit && !(e.loop_top.is_some() && to == 0 && done == total);
+            if copy_exit || cold {
                 // An unrolled copy's exit, taken once when the loop ends: the taken
                 // edge counts in an out-of-line stub, so that the copies count once
                 // per round.

@@ -173,7 +173,7 @@ pub struct Options {
 /// straddles the page end is translated and ends the block (the caller then makes the
 /// translation depend on both pages).
 pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32, opts: Options) -> Option<Translated> {
-    translate_decoded(block::from_bytes(bytes, eip), |_| None, eip, helper, id, opts)
+    translate_decoded(block::from_bytes(bytes, eip), |_| None, |_, _| false, eip, helper, id, opts)
 }
 
 /// Translates the block starting at `eip` as translation number `id`, from decoded
@@ -185,6 +185,7 @@ pub fn translate(bytes: &[u8], eip: u32, helper: usize, id: u32, opts: Options) 
 pub fn translate_decoded(
     fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool,
     predict: impl FnOnce(u32) -> Option<u32>,
+    never_taken: impl Fn(u32, u32) -> bool,
     eip: u32,
     helper: usize,
     id: u32,
@@ -319,6 +320,11 @@ pub fn translate_decoded(
             lower::pc_thunk(&mut e, ins, &p, r)?;
             continue;
         }
+        // A conditional side exit the profile never saw taken counts in an out-of-line
+        // stub, off the path that stays (see `lower::inline`'s `Jcc`).
+        e.cold_exit = ins.is_jcc_short_or_near()
+            && ins.near_branch32() != eip
+            && never_taken(formed.block_of((k - 1) % len), ins.next_ip32());
         let l = lower::instruction(&mut e, ins, &p)?;
         uses_fpu |= l.fpu;
         ended = l.ended;
