@@ -156,7 +156,7 @@ impl Engine {
             return;
         }
         let Some(list) = self.by_frame.get(&frame) else { return };
-        for e in list.iter().filter(|e| !e.straddles) {
+        for e in list.iter().filter(|e| !e.straddles && !e.thunk) {
             let va = page | e.key.page_offset();
             if self.cfg.key.key(va, frame, ctx) == e.key {
                 self.jc.set(va, (self.code_base + crate::runtime::jc_entry(e.body as usize)) as u64);

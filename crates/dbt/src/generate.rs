@@ -23,6 +23,8 @@ pub(crate) struct Translation {
     pub(crate) frame: Frame,
     /// The next page's frame, if the last instruction straddles into it.
     pub(crate) frame2: Option<Frame>,
+    /// The frame of the page of the PC thunk it inlines unchecked, if another page's.
+    pub(crate) thunk_frame: Option<Frame>,
     pub(crate) pa: u64,
     pub(crate) start: usize,
     pub(crate) body: usize,
@@ -219,10 +221,22 @@ impl Engine {
         }
         self.stats.helper_instructions += u64::from(made.fallbacks);
         self.fpu_live |= made.uses_fpu;
+        // A PC thunk inlined unchecked in another page: the translation holds while that
+        // page maps this frame (checked where it is entered, see `Live::thunk_holds`)
+        // and the frame is not written (marked as code, the translation in its list).
+        let here = eip & !(PAGE_SIZE - 1);
+        let thunk = made.thunk_page.filter(|t| t & !(PAGE_SIZE - 1) != here).and_then(|t| {
+            let p = mem.pte(t);
+            (p.readable() && p.has_frame()).then(|| (t, (t & !(PAGE_SIZE - 1)).wrapping_sub(here), p.frame()))
+        });
+        if made.thunk_page.is_some_and(|t| t & !(PAGE_SIZE - 1) != here) && thunk.is_none() {
+            return None; // the thunk's page went (not expected: it was just read)
+        }
         self.trans.push(Translation {
             key,
             frame,
             frame2,
+            thunk_frame: thunk.map(|t| t.2),
             pa,
             start,
             body: start + made.body,
@@ -231,7 +245,15 @@ impl Engine {
             alive: true,
             _helpers: made.helpers,
         });
-        let live = Live { id, frame, frame2: frame2.map_or(NO_FRAME, |f| f.0), body, owner: ctx };
+        let live = Live {
+            id,
+            frame,
+            frame2: frame2.map_or(NO_FRAME, |f| f.0),
+            body,
+            owner: ctx,
+            thunk_frame: thunk.map_or(NO_FRAME, |t| t.2.0),
+            thunk_delta: thunk.map_or(0, |t| t.1),
+        };
         let i = self.slot_of(key);
         let slot = &mut self.slots[i as usize];
         slot.block = None; // translated: its decoded block is not needed any more
@@ -240,13 +262,20 @@ impl Engine {
             // (the mapping changed since, which emptied them).
             self.retire(old.id);
         }
-        let entry = FrameEntry { id, key, body: body.get(), straddles: frame2.is_some() };
+        let entry = FrameEntry { id, key, body: body.get(), straddles: frame2.is_some(), thunk: thunk.is_some() };
         self.by_frame.entry(frame).or_default().push(entry);
         mem.mark_code(eip);
         if let Some(f2) = frame2 {
             // A write to either page drops it.
             self.by_frame.entry(f2).or_default().push(entry);
             mem.mark_code((eip | (PAGE_SIZE - 1)).wrapping_add(1));
+        }
+        if let Some((t, _, f)) = thunk
+            && Some(f) != frame2
+        {
+            // A write to the thunk's page drops it too.
+            self.by_frame.entry(f).or_default().push(entry);
+            mem.mark_code(t);
         }
         if let Some(f) = &mut self.code_map {
             use std::fmt::Write as _;

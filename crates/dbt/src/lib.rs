@@ -172,6 +172,9 @@ impl EngineConfig {
             table_bias: None,
             slow_loop: self.uses_jrcxz(),
             sse: self.cpu.has_sse(),
+            // Copies (`reuse`) and kept translations (`tcache`) would not carry the
+            // dependency on the thunk's page: they keep the run-time check.
+            thunk_deps: self.tcache_dir.is_none() && !matches!(self.key, KeyPolicy::File | KeyPolicy::Content),
         }
     }
 

@@ -30,6 +30,8 @@ pub(crate) struct Made {
     pub(crate) predicted: bool,
     /// Whether it must start at a 64-byte boundary (it holds a counted loop's copy).
     pub(crate) align64: bool,
+    /// The PC thunk its inlined calls go to unchecked (`translate::Translated::thunk_page`).
+    pub(crate) thunk_page: Option<u32>,
 }
 
 impl From<translate::Translated> for Made {
@@ -50,6 +52,7 @@ impl From<translate::Translated> for Made {
             pc_thunks: t.pc_thunks,
             predicted: t.predicted,
             align64: t.align64,
+            thunk_page: t.thunk_page,
         }
     }
 }

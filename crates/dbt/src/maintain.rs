@@ -45,7 +45,7 @@ impl Engine {
     pub(crate) fn retire(&mut self, t: u32) {
         let tr = &mut self.trans[t as usize];
         tr.alive = false;
-        for f in std::iter::once(tr.frame).chain(tr.frame2) {
+        for f in std::iter::once(tr.frame).chain(tr.frame2).chain(tr.thunk_frame) {
             if let Some(list) = self.by_frame.get_mut(&f) {
                 list.retain(|e| e.id != t);
             }

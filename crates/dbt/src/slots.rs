@@ -72,7 +72,11 @@ impl Slot {
     /// from the frame that page maps in `mem` too.
     #[inline]
     pub(crate) fn live_from(&self, frame: Frame, eip: u32, mem: &AddressSpace) -> Option<Live> {
-        self.live.filter(|l| l.frame == frame && (l.frame2 == NO_FRAME || next_frame(mem, eip) == Some(l.frame2)))
+        self.live.filter(|l| {
+            l.frame == frame
+                && (l.frame2 == NO_FRAME || next_frame(mem, eip) == Some(l.frame2))
+                && l.thunk_holds(eip, mem)
+        })
     }
 }
 
@@ -87,6 +91,10 @@ pub(crate) struct FrameEntry {
     /// valid only where that page maps its second frame, so it is never prefilled into
     /// the jump cache (nor chained to) without the dispatcher's check.
     pub(crate) straddles: bool,
+    /// Whether it depends on the page of a PC thunk it inlines unchecked (`Live::thunk`):
+    /// never prefilled, chained only where an unlink undoes the chain (see `try_chain`).
+    /// Its entry in the thunk frame's list is there only so that a write drops it.
+    pub(crate) thunk: bool,
 }
 
 /// A live translation as the dispatcher sees it.
@@ -101,6 +109,24 @@ pub(crate) struct Live {
     pub(crate) body: NonZeroU32,
     /// The process whose execution made it.
     pub(crate) owner: u32,
+    /// The frame of the page of the PC thunk its calls inline without checking the
+    /// thunk's bytes (`NO_FRAME`: none, or in its own page), and that page's address
+    /// relative to the translation's page: checked at every dispatch, as `frame2`.
+    pub(crate) thunk_frame: u32,
+    pub(crate) thunk_delta: u32,
+}
+
+impl Live {
+    /// Whether the page of its unchecked PC thunk, if any, maps the frame it was
+    /// translated with, the translation running in the page of `eip`.
+    #[inline]
+    pub(crate) fn thunk_holds(&self, eip: u32, mem: &AddressSpace) -> bool {
+        if self.thunk_frame == NO_FRAME {
+            return true;
+        }
+        let p = mem.pte((eip & !(PAGE_SIZE - 1)).wrapping_add(self.thunk_delta));
+        p.readable() && p.has_frame() && p.frame().0 == self.thunk_frame
+    }
 }
 
 impl Engine {

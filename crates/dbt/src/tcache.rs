@@ -436,6 +436,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
         pc_thunks: 0,
         predicted: false,
         align64,
+        thunk_page: None,
     })
 }
 

@@ -148,6 +148,9 @@ fn pc_thunk() {
     let opts = |slow_loop| morph_dbt::translate::Options { slow_loop, ..Default::default() };
     golden_with("pc_thunk_loop", opts(false), thunk);
     golden_with("pc_thunk_jrcxz", opts(true), thunk);
+    // Where the engine keeps the translation dependent on the thunk's page instead, no
+    // check: the thunk's effect alone.
+    golden_with("pc_thunk_unchecked", morph_dbt::translate::Options { thunk_deps: true, ..Default::default() }, thunk);
 }
 
 /// A conditional side exit the profile never saw taken counts its instructions in an

@@ -46,6 +46,8 @@ pub(super) struct Emitter {
     pub(super) x87: X87,
     /// The `jcc` being lowered is a side exit the profile never saw taken.
     pub(super) cold_exit: bool,
+    /// PC thunks are inlined without checking their bytes (`Options::thunk_deps`).
+    pub(super) thunk_unchecked: bool,
 }
 
 /// What the x87 instructions emitted since the last `Emitter::x87_flush` did to the
@@ -361,6 +363,7 @@ impl Emitter {
             thunk_fail: None,
             x87: X87::Unchanged,
             cold_exit: false,
+            thunk_unchecked: false,
         }
     }
 }

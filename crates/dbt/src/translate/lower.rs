@@ -228,6 +228,12 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
     let target = ins.near_branch32().wrapping_sub(p.eip) as i32;
     let want = super::block::thunk_bytes(r).wrapping_neg().to_le_bytes();
     let at = e.at(target).to_le_bytes();
+    if e.thunk_unchecked {
+        // The engine keeps the translation dependent on the thunk's page instead (its
+        // frame marked as code, its mapping checked where the translation is entered).
+        thunk_effect(e, p, r)?;
+        return Some(());
+    }
     e.bytes(&[0x49, 0x89, 0xc9]); // mov r9, rcx
     e.bytes(&[0x65, 0x67, 0x41, 0x8b, 0x8e, at[0], at[1], at[2], at[3]]); // mov ecx, gs:[r14d + at]
     // The `loop` that would follow the `lea`, and its displacement back to the trampoline.
@@ -253,15 +259,22 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
     }
     // ok: the thunk's effect.
     e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
+    thunk_effect(e, p, r)?;
+    if tramp {
+        e.thunk_fail = Some((p.next, target, p.done - 2, e.counted));
+    }
+    Some(())
+}
+
+/// What a PC thunk loading `r` does, called from the instruction at `p`: `r` gets the
+/// return address, which stays below ESP where the call wrote it.
+fn thunk_effect(e: &mut Emitter, p: &Pos, r: Register) -> Option<()> {
     let hr = runtime::host_gpr(gpr_index(r));
     let d = e.at(p.next);
     e.bytes(&fix32(asm(|a| {
         a.lea(hr, dword_ptr(r14 + d))?;
         a.mov(dword_ptr(r12 - 4).gs(), hr)
     })?));
-    if tramp {
-        e.thunk_fail = Some((p.next, target, p.done - 2, e.counted));
-    }
     Some(())
 }
 

@@ -37,6 +37,7 @@
 //! definition of their semantics.
 
 use iced_x86::{FlowControl, Instruction, OpKind};
+use morph_mem::PAGE_SIZE;
 
 use crate::glue;
 use crate::runtime::{self, EXIT_INDIRECT, off};
@@ -129,6 +130,10 @@ pub struct Translated {
     /// Whether it holds a counted loop's clean copy (`counted`), which sits at a 64-byte
     /// boundary if the translation's start does: it must be placed at one.
     pub align64: bool,
+    /// The address of the PC thunk its inlined calls go to unchecked
+    /// ([`Options::thunk_deps`]): the translation is valid only while that thunk's page
+    /// holds the frame it held when translated.
+    pub thunk_page: Option<u32>,
 }
 
 /// The translator's switches: what kinds of host code it may emit.
@@ -148,6 +153,12 @@ pub struct Options {
     /// Run counted self-loops as a clean copy after checking their trip count
     /// (`counted`; `--no-counted-loops` turns it off).
     pub counted: bool,
+    /// Inline PC thunks without checking their bytes at run time when the engine keeps
+    /// the translation dependent on the thunk's page instead (`Translated::thunk_page`:
+    /// the page marked as code, its mapping checked where the translation is entered;
+    /// see `lower::pc_thunk`). Off where translations are copied or kept across runs
+    /// (`reuse`, `tcache`), which would not carry the dependency.
+    pub thunk_deps: bool,
     /// The host address of the indirect-branch table's miss routine, when it fits a
     /// sign-extended 32-bit immediate (the code buffer lies in the low 2 GiB): the
     /// table's lookup then adds it as one instead of loading it from the state block
@@ -193,9 +204,21 @@ pub fn translate_decoded(
 ) -> Option<Translated> {
     let formed = block::form(fetch, eip);
     let pc_thunks = formed.thunks.len() as u32;
+    // Thunk calls go unchecked if they all go to one thunk, whose four bytes lie in one
+    // page (the translation then depends on that page: `Translated::thunk_page`).
+    let thunk_targets: Vec<u32> = formed.thunks.iter().map(|&(k, _)| formed.instrs[k].near_branch32()).collect();
+    let thunk_page = match thunk_targets.split_first() {
+        Some((&t, rest))
+            if opts.thunk_deps && rest.iter().all(|&u| u == t) && (t & (PAGE_SIZE - 1)) <= PAGE_SIZE - 4 =>
+        {
+            Some(t)
+        }
+        _ => None,
+    };
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
+    e.thunk_unchecked = thunk_page.is_some();
     let indirect =
         matches!(last.flow_control(), FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return);
     if opts.predict && indirect {
@@ -379,6 +402,7 @@ pub fn translate_decoded(
         pc_thunks,
         predicted,
         align64,
+        thunk_page,
     })
 }
 
