@@ -167,6 +167,12 @@ impl Engine {
 }
 
 impl Engine {
+    /// Whether every far edge is checked (a second address space has run, or the edges
+    /// were unlinked too often): see [`FarLinks`].
+    pub(crate) fn far_all_checked(&self) -> bool {
+        !self.cfg.unlink_far || self.far.all_checked
+    }
+
     /// Notes that `frame` runs as the page of `va` (see `FarLinks`); false if it is
     /// aliased (seen at another page under this tag: every unchecked edge is then
     /// unlinked).

@@ -454,7 +454,11 @@ impl Engine {
     /// The translator's options: the configuration's switches, and what the engine's
     /// code buffer allows (`translate::Options::table_bias`).
     pub(crate) fn translate_options(&self) -> translate::Options {
-        translate::Options { table_bias: self.table_bias, ..self.cfg.translate_options() }
+        let o = self.cfg.translate_options();
+        // With a second address space running, a chain to a translation that depends
+        // on its thunk's page could not be unlinked when that space's mapping differs
+        // (`chain::FarLinks`): new translations keep the run-time check, and chain.
+        translate::Options { table_bias: self.table_bias, thunk_deps: o.thunk_deps && !self.far_all_checked(), ..o }
     }
 
     /// The configuration.
