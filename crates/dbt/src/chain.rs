@@ -85,40 +85,22 @@ impl Engine {
         if !to.thunk_holds(target, mem) {
             return; // its thunk's page maps another frame here: the dispatcher decides
         }
+        // A translation that straddles into the next page, or depends on its PC thunk's
+        // page, is valid only where that page maps its frame, which its entry does not
+        // check: an edge in the page may skip the dispatcher only while an unlink can
+        // undo it (`FarLinks`, as for unchecked far edges: for a thunk's page, which a
+        // mapping change, a page at a second address, a second address space or a
+        // dropped translation unlinks); otherwise the site's exit goes through the jump
+        // cache, whose entries the dispatcher checked.
         let thunk = to.thunk_frame != NO_FRAME;
+        if to.frame2 != NO_FRAME || (thunk && !far && self.far_all_checked()) {
+            let field = f.start + s.exit_jmp;
+            let rel = (self.lookup_off as i64 - (field as i64 + 4)) as i32;
+            self.code.patch(field, &rel.to_le_bytes());
+            return;
+        }
         let field = f.start + s.rel;
-        if thunk && !far {
-            // A chain in the page would skip the check of the thunk's page where the
-            // translation is entered: taken only while an unlink can undo it (`FarLinks`:
-            // unlinked when the mapping changes, a page runs at a second address or a
-            // second address space runs, and when a translation is dropped), else through
-            // the jump cache, whose entries the dispatcher checked.
-            if self.cfg.unlink_far && !self.far.all_checked {
-                let t = &self.trans[to.id as usize];
-                let dest = if s.target_delta > 0 { t.body } else { t.entry };
-                let rel = (dest as i64 - (field as i64 + 4)) as i32;
-                if let Some(old) = self.code.read4(field)
-                    && self.code.patch(field, &rel.to_le_bytes())
-                {
-                    self.far.links.push((field, old));
-                    self.stats.chain_patches += 1;
-                }
-                return;
-            }
-            let field = f.start + s.exit_jmp;
-            let rel = (self.lookup_off as i64 - (field as i64 + 4)) as i32;
-            self.code.patch(field, &rel.to_le_bytes());
-            return;
-        }
-        if to.frame2 != NO_FRAME {
-            // The target straddles into the next page: a chain would skip the check of
-            // that page's mapping. The site's exit goes through the jump cache instead.
-            let field = f.start + s.exit_jmp;
-            let rel = (self.lookup_off as i64 - (field as i64 + 4)) as i32;
-            self.code.patch(field, &rel.to_le_bytes());
-            return;
-        }
-        if far && self.cfg.unlink_far && !self.far.all_checked {
+        if far && !self.far_all_checked() {
             let (from_frame, to_frame, to_start) =
                 (f.frame, self.trans[to.id as usize].frame, self.trans[to.id as usize].start);
             // Both ends noted, whichever way the edge is chained: a target reached at a
@@ -160,8 +142,12 @@ impl Engine {
         let t = &self.trans[to.id as usize];
         let dest = if s.target_delta > 0 { t.body } else { t.entry };
         let rel = (dest as i64 - (field as i64 + 4)) as i32;
+        let old = self.code.read4(field);
         if self.code.patch(field, &rel.to_le_bytes()) {
             self.stats.chain_patches += 1;
+            if let Some(old) = old.filter(|_| thunk) {
+                self.far.links.push((field, old));
+            }
         }
     }
 }

@@ -172,6 +172,20 @@ impl Engine {
         mem: &mut AddressSpace,
         ctx: u32,
     ) -> Option<u32> {
+        // A PC thunk inlined unchecked in another page: the translation holds while that
+        // page maps this frame (checked where it is entered, see `Live::thunk_holds`)
+        // and the frame is not written (marked as code, the translation in its list).
+        let here = eip & !(PAGE_SIZE - 1);
+        let thunk = match made.thunk_page.filter(|t| t & !(PAGE_SIZE - 1) != here) {
+            Some(t) => {
+                let p = mem.pte(t);
+                if !(p.readable() && p.has_frame()) {
+                    return None; // the thunk's page went (not expected: it was just read)
+                }
+                Some((t, (t & !(PAGE_SIZE - 1)).wrapping_sub(here), p.frame()))
+            }
+            None => None,
+        };
         // The gap before it, if placement is randomized (the callers left room for it).
         let gap = self.layout.gap();
         if gap > 0 && !self.code.extend(&[INT3; crate::layout::MAX_GAP][..gap]) {
@@ -221,17 +235,6 @@ impl Engine {
         }
         self.stats.helper_instructions += u64::from(made.fallbacks);
         self.fpu_live |= made.uses_fpu;
-        // A PC thunk inlined unchecked in another page: the translation holds while that
-        // page maps this frame (checked where it is entered, see `Live::thunk_holds`)
-        // and the frame is not written (marked as code, the translation in its list).
-        let here = eip & !(PAGE_SIZE - 1);
-        let thunk = made.thunk_page.filter(|t| t & !(PAGE_SIZE - 1) != here).and_then(|t| {
-            let p = mem.pte(t);
-            (p.readable() && p.has_frame()).then(|| (t, (t & !(PAGE_SIZE - 1)).wrapping_sub(here), p.frame()))
-        });
-        if made.thunk_page.is_some_and(|t| t & !(PAGE_SIZE - 1) != here) && thunk.is_none() {
-            return None; // the thunk's page went (not expected: it was just read)
-        }
         self.trans.push(Translation {
             key,
             frame,

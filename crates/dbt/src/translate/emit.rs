@@ -44,8 +44,6 @@ pub(super) struct Emitter {
     /// The guest's x87 pointers as the run of x87 instructions being emitted leaves
     /// them, not yet stored (`x87_flush`).
     pub(super) x87: X87,
-    /// The `jcc` being lowered is a side exit the profile never saw taken.
-    pub(super) cold_exit: bool,
     /// PC thunks are inlined without checking their bytes (`Options::thunk_deps`).
     pub(super) thunk_unchecked: bool,
 }
@@ -362,7 +360,6 @@ impl Emitter {
             loop_top: None,
             thunk_fail: None,
             x87: X87::Unchanged,
-            cold_exit: false,
             thunk_unchecked: false,
         }
     }

@@ -21,6 +21,8 @@ pub(super) struct Pos {
     /// Instructions in the block, and in all its copies.
     pub n: u32,
     pub total: u32,
+    /// A conditional side exit the profile never saw taken (see `inline`'s `Jcc`).
+    pub cold_exit: bool,
 }
 
 /// What lowering an instruction did.
@@ -97,7 +99,7 @@ fn x87_pointers(e: &mut Emitter, ins: &Instruction, at: i32) {
 /// The hand lowering of `ins`: whether it was lowered (else the helper runs it) and
 /// whether it ended the block.
 fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(bool, bool)> {
-    let &Pos { eip, next, done, n, total } = p;
+    let &Pos { eip, next, done, n, total, cold_exit } = p;
     let mut ended = false;
     let handled = match kind {
         Inline::Push | Inline::Pop | Inline::Leave | Inline::String => stack_or_string(e, ins, kind)?,
@@ -109,7 +111,7 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             let (cc, to) = if copy_exit { (cc ^ 1, next) } else { (cc, target) };
             // A side exit the interpreter never saw taken counts out of line too: the
             // path that stays (every time, as far as the profile knows) saves a `lea`.
-            let cold = !copy_exit && e.cold_exit && !(e.loop_top.is_some() && to == 0 && done == total);
+            let cold = !copy_exit && cold_exit && !(e.loop_top.is_some() && to == 0 && done == total);
             if copy_exit || cold {
                 // An unrolled copy's exit, taken once when the loop ends: the taken
                 // edge counts in an out-of-line stub, so that the copies count once

@@ -206,15 +206,10 @@ pub fn translate_decoded(
     let pc_thunks = formed.thunks.len() as u32;
     // Thunk calls go unchecked if they all go to one thunk, whose four bytes lie in one
     // page (the translation then depends on that page: `Translated::thunk_page`).
-    let thunk_targets: Vec<u32> = formed.thunks.iter().map(|&(k, _)| formed.instrs[k].near_branch32()).collect();
-    let thunk_page = match thunk_targets.split_first() {
-        Some((&t, rest))
-            if opts.thunk_deps && rest.iter().all(|&u| u == t) && (t & (PAGE_SIZE - 1)) <= PAGE_SIZE - 4 =>
-        {
-            Some(t)
-        }
-        _ => None,
-    };
+    let mut thunk_targets = formed.thunks.iter().map(|&(k, _)| formed.instrs[k].near_branch32());
+    let thunk_page = thunk_targets
+        .next()
+        .filter(|&t| opts.thunk_deps && (t & (PAGE_SIZE - 1)) <= PAGE_SIZE - 4 && thunk_targets.all(|u| u == t));
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
@@ -338,16 +333,17 @@ pub fn translate_decoded(
             // next; the jump itself is only counted.
             continue;
         }
-        let p = lower::Pos { eip, next: ins.next_ip32().wrapping_sub(eip) as i32, done: before, n, total };
+        // A conditional side exit the profile never saw taken counts in an out-of-line
+        // stub, off the path that stays (see `lower::inline`'s `Jcc`).
+        let cold_exit = ins.is_jcc_short_or_near()
+            && ins.near_branch32() != eip
+            && never_taken(formed.block_of((k - 1) % len), ins.next_ip32());
+        let next = ins.next_ip32().wrapping_sub(eip) as i32;
+        let p = lower::Pos { eip, next, done: before, n, total, cold_exit };
         if let Some(r) = thunk {
             lower::pc_thunk(&mut e, ins, &p, r)?;
             continue;
         }
-        // A conditional side exit the profile never saw taken counts in an out-of-line
-        // stub, off the path that stays (see `lower::inline`'s `Jcc`).
-        e.cold_exit = ins.is_jcc_short_or_near()
-            && ins.near_branch32() != eip
-            && never_taken(formed.block_of((k - 1) % len), ins.next_ip32());
         let l = lower::instruction(&mut e, ins, &p)?;
         uses_fpu |= l.fpu;
         ended = l.ended;
@@ -516,7 +512,8 @@ fn clean_copy(
             break;
         }
         let n = len as u32;
-        let p = lower::Pos { eip, next: ins.next_ip32().wrapping_sub(eip) as i32, done: i as u32 + 1, n, total: n };
+        let next = ins.next_ip32().wrapping_sub(eip) as i32;
+        let p = lower::Pos { eip, next, done: i as u32 + 1, n, total: n, cold_exit: false };
         match lower::instruction(e, ins, &p) {
             Some(l) if !l.helper && !l.ended => fpu |= l.fpu,
             _ => return restore(e, points),
