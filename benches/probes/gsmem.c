@@ -10,8 +10,11 @@
  *     form and mixed: cores that rename memory (forward a store to a load of the same
  *     base register and displacement at rename, as Intel's Golden Cove does) do it for
  *     `gs:[reg + d]` but not for an indexed operand;
- *   - independent add-from-memory throughput (an indexed operand un-laminates).
- * docs/results.md § Stop 34 quotes its numbers. Build and run:
+ *   - independent add-from-memory throughput (an indexed operand un-laminates);
+ *   - the gs:[reg32] chain and spill again with a GS base of zero (a window at host
+ *     address 0, as morph's first address space has since stop 41: on the Intel hosts
+ *     measured, a non-zero segment base adds two cycles to every load).
+ * docs/results.md § Stop 34 and § Stop 41 quote its numbers. Build and run:
  *   gcc -O2 benches/probes/gsmem.c -o /tmp/gsmem && /tmp/gsmem
  */
 #define _GNU_SOURCE
@@ -107,6 +110,31 @@ int main(void) {
                              "add 0x1008(%5,%4), %k2\n\tadd 0x100c(%5,%4), %k3"
                              : "+r"(a), "+r"(b), "+r"(c), "+r"(d) : "r"(sp), "r"(w) : "memory");
         report("4 x add reg, [window + reg + d]", t0);
+    }
+    /* The same ring at guest (and host) address 1 MiB, GS's base zero. */
+    char *low = mmap((void *)(1UL << 20), 1UL << 16, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (low != (char *)(1UL << 20) || syscall(SYS_arch_prctl, ARCH_SET_GS, 0UL) != 0) {
+        perror("low window");
+        return 1;
+    }
+    const uint32_t lbase = 1u << 20;
+    for (int i = 0; i < 64; i++)
+        *(uint32_t *)(low + i * 64) = lbase + ((i + 1) % 64) * 64;
+    {
+        uint64_t q = lbase;
+        t0 = now();
+        for (long i = 0; i < N; i++)
+            __asm__ volatile(".byte 0x65, 0x67\n\tmov (%k0), %k0" : "+r"(q)::"memory");
+        report("load chain, gs:[reg32], GS base 0", t0);
+    }
+    {
+        uint64_t v = 0, lsp = lbase + 0x8000;
+        t0 = now();
+        for (long i = 0; i < N; i++)
+            __asm__ volatile(".byte 0x65, 0x67\n\tmov %k0, -4(%k1)\n\t.byte 0x65, 0x67\n\tmov -4(%k1), %k0\n\tadd $1, %k0"
+                             : "+r"(v) : "r"(lsp) : "memory");
+        report("store then load, gs:[reg32 + d], GS base 0", t0);
     }
     return 0;
 }

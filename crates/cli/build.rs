@@ -33,14 +33,5 @@ fn main() {
             }
         }
     }
-    // `morph` is linked as a position-dependent executable: a PIE's 7,000 relative
-    // relocations made the dynamic loader write (copy-on-write fault) every page of
-    // `.data.rel.ro` at each start, ~20 page faults and 0.2-0.3 ms of every `morph run`
-    // (a cold run of a dynamic hello is ~7 ms). The code stays position independent;
-    // only the executable's own load address is fixed (the guest window, the code
-    // cache and the heap are placed by the host as before).
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        println!("cargo:rustc-link-arg-bin=morph=-no-pie");
-    }
     println!("cargo:rerun-if-changed=build.rs");
 }

@@ -668,6 +668,8 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "frames_peak": ph.frames_peak,
             "frames_allocated": ph.frames_allocated,
             "frames_touched": ph.frames_touched,
+            "address_spaces": ph.address_spaces,
+            "low_windows": ph.low_windows,
             "code_writes": ph.code_writes,
             "page_cache_lookups": pc.lookups,
             "page_cache_hits": pc.hits,

@@ -44,12 +44,10 @@ impl Engine {
         let at = self.code.offset();
         let to_exit = (self.exit_common_off as i64 - (at + rel + 4) as i64) as i32;
         miss[rel..rel + 4].copy_from_slice(&to_exit.to_le_bytes());
-        let miss_off = fits(&mut self.code, miss);
+        self.table_miss_off = fits(&mut self.code, miss);
         self.fault_map.exit_common = self.exit_common_off;
         self.refresh_code_base();
-        let bias = self.code_base + miss_off;
-        self.jc.set_table_bias(bias as u64);
-        self.table_bias = (self.cfg.ibt && self.code.is_low()).then(|| i32::try_from(bias).ok()).flatten();
+        self.jc.set_table_bias((self.code_base + self.table_miss_off) as u64);
         // Entries point into the code that was there: none may hit again.
         self.flush_jump_cache();
     }
@@ -122,7 +120,7 @@ impl Engine {
                 cpu.fpu.park_pointers();
             }
         }
-        let window = mem.host_base() as usize;
+        let window = mem.host_base();
         runtime::set_window(window);
         let base = self.code_base;
         self.fault_map.window = window;

@@ -6,24 +6,24 @@
 //! growable buffer that flips protections on every commit, `mprotect` was a fifth of
 //! the time of an exec-heavy workload). The region never moves, so host addresses of
 //! translations stay valid until the cache is flushed. Both views are `memmap2` maps of
-//! the memfd, unmapped when the buffer drops: the writable one a `memmap2` map, the
-//! executable one mapped by hand in the low 2 GiB of the host's address space
-//! (`MAP_32BIT`) where the host allows, so that a host address in it fits a sign-extended
-//! 32-bit immediate (the indirect-branch table's lookup adds its miss routine's address
-//! as one, see `glue::table_lookup`); `memmap2` has no such placement.
+//! the memfd, unmapped when the buffer drops. (Until stop 41 the executable view was
+//! mapped by hand in the low 2 GiB, `MAP_32BIT`, so that the indirect-branch table's
+//! lookup could add its miss routine's address as an immediate; the low 4 GiB now hold
+//! a guest window, see `morph_mem::window`, and the lookup forms that address
+//! relative to its own, see `glue::table_lookup`.)
 
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use memmap2::{MmapMut, MmapOptions};
+use memmap2::{Mmap, MmapMut, MmapOptions};
 
 /// A dual-mapped code region: two views of one memfd.
 pub(crate) struct CodeBuffer {
     file: File,
     rw: MmapMut,
-    /// The executable view's host address (`cap` bytes, unmapped on drop).
-    rx: usize,
+    /// The executable view (`cap` bytes).
+    rx: Mmap,
     len: usize,
 }
 
@@ -41,29 +41,13 @@ impl CodeBuffer {
         // SAFETY: both views map our own memfd, which nothing else can reach (it has no
         // name in any file system and is close-on-exec), so its contents change only
         // through `rw`. `rx` is never read as a Rust slice: the engine only takes its
-        // address, and the CPU executes it. The executable view is a fresh mapping
-        // wherever the host puts it (in the low 2 GiB if it can), replacing nothing.
+        // address, and the CPU executes it.
         let (rw, rx) = unsafe {
             let rw = MmapOptions::new().len(cap).map_mut(&file)?;
-            let map = |flags| {
-                libc::mmap(std::ptr::null_mut(), cap, libc::PROT_READ | libc::PROT_EXEC, flags, file.as_raw_fd(), 0)
-            };
-            let mut rx = map(libc::MAP_SHARED | libc::MAP_32BIT);
-            if rx == libc::MAP_FAILED {
-                rx = map(libc::MAP_SHARED);
-            }
-            if rx == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            (rw, rx as usize)
+            let rx = MmapOptions::new().len(cap).map_exec(&file)?;
+            (rw, rx)
         };
         Ok(CodeBuffer { file, rw, rx, len: 0 })
-    }
-
-    /// Whether every host address of the executable view fits a sign-extended 32-bit
-    /// immediate.
-    pub fn is_low(&self) -> bool {
-        self.rx.checked_add(self.rw.len()).is_some_and(|end| end <= i32::MAX as usize)
     }
 
     /// Bytes in use: the offset the next code goes to.
@@ -73,7 +57,7 @@ impl CodeBuffer {
 
     /// Host address of offset 0 in the executable view.
     pub fn base(&self) -> usize {
-        self.rx
+        self.rx.as_ptr() as usize
     }
 
     /// Capacity in bytes.
@@ -128,30 +112,9 @@ impl CodeBuffer {
     }
 }
 
-impl Drop for CodeBuffer {
-    fn drop(&mut self) {
-        // SAFETY: the executable view mapped in `new`, `capacity()` bytes; translated
-        // code no longer runs (the engine that owns this buffer is being dropped).
-        unsafe {
-            libc::munmap(self.rx as *mut libc::c_void, self.rw.len());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_buffer_too_large_for_the_low_2_gib_is_mapped_elsewhere() {
-        // The host's MAP_32BIT area is 1 GiB: 1.5 GiB cannot be there, and is mapped
-        // anywhere (translations then load the table's miss routine's address).
-        let big = CodeBuffer::new(1536 << 20).unwrap();
-        assert!(!big.is_low());
-        let mut small = CodeBuffer::new(1 << 16).unwrap();
-        assert!(small.extend(&[0xc3]));
-        assert!(small.is_low() == (small.base() + (1 << 16) <= i32::MAX as usize));
-    }
 
     #[test]
     fn the_executable_view_sees_what_is_written() {

@@ -149,7 +149,7 @@ impl Engine {
         let tc = self.tcache.as_mut()?;
         // Where the key's code is, for the end of the run if it never becomes hot.
         tc.seen.push((key, frame, eip & (PAGE_SIZE - 1)));
-        let host = crate::tcache::RunHost { helper: helper as *const () as usize, table_bias: self.table_bias };
+        let host = crate::tcache::RunHost { helper: helper as *const () as usize };
         let made = tc.find(place, eip, max, mem, host, id)?;
         if !self.room_for(&made) {
             return None; // the dispatcher interprets; translating later flushes
@@ -208,6 +208,7 @@ impl Engine {
                 Fixup::ExitCommon => self.exit_common_off,
                 Fixup::ExitNosave => self.exit_nosave_off,
                 Fixup::Lookup => self.lookup_off,
+                Fixup::TableMiss => self.table_miss_off,
             };
             let rel = (target as i64 - (start + field + 4) as i64) as i32;
             code[field..field + 4].copy_from_slice(&rel.to_le_bytes());

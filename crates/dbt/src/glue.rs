@@ -472,66 +472,60 @@ pub fn table_miss() -> (Vec<u8>, usize) {
 /// never set), and a hit counted in r11 (`lea r11, [r11 + 1]`, see
 /// `runtime::ICOUNT_SHIFT`) unless the caller folded it into the instruction count just
 /// before (`hit_counted`). Flags untouched; r8 and r9 are scratch here.
-pub fn table_lookup(hit_counted: bool) -> &'static [u8] {
-    &table_lookups()[usize::from(hit_counted)].0
-}
-
-/// [`table_lookup`] for a code buffer in the low 2 GiB, where the miss routine's host
-/// address fits a sign-extended 32-bit immediate: `lea r9, [r9 + miss]` instead of a load
-/// of `JitState::ibt_bias` and an add (four instructions, or five counting the hit; one
-/// load from the state block). Returns the code and the offset of the immediate, which
-/// the caller sets to the miss routine's address (a `translate::Reloc::TableMiss`).
-pub fn table_lookup_anchored(hit_counted: bool) -> (&'static [u8], usize) {
-    let (code, at) = &table_lookups()[2 + usize::from(hit_counted)];
+///
+/// ```text
+/// mov    r9, [r15 + ibt]              ; the running mapping's table
+/// movsxd r9, dword [r9 + r13 * 4]     ; its entry for the target
+/// lea    r8, [rip + miss]             ; the miss routine (a rel32 the caller resolves)
+/// lea    r9, [r9 + r8]
+/// jmp    r9
+/// ```
+///
+/// Returns the code and the offset of the `lea`'s rel32 to the miss routine, which the
+/// translator records as a `translate::Fixup::TableMiss`. (Until stop 41 the code buffer
+/// lay in the low 2 GiB and the miss routine's address was the `lea`'s immediate; a
+/// guest window holds the low 4 GiB now, see `morph_mem::window`.)
+pub fn table_lookup(hit_counted: bool) -> (&'static [u8], usize) {
+    let (code, at) = &table_lookups()[usize::from(hit_counted)];
     (code, *at)
 }
 
-/// The lookups of [`table_lookup`] and [`table_lookup_anchored`] (without and with the
-/// hit counted), each with the offset of its immediate (anchored ones only).
-fn table_lookups() -> &'static [(Vec<u8>, usize); 4] {
-    static CODE: std::sync::OnceLock<[(Vec<u8>, usize); 4]> = std::sync::OnceLock::new();
+/// The lookups of [`table_lookup`] (without and with the hit counted), each with the
+/// offset of its rel32.
+fn table_lookups() -> &'static [(Vec<u8>, usize); 2] {
+    static CODE: std::sync::OnceLock<[(Vec<u8>, usize); 2]> = std::sync::OnceLock::new();
     CODE.get_or_init(|| {
-        let tail = |a: &mut Glue, counted: bool| {
-            if !counted {
-                dynasm!(a
-                    ; .arch x64
-                    ; lea r11, [r11 + 1]
-                );
-            }
-            dynasm!(a
-                ; .arch x64
-                ; jmp r9
-            );
-        };
-        let loaded = |counted: bool| {
-            assemble(|a| {
+        let lookup = |counted: bool| {
+            let mut code = assemble(|a| {
                 dynasm!(a
                     ; .arch x64
                     ; mov r9, [r15 + off::IBT]
                     ; movsxd r9, DWORD [r9 + r13 * 4]
-                    ; mov r8, [r15 + off::IBT_BIAS]
+                );
+            });
+            // lea r8, [rip + rel32]: the rel32 last, so that it counts from the end of
+            // the field, as every rel32 the placement resolves does.
+            code.extend_from_slice(&[0x4c, 0x8d, 0x05, 0, 0, 0, 0]);
+            let at = code.len() - 4;
+            code.extend(assemble(|a| {
+                dynasm!(a
+                    ; .arch x64
                     ; lea r9, [r9 + r8]
                 );
-                tail(a, counted);
-            })
-        };
-        // A placeholder that takes a 32-bit displacement, found again by its bytes.
-        const MISS: i32 = 0x5eed_0bad;
-        let anchored = |counted: bool| {
-            let code = assemble(|a| {
+                if !counted {
+                    dynasm!(a
+                        ; .arch x64
+                        ; lea r11, [r11 + 1]
+                    );
+                }
                 dynasm!(a
                     ; .arch x64
-                    ; mov r9, [r15 + off::IBT]
-                    ; movsxd r9, DWORD [r9 + r13 * 4]
-                    ; lea r9, [r9 + MISS]
+                    ; jmp r9
                 );
-                tail(a, counted);
-            });
-            // (Always found: the test below checks the immediate lands in the `lea`.)
-            let at = code.windows(4).position(|w| w == MISS.to_le_bytes()).unwrap_or(0);
+            }));
             (code, at)
         };
-        [(loaded(false), 0), (loaded(true), 0), anchored(false), anchored(true)]
+        [lookup(false), lookup(true)]
     })
 }
 
@@ -540,19 +534,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_anchored_lookup_adds_its_immediate_where_it_says() {
+    fn the_table_lookup_forms_the_miss_routine_address_from_its_own() {
         use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
         for counted in [false, true] {
-            let (code, at) = table_lookup_anchored(counted);
+            let (code, at) = table_lookup(counted);
             let mut patched = code.to_vec();
             patched[at..at + 4].copy_from_slice(&0x1234_5678i32.to_le_bytes());
             let decoded: Vec<_> = Decoder::with_ip(64, &patched, 0, DecoderOptions::NONE).iter().collect();
-            let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.op0_register() == Register::R9);
-            assert_eq!(lea.map(|i| i.memory_displacement64()), Some(0x1234_5678), "{decoded:?}");
+            assert!(decoded.iter().all(|i| !i.is_invalid()), "{decoded:?}");
+            let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::RIP);
+            // The rel32 counts from the end of its field (the lea's end), as placement's do.
+            assert_eq!(
+                lea.map(|i| (i.op0_register(), i.memory_displacement64())),
+                Some((Register::R8, at as u64 + 4 + 0x1234_5678))
+            );
             assert_eq!(decoded.last().map(|i| i.mnemonic()), Some(Mnemonic::Jmp));
-            // One instruction fewer than the lookup that loads the miss routine's address.
-            let loaded = Decoder::with_ip(64, table_lookup(counted), 0, DecoderOptions::NONE).iter().count();
-            assert_eq!(decoded.len() + 1, loaded);
+            // No load but the table's and its entry's.
+            assert_eq!(
+                decoded.iter().filter(|i| i.mnemonic() == Mnemonic::Mov || i.mnemonic() == Mnemonic::Movsxd).count(),
+                2
+            );
         }
     }
 

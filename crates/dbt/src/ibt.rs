@@ -19,21 +19,21 @@
 //! ```text
 //! mov    r9, [r15 + ibt]              ; the running mapping's table
 //! movsxd r9, dword [r9 + r13 * 4]     ; its entry for the target
-//! mov    r8, [r15 + ibt_bias]
+//! lea    r8, [rip + miss]             ; the miss routine, relative to this code
 //! lea    r9, [r9 + r8]                ; host address (the miss routine if never set)
 //! lea    r11, [r11 + 1]               ; a hit (the miss routine takes it back)
 //! jmp    r9
 //! ```
 //!
 //! Six instructions, no comparison and one load on the way from the target to the jump
-//! (the other two are of the state block's line); the jump cache's hit takes thirteen,
+//! (the other is of the state block's line); the jump cache's hit takes thirteen,
 //! with an index computed, a 64-bit key loaded and compared and a conditional branch.
 //! Where the block's own instructions are counted just before (an indirect jump, call
 //! or return ending a block), the hit is added by that `lea r11` too, and the lookup is
-//! five (`glue::table_lookup`'s `hit_counted`). Where the code buffer lies in the low 2
-//! GiB (`CodeBuffer::is_low`), the miss routine's address is an immediate
-//! (`lea r9, [r9 + miss]`, `glue::table_lookup_anchored`): one instruction and one
-//! load fewer.
+//! five (`glue::table_lookup`'s `hit_counted`). (Until stop 41 the code buffer lay in
+//! the low 2 GiB and the miss routine's address was an immediate, `lea r9, [r9 +
+//! miss]`; the low 4 GiB now hold a guest window, `morph_mem::window`, and the
+//! `rip`-relative `lea` costs no load either.)
 //!
 //! The table is a cache of the jump cache kept in step with it: every entry the jump
 //! cache gets under a tag, the tag's table gets too (`JumpCache::set`), and a table

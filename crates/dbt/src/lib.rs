@@ -169,7 +169,6 @@ impl EngineConfig {
             predict: self.predict,
             ibt: self.ibt,
             counted: self.counted,
-            table_bias: None,
             slow_loop: self.uses_jrcxz(),
             sse: self.cpu.has_sse(),
             // Copies (`reuse`) and kept translations (`tcache`) would not carry the
@@ -314,6 +313,8 @@ pub struct Engine {
     code: CodeBuffer,
     enter_off: usize,
     exit_common_off: usize,
+    /// Offset of the indirect-branch tables' miss routine.
+    table_miss_off: usize,
     exit_nosave_off: usize,
     /// The shared jump-cache lookup (`glue::shared_lookup`).
     lookup_off: usize,
@@ -355,9 +356,6 @@ pub struct Engine {
     /// Host address of the code buffer (it moves only when code is committed or
     /// patched, which happens only in the dispatcher).
     code_base: usize,
-    /// The indirect-branch table's miss routine as a translation's immediate, if the
-    /// code buffer lies in the low 2 GiB (`translate::Options::table_bias`).
-    table_bias: Option<i32>,
     /// The jump cache ((tag, VA) → host entry).
     jc: JumpCache,
     /// Set (for good) once a translation runs x87/MMX natively: from then on the guest
@@ -399,6 +397,7 @@ impl Engine {
             code: CodeBuffer::new(cap)?,
             enter_off: 0,
             exit_common_off: 0,
+            table_miss_off: 0,
             exit_nosave_off: 0,
             lookup_off: 0,
             far: chain::FarLinks::default(),
@@ -424,7 +423,6 @@ impl Engine {
             ticks: clock::Ticks::new(time_split),
             epoch: 0,
             code_base: 0,
-            table_bias: None,
             jc,
             fpu_live: false,
             code_map: None,
@@ -452,13 +450,13 @@ impl Engine {
     }
 
     /// The translator's options: the configuration's switches, and what the engine's
-    /// code buffer allows (`translate::Options::table_bias`).
+    /// state allows.
     pub(crate) fn translate_options(&self) -> translate::Options {
         let o = self.cfg.translate_options();
         // With a second address space running, a chain to a translation that depends
         // on its thunk's page could not be unlinked when that space's mapping differs
         // (`chain::FarLinks`): new translations keep the run-time check, and chain.
-        translate::Options { table_bias: self.table_bias, thunk_deps: o.thunk_deps && !self.far_all_checked(), ..o }
+        translate::Options { thunk_deps: o.thunk_deps && !self.far_all_checked(), ..o }
     }
 
     /// The configuration.

@@ -77,9 +77,6 @@ impl Loaded {
 pub(crate) struct RunHost {
     /// The helper function's address.
     pub(crate) helper: usize,
-    /// The indirect-branch table's miss routine, if translations add it as an
-    /// immediate (`translate::Options::table_bias`).
-    pub(crate) table_bias: Option<i32>,
 }
 
 /// The persistent cache's counters.
@@ -120,15 +117,11 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     let m = std::fs::metadata("/proc/self/exe")?;
     let mut h = blake3::Hasher::new();
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
-    // The table's miss routine is relocated; only whether lookups add it as an
-    // immediate changes the code.
-    let anchored = opts.table_bias.is_some();
     h.update(&[
         u8::from(opts.ras),
         u8::from(opts.predict),
         u8::from(opts.ibt),
         u8::from(opts.counted),
-        u8::from(anchored),
         u8::from(opts.slow_loop),
         // The modeled CPU: SSE re-encoded or left to the interpreter's #UD, and which
         // XMM registers the translator's own code may use.
@@ -310,6 +303,7 @@ fn encode(made: &Made, id_fields: &[usize], eip: u32) -> Option<Vec<u8>> {
             Fixup::ExitCommon => 0,
             Fixup::ExitNosave => 1,
             Fixup::Lookup => 2,
+            Fixup::TableMiss => 3,
         })?;
     }
     w.u32(made.points.len())?;
@@ -331,15 +325,11 @@ fn encode(made: &Made, id_fields: &[usize], eip: u32) -> Option<Vec<u8>> {
         w.u32(at)?;
         w.u32(match r {
             Reloc::Helper => 0,
-            Reloc::TableMiss => TABLE_MISS_RELOC,
             Reloc::Instruction(n) => 1 + n as usize,
         })?;
     }
     Some(w.0)
 }
-
-/// A [`Reloc::TableMiss`] in a payload (helper instructions are numbered from 1).
-const TABLE_MISS_RELOC: usize = u32::MAX as usize;
 
 /// `made` again from its payload, for the block at `eip` whose guest bytes are `guest`,
 /// placed as translation number `id` in a run whose host values are `host`. Every
@@ -371,6 +361,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
             0 => Fixup::ExitCommon,
             1 => Fixup::ExitNosave,
             2 => Fixup::Lookup,
+            3 => Fixup::TableMiss,
             _ => return None,
         };
         fixups.push((at, f));
@@ -398,12 +389,6 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
     for _ in 0..r.count(8)? {
         let at = r.usize()?;
         let kind = r.usize()?;
-        if kind == TABLE_MISS_RELOC {
-            let at = field(at, 4)?;
-            code[at..at + 4].copy_from_slice(&host.table_bias?.to_le_bytes());
-            relocs.push((at, Reloc::TableMiss));
-            continue;
-        }
         let at = field(at, 8)?;
         let value = match kind {
             0 => (Reloc::Helper, host.helper as u64),

@@ -48,6 +48,11 @@ pub struct PhysStats {
     /// that stays resident, as frames are zeroed on reuse rather than returned to the
     /// host; the frames of a cached file's span never filled cost none).
     pub frames_touched: u64,
+    /// Address spaces made in the low window (guest address `v` at host address `v`,
+    /// see `crate::window`).
+    pub low_windows: u64,
+    /// Address spaces made over this memory.
+    pub address_spaces: u64,
 }
 
 struct Inner {
@@ -592,6 +597,13 @@ impl PhysMem {
     /// Takes the frames whose code was written since the last call.
     pub fn take_dirty_code(&self) -> Vec<Frame> {
         std::mem::take(&mut self.dirty_code.borrow_mut())
+    }
+
+    /// Records an address space made over this memory, with the low window or not.
+    pub(crate) fn note_address_space(&self, low: bool) {
+        let s = &mut self.inner.borrow_mut().stats;
+        s.address_spaces += 1;
+        s.low_windows += u64::from(low);
     }
 
     /// Counters.

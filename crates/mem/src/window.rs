@@ -9,12 +9,28 @@
 //! tearing a window down 2.5 µs per mapping against 0.9 µs (`benches/probes/hostmap.c`;
 //! `docs/architecture.md`, "Address spaces").
 //!
-//! The windows are carved from a fixed region of the host address space far below where
-//! the host kernel places mappings of its own (Linux allocates top-down from just below
-//! the stack; the region starts at 16 TiB, the host's mappings sit near 85 and 127 TiB),
-//! each slot [`SLOT`] bytes apart, so that the 4 GiB after a window stay empty too (a
-//! guest access straddling the top of the window faults there). A slot is checked to be
-//! empty when it is first handed out, and the address space maps into the holes of its
+//! **The low window.** Translated code reaches guest memory through the host's GS
+//! segment, whose base the engine sets to the running window's (`mov eax, gs:[ebx]`
+//! with a 32-bit address). On the Intel hosts we measured, a load through a segment
+//! whose base is not zero takes two cycles longer to deliver its value than the same
+//! load with base zero (`benches/probes/gsbase.c`: 1.73 against 1.24 ns per dependent
+//! load), and every guest load pays it. So the first address space to take a window
+//! while the host's lowest 8 GiB are free gets the window at host address 0 (the *low
+//! slot*): guest address `v` is host address `v`, and GS's base is zero. morph is a
+//! static PIE (`crates/cli/build.rs`) so that the host loads it, its heap and every
+//! mapping it makes far above; the slot is checked to be empty when it is handed out,
+//! as every slot is. The other address spaces of a machine (a fork's child while its
+//! parent lives, say) take slots of the region below, their loads two cycles slower.
+//! Guest page 0 cannot live in the low window (its host address would be null): a space
+//! about to map it moves to a region slot first (`AddressSpace::before_mapping`), and a
+//! fork of one that maps it is made in the region.
+//!
+//! The other windows are carved from a fixed region of the host address space far below
+//! where the host kernel places mappings of its own (Linux allocates top-down from just
+//! below the stack; the region starts at 16 TiB, the host's mappings sit near 85 and 127
+//! TiB), each slot [`SLOT`] bytes apart, so that the 4 GiB after a window stay empty too
+//! (a guest access straddling the top of the window faults there). A slot is checked to
+//! be empty when it is first handed out, and the address space maps into the holes of its
 //! window with `MAP_FIXED_NOREPLACE` (see `AddressSpace::host_map`): a foreign mapping in
 //! a window is an error, never overwritten.
 //!
@@ -27,6 +43,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::pte::Pte;
 use crate::{MemError, NUM_PAGES, host_err};
@@ -37,6 +54,17 @@ const REGION: usize = 1 << 44;
 const SLOT: usize = 1 << 33;
 /// Slots in the region (16 TiB of address space).
 const SLOTS: usize = 2048;
+
+/// The index of the low slot (host address 0).
+const LOW: usize = usize::MAX;
+
+/// Whether an address space holds the low slot, or found it occupied by the host.
+static LOW_TAKEN: AtomicBool = AtomicBool::new(false);
+
+/// The lowest host address a process may map without `CAP_SYS_RAWIO` (the usual
+/// `vm.mmap_min_addr`): the low slot is checked empty from there (guest page 0 is never
+/// hosted, and the pages up to here only by a process that may map them).
+const LOW_CHECKED_FROM: usize = 1 << 16;
 
 /// Free slots (indices) and the next never-used one: process-wide, because windows are
 /// host addresses and machines may run on several threads.
@@ -49,8 +77,14 @@ pub(crate) struct WindowSlot {
 }
 
 impl WindowSlot {
-    /// An empty slot. Fails only if every slot is taken or occupied by the host.
-    pub(crate) fn take() -> Result<WindowSlot, MemError> {
+    /// An empty slot: the low slot if `low` allows and it is free, else one of the
+    /// region. Fails only if every slot is taken or occupied by the host.
+    pub(crate) fn take(low: bool) -> Result<WindowSlot, MemError> {
+        // Occupied by the host (a position-dependent build of morph, say), the low slot
+        // stays marked taken, and the region serves every address space.
+        if let Some(slot) = low.then(WindowSlot::take_low).flatten() {
+            return Ok(slot);
+        }
         loop {
             let (index, fresh) = {
                 let mut g = SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,22 +116,49 @@ impl WindowSlot {
         }
     }
 
-    /// Host address of the window (guest address 0).
-    #[inline]
-    pub(crate) fn base(&self) -> *mut u8 {
-        (REGION + self.index * SLOT) as *mut u8
+    /// The low slot, if it is free (and the host has nothing there).
+    pub(crate) fn take_low() -> Option<WindowSlot> {
+        if LOW_TAKEN.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let slot = WindowSlot { index: LOW };
+        if slot.is_empty() {
+            return Some(slot);
+        }
+        std::mem::forget(slot); // occupied by the host: the flag stays set
+        None
     }
 
-    /// Whether nothing is mapped in the slot: a `MAP_FIXED_NOREPLACE` over all of it
-    /// succeeds (and is undone at once).
+    /// Host address of the window (guest address 0): 0 for the low slot.
+    #[inline]
+    pub(crate) fn base(&self) -> usize {
+        if self.index == LOW { 0 } else { REGION + self.index * SLOT }
+    }
+
+    /// Host pointer to guest address `va` in the window. Guest page 0 is never hosted in
+    /// the low window, so for any address morph reads or writes this is not null.
+    #[inline]
+    pub(crate) fn host_ptr(&self, va: u32) -> *mut u8 {
+        std::ptr::with_exposed_provenance_mut(self.base() + va as usize)
+    }
+
+    /// Whether this is the low slot (the window at host address 0).
+    #[inline]
+    pub(crate) fn is_low(&self) -> bool {
+        self.index == LOW
+    }
+
+    /// Whether nothing is mapped in the slot (the low slot: from [`LOW_CHECKED_FROM`]): a
+    /// `MAP_FIXED_NOREPLACE` over all of it succeeds (and is undone at once).
     fn is_empty(&self) -> bool {
-        let want = self.base();
+        let from = if self.is_low() { LOW_CHECKED_FROM } else { 0 };
+        let (want, len) = (self.base() + from, SLOT - from);
         // SAFETY: NOREPLACE never replaces an existing mapping; on success the mapping is
         // ours and removed right away.
         unsafe {
             let p = libc::mmap(
-                want.cast(),
-                SLOT,
+                want as *mut libc::c_void,
+                len,
                 libc::PROT_NONE,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE,
                 -1,
@@ -106,8 +167,8 @@ impl WindowSlot {
             if p == libc::MAP_FAILED {
                 return false;
             }
-            libc::munmap(p, SLOT);
-            p == want.cast() // a kernel without NOREPLACE takes it as a hint
+            libc::munmap(p, len);
+            p as usize == want // a kernel without NOREPLACE takes it as a hint
         }
     }
 }
@@ -117,8 +178,12 @@ impl Drop for WindowSlot {
     fn drop(&mut self) {
         // SAFETY: the slot is ours; whatever is mapped in it was mapped by its address
         // space, which is being dropped (no reference into it survives).
-        unsafe { libc::munmap(self.base().cast(), SLOT) };
-        SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner()).0.push(self.index);
+        unsafe { libc::munmap(std::ptr::with_exposed_provenance_mut(self.base()), SLOT) };
+        if self.is_low() {
+            LOW_TAKEN.store(false, Ordering::Release);
+        } else {
+            SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner()).0.push(self.index);
+        }
     }
 }
 

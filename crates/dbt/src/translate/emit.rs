@@ -177,27 +177,16 @@ impl Emitter {
 
     /// The length of the code `lookup` emits.
     fn lookup_len(&self) -> usize {
-        match (self.opts.ibt, self.opts.table_bias) {
-            (false, _) => glue::indirect_lookup().len(),
-            (true, Some(_)) => glue::table_lookup_anchored(false).0.len(),
-            (true, None) => glue::table_lookup(false).len(),
-        }
+        if self.opts.ibt { glue::table_lookup(false).0.len() } else { glue::indirect_lookup().len() }
     }
 
     /// The indirect-branch table's lookup of the target EIP in r13d (see
-    /// `glue::table_lookup`), its miss routine's address an immediate where the code
-    /// buffer allows (`Options::table_bias`, recorded in `relocs`).
+    /// `glue::table_lookup`), its rel32 to the miss routine a fixup.
     fn table_lookup(&mut self, hit_counted: bool) {
-        match self.opts.table_bias {
-            Some(bias) => {
-                let (code, at) = glue::table_lookup_anchored(hit_counted);
-                let start = self.code.len();
-                self.bytes(code);
-                self.code[start + at..start + at + 4].copy_from_slice(&bias.to_le_bytes());
-                self.relocs.push((start + at, Reloc::TableMiss));
-            }
-            None => self.bytes(glue::table_lookup(hit_counted)),
-        }
+        let (code, at) = glue::table_lookup(hit_counted);
+        let start = self.code.len();
+        self.bytes(code);
+        self.fixups.push((start + at, Fixup::TableMiss));
     }
 
     /// Counts up to `done` instructions, then continues at the target EIP in r13d: at the

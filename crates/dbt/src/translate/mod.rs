@@ -77,6 +77,9 @@ pub enum Fixup {
     ExitNosave,
     /// The shared jump-cache lookup of the EIP in r13d.
     Lookup,
+    /// The indirect-branch tables' miss routine (the `lea r8, [rip + rel32]` of a
+    /// table lookup, `glue::table_lookup`).
+    TableMiss,
 }
 
 /// An absolute host address baked into a translation: what a translation kept across
@@ -87,8 +90,6 @@ pub enum Reloc {
     Helper,
     /// The address of boxed helper instruction number `n` (`imm64`).
     Instruction(u32),
-    /// The indirect-branch table's miss routine (`disp32` of a table lookup's `lea`).
-    TableMiss,
 }
 
 /// A translated block, not yet placed in the code buffer.
@@ -159,11 +160,6 @@ pub struct Options {
     /// see `lower::pc_thunk`). Off where translations are copied or kept across runs
     /// (`reuse`, `tcache`), which would not carry the dependency.
     pub thunk_deps: bool,
-    /// The host address of the indirect-branch table's miss routine, when it fits a
-    /// sign-extended 32-bit immediate (the code buffer lies in the low 2 GiB): the
-    /// table's lookup then adds it as one instead of loading it from the state block
-    /// (`glue::table_lookup`; recorded as [`Reloc::TableMiss`]).
-    pub table_bias: Option<i32>,
     /// The host runs `loop` slowly (Intel cores: about seven µops, where AMD's run it
     /// as one): the flag-free tests of inline caches and PC thunks then branch with
     /// `jrcxz`, taken when the test passes, instead of falling through a `loop`

@@ -223,11 +223,13 @@ impl AddressSpace {
         if writable_on_host { self.sync_host_prot(page, 1) } else { Ok(()) }
     }
 
-    /// Host pointer to guest `va` (the range must have been checked).
+    /// Host pointer to guest `va` (the range must have been checked). Formed from the
+    /// address (the window is the host's own mapping, not a Rust allocation; the low
+    /// window starts at host address 0, where pointer arithmetic from its base would
+    /// start from null).
     #[inline]
     pub fn host_ptr(&self, va: u32) -> *mut u8 {
-        // SAFETY: any 32-bit offset lies inside the window's slot (4 GiB plus guard).
-        unsafe { self.window.base().add(va as usize) }
+        self.window.host_ptr(va)
     }
 
     /// Reads guest bytes into `buf`.

@@ -179,6 +179,46 @@ impl AddressSpace {
         plain_cow && !self.phys.is_code(p.frame()) && self.break_cow(va).is_ok()
     }
 
+    /// Readies the window for a mapping that starts at page `first`: guest page 0 cannot
+    /// be hosted in the low window, where its host address would be null (see
+    /// `crate::window`), so before page 0 is mapped the space moves to a slot of the
+    /// window region. Its hosted pages are dropped from the window (each is hosted
+    /// again at its next access); translations do not depend on where the window is,
+    /// and the engine reads the base at each entry. Only between guest instructions.
+    pub(super) fn before_mapping(&mut self, first: u32) -> Result<(), MemError> {
+        if first != 0 { Ok(()) } else { self.leave_low_window() }
+    }
+
+    /// Whether this space's window is the low one (guest address `v` at host address
+    /// `v`; see `crate::window`).
+    pub fn has_low_window(&self) -> bool {
+        self.window.is_low()
+    }
+
+    /// Moves this space out of the low window, if it has it, into a slot of the window
+    /// region, so that another space can take it. Its hosted pages are dropped from the
+    /// window (hosted again at their next access, in the new one); translations do not
+    /// depend on where the window is, and the engine reads the base at each entry. Only
+    /// between guest instructions.
+    pub fn leave_low_window(&mut self) -> Result<(), MemError> {
+        if !self.window.is_low() {
+            return Ok(());
+        }
+        let slot = WindowSlot::take(false)?;
+        self.move_window(slot);
+        Ok(())
+    }
+
+    /// Puts this space's window at `slot`: every hosted page leaves the old one (which
+    /// is unmapped whole as it drops, one host call) and is hosted again at its next
+    /// access. Only pages inside VMAs can be hosted.
+    fn move_window(&mut self, slot: WindowSlot) {
+        for (first, end) in self.vma_pages() {
+            self.set_hosted(first, end, false);
+        }
+        self.window = slot;
+    }
+
     /// Drops every host mapping of the window (one `munmap`: it covers whole host
     /// mappings and holes, so it needs no mapping of its own), to give the host's
     /// mappings back when hosting a page failed for want of them (pages scattered over
@@ -230,7 +270,7 @@ impl AddressSpace {
             // mapped (its pages are hosted); only its protection changes.
             let r = unsafe {
                 libc::mprotect(
-                    self.window.base().add((i as usize) << PAGE_SHIFT).cast(),
+                    self.window.host_ptr(i << PAGE_SHIFT).cast(),
                     ((j - i) as usize) << PAGE_SHIFT,
                     p.host_prot(),
                 )
@@ -255,8 +295,8 @@ impl AddressSpace {
         what: Option<(Frame, i32)>,
         populate: bool,
     ) -> Result<(), MemError> {
-        // SAFETY: the target range lies inside this address space's window slot.
-        let addr = unsafe { self.window.base().add((page as usize) << PAGE_SHIFT) };
+        // The target range lies inside this address space's window slot.
+        let addr = self.window.host_ptr(page << PAGE_SHIFT);
         let len = (n as usize) << PAGE_SHIFT;
         self.host_maps.set(self.host_maps.get() + 1);
         let Some((frame, prot)) = what else {

@@ -132,7 +132,13 @@ pub struct AddressSpace {
 impl AddressSpace {
     /// A new, empty address space over `phys`.
     pub fn new(phys: Rc<PhysMem>) -> Result<Self, MemError> {
-        let slot = WindowSlot::take()?;
+        Self::with_window(phys, true)
+    }
+
+    /// [`new`](Self::new), in the low window only if `low` allows (see `crate::window`).
+    pub(super) fn with_window(phys: Rc<PhysMem>, low: bool) -> Result<Self, MemError> {
+        let slot = WindowSlot::take(low)?;
+        phys.note_address_space(slot.is_low());
         Ok(AddressSpace {
             phys,
             window: slot,
@@ -205,8 +211,9 @@ impl AddressSpace {
         &self.phys
     }
 
-    /// Host address of guest address 0 (never baked into translations).
-    pub fn host_base(&self) -> *mut u8 {
+    /// Host address of guest address 0 (never baked into translations): 0 where this
+    /// space has the low window (see `crate::window`).
+    pub fn host_base(&self) -> usize {
         self.window.base()
     }
 

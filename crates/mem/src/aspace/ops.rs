@@ -163,6 +163,7 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
+        self.before_mapping(first)?;
         self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
         // Private memory is demand-zero: its pages get frames when first touched (a
         // process touches a few pages of its 8 MiB stack), but count against the limit
@@ -219,6 +220,7 @@ impl AddressSpace {
         if n == 0 {
             return Ok(());
         }
+        self.before_mapping(first)?;
         self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
         let file_page = u32::try_from(offset >> PAGE_SHIFT).ok().filter(|p| p.checked_add(n - 1).is_some()).ok_or(
             MemError::Host { op: "mmap(file offset)", err: std::io::Error::from_raw_os_error(libc::EOVERFLOW) },
@@ -277,6 +279,7 @@ impl AddressSpace {
         let (first, n) = pages(from, len);
         let (dfirst, _) = pages(to, len);
         let Some(v) = self.vma_at(from).filter(|v| v.shared && n > 0).cloned() else { return Ok(()) };
+        self.before_mapping(dfirst)?;
         self.phys.vma_room(Self::VMAS_PER_CHANGE)?;
         let inside = n.min((v.end - from) >> PAGE_SHIFT);
         let skip = (from - v.start) >> PAGE_SHIFT;
@@ -372,6 +375,7 @@ impl AddressSpace {
     pub fn move_pages(&mut self, from: u32, to: u32, len: u32) -> Result<(), MemError> {
         let (first, n) = pages(from, len);
         let (dfirst, _) = pages(to, len);
+        self.before_mapping(dfirst)?;
         self.phys.vma_room(2 * Self::VMAS_PER_CHANGE)?;
         self.unhost(first, n)?;
         self.unhost(dfirst, n)?;
@@ -546,7 +550,9 @@ impl AddressSpace {
     /// both, shared pages stay shared.
     pub fn fork(&mut self) -> Result<AddressSpace, MemError> {
         self.phys.vma_room(self.counted)?;
-        let mut child = AddressSpace::new(self.phys.clone())?;
+        // A space that maps guest page 0 cannot live in the low window.
+        let page0 = self.vmas.keys().next().is_some_and(|&start| start < PAGE_SIZE);
+        let mut child = AddressSpace::with_window(self.phys.clone(), !page0)?;
         child.vmas = self.vmas.clone();
         child.account();
         child.mmap_base = self.mmap_base;
@@ -586,7 +592,7 @@ impl AddressSpace {
 
     /// The page numbers `[first, end)` of each VMA, in address order (every present page
     /// lies in one: walks over these skip the rest of the 4 GiB table).
-    fn vma_pages(&self) -> Vec<(u32, u32)> {
+    pub(super) fn vma_pages(&self) -> Vec<(u32, u32)> {
         self.vmas.values().map(|v| (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT)).collect()
     }
 

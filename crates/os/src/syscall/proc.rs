@@ -332,6 +332,7 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     })?;
     let spath = String::from_utf8_lossy(&path).into_owned();
     let cwd = p.cwd.clone();
+    free_low_window(m, p);
     let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;
     // The point of no return: the old image goes, with the group's other threads; the
     // calling thread becomes the leader.
@@ -379,6 +380,22 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     m.engine.drop_context(p.pid);
     m.stats.execs += 1;
     Err(EJUSTRETURN)
+}
+
+/// Frees the low window (`morph_mem::window`: guest memory at host address 0, where
+/// translated code's loads take two cycles less) for the program `p` is about to load,
+/// whose address space, made next, then takes it: the space that has it (`p`'s own
+/// image, or a shell waiting for this program, say) moves to the window region, its
+/// pages hosted again at their next access. The program exec'd last is the likeliest to
+/// run longest. (If the host refuses a region slot, the holder keeps the window.)
+fn free_low_window(m: &mut TaskCtx<'_>, p: &mut Process) {
+    if p.aspace.has_low_window() {
+        let _ = p.aspace.leave_low_window();
+        return;
+    }
+    if let Some(q) = m.tasks.procs.values_mut().find(|q| q.aspace.has_low_window()) {
+        let _ = q.aspace.leave_low_window();
+    }
 }
 
 /// Does child (`pid`, `pgid`) match `wait4`'s pid argument for a caller in `own_pgid`?
