@@ -13,11 +13,11 @@
 //! segment, whose base the engine sets to the running window's (`mov eax, gs:[ebx]`
 //! with a 32-bit address). On the Intel hosts we measured, a load through a segment
 //! whose base is not zero takes two cycles longer to deliver its value than the same
-//! load with base zero (`benches/probes/gsbase.c`: 1.73 against 1.24 ns per dependent
+//! load with base zero (`benches/probes/gsmem.c`: 1.73 against 1.24 ns per dependent
 //! load), and every guest load pays it. So the first address space to take a window
 //! while the host's lowest 8 GiB are free gets the window at host address 0 (the *low
 //! slot*): guest address `v` is host address `v`, and GS's base is zero. morph is a
-//! static PIE (`crates/cli/build.rs`) so that the host loads it, its heap and every
+//! static PIE (`.cargo/config.toml`) so that the host loads it, its heap and every
 //! mapping it makes far above; the slot is checked to be empty when it is handed out,
 //! as every slot is. The other address spaces of a machine (a fork's child while its
 //! parent lives, say) take slots of the region below, their loads two cycles slower.
