@@ -43,8 +43,7 @@ const _: () = assert!(
         && off::RAS_EMPTY == 160
         && off::RAS_EMPTY_NEG == 168
         && off::RAS_MISSES == 176
-        && off::IBT_BIAS == 192
-        && off::SCRATCH == 200
+        && off::SCRATCH == 192
         && off::FPU_IN_HOST == 113
         && off::FPU_LEFT == 114
 );
@@ -120,8 +119,8 @@ fn fpu_exit(a: &mut Glue) {
         ; .arch x64
         ; cmp BYTE [r15 + 112], 0 // fpu_live (0 or 1)
         ; je BYTE >done
-        ; stmxcsr [r15 + 200] // scratch
-        ; mov r13d, [r15 + 200]
+        ; stmxcsr [r15 + 192] // scratch
+        ; mov r13d, [r15 + 192]
         ; cmp r13d, [r15 + 132] // host.mxcsr
         ; jne BYTE >save
         ; mov BYTE [r15 + 114], 1 // fpu_left

@@ -7,7 +7,7 @@
 //! from the kernel's zero page, and only the pages holding set entries take memory
 //! (4 KiB of table per KiB of guest code whose addresses are branch targets). Entry
 //! `va` holds the host address to continue at for guest EIP `va` less the *bias* (the
-//! host address of the table-miss routine, `JitState::ibt_bias`), as a signed 32-bit
+//! host address of the table-miss routine), as a signed 32-bit
 //! offset: zero, an entry never set, leads to the miss routine, which takes the jump
 //! cache (whose misses go to the dispatcher). The code buffer is smaller than 2 GiB
 //! (`Engine::new` turns the table off otherwise), so every host address in it is within
@@ -142,7 +142,7 @@ pub(crate) struct Tables {
     cur: usize,
     /// Selections so far (the clock of `Table::used`).
     clock: u64,
-    /// The host address entries are relative to (`JitState::ibt_bias`).
+    /// The host address entries are relative to: the miss routine's.
     bias: u64,
 }
 

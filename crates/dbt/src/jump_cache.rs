@@ -66,12 +66,11 @@ impl JumpCache {
         self.ibt.is_some()
     }
 
-    /// Sets the host address of the tables' miss routine (`JitState::ibt_bias`); every
-    /// table is forgotten.
+    /// Sets the host address of the tables' miss routine, what their entries are
+    /// relative to; every table is forgotten.
     pub(crate) fn set_table_bias(&mut self, bias: u64) {
         if let Some(t) = &mut self.ibt {
             t.set_bias(bias);
-            self.frame.state.ibt_bias = bias;
             self.attach_table(|_| true);
         }
     }

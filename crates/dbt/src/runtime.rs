@@ -94,9 +94,6 @@ pub struct JitState {
     /// Host faults of translated code that the fault handler resolved and retried (a
     /// guest page hosted in the window at its first touch, a copy-on-write break).
     pub window_faults: u64,
-    /// What an indirect-branch table entry is relative to: the host address of the
-    /// table-miss routine, where an entry never set (zero) leads.
-    pub ibt_bias: u64,
     /// A word translated code may keep a value in between two instructions of its own
     /// (the guest's flags across a short `rep`'s checks: `translate::lower`), never
     /// across a guest memory access.
@@ -238,7 +235,6 @@ impl Default for JitState {
             ras_empty_neg: 0,
             ras_misses: 0,
             window_faults: 0,
-            ibt_bias: 0,
             scratch: 0,
         }
     }
@@ -298,10 +294,8 @@ pub mod off {
     pub const RAS_EMPTY_NEG: i32 = 168;
     /// `ras_misses`.
     pub const RAS_MISSES: i32 = 176;
-    /// `ibt_bias`.
-    pub const IBT_BIAS: i32 = 192;
     /// `scratch`.
-    pub const SCRATCH: i32 = 200;
+    pub const SCRATCH: i32 = 192;
 }
 
 /// A chain site exited (EIP set; `exit_site` says which).
@@ -802,7 +796,6 @@ mod tests {
         assert_eq!(&s.ras_empty as *const _ as usize - base, off::RAS_EMPTY as usize);
         assert_eq!(&s.ras_empty_neg as *const _ as usize - base, off::RAS_EMPTY_NEG as usize);
         assert_eq!(&s.ras_misses as *const _ as usize - base, off::RAS_MISSES as usize);
-        assert_eq!(&s.ibt_bias as *const _ as usize - base, off::IBT_BIAS as usize);
         assert_eq!(&s.scratch as *const _ as usize - base, off::SCRATCH as usize);
         assert_eq!(JC_KEYS, 208, "the goldens' jump-cache lookups show this offset");
     }
