@@ -55,9 +55,6 @@ const SLOT: usize = 1 << 33;
 /// Slots in the region (16 TiB of address space).
 const SLOTS: usize = 2048;
 
-/// The index of the low slot (host address 0).
-const LOW: usize = usize::MAX;
-
 /// Whether an address space holds the low slot, or found it occupied by the host.
 static LOW_TAKEN: AtomicBool = AtomicBool::new(false);
 
@@ -73,7 +70,9 @@ static SLOTS_FREE: Mutex<(Vec<usize>, usize)> = Mutex::new((Vec::new(), 0));
 /// A window slot: `[base, base + SLOT)` of host address space, empty when handed out.
 /// Dropping it unmaps everything mapped in it and returns the slot.
 pub(crate) struct WindowSlot {
-    index: usize,
+    /// Host address of the window: 0 for the low slot, else `REGION + index * SLOT`
+    /// (kept, not computed: every guest access the interpreter makes adds it).
+    base: usize,
 }
 
 impl WindowSlot {
@@ -105,7 +104,7 @@ impl WindowSlot {
                     }
                 }
             };
-            let slot = WindowSlot { index };
+            let slot = WindowSlot { base: REGION + index * SLOT };
             // A slot given back was emptied by its last owner; the host does not place
             // its own mappings this low (see the module documentation).
             if !fresh || slot.is_empty() {
@@ -121,7 +120,7 @@ impl WindowSlot {
         if LOW_TAKEN.swap(true, Ordering::AcqRel) {
             return None;
         }
-        let slot = WindowSlot { index: LOW };
+        let slot = WindowSlot { base: 0 };
         if slot.is_empty() {
             return Some(slot);
         }
@@ -132,7 +131,7 @@ impl WindowSlot {
     /// Host address of the window (guest address 0): 0 for the low slot.
     #[inline]
     pub(crate) fn base(&self) -> usize {
-        if self.index == LOW { 0 } else { REGION + self.index * SLOT }
+        self.base
     }
 
     /// Host pointer to guest address `va` in the window. Guest page 0 is never hosted in
@@ -145,7 +144,7 @@ impl WindowSlot {
     /// Whether this is the low slot (the window at host address 0).
     #[inline]
     pub(crate) fn is_low(&self) -> bool {
-        self.index == LOW
+        self.base == 0
     }
 
     /// Whether nothing is mapped in the slot (the low slot: from [`LOW_CHECKED_FROM`]): a
@@ -182,7 +181,7 @@ impl Drop for WindowSlot {
         if self.is_low() {
             LOW_TAKEN.store(false, Ordering::Release);
         } else {
-            SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner()).0.push(self.index);
+            SLOTS_FREE.lock().unwrap_or_else(|e| e.into_inner()).0.push((self.base - REGION) / SLOT);
         }
     }
 }

@@ -181,10 +181,8 @@ impl AddressSpace {
 
     /// Readies the window for a mapping that starts at page `first`: guest page 0 cannot
     /// be hosted in the low window, where its host address would be null (see
-    /// `crate::window`), so before page 0 is mapped the space moves to a slot of the
-    /// window region. Its hosted pages are dropped from the window (each is hosted
-    /// again at its next access); translations do not depend on where the window is,
-    /// and the engine reads the base at each entry. Only between guest instructions.
+    /// `crate::window`), so before page 0 is mapped the space leaves it
+    /// (`leave_low_window`).
     pub(super) fn before_mapping(&mut self, first: u32) -> Result<(), MemError> {
         if first != 0 { Ok(()) } else { self.leave_low_window() }
     }
