@@ -11,7 +11,10 @@
 //! `sse2` added (bits 24–26 of the standard word), family 15 model 2, its brand string,
 //! and the Efficeon's published cache sizes (L1 128 KiB I + 64 KiB D, L2 1 MiB). It lets
 //! programs built for a CPU with SSE2 (the i686 targets of Rust and Go, distributions
-//! whose i686 baseline has it) run, and glibc choose its SSE2 string functions.
+//! whose i686 baseline has it) run. glibc's own choices do not change: glibc 2.36 reads
+//! the feature words only for the vendors it knows (Intel, AMD, Zhaoxin), so for
+//! `GenuineTMx86` it enables no feature under either model and keeps its i686 string
+//! functions (`ld.so --list-diagnostics` under morph shows every feature word zero).
 
 /// A modeled CPU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
