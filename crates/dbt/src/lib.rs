@@ -90,6 +90,15 @@ use slots::{FrameEntry, NO_SLOT, Slot};
 /// Keys the slot vector is first reserved for.
 const INITIAL_KEYS: usize = 1 << 16;
 
+/// Translations the translation vector, and the fault map's per-translation vector,
+/// are first reserved for; the fault map's points (one per translated guest
+/// instruction that may fault) get [`INITIAL_POINTS`]. Reserved, not touched, as the
+/// slots are: growing them by doubling in `place` reallocated them into fresh heap
+/// pages at each step (4 % of a python start's samples, the copies and the huge pages
+/// the kernel zeroed for them).
+const INITIAL_TRANSLATIONS: usize = 1 << 13;
+const INITIAL_POINTS: usize = 1 << 17;
+
 /// Engine configuration.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -380,6 +389,10 @@ impl Engine {
     pub fn new(cfg: EngineConfig) -> std::io::Result<Engine> {
         let mut fault_map = Box::<FaultMap>::default();
         if cfg.translate {
+            fault_map.points.reserve_exact(INITIAL_POINTS);
+            fault_map.starts.reserve_exact(INITIAL_TRANSLATIONS);
+        }
+        if cfg.translate {
             runtime::install_fault_handler();
             fault_map.budget_guard = runtime::budget_guard()
                 .ok_or_else(|| std::io::Error::other("the host refused the budget region (16 MiB of address space)"))?;
@@ -401,7 +414,7 @@ impl Engine {
             exit_nosave_off: 0,
             lookup_off: 0,
             far: chain::FarLinks::default(),
-            trans: Vec::new(),
+            trans: Vec::with_capacity(INITIAL_TRANSLATIONS),
             // Room for a large program's start-up (python3 makes ~40 k keys before its
             // first line of Python), reserved, not touched: growing by doubling copied
             // the slots into fresh heap pages at each step (a third of a cold dynamic
