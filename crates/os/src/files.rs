@@ -55,6 +55,12 @@ pub struct OpenFile {
     pub kind: FileKind,
     /// What morph keeps beside a socket (unused for other files).
     pub socket: SocketState,
+    /// What a guest `mmap` of it needs that cannot change while it is open, found at
+    /// the first one: its access mode (`O_ACCMODE`, which `fcntl` cannot change) and
+    /// its guest path (the name `/proc/self/maps` shows). A dynamic program's loader
+    /// maps each library four or five times through one descriptor; each asked the host
+    /// again (a `readlink` of `/proc/self/fd/N` and an `F_GETFL`).
+    pub map_info: OnceCell<(i32, Rc<str>)>,
 }
 
 /// What morph keeps beside a host socket, shared like the socket itself (see
@@ -87,6 +93,7 @@ impl OpenFile {
             file,
             kind: FileKind::Host,
             socket: SocketState::default(),
+            map_info: OnceCell::new(),
         }
     }
 
@@ -105,6 +112,7 @@ impl OpenFile {
             file: None,
             kind: FileKind::Host,
             socket: SocketState::default(),
+            map_info: OnceCell::new(),
         }
     }
 

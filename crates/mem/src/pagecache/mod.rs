@@ -75,8 +75,12 @@ pub struct FileId {
 impl FileId {
     /// The identity of an open host file.
     pub fn of(file: &File) -> std::io::Result<FileId> {
-        let m = file.metadata()?;
-        Ok(FileId { dev: m.dev(), ino: m.ino(), mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(), size: m.size() })
+        Ok(FileId::of_metadata(&file.metadata()?))
+    }
+
+    /// The identity `metadata` (of an open file) gives.
+    pub fn of_metadata(m: &std::fs::Metadata) -> FileId {
+        FileId { dev: m.dev(), ino: m.ino(), mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(), size: m.size() }
     }
 
     /// The cache key (device and inode).

@@ -103,19 +103,19 @@ pub(super) fn do_mmap(
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
     fill_snapshot(m.sys(), p, fd);
     let raw = entry.host.as_raw_fd();
-    let fl = host::getfl(raw).unwrap_or(-1);
-    if fl & libc::O_ACCMODE == libc::O_WRONLY
-        || (shared && prot.has(Prot::WRITE) && fl & libc::O_ACCMODE != libc::O_RDWR)
-    {
+    let (accmode, name) = entry
+        .host
+        .map_info
+        .get_or_init(|| (host::getfl(raw).map_or(-1, |fl| fl & libc::O_ACCMODE), guest_name_of(m.vfs, raw).into()));
+    if *accmode == libc::O_WRONLY || (shared && prot.has(Prot::WRITE) && *accmode != libc::O_RDWR) {
         return Err(EACCES);
     }
     let file = std::fs::File::from(host::dup_cloexec(raw, 0)?);
-    if file.metadata().map(|md| !md.is_file()).unwrap_or(true) {
-        return Err(ENODEV);
-    }
-    let id = morph_mem::FileId::of(&file).map_err(|_| EIO)?;
-    let name = guest_name_of(m.vfs, raw);
-    p.aspace.map_file(m.cache, start, alen, prot, shared, &file, id, off, &name).map_err(|e| match e {
+    let id = match file.metadata() {
+        Ok(md) if md.is_file() => morph_mem::FileId::of_metadata(&md),
+        _ => return Err(ENODEV),
+    };
+    p.aspace.map_file(m.cache, start, alen, prot, shared, &file, id, off, name).map_err(|e| match e {
         MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
         _ => ENOMEM,
     })?;
