@@ -59,7 +59,10 @@ pub struct OpenFile {
     /// the first one: its access mode (`O_ACCMODE`, which `fcntl` cannot change) and
     /// its guest path (the name `/proc/self/maps` shows). A dynamic program's loader
     /// maps each library four or five times through one descriptor; each asked the host
-    /// again (a `readlink` of `/proc/self/fd/N` and an `F_GETFL`).
+    /// again (a `readlink` of `/proc/self/fd/N` and an `F_GETFL`). The name is the path
+    /// at the first `mmap`, as each mapping's name was the path at its own `mmap` before
+    /// (Linux shows the path when `maps` is read: a file renamed or deleted between two
+    /// mappings keeps its first name here).
     pub map_info: OnceCell<(i32, Rc<str>)>,
 }
 
