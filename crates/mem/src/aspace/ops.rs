@@ -518,12 +518,12 @@ impl AddressSpace {
     /// data, which the dynamic loader writes page after page while relocating), up to
     /// `FILE_BATCH` pages from `i` on; in private anonymous memory (a heap, a bss, a
     /// stack, where a forked child writes a few neighbouring pages before it execs), up
-    /// to `ANON_REACH` pages either side. Copying a page before it is written is
+    /// to [`COW_ANON_REACH`] pages either side. Copying a page before it is written is
     /// invisible to the guest, except that later changes to a file no longer show
     /// through it, which POSIX leaves unspecified for `MAP_PRIVATE`.
     pub(super) fn cow_batch(&self, i: u32) -> (u32, u32) {
         const FILE_BATCH: u32 = 16;
-        const ANON_REACH: u32 = 1;
+        const ANON_REACH: u32 = COW_ANON_REACH;
         let Some(v) = self.vma_at(i << PAGE_SHIFT) else { return (i, i + 1) };
         if v.shared {
             return (i, i + 1);

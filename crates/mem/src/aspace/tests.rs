@@ -49,21 +49,26 @@ fn fork_is_copy_on_write() {
 
 #[test]
 fn a_copy_on_write_break_in_anonymous_memory_copies_its_neighbours() {
+    let reach = super::COW_ANON_REACH;
+    let pages = 2 * reach + 3; // the written page, its reach either side, one more each side
     let mut a = space();
-    a.map_anon(0x8000, 0x5000, Prot::RW, false, "").unwrap();
-    for i in 0..5 {
+    a.map_anon(0x8000, pages * 0x1000, Prot::RW, false, "").unwrap();
+    for i in 0..pages {
         a.write_u32(0x8000 + i * 0x1000, i).unwrap();
     }
     let mut child = a.fork().unwrap();
-    child.write_u32(0xa000, 99).unwrap();
-    // Pages 1..=3 were copied for the child at once; 0 and 4 are still shared.
-    let cow: Vec<bool> = (0..5).map(|i| child.pte(0x8000 + i * 0x1000).cow()).collect();
-    assert_eq!(cow, [true, false, false, false, true]);
-    let (p1, p3) = (child.pte(0x9000).frame().0, child.pte(0xb000).frame().0);
-    assert_eq!(p3, p1 + 2, "the copies are consecutive frames (one host mapping)");
-    for i in 0..5 {
+    let mid = reach + 1;
+    child.write_u32(0x8000 + mid * 0x1000, 99).unwrap();
+    // The pages within the reach were copied for the child at once; the first and the
+    // last are still shared.
+    let cow: Vec<bool> = (0..pages).map(|i| child.pte(0x8000 + i * 0x1000).cow()).collect();
+    let want: Vec<bool> = (0..pages).map(|i| i == 0 || i == pages - 1).collect();
+    assert_eq!(cow, want);
+    let (first, last) = (child.pte(0x9000).frame().0, child.pte(0x8000 + (pages - 2) * 0x1000).frame().0);
+    assert_eq!(last, first + pages - 3, "the copies are consecutive frames (one host mapping)");
+    for i in 0..pages {
         assert_eq!(a.read_u32(0x8000 + i * 0x1000).unwrap(), i, "the parent keeps its page {i}");
-        let want = if i == 2 { 99 } else { i };
+        let want = if i == mid { 99 } else { i };
         assert_eq!(child.read_u32(0x8000 + i * 0x1000).unwrap(), want, "the child's page {i}");
     }
     a.write_u32(0x9000, 7).unwrap();
