@@ -515,10 +515,12 @@ impl AddressSpace {
     /// The pages `[lo, hi)` around page `i` that a copy-on-write break copies at once,
     /// each still shared and holding no code, so that their copies take consecutive
     /// frames and one host mapping: in a private file mapping (a program's or library's
-    /// data, which the dynamic loader writes page after page while relocating), up to
-    /// `FILE_BATCH` pages from `i` on; in private anonymous memory (a heap, a bss, a
-    /// stack, where a forked child writes a few neighbouring pages before it execs), up
-    /// to [`COW_ANON_REACH`] pages either side. Copying a page before it is written is
+    /// data, which the dynamic loader writes page after page while relocating, and a
+    /// forked child here and there), up to `FILE_BATCH` pages either side (from `i` on
+    /// only until stop 42: a data page written below the first one written took a
+    /// fault of its own, 310 of the fork/exec loop's); in private anonymous memory (a
+    /// heap, a bss, a stack, where a forked child writes a few neighbouring pages before
+    /// it execs), up to [`COW_ANON_REACH`] pages either side. Copying a page before it is
     /// invisible to the guest, except that later changes to a file no longer show
     /// through it, which POSIX leaves unspecified for `MAP_PRIVATE`.
     pub(super) fn cow_batch(&self, i: u32) -> (u32, u32) {
@@ -539,7 +541,9 @@ impl AddressSpace {
         };
         let (first, end) = (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT);
         match v.kind {
-            MapKind::File { .. } => Self::extent(i, i, end.min(i + FILE_BATCH), shared_data),
+            MapKind::File { .. } => {
+                Self::extent(i, first.max(i.saturating_sub(FILE_BATCH)), end.min(i + FILE_BATCH), shared_data)
+            }
             MapKind::Anon => {
                 Self::extent(i, first.max(i.saturating_sub(ANON_REACH)), end.min(i + 1 + ANON_REACH), shared_data)
             }
