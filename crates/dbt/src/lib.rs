@@ -391,8 +391,6 @@ impl Engine {
         if cfg.translate {
             fault_map.points.reserve_exact(INITIAL_POINTS);
             fault_map.starts.reserve_exact(INITIAL_TRANSLATIONS);
-        }
-        if cfg.translate {
             runtime::install_fault_handler();
             fault_map.budget_guard = runtime::budget_guard()
                 .ok_or_else(|| std::io::Error::other("the host refused the budget region (16 MiB of address space)"))?;
