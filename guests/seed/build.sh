@@ -13,6 +13,21 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$1"
 OUT=$(cd "$1" && pwd)
 CC=${CC:-gcc}
+# The programs include glibc's headers for i386: without gcc-multilib the first one
+# fails deep in <features.h>. Install it where apt can (as .ci/run does), else say so.
+printf '#include <stdio.h>\nint main(void){return 0;}\n' >"$OUT/.m32check.c"
+if ! $CC -m32 "$OUT/.m32check.c" -o "$OUT/.m32check" 2>/dev/null; then
+	if command -v apt-get >/dev/null; then
+		echo "$0: installing gcc-multilib (gcc -m32 cannot build against i386 glibc headers)" >&2
+		SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+		$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq gcc-multilib >&2
+	fi
+	$CC -m32 "$OUT/.m32check.c" -o "$OUT/.m32check" 2>/dev/null || {
+		echo "$0: $CC -m32 cannot build against i386 glibc headers: install gcc-multilib" >&2
+		exit 1
+	}
+fi
+rm -f "$OUT/.m32check.c" "$OUT/.m32check"
 for p in echod sockreq filecalc hello; do
 	$CC -m32 -O2 -fPIE -pie -Wall -Wextra -Werror -o "$OUT/$p.tmp" "$HERE/$p.c"
 	mv "$OUT/$p.tmp" "$OUT/$p"
