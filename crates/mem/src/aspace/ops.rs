@@ -516,16 +516,16 @@ impl AddressSpace {
     /// each still shared and holding no code, so that their copies take consecutive
     /// frames and one host mapping: in a private file mapping (a program's or library's
     /// data, which the dynamic loader writes page after page while relocating, and a
-    /// forked child here and there), up to `FILE_BATCH` pages either side (from `i` on
-    /// only until stop 42: a data page written below the first one written took a
-    /// fault of its own, 310 of the fork/exec loop's); in private anonymous memory (a
-    /// heap, a bss, a stack, where a forked child writes a few neighbouring pages before
-    /// it execs), up to [`COW_ANON_REACH`] pages either side. Copying a page before it is
-    /// invisible to the guest, except that later changes to a file no longer show
-    /// through it, which POSIX leaves unspecified for `MAP_PRIVATE`.
+    /// forked child here and there), the `FILE_BATCH` pages from `i` on and as many
+    /// before it (from `i` on only until stop 42: a data page written below the first
+    /// one took a fault of its own, 310 of the fork/exec loop's); in private anonymous
+    /// memory (a heap, a bss, a stack, where a forked child writes a few neighbouring
+    /// pages before it execs), up to [`COW_ANON_REACH`] pages either side. Copying a
+    /// page before it is written is invisible to the guest, except that later changes
+    /// to a file no longer show through it, which POSIX leaves unspecified for
+    /// `MAP_PRIVATE`.
     pub(super) fn cow_batch(&self, i: u32) -> (u32, u32) {
         const FILE_BATCH: u32 = 16;
-        const ANON_REACH: u32 = COW_ANON_REACH;
         let Some(v) = self.vma_at(i << PAGE_SHIFT) else { return (i, i + 1) };
         if v.shared {
             return (i, i + 1);
@@ -539,15 +539,13 @@ impl AddressSpace {
                 && self.phys.refcount(q.frame()) > 1
                 && !self.phys.is_code(q.frame())
         };
+        // Pages the batch may reach before `i` and after it.
+        let (before, after) = match v.kind {
+            MapKind::File { .. } => (FILE_BATCH, FILE_BATCH - 1),
+            MapKind::Anon => (COW_ANON_REACH, COW_ANON_REACH),
+        };
         let (first, end) = (v.start >> PAGE_SHIFT, v.end >> PAGE_SHIFT);
-        match v.kind {
-            MapKind::File { .. } => {
-                Self::extent(i, first.max(i.saturating_sub(FILE_BATCH)), end.min(i + FILE_BATCH), shared_data)
-            }
-            MapKind::Anon => {
-                Self::extent(i, first.max(i.saturating_sub(ANON_REACH)), end.min(i + 1 + ANON_REACH), shared_data)
-            }
-        }
+        Self::extent(i, first.max(i.saturating_sub(before)), end.min(i + 1 + after), shared_data)
     }
 
     /// A copy of this address space for `fork`: private pages become copy-on-write in

@@ -103,10 +103,12 @@ pub(super) fn do_mmap(
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
     fill_snapshot(m.sys(), p, fd);
     let raw = entry.host.as_raw_fd();
-    let (accmode, name) = entry
-        .host
-        .map_info
-        .get_or_init(|| (host::getfl(raw).map_or(-1, |fl| fl & libc::O_ACCMODE), guest_name_of(m.vfs, raw).into()));
+    let (accmode, name) = entry.host.map_info.get_or_init(|| {
+        (
+            host::getfl(raw).map_or(-1, |fl| fl & libc::O_ACCMODE),
+            m.vfs.guest_path_of(&entry.host).unwrap_or_default().into(),
+        )
+    });
     if *accmode == libc::O_WRONLY || (shared && prot.has(Prot::WRITE) && *accmode != libc::O_RDWR) {
         return Err(EACCES);
     }
@@ -135,14 +137,6 @@ pub(super) fn reclaiming(
         r = f(p);
     }
     r
-}
-
-/// The guest path of an open host descriptor (for the names in `/proc/self/maps`).
-pub(super) fn guest_name_of(vfs: &Vfs, raw: i32) -> String {
-    std::fs::read_link(format!("/proc/self/fd/{raw}"))
-        .ok()
-        .and_then(|h| h.strip_prefix(vfs.root_path()).ok().map(|r| format!("/{}", r.display())))
-        .unwrap_or_default()
 }
 
 pub(super) fn sys_mmap2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
