@@ -871,28 +871,49 @@ fn string_instructions() {
     });
 }
 
-/// A `rep movsd` that runs into an unmapped page stops at the element that faults, with
-/// ESI, EDI and ECX where the interpreter leaves them and the fault at its EIP.
+/// A `rep movs`/`rep stos` that runs into an unmapped page stops at the element that
+/// faults, with ESI, EDI and ECX where the interpreter leaves them and the fault at its
+/// EIP: a long `rep movsd` (the host's `rep`), a short one (the SSE copy, whose stores
+/// may have begun when its tail faults), and `rep movsb`/`rep stosb` faulting in the
+/// elements moved one at a time and in the host's `rep` after them.
 #[test]
 fn string_instruction_faults_part_way() {
-    let mut a = CodeAssembler::new(32).unwrap();
-    a.cld().unwrap();
-    a.mov(esi, DATA + 0x1000).unwrap();
-    a.mov(edi, DATA + 0x1800).unwrap(); // the data mapping ends at DATA + 0x2000
-    a.mov(ecx, 0x400).unwrap();
-    a.rep().movsd().unwrap();
-    a.int(0x80).unwrap();
-    let code = a.assemble(u64::from(CODE)).unwrap();
-    let mut results = Vec::new();
-    for translate in [false, true] {
-        let (mut cpu, mut mem) = machine(&code);
-        let mut e = engine(translate, KeyPolicy::Physical);
-        let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
-        let Exit::Fault(f) = exit else { panic!("translate {translate}: {exit:?}") };
-        results.push((format!("{f:?}"), cpu.gpr, cpu.eip));
+    // The data mapping ends at DATA + 0x2000.
+    let end = DATA + 0x2000;
+    let cases: [(&str, u32, u32, u32); 5] = [
+        ("rep movsd", end - 0x800, 0x400, 0x200),
+        ("rep movsd", end - 8, 4, 2),
+        ("rep movsb", end - 1, 3, 2),
+        ("rep stosb", end - 3, 9, 6),
+        ("rep movsb", end - 5, 9, 4),
+    ];
+    for (what, to, count, left) in cases {
+        let mut a = CodeAssembler::new(32).unwrap();
+        a.cld().unwrap();
+        a.mov(esi, DATA + 0x1000).unwrap();
+        a.mov(edi, to).unwrap();
+        a.mov(ecx, count).unwrap();
+        a.mov(eax, 0x5a5a_5a5au32).unwrap();
+        match what {
+            "rep movsd" => a.rep().movsd().unwrap(),
+            "rep movsb" => a.rep().movsb().unwrap(),
+            _ => a.rep().stosb().unwrap(),
+        }
+        a.int(0x80).unwrap();
+        let code = a.assemble(u64::from(CODE)).unwrap();
+        let mut results = Vec::new();
+        for translate in [false, true] {
+            let (mut cpu, mut mem) = machine(&code);
+            let mut e = engine(translate, KeyPolicy::Physical);
+            let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
+            let Exit::Fault(f) = exit else { panic!("{what} of {count}, translate {translate}: {exit:?}") };
+            let mut stored = vec![0u8; 16];
+            mem.read_bytes(end - 16, &mut stored).unwrap();
+            results.push((format!("{f:?}"), cpu.gpr, cpu.eip, stored));
+        }
+        assert_eq!(results[0], results[1], "{what} of {count}: interpreter vs translator");
+        assert_eq!(results[1].1[1], left, "{what} of {count}: ECX counts the elements left");
     }
-    assert_eq!(results[0], results[1], "interpreter vs translator");
-    assert_eq!(results[1].1[1], 0x200, "ECX counts the elements left");
 }
 
 /// `div`/`idiv` of every width run natively; a divide error (by zero, or a quotient too
