@@ -874,8 +874,8 @@ fn string_instructions() {
 /// A `rep movs`/`rep stos` that runs into an unmapped page stops at the element that
 /// faults, with ESI, EDI and ECX where the interpreter leaves them and the fault at its
 /// EIP: a long `rep movsd` (the host's `rep`), a short one (the SSE copy, whose stores
-/// may have begun when its tail faults), and `rep movsb`/`rep stosb` faulting in the
-/// elements moved one at a time and in the host's `rep` after them.
+/// may have begun when its tail faults), and `rep movsb`/`rep stosb` faulting at their
+/// second, fourth and fifth elements.
 #[test]
 fn string_instruction_faults_part_way() {
     // The data mapping ends at DATA + 0x2000.

@@ -500,10 +500,6 @@ pub(super) fn string_seq(ins: &Instruction, prefix: u8, sse: bool) -> Option<Vec
     Some(v)
 }
 
-/// The elements of a `rep movsb` or `rep stosb` moved one at a time before the host's
-/// `rep` (see `host_string_seq`).
-const SHORT_REP_BYTES: usize = 3;
-
 /// The most bytes [`short_rep`] copies or stores itself.
 const SHORT_REP_MAX: u32 = 256;
 
@@ -685,22 +681,6 @@ fn host_string_seq(ins: &Instruction, prefix: u8) -> Option<Vec<u8>> {
         }
         Ok(())
     })?;
-    let bytes1 = matches!(ins.mnemonic(), M::Movsb | M::Stosb);
-    if prefix == 0xf3 && bytes1 {
-        // The first elements one at a time: a `rep movsb`/`stosb` costs as much to
-        // start as a few dozen bytes take, and i686 glibc's `memcpy` and `memset` end
-        // with one of the 0–3 bytes their `rep movsd`/`stosd` left. A single `movsb`
-        // or `stosb` moves as the `rep` form would (the direction flag included), `lea`
-        // counts ECX down and `jrcxz` leaves when it reaches zero (none touches the
-        // flags); a fault at any element leaves RSI, RDI and RCX as the `rep` form's
-        // would at that element. The host's `rep` does the rest.
-        let one = if ins.mnemonic() == M::Movsb { 0xa4 } else { 0xaa };
-        for k in 0..SHORT_REP_BYTES {
-            // The rest of the steps (6 bytes each) and the `rep` (2) to jump over.
-            let skip = 6 * (SHORT_REP_BYTES - 1 - k) + 2;
-            v.extend_from_slice(&[one, 0x8d, 0x49, 0xff, 0xe3, skip as u8]); // op; lea ecx, [rcx - 1]; jrcxz
-        }
-    }
     if prefix != 0 {
         v.push(prefix);
     }
