@@ -521,12 +521,14 @@ const SHORT_REP_MAX: u32 = 256;
 /// state as it was before it, and the interpreter's run of the whole instruction gives
 /// what the host's would have (without overlap, storing the same bytes again changes
 /// nothing). The arithmetic flags are kept in r9 (`lahf`, `seto al`) and given back on
-/// every path with `add al, 0x7f` and `sahf` ([`restore_flags`]); only the direction
-/// flag is read with `pushfq`, from the host stack. (Until stop 43 all the flags went
-/// through `JitState::scratch` and came back with a load, `bt` of memory and partial
-/// register writes: 4.9 ns for the checks of a short copy in a host microbenchmark on
-/// the AMD EPYC host, against 1.9 ns now; `popfq` takes 7 ns.) `host` is the length of
-/// the host's sequence, which follows: the fast path jumps over it.
+/// every path with `add al, 0x7f` and `sahf` ([`restore_flags`]); the direction flag,
+/// which neither `lahf` nor any other flag-free instruction reads, is seen in which way
+/// a `stosb` (of the guest's AL, into `JitState::scratch`) moves RDI. (Until stop 43
+/// all the flags went through `JitState::scratch` by `pushfq` and came back with a
+/// load, `bt` of memory and partial register writes: 5.1 ns for the checks of a short
+/// copy against 1.65 ns now, `popfq` 7.2 ns: `benches/probes/flagsave.c` on the AMD
+/// EPYC host.) `host` is the length of the host's sequence, which follows: the fast
+/// path jumps over it.
 fn short_rep(movs: bool, host: usize, sse: bool) -> Option<Vec<u8>> {
     let all = [xmm0, xmm1, xmm2, xmm3, xmm4, xmm5, xmm6, xmm7, xmm8, xmm9, xmm10, xmm11, xmm12, xmm13, xmm14, xmm15];
     let regs = if sse { &all[8..] } else { &all[..] };
