@@ -16,6 +16,11 @@ Usage:
                                           the same guest run natively (`perf record -o
                                           NDATA chroot DIR PROG...`) and translated:
                                           time by guest function, largest gap first
+  benches/code-map.py MAP --lookups DATA --root DIR [N]
+                                          the samples in translated code's indirect-branch
+                                          lookups, by the guest branch that ends each
+                                          translation (return, PLT stub, register or
+                                          memory jump, indirect call) and by function
 
 Profiling translated code:
   morph run --engine dbt --code-map /tmp/map PROG...   # under `perf record`
@@ -43,8 +48,14 @@ run into translated code, morph itself (interpreter, translator, dispatcher) and
 kernel. perf's own interrupts slow both runs alike (about twice at 20 kHz in a VM):
 compare ratios, or record at a lower rate (`-F 2000`).
 
-Needs objdump (binutils); `--perf` and `--functions` need perf, `--functions` readelf
-and nm.
+With `--lookups`, each translation's guest code is disassembled from its first byte in
+its file (found under DIR by device and inode, as for `--functions`), through the direct
+jumps a translation follows, to its first return, indirect jump or indirect call; a
+translation that starts in the file's `.plt` is a PLT stub. The lookup samples are those
+`--perf` calls `lookup`.
+
+Needs objdump (binutils); `--perf`, `--functions` and `--lookups` need perf, and
+`--functions` and `--lookups` readelf (`--functions` nm too).
 """
 import bisect
 import os
@@ -267,6 +278,98 @@ class Symbols:
         return funcs[i][1] if i >= 0 else f"{os.path.basename(path)}+{off:x}"
 
 
+def root_files(root, paths):
+    """Adds the files under `root` to `paths`, {(device, inode): path}, keeping those it
+    has."""
+    for top in ("usr/bin", "usr/lib", "lib", "bin", "usr/local", "bench", "."):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in names:
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                paths.setdefault((st.st_dev, st.st_ino), os.path.join(dirpath, name))
+
+
+def branch_kind(path, va, plt):
+    """The kind of the guest branch that ends a translation starting at `va` in ELF file
+    `path` (`plt`: the file's `.plt` as (start, end) addresses)."""
+    if plt and plt[0] <= va < plt[1]:
+        return "PLT stub"
+    for _ in range(8):  # direct jumps followed, as a translation does
+        out = subprocess.run(
+            ["objdump", "-d", f"--start-address={va:#x}", f"--stop-address={va + 512:#x}", path],
+            capture_output=True,
+            text=True,
+        ).stdout
+        nxt = None
+        for line in out.splitlines():
+            f = line.split("\t")
+            if len(f) < 3 or not f[0].strip().endswith(":"):
+                continue
+            ins = f[2].strip()
+            if ins.startswith("ret"):
+                return "return"
+            if re.match(r"jmp\s+\*%e", ins):
+                return "jump through a register"
+            if re.match(r"jmp\s+\*", ins):
+                return "jump through memory"
+            if re.match(r"call\s+\*", ins):
+                return "indirect call"
+            m = re.match(r"jmp\s+([0-9a-f]+)", ins)
+            if m:
+                nxt = int(m.group(1), 16)
+                break
+        if nxt is None:
+            return "not found"
+        va = nxt
+    return "not found"
+
+
+def lookups(ts, data, root, n):
+    """Lookup samples by the kind of guest branch (see the module documentation)."""
+    ts.sort()
+    starts = [t[0] for t in ts]
+    paths, syms, plts = {}, Symbols(), {}
+    root_files(root, paths)
+    by_kind, by_fn, decoded, total = {}, {}, {}, 0
+    for c, o in perf_samples(data):
+        i = bisect.bisect_right(starts, o) - 1
+        if i < 0 or o >= ts[i][0] + ts[i][1]:
+            continue
+        total += c
+        if i not in decoded:
+            decoded[i] = parts(ts[i], instructions(ts[i]))
+        if decoded[i].get(o) != "lookup":
+            continue
+        where = FILES.get(ts[i][0])
+        path = paths.get((where[0], where[1])) if where else None
+        if path is None:
+            kind, fn = "code no file of the root backs", "-"
+        else:
+            segs = syms.load(path)[0]
+            va = next((v + where[2] - off for off, v, sz in segs if off <= where[2] < off + sz), None)
+            if path not in plts:
+                sec = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
+                m = re.search(r"\s\.plt\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", sec)
+                plts[path] = (int(m.group(1), 16), int(m.group(1), 16) + int(m.group(2), 16)) if m else None
+            kind = branch_kind(path, va, plts[path]) if va is not None else "not found"
+            fn = f"{syms.name(path, where[2])} ({os.path.basename(path)})"
+        by_kind[kind] = by_kind.get(kind, 0) + c
+        by_fn[(kind, fn)] = by_fn.get((kind, fn), 0) + c
+    looked = sum(by_kind.values())
+    if not looked:
+        print("no samples in lookups (is this the run that wrote the map?)")
+        return
+    print(f"{looked} of {total} samples in translated code are in lookups ({100 * looked / total:.1f} %)\n")
+    print("by the guest branch that ends the translation")
+    for k, c in sorted(by_kind.items(), key=lambda x: -x[1]):
+        print(f"  {k:32} {c:7d} {100 * c / looked:5.1f} %")
+    print("\nby function (where the translation starts)")
+    for (k, f), c in sorted(by_fn.items(), key=lambda x: -x[1])[:n]:
+        print(f"  {c:7d} {100 * c / looked:5.1f} %  {k:26} {f}")
+
+
 def functions(ts, data, native, root, n):
     """Native and translated time by guest function (see the module documentation)."""
     ts.sort()
@@ -284,14 +387,7 @@ def functions(ts, data, native, root, n):
                 continue
             if (st.st_dev, st.st_ino) == (m[3], m[4]):
                 paths[(m[3], m[4])] = p
-    for top in ("usr/bin", "usr/lib", "lib", "bin", "usr/local", "bench", "."):
-        for dirpath, _, names in os.walk(os.path.join(root, top)):
-            for name in names:
-                try:
-                    st = os.lstat(os.path.join(dirpath, name))
-                except OSError:
-                    continue
-                paths.setdefault((st.st_dev, st.st_ino), os.path.join(dirpath, name))
+    root_files(root, paths)
     syms = Symbols()
     nat, mor, totals = {}, {}, {}
 
@@ -358,12 +454,18 @@ def main(argv):
     if args[0] == "--functions" and len(args) >= 6 and args[2] == "--native" and args[4] == "--root":
         functions(ts, args[1], args[3], args[5], int(args[6]) if len(args) > 6 else 25)
         return 0
+    if args[0] == "--lookups" and len(args) >= 4 and args[2] == "--root":
+        lookups(ts, args[1], args[3], int(args[4]) if len(args) > 4 else 15)
+        return 0
     if args[0] == "--eip":
         want = {int(a, 16) for a in args[1:]}
         for t in ts:
             if t[2] in want:
                 disasm(t, set())
         return 0
+    if args[0].startswith("--"):  # a mode without its arguments
+        print(__doc__)
+        return 2
     hot = {int(a, 16) for a in args}
     for t in ts:
         if any(t[0] <= h < t[0] + t[1] for h in hot):
