@@ -131,10 +131,12 @@ def parts(t, ins):
             continue
         # (A `pushf` popped into the state block is a short `rep`'s, not a lookup's.)
         after = ins[k + 1][1] if k + 1 < len(ins) else ""
+        # (A load from the state block into r9 is the table's base only when the entry's
+        # load follows; a short `rep`'s copy loads the window's base the same way.)
         if (
             text.startswith("rorx   $N,%r13d,%r9d")
             or (text.startswith("pushf") and not after.startswith("pop    N(%r15)"))
-            or text.startswith("mov    N(%r15),%r9")
+            or (text.startswith("mov    N(%r15),%r9") and after.startswith("movslq (%r9,%r13,4),%r9"))
         ):
             in_lookup = True
         part[a] = "lookup" if in_lookup else "body"
