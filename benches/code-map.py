@@ -273,9 +273,13 @@ class Symbols:
         self.files[path] = (segs, [a for a, _ in funcs], funcs)
         return self.files[path]
 
+    def vaddr(self, path, off):
+        """The address file offset `off` of `path` is loaded at (None: not loaded)."""
+        return next((v + off - o for o, v, n in self.load(path)[0] if o <= off < o + n), None)
+
     def name(self, path, off):
-        segs, addrs, funcs = self.load(path)
-        va = next((v + off - o for o, v, n in segs if o <= off < o + n), None)
+        _, addrs, funcs = self.load(path)
+        va = self.vaddr(path, off)
         i = bisect.bisect_right(addrs, va) - 1 if va is not None else -1
         return funcs[i][1] if i >= 0 else f"{os.path.basename(path)}+{off:x}"
 
@@ -349,8 +353,7 @@ def lookups(ts, data, root, n):
         if path is None:
             kind, fn = "code no file of the root backs", "-"
         else:
-            segs = syms.load(path)[0]
-            va = next((v + where[2] - off for off, v, sz in segs if off <= where[2] < off + sz), None)
+            va = syms.vaddr(path, where[2])
             if path not in plts:
                 sec = subprocess.run(["readelf", "-SW", path], capture_output=True, text=True).stdout
                 m = re.search(r"\s\.plt\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)", sec)
