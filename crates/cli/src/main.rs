@@ -99,11 +99,6 @@ struct RunArgs {
     /// returns) instead of the jump cache (dbt engine).
     #[arg(long)]
     ras: bool,
-    /// Predict returns with a return cache (an entry per guest stack slot, written by
-    /// the call, read by the return through ESP) before the indirect-branch table (dbt
-    /// engine; ignored with --ras)
-    #[arg(long)]
-    ret_cache: bool,
     /// Do not check an indirect branch's predicted target inline: every indirect branch
     /// takes the jump cache (dbt engine).
     #[arg(long)]
@@ -392,7 +387,6 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         threshold: a.threshold,
         chain: !a.no_chain,
         ras: a.ras,
-        ret_cache: a.ret_cache,
         predict: !a.no_ic,
         ibt: !a.no_ibt,
         counted: !a.no_counted_loops,
@@ -549,7 +543,6 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "threshold": a.threshold,
         "chain": !a.no_chain,
         "ras": a.ras,
-        "ret_cache": a.ret_cache && !a.ras,
         "ic": !a.no_ic,
         "ibt": !a.no_ibt,
         "counted_loops": !a.no_counted_loops,

@@ -6,7 +6,7 @@
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{DynasmApi, DynasmLabelApi, VecAssembler, dynasm};
 
-use crate::runtime::{EXIT_INDIRECT, JC_ENTRIES, JC_HOSTS, JC_KEYS, RC_HOSTS, RC_KEYS, off};
+use crate::runtime::{EXIT_INDIRECT, JC_ENTRIES, JC_HOSTS, JC_KEYS, off};
 
 /// The assembler of the hand-written glue below: dynasm-rs turns each `dynasm!`
 /// template into byte pushes at compile time, so emitting glue costs next to nothing
@@ -442,127 +442,6 @@ pub fn ras_return() -> &'static [u8] {
             );
         })
     })
-}
-
-/// The return cache's half of a guest call (`crate::rc`), after the return address
-/// was pushed (r12d is the ESP that points at it) and the call counted: the entry of
-/// that stack slot gets the key `-(tag << 32 | return address)` and the host address of
-/// the landing pad. The return address is in r13d (`r8` false) or r8d (`r8` true, an
-/// indirect call, whose target is in r13d and stays there). Returns the code and the
-/// offset of the rel32 of its `lea r9, [rip + pad]`, which the caller points at the
-/// pad. Uses r8 and r9; flags untouched (`rorx`, `movzx`, `lea` and `not` set none).
-pub fn rc_fill(r8: bool) -> (&'static [u8], usize) {
-    static CODE: std::sync::OnceLock<[(Vec<u8>, usize); 2]> = std::sync::OnceLock::new();
-    let (code, at) = &CODE.get_or_init(|| {
-        let fill = |r8: bool| {
-            let mut code = assemble(|a| {
-                dynasm!(a
-                    ; .arch x64
-                    ; mov r9, [r15 + 120] // jc_tag: tag << 32
-                );
-                if r8 {
-                    dynasm!(a
-                        ; .arch x64
-                        ; lea r9, [r9 + r8 - 1]
-                    );
-                } else {
-                    dynasm!(a
-                        ; .arch x64
-                        ; lea r9, [r9 + r13 - 1]
-                    );
-                }
-                dynasm!(a
-                    ; .arch x64
-                    ; not r9 // -(tag << 32 | return address)
-                    ; rorx r8d, r12d, 2 // the entry: bits 2..17 of ESP
-                    ; movzx r8d, r8w
-                    ; lea r8d, [r8 + r8] // 16-byte entries, addressed in 8-byte units
-                    ; mov [r15 + r8 * 8 + RC_KEYS], r9
-                );
-            });
-            // lea r9, [rip + rel32]
-            code.extend_from_slice(&[0x4c, 0x8d, 0x0d, 0, 0, 0, 0]);
-            let at = code.len() - 4;
-            code.extend(assemble(|a| {
-                dynasm!(a
-                    ; .arch x64
-                    ; mov [r15 + r8 * 8 + RC_HOSTS], r9
-                );
-            }));
-            (code, at)
-        };
-        [fill(false), fill(true)]
-    })[usize::from(r8)];
-    (code, *at)
-}
-
-/// The entry index of a guest return's stack slot (`crate::rc`), before the return
-/// pops it: r9 = bits 2..17 of ESP, doubled (16-byte entries in 8-byte units). Flags
-/// untouched.
-pub fn rc_index() -> &'static [u8] {
-    static CODE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    CODE.get_or_init(|| {
-        assemble(|a| {
-            dynasm!(a
-                ; .arch x64
-                ; rorx r9d, r12d, 2
-                ; movzx r9d, r9w
-                ; lea r9d, [r9 + r9]
-            );
-        })
-    })
-}
-
-/// The return cache's half of a guest return (`crate::rc`), the popped return address
-/// in r13d, the slot's entry index in r9 (`rc_index`) and the return counted: if the
-/// entry's key is the address's under the current tag, jump to its landing pad (which
-/// continues at the return address through a chain site); otherwise count the miss in
-/// the state block (`ras_misses`) and fall through to what follows (the table lookup).
-/// With `jrcxz` (`slow_loop`: taken on the hit), or `loop` falling through on it.
-/// Guest rcx kept in r8; r14 is free (the target's entry sets it). Flags untouched.
-pub fn rc_return(slow_loop: bool) -> &'static [u8] {
-    static CODE: std::sync::OnceLock<[Vec<u8>; 2]> = std::sync::OnceLock::new();
-    let make = |slow_loop: bool| {
-        assemble(|a| {
-            dynasm!(a
-                ; .arch x64
-                ; mov r8, rcx
-                ; mov rcx, [r15 + 120] // jc_tag
-                ; mov r14, [r15 + r9 * 8 + RC_KEYS]
-            );
-            if slow_loop {
-                dynasm!(a
-                    ; .arch x64
-                    ; lea rcx, [rcx + r13] // tag << 32 | return address
-                    ; lea rcx, [rcx + r14] // zero on a hit
-                    ; jrcxz >hit
-                    ; jmp BYTE >miss
-                    ; hit:
-                    ; mov rcx, r8
-                    ; jmp QWORD [r15 + r9 * 8 + RC_HOSTS]
-                    ; miss:
-                );
-            } else {
-                dynasm!(a
-                    ; .arch x64
-                    ; lea rcx, [rcx + r13 + 1]
-                    ; lea rcx, [rcx + r14] // one on a hit
-                    ; loop >miss
-                    ; mov rcx, r8
-                    ; jmp QWORD [r15 + r9 * 8 + RC_HOSTS]
-                    ; miss:
-                );
-            }
-            dynasm!(a
-                ; .arch x64
-                ; mov rcx, r8
-                ; mov r9, [r15 + 176] // ras_misses
-                ; lea r9, [r9 + 1]
-                ; mov [r15 + 176], r9
-            );
-        })
-    };
-    &CODE.get_or_init(|| [make(false), make(true)])[usize::from(slow_loop)]
 }
 
 /// The jump-cache lookup of the target EIP in r13d as a shared routine, for exit stubs

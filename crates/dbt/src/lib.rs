@@ -66,7 +66,6 @@ mod made;
 mod maintain;
 pub mod persist;
 mod ras;
-mod rc;
 mod reuse;
 mod runtime;
 mod slots;
@@ -115,10 +114,6 @@ pub struct EngineConfig {
     /// the real-program suite the jump cache, whose per-site jumps the host predicts
     /// well, was as fast or faster (docs/engine.md).
     pub ras: bool,
-    /// Predict returns with the return cache (`--ret-cache`; see `rc`): an entry per
-    /// stack slot, written by the call, read by the return through ESP. Ignored with
-    /// `ras`; `Engine::new` turns it off on a host without BMI2.
-    pub ret_cache: bool,
     /// Check the target an indirect branch had every time it was interpreted inline, and
     /// jump to it directly (`--no-ic` turns it off; see `translate::Options::predict`).
     pub predict: bool,
@@ -180,7 +175,6 @@ impl EngineConfig {
     pub fn translate_options(&self) -> translate::Options {
         translate::Options {
             ras: self.ras,
-            rc: self.ret_cache && !self.ras,
             predict: self.predict,
             ibt: self.ibt,
             counted: self.counted,
@@ -210,7 +204,6 @@ impl Default for EngineConfig {
             threshold: DEFAULT_THRESHOLD,
             chain: true,
             ras: false,
-            ret_cache: false,
             predict: true,
             ibt: true,
             counted: true,
@@ -310,8 +303,8 @@ pub struct EngineStats {
     /// Times the unchecked far edges were all unlinked (the mapping changed, a second
     /// address space ran, or a page of code was seen at a second address).
     pub far_unlinks: u64,
-    /// Returns in translated code that the return stack (`--ras`) or the return cache
-    /// (`--ret-cache`) did not predict (they took the jump cache or the table).
+    /// Returns in translated code that the return stack did not predict (they took
+    /// the jump cache).
     pub ras_misses: u64,
     /// Lookups that hit a translation another process made: translations shared
     /// across processes (possible under the `virtual` and `physical` keys).
@@ -409,7 +402,6 @@ impl Engine {
         let jc = JumpCache::new(cfg.ibt && cfg.translate && cap < 1 << 31)?;
         let mut cfg = cfg;
         cfg.ibt &= jc.has_tables();
-        cfg.ret_cache &= rc::available();
         let mut e = Engine {
             cfg,
             interp: Interp::new(),

@@ -115,16 +115,10 @@ pub struct JitState {
 /// never current: an empty entry (all zero) never hits. Allocated zeroed
 /// ([`JitFrame::allocate`]): the host gives the 1 MiB as zero pages when first touched,
 /// so an engine that runs little code neither writes nor faults in most of it.
-///
-/// The return cache's entries follow (`--ret-cache`, see `crate::rc`): entry `i` is
-/// the last guest call that pushed its return address at a stack address whose bits 2
-/// to 17 are `i`, its key `!(tag << 32 | return address)` beside the host address of
-/// the landing pad after that call in the calling translation.
 #[repr(C)]
 pub struct JitFrame {
     pub state: JitState,
     pub jc: [JcEntry; JC_ENTRIES],
-    pub rc: [JcEntry; RC_ENTRIES],
 }
 
 /// One jump-cache entry (see [`JitFrame`]).
@@ -157,14 +151,6 @@ impl std::ops::DerefMut for JitFrameBox {
 pub const JC_KEYS: i32 = std::mem::offset_of!(JitFrame, jc) as i32;
 /// Offset of the first entry's host address from r15.
 pub const JC_HOSTS: i32 = JC_KEYS + std::mem::offset_of!(JcEntry, host) as i32;
-/// Offset of the return cache's first key from r15.
-pub const RC_KEYS: i32 = std::mem::offset_of!(JitFrame, rc) as i32;
-/// Offset of the return cache's first landing pad from r15.
-pub const RC_HOSTS: i32 = RC_KEYS + std::mem::offset_of!(JcEntry, host) as i32;
-/// Return-cache entries: one per 4-byte stack slot of 256 KiB of stack (bits 2 to 17
-/// of the address the return address was pushed at; `rorx` and `movzx` take them
-/// without touching the flags).
-pub const RC_ENTRIES: usize = 1 << 16;
 
 impl JitFrame {
     /// A frame with the default state and an empty jump cache, in pages of its own
@@ -177,10 +163,9 @@ impl JitFrame {
         Ok(JitFrameBox(m))
     }
 
-    /// Empties every jump-cache and return-cache entry.
+    /// Empties every jump-cache entry.
     pub fn clear_jc(&mut self) {
         self.jc.fill(JcEntry::default());
-        self.rc.fill(JcEntry::default());
     }
 }
 

@@ -119,7 +119,6 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     h.update(&persist::build_id(env!("CARGO_PKG_VERSION"), ""));
     h.update(&[
         u8::from(opts.ras),
-        u8::from(opts.rc),
         u8::from(opts.predict),
         u8::from(opts.ibt),
         u8::from(opts.counted),

@@ -165,8 +165,7 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             let target = ins.near_branch32().wrapping_sub(eip) as i32;
             // A call of the next instruction reads EIP (`call 1f; 1: pop`): no return.
             let ras = e.opts.ras && target != next;
-            let rc = e.opts.rc && target != next;
-            call_direct(e, next, target, done, ras, rc)?;
+            call_direct(e, next, target, done, ras)?;
             ended = true;
             true
         }
@@ -178,10 +177,6 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 if e.opts.ras {
                     e.count(done);
                     ras_call(e, Register::R8D, next, CallTo::Indirect);
-                } else if e.opts.rc {
-                    let rel = rc_fill(e, true);
-                    e.exit_indirect(done);
-                    rc_pad(e, rel, next);
                 } else {
                     e.exit_indirect(done);
                 }
@@ -191,11 +186,6 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
         }
         Inline::Ret => {
             let extra = if ins.op_count() == 1 { i32::from(ins.immediate16()) } else { 0 };
-            // The return cache (`crate::rc`), unless the target is predicted inline.
-            let rc = e.opts.rc && e.predict.is_none();
-            if rc {
-                e.bytes(glue::rc_index());
-            }
             let b = cached(Seq::Ret(extra), || {
                 asm(|a| {
                     a.mov(r13d, dword_ptr(r12).gs())?;
@@ -207,9 +197,6 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             if e.opts.ras {
                 e.count(done);
                 e.bytes(glue::ras_return());
-            } else if rc {
-                e.count(done);
-                e.bytes(glue::rc_return(e.opts.slow_loop));
             }
             e.exit_indirect(done);
             ended = true;
@@ -268,7 +255,7 @@ pub(super) fn pc_thunk(e: &mut Emitter, ins: &Instruction, p: &Pos, r: Register)
         // Not the thunk (any more): the call.
         e.bytes(&[0x4c, 0x89, 0xc9]); // mov rcx, r9
         let counted = e.counted;
-        call_direct(e, p.next, target, p.done - 2, false, false)?;
+        call_direct(e, p.next, target, p.done - 2, false)?;
         e.counted = counted;
         e.code[jrcxz] = u8::try_from(e.code.len() - (jrcxz + 1)).ok().filter(|d| *d < 0x80)?;
     }
@@ -299,50 +286,22 @@ pub(super) fn thunk_call(e: &mut Emitter) -> Option<()> {
     let Some((next, target, done, counted)) = e.thunk_fail.take() else { return Some(()) };
     e.local.push((runtime::THUNK_FAIL_REL, e.code.len()));
     e.counted = counted;
-    call_direct(e, next, target, done, false, false)
+    call_direct(e, next, target, done, false)
 }
 
 /// A direct call: the return address (`next` bytes from the block start) pushed, `done`
 /// instructions counted, then the transfer to `target` bytes from the block start, on
 /// the return stack if `ras`.
-fn call_direct(e: &mut Emitter, next: i32, target: i32, done: u32, ras: bool, rc: bool) -> Option<()> {
+fn call_direct(e: &mut Emitter, next: i32, target: i32, done: u32, ras: bool) -> Option<()> {
     e.bytes(&runtime::lea_r13_r14(e.at(next)));
     push_reg(e, r13d)?;
     e.count(done);
     if ras {
         ras_call(e, Register::R13D, next, CallTo::Direct(target));
-    } else if rc {
-        let rel = rc_fill(e, false);
-        e.jump(target);
-        rc_pad(e, rel, next);
     } else {
         e.jump(target);
     }
     Some(())
-}
-
-/// The return cache's half of a call ([`crate::rc`]), after the push: the entry of the
-/// return address's stack slot gets its key and the address of the landing pad, which
-/// [`rc_pad`] places after the call's transfer (the offset of the `lea`'s rel32 is
-/// returned for it). The return address is in r8d if `in_r8`, else in r13d.
-fn rc_fill(e: &mut Emitter, in_r8: bool) -> usize {
-    let (code, at) = glue::rc_fill(in_r8);
-    let start = e.code.len();
-    e.bytes(code);
-    start + at
-}
-
-/// The landing pad of a call whose return-cache fill has its `lea` rel32 at `rel`: a
-/// return that finds the entry arrives with the return address (`next` bytes from the
-/// block start) in r13d; `lea r14d, [r13 - its page offset]` and a chain site to it
-/// (a far site if it is in the next page), as the return stack's pad.
-fn rc_pad(e: &mut Emitter, rel: usize, next: i32) {
-    let to = (e.code.len() - (rel + 4)) as u32;
-    e.code[rel..rel + 4].copy_from_slice(&to.to_le_bytes());
-    let d = e.at(next).wrapping_neg().to_le_bytes();
-    e.bytes(&[0x45, 0x8d, 0xb5, d[0], d[1], d[2], d[3], 0xe9, 0, 0, 0, 0]);
-    let rel = e.code.len() - 4;
-    e.branch_field(rel, next);
 }
 
 /// A call's transfer, after the guest's return address (`next` bytes from the block

@@ -143,11 +143,6 @@ pub struct Options {
     /// Pair guest calls and returns with host calls and returns on the return stack
     /// (`crate::ras`, `--ras`); off, every return takes the jump cache.
     pub ras: bool,
-    /// Predict returns with the return cache (`crate::rc`, `--ret-cache`): a call
-    /// records its landing pad in the entry of the stack slot it pushed its return
-    /// address at, a return whose address matches the entry's key jumps there. Needs
-    /// BMI2 (`rorx`); never with `ras`.
-    pub rc: bool,
     /// Check an indirect branch's predicted target inline (`--no-ic` turns it off): a
     /// translation that ends in an indirect branch whose target, while the interpreter
     /// ran the block, was always one address in the same page compares the target with
