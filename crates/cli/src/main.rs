@@ -621,6 +621,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "translated_guest_instructions": e.translated_guest_instructions,
             "helper_instructions": e.helper_instructions,
             "pc_thunks": e.pc_thunks,
+            "plt_calls": e.plt_calls,
             "predicted_branches": e.predicted_branches,
             "counted_loops": e.counted_loops,
             "host_faults": e.host_faults,

@@ -231,6 +231,7 @@ impl Engine {
             self.stats.translations += 1;
             self.stats.translated_guest_instructions += u64::from(made.instructions);
             self.stats.pc_thunks += u64::from(made.pc_thunks);
+            self.stats.plt_calls += u64::from(made.plt_call);
             self.stats.predicted_branches += u64::from(made.predicted);
             self.stats.counted_loops += u64::from(made.align64);
         }

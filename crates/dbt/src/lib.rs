@@ -264,6 +264,9 @@ pub struct EngineStats {
     pub fpu_lazy_exits: u64,
     /// Calls of PC thunks translated inline (static count, new translations).
     pub pc_thunks: u64,
+    /// Translations whose closing call of a PLT stub takes the stub's jump itself
+    /// (static count, new translations; see `translate::block`).
+    pub plt_calls: u64,
     /// Translations whose closing indirect branch checks a predicted target inline
     /// (static count, new translations; see `translate::Options::predict`).
     pub predicted_branches: u64,

@@ -26,6 +26,9 @@ pub(crate) struct Made {
     pub(crate) uses_fpu: bool,
     /// Calls of PC thunks done inline (0 for a translation loaded from a `tcache`).
     pub(crate) pc_thunks: u32,
+    /// Whether its closing call takes a PLT stub's jump itself (false for a translation
+    /// loaded from a `tcache`).
+    pub(crate) plt_call: bool,
     /// Whether its closing indirect branch checks a predicted target inline.
     pub(crate) predicted: bool,
     /// Whether it must start at a 64-byte boundary (it holds a counted loop's copy).
@@ -50,6 +53,7 @@ impl From<translate::Translated> for Made {
             fallbacks: t.fallbacks,
             uses_fpu: t.uses_fpu,
             pc_thunks: t.pc_thunks,
+            plt_call: t.plt_call,
             predicted: t.predicted,
             align64: t.align64,
             thunk_page: t.thunk_page,

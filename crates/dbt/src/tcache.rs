@@ -419,6 +419,7 @@ fn decode(p: &[u8], guest: &[u8], eip: u32, host: RunHost, id: u32) -> Option<Ma
         fallbacks,
         uses_fpu,
         pc_thunks: 0,
+        plt_call: false,
         predicted: false,
         align64,
         thunk_page: None,

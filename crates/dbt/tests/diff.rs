@@ -1146,3 +1146,96 @@ fn forward_branches_join_inside_the_block() {
         }
     }
 }
+
+/// Guest code with PLT stubs: `stub_a` (`jmp [ebx + 8]`) and `stub_c` (`jmp [abs]`) in
+/// the code's first page, `stub_b` (`jmp [ebx + 12]`) in its second, the callees `f`
+/// (first page) and `g` (second), and `main`, the call loops, with `tail` after them.
+fn plt_program(tail: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Vec<u8> {
+    const STUB_A: u32 = CODE + 0x100;
+    const STUB_C: u32 = CODE + 0x108;
+    const F: u32 = CODE + 0x200;
+    const STUB_B: u32 = CODE + 0x1000;
+    const G: u32 = CODE + 0x1100;
+    let main = assemble(|a| {
+        a.mov(dword_ptr(ebx + 8), F)?;
+        a.mov(dword_ptr(ebx + 12), G)?;
+        a.mov(dword_ptr(DATA + 16), F)?;
+        // (label, stub, register summed, a write before the loop)
+        for (n, stub) in [(60u32, STUB_A), (40, STUB_A), (40, STUB_B), (40, STUB_B), (30, STUB_C)].iter().enumerate() {
+            match n {
+                1 => a.mov(dword_ptr(ebx + 8), G)?,   // the GOT slot rebound (lazy binding)
+                3 => a.mov(byte_ptr(STUB_B + 2), 8)?, // the stub itself rewritten: `jmp [ebx + 8]`
+                _ => {}
+            }
+            let mut top = a.create_label();
+            a.mov(ecx, stub.0)?;
+            a.set_label(&mut top)?;
+            a.call(u64::from(stub.1))?;
+            a.add(esi, eax)?;
+            a.add(dword_ptr(ebx + 0x40), esp)?;
+            a.dec(ecx)?;
+            a.jnz(top)?;
+        }
+        tail(a)
+    });
+    let mut code = main;
+    assert!(code.len() <= 0x100, "main fits before the stubs");
+    let at = |code: &mut Vec<u8>, va: u32, bytes: &[u8]| {
+        code.resize((va - CODE) as usize, 0x90);
+        code.extend_from_slice(bytes);
+    };
+    at(&mut code, STUB_A, &[0xff, 0xa3, 8, 0, 0, 0]);
+    let abs = (DATA + 16).to_le_bytes();
+    at(&mut code, STUB_C, &[0xff, 0x25, abs[0], abs[1], abs[2], abs[3]]);
+    at(&mut code, F, &[0x8d, 0x44, 0x49, 0x05, 0xc3]); // lea eax, [ecx + ecx*2 + 5]; ret
+    at(&mut code, STUB_B, &[0xff, 0xa3, 12, 0, 0, 0]);
+    at(&mut code, G, &[0x8d, 0x04, 0x8d, 0x11, 0, 0, 0, 0xc3]); // lea eax, [ecx*4 + 0x11]; ret
+    code
+}
+
+/// A call of a PLT stub takes the stub's jump in the calling translation (the GOT slot
+/// read at the call): through a rebound slot, a stub in another page that is then
+/// rewritten (the translations depending on it dropped), the absolute form, and a slot
+/// whose read faults (the guest's fault at the stub, with the return address pushed,
+/// as the interpreter has it).
+#[test]
+fn plt_calls_take_the_stubs_jump() {
+    let code = plt_program(|_| Ok(()));
+    check_code("PLT calls", &code);
+    let (mut cpu, mut mem) = machine(&code);
+    let mut e = engine(true, KeyPolicy::Physical);
+    assert_eq!(e.run(&mut cpu, &mut mem, 1, 10_000_000), Exit::Syscall);
+    let s = e.stats();
+    assert!(s.plt_calls >= 3, "the calls take the stubs' jumps: {s:?}");
+    assert!(s.invalidations > 0, "the rewritten stub dropped the calls that depend on it: {s:?}");
+    // Then EBX unmapped at the 25th call of another loop: the slot's read faults.
+    let code = plt_program(|a| {
+        let mut top = a.create_label();
+        let mut skip = a.create_label();
+        a.mov(ecx, 30u32)?;
+        a.set_label(&mut top)?;
+        a.cmp(ecx, 6)?;
+        a.jne(skip)?;
+        a.mov(ebx, 0x100u32)?;
+        a.set_label(&mut skip)?;
+        a.call(u64::from(CODE + 0x108))?;
+        a.call(u64::from(CODE + 0x100))?;
+        a.dec(ecx)?;
+        a.jnz(top)
+    });
+    let outcome = |cfg: EngineConfig| {
+        let (mut cpu, mut mem) = machine(&code);
+        let mut e = Engine::new(cfg).unwrap();
+        let exit = e.run(&mut cpu, &mut mem, 1, 1_000_000);
+        let mut stack = vec![0u8; 0x100];
+        mem.read_bytes(STACK - 0x100, &mut stack).unwrap();
+        (format!("{exit:?}"), format!("{cpu:?}"), stack, e.stats().plt_calls)
+    };
+    let want = outcome(EngineConfig { translate: false, ..EngineConfig::default() });
+    assert!(want.0.contains("Fault"), "{}", want.0);
+    for threshold in [0, 3] {
+        let got = outcome(EngineConfig { translate: true, threshold, ..EngineConfig::default() });
+        assert!(got.3 > 0, "threshold {threshold}: the faulting call was made without the stub {got:?}");
+        assert_eq!((&want.0, &want.1, &want.2), (&got.0, &got.1, &got.2), "threshold {threshold}");
+    }
+}

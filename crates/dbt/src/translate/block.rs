@@ -40,6 +40,9 @@ pub(super) struct Formed {
     /// Where each of the interpreter's blocks joined starts: the index of its first
     /// instruction in `instrs` and its EIP, in order.
     pub blocks: Vec<(usize, u32)>,
+    /// If the last instruction is a direct call of a PLT stub, the stub's jump (see
+    /// [`plt_stub`]).
+    pub plt: Option<Instruction>,
 }
 
 impl Formed {
@@ -86,6 +89,32 @@ fn pc_thunk(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &I
         && ret.code() == Code::Retnd
         && ret.len() == 1;
     ok.then_some(r)
+}
+
+/// If `call` is a direct call of a *PLT stub*, the stub's first instruction: `jmp
+/// [ebx + d]` (position-independent code, EBX the GOT's address) or `jmp [d]`, with no
+/// prefix, its six bytes in one page. Such a call can take the stub's jump itself: the
+/// callee is the address in the GOT slot when the call runs (lazy binding rewrites the
+/// slot, never the stub), so the translation reads the slot and continues at that
+/// address, without entering the stub's translation; it depends on the stub's page as
+/// on an unchecked PC thunk's (`Translated::thunk_page`).
+fn plt_stub(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &Instruction) -> Option<Instruction> {
+    let target = call.near_branch32();
+    if call.code() != Code::Call_rel32_32 || target == call.next_ip32() || target & (PAGE_SIZE - 1) > PAGE_SIZE - 6 {
+        return None;
+    }
+    let mut t = Vec::with_capacity(4);
+    if !fetch(target, &mut t) {
+        return None;
+    }
+    let jmp = t.first()?;
+    let ok = jmp.code() == Code::Jmp_rm32
+        && jmp.len() == 6
+        && jmp.op0_kind() == OpKind::Memory
+        && matches!(jmp.memory_base(), Register::EBX | Register::None)
+        && jmp.memory_index() == Register::None
+        && jmp.segment_prefix() == Register::None;
+    ok.then_some(*jmp)
 }
 
 /// The target of `ins` if it is a direct jump (32-bit operand size). Not the last
@@ -136,7 +165,11 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             }
         }
     }
-    Formed { instrs, thunks, last_block, blocks }
+    let plt = match instrs.last() {
+        Some(c) if thunks.last().is_none_or(|t| t.0 + 1 != instrs.len()) => plt_stub(&mut fetch, c),
+        _ => None,
+    };
+    Formed { instrs, thunks, last_block, blocks, plt }
 }
 
 /// `fetch` for [`form`] from the guest bytes at `eip` (the tests and benchmarks, which

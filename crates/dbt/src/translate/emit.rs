@@ -46,6 +46,9 @@ pub(super) struct Emitter {
     pub(super) x87: X87,
     /// PC thunks are inlined without checking their bytes (`Options::thunk_deps`).
     pub(super) thunk_unchecked: bool,
+    /// The PLT stub's jump (`jmp [ebx + d]` or `jmp [d]`) that the block's closing call
+    /// goes to, done at the call (see `block::plt_stub`).
+    pub(super) plt: Option<Instruction>,
 }
 
 /// What the x87 instructions emitted since the last `Emitter::x87_flush` did to the
@@ -350,6 +353,7 @@ impl Emitter {
             thunk_fail: None,
             x87: X87::Unchanged,
             thunk_unchecked: false,
+            plt: None,
         }
     }
 }

@@ -161,6 +161,18 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             }
             ok
         }
+        Inline::Call if e.plt.is_some() => {
+            // A PLT stub's jump done here (`block::plt_stub`): its GOT slot read first
+            // (a fault re-runs the call in the interpreter, which then faults at the
+            // stub), the return address pushed, the call and the jump counted.
+            let stub = e.plt.take()?;
+            load_operand(e, &stub, Register::R13D)?;
+            e.bytes(&fix_lea_r8(e.at(next)));
+            push_reg(e, r8d);
+            e.exit_indirect(done + 1);
+            ended = true;
+            true
+        }
         Inline::Call => {
             let target = ins.near_branch32().wrapping_sub(eip) as i32;
             // A call of the next instruction reads EIP (`call 1f; 1: pop`): no return.

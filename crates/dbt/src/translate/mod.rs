@@ -37,7 +37,7 @@
 //! definition of their semantics.
 
 use iced_x86::{FlowControl, Instruction, OpKind};
-use morph_mem::PAGE_SIZE;
+use morph_mem::{PAGE_SHIFT, PAGE_SIZE};
 
 use crate::glue;
 use crate::runtime::{self, EXIT_INDIRECT, off};
@@ -125,6 +125,8 @@ pub struct Translated {
     pub uses_fpu: bool,
     /// Calls of PC thunks done inline (see `block`).
     pub pc_thunks: u32,
+    /// Whether its closing call takes a PLT stub's jump itself (see `block::plt_stub`).
+    pub plt_call: bool,
     /// Whether its closing indirect branch checks a predicted target inline
     /// ([`Options::predict`]).
     pub predicted: bool,
@@ -206,10 +208,17 @@ pub fn translate_decoded(
     let thunk_page = thunk_targets
         .next()
         .filter(|&t| opts.thunk_deps && (t & (PAGE_SIZE - 1)) <= PAGE_SIZE - 4 && thunk_targets.all(|u| u == t));
+    // A closing call of a PLT stub takes the stub's jump itself (`block::plt_stub`) where
+    // the translation can depend on the stub's page: that of its unchecked PC thunk, if
+    // it has one, or a page of its own.
+    let plt =
+        formed.plt.filter(|s| opts.thunk_deps && thunk_page.is_none_or(|t| t >> PAGE_SHIFT == s.ip32() >> PAGE_SHIFT));
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
     e.thunk_unchecked = thunk_page.is_some();
+    e.plt = plt;
+    let thunk_page = thunk_page.or(plt.map(|s| s.ip32()));
     let indirect =
         matches!(last.flow_control(), FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return);
     if opts.predict && indirect {
@@ -392,6 +401,7 @@ pub fn translate_decoded(
         fallbacks,
         uses_fpu,
         pc_thunks,
+        plt_call: plt.is_some(),
         predicted,
         align64,
         thunk_page,
