@@ -1156,12 +1156,14 @@ fn plt_program(tail: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Ve
     const F: u32 = CODE + 0x200;
     const STUB_B: u32 = CODE + 0x1000;
     const G: u32 = CODE + 0x1100;
+    const TAIL: u32 = CODE + 0x300; // `jmp stub_a`: a tail call through the PLT
     let main = assemble(|a| {
         a.mov(dword_ptr(ebx + 8), F)?;
         a.mov(dword_ptr(ebx + 12), G)?;
         a.mov(dword_ptr(DATA + 16), F)?;
         // (label, stub, register summed, a write before the loop)
-        for (n, stub) in [(60u32, STUB_A), (40, STUB_A), (40, STUB_B), (40, STUB_B), (30, STUB_C)].iter().enumerate() {
+        let loops = [(60u32, STUB_A), (40, STUB_A), (40, STUB_B), (40, STUB_B), (30, STUB_C), (30, TAIL)];
+        for (n, stub) in loops.iter().enumerate() {
             match n {
                 1 => a.mov(dword_ptr(ebx + 8), G)?,   // the GOT slot rebound (lazy binding)
                 3 => a.mov(byte_ptr(STUB_B + 2), 8)?, // the stub itself rewritten: `jmp [ebx + 8]`
@@ -1188,6 +1190,8 @@ fn plt_program(tail: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Ve
     let abs = (DATA + 16).to_le_bytes();
     at(&mut code, STUB_C, &[0xff, 0x25, abs[0], abs[1], abs[2], abs[3]]);
     at(&mut code, F, &[0x8d, 0x44, 0x49, 0x05, 0xc3]); // lea eax, [ecx + ecx*2 + 5]; ret
+    let rel = (STUB_A.wrapping_sub(TAIL + 5)).to_le_bytes();
+    at(&mut code, TAIL, &[0xe9, rel[0], rel[1], rel[2], rel[3]]);
     at(&mut code, STUB_B, &[0xff, 0xa3, 12, 0, 0, 0]);
     at(&mut code, G, &[0x8d, 0x04, 0x8d, 0x11, 0, 0, 0, 0xc3]); // lea eax, [ecx*4 + 0x11]; ret
     code
@@ -1195,9 +1199,9 @@ fn plt_program(tail: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Ve
 
 /// A call of a PLT stub takes the stub's jump in the calling translation (the GOT slot
 /// read at the call): through a rebound slot, a stub in another page that is then
-/// rewritten (the translations depending on it dropped), the absolute form, and a slot
-/// whose read faults (the guest's fault at the stub, with the return address pushed,
-/// as the interpreter has it).
+/// rewritten (the translations depending on it dropped), the absolute form, a tail call
+/// (`jmp` to the stub), and a slot whose read faults (the guest's fault at the stub,
+/// with the return address pushed, as the interpreter has it).
 #[test]
 fn plt_calls_take_the_stubs_jump() {
     let code = plt_program(|_| Ok(()));
@@ -1206,7 +1210,7 @@ fn plt_calls_take_the_stubs_jump() {
     let mut e = engine(true, KeyPolicy::Physical);
     assert_eq!(e.run(&mut cpu, &mut mem, 1, 10_000_000), Exit::Syscall);
     let s = e.stats();
-    assert!(s.plt_calls >= 3, "the calls take the stubs' jumps: {s:?}");
+    assert!(s.plt_calls >= 4, "the calls take the stubs' jumps: {s:?}");
     assert!(s.invalidations > 0, "the rewritten stub dropped the calls that depend on it: {s:?}");
     // Then EBX unmapped at the 25th call of another loop: the slot's read faults.
     let code = plt_program(|a| {

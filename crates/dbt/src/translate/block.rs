@@ -91,16 +91,18 @@ fn pc_thunk(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &I
     ok.then_some(r)
 }
 
-/// If `call` is a direct call of a *PLT stub*, the stub's first instruction: `jmp
-/// [ebx + d]` (position-independent code, EBX the GOT's address) or `jmp [d]`, with no
-/// prefix, its six bytes in one page. Such a call can take the stub's jump itself: the
+/// If `call` is a direct call (or jump: a tail call) of a *PLT stub*, the stub's first
+/// instruction: `jmp [ebx + d]` (position-independent code, EBX the GOT's address) or
+/// `jmp [d]`, with no prefix, its six bytes in one page. Such a call can take the stub's
+/// jump itself: the
 /// callee is the address in the GOT slot when the call runs (lazy binding rewrites the
 /// slot, never the stub), so the translation reads the slot and continues at that
 /// address, without entering the stub's translation; it depends on the stub's page as
 /// on an unchecked PC thunk's (`Translated::thunk_page`).
 fn plt_stub(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &Instruction) -> Option<Instruction> {
+    let direct = matches!(call.code(), Code::Call_rel32_32 | Code::Jmp_rel32_32 | Code::Jmp_rel8_32);
     let target = call.near_branch32();
-    if call.code() != Code::Call_rel32_32 || target == call.next_ip32() || target & (PAGE_SIZE - 1) > PAGE_SIZE - 6 {
+    if !direct || target == call.next_ip32() || target & (PAGE_SIZE - 1) > PAGE_SIZE - 6 {
         return None;
     }
     let mut t = Vec::with_capacity(4);
@@ -165,8 +167,10 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
             }
         }
     }
+    // (Not a jump the block followed, which it ends only at the size limit.)
+    let followed = |j: &Instruction| direct_jump(j).is_some_and(|t| t > j.ip32() && t.wrapping_sub(eip) < page_left);
     let plt = match instrs.last() {
-        Some(c) if thunks.last().is_none_or(|t| t.0 + 1 != instrs.len()) => plt_stub(&mut fetch, c),
+        Some(c) if thunks.last().is_none_or(|t| t.0 + 1 != instrs.len()) && !followed(c) => plt_stub(&mut fetch, c),
         _ => None,
     };
     Formed { instrs, thunks, last_block, blocks, plt }
@@ -211,5 +215,33 @@ mod tests {
         let mut code = vec![0x90; 32];
         code[..2].copy_from_slice(&[0xeb, 0x10]);
         assert_eq!(ips(&code, 0x1ff8), [0x1ff8]);
+    }
+
+    #[test]
+    fn calls_and_tail_calls_of_plt_stubs_are_recognized() {
+        // 0x1000: call 0x1010 (or jmp, or a call of a non-stub); 0x1010: the target.
+        let plt = |first: &[u8], target: &[u8]| {
+            let mut code = first.to_vec();
+            code.resize(0x10, 0x90);
+            code.extend_from_slice(target);
+            code.resize(0x20, 0x90);
+            form(from_bytes(&code, 0x1000), 0x1000).plt.map(|j| j.ip32())
+        };
+        let call = [0xe8, 0x0b, 0, 0, 0];
+        assert_eq!(plt(&call, &[0xff, 0xa3, 0x0c, 0, 0, 0]), Some(0x1010), "jmp [ebx + 12]");
+        assert_eq!(plt(&call, &[0xff, 0x25, 0x00, 0x20, 0, 0]), Some(0x1010), "jmp [0x2000]");
+        assert_eq!(
+            plt(&[0xe9, 0x0b, 0, 0, 0], &[0xff, 0xa3, 0x0c, 0, 0, 0]),
+            None,
+            "a jump forward in the page is followed"
+        );
+        assert_eq!(plt(&call, &[0xff, 0xa6, 0x0c, 0, 0, 0]), None, "jmp [esi + 12]");
+        assert_eq!(plt(&call, &[0x2e, 0xff, 0xa3, 0x0c, 0, 0, 0]), None, "a prefix");
+        assert_eq!(plt(&call, &[0xff, 0xe0]), None, "jmp eax");
+        // A tail call back to a stub before the block.
+        let mut code = vec![0x90; 0x10];
+        code[..6].copy_from_slice(&[0xff, 0xa3, 0x0c, 0, 0, 0]);
+        code.extend_from_slice(&[0x40, 0xeb, 0xed]); // 0x1010: inc eax; jmp 0x1000
+        assert_eq!(form(from_bytes(&code, 0x1000), 0x1010).plt.map(|j| j.ip32()), Some(0x1000));
     }
 }

@@ -136,6 +136,15 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             // The fall-through follows inline (or through the site at the end).
             true
         }
+        Inline::Jmp if e.plt.is_some() => {
+            // A tail call through a PLT stub: the stub's jump done here, as for a call
+            // (`block::plt_stub`), nothing pushed.
+            let stub = e.plt.take()?;
+            load_operand(e, &stub, Register::R13D)?;
+            e.exit_indirect(done + 1);
+            ended = true;
+            true
+        }
         Inline::Jmp => {
             e.count(done);
             e.jump(ins.near_branch32().wrapping_sub(eip) as i32);

@@ -209,16 +209,19 @@ pub fn translate_decoded(
         .next()
         .filter(|&t| opts.thunk_deps && (t & (PAGE_SIZE - 1)) <= PAGE_SIZE - 4 && thunk_targets.all(|u| u == t));
     // A closing call of a PLT stub takes the stub's jump itself (`block::plt_stub`) where
-    // the translation can depend on the stub's page: that of its unchecked PC thunk, if
-    // it has one, or a page of its own.
-    let plt =
-        formed.plt.filter(|s| opts.thunk_deps && thunk_page.is_none_or(|t| t >> PAGE_SHIFT == s.ip32() >> PAGE_SHIFT));
+    // the translation can depend on the stub's page: one page besides its own, so that
+    // of its unchecked PC thunk if that lies in another page.
+    // (Checking the thunk's bytes at run time instead, to free the page for the stub,
+    // gained nothing: stop 44.)
+    let page = |a: u32| a >> PAGE_SHIFT;
+    let thunk_dep = thunk_page.filter(|&t| page(t) != page(eip));
+    let plt = formed.plt.filter(|s| opts.thunk_deps && thunk_dep.is_none_or(|t| page(t) == page(s.ip32())));
     let instrs = &formed.instrs;
     let last = *instrs.last()?;
     let mut e = Emitter::new(eip, instrs.len(), opts);
     e.thunk_unchecked = thunk_page.is_some();
     e.plt = plt;
-    let thunk_page = thunk_page.or(plt.map(|s| s.ip32()));
+    let thunk_page = if thunk_dep.is_some() { thunk_page } else { plt.map(|s| s.ip32()).or(thunk_page) };
     let indirect =
         matches!(last.flow_control(), FlowControl::IndirectBranch | FlowControl::IndirectCall | FlowControl::Return);
     if opts.predict && indirect {
