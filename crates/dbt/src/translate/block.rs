@@ -67,13 +67,16 @@ pub(super) fn thunk_bytes(r: Register) -> u32 {
 /// If `call` is a direct call of a PC thunk (see the module's documentation), the
 /// register the thunk loads. Only the canonical encoding counts: the translation checks
 /// exactly [`thunk_bytes`] at run time.
-fn pc_thunk(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &Instruction) -> Option<Register> {
+fn pc_thunk(
+    callee: &mut Callee<impl FnMut(u32, &mut Vec<Instruction>) -> bool>,
+    call: &Instruction,
+) -> Option<Register> {
     let target = call.near_branch32();
     if call.code() != Code::Call_rel32_32 || target == call.next_ip32() {
         return None;
     }
-    let mut t = Vec::with_capacity(4);
-    if !fetch(target, &mut t) || t.len() < 2 {
+    let t = callee.at(target)?;
+    if t.len() < 2 {
         return None;
     }
     let (mov, ret) = (&t[0], &t[1]);
@@ -99,17 +102,16 @@ fn pc_thunk(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &I
 /// slot, never the stub), so the translation reads the slot and continues at that
 /// address, without entering the stub's translation; it depends on the stub's page as
 /// on an unchecked PC thunk's (`Translated::thunk_page`).
-fn plt_stub(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &Instruction) -> Option<Instruction> {
+fn plt_stub(
+    callee: &mut Callee<impl FnMut(u32, &mut Vec<Instruction>) -> bool>,
+    call: &Instruction,
+) -> Option<Instruction> {
     let direct = matches!(call.code(), Code::Call_rel32_32 | Code::Jmp_rel32_32 | Code::Jmp_rel8_32);
     let target = call.near_branch32();
     if !direct || target == call.next_ip32() || target & (PAGE_SIZE - 1) > PAGE_SIZE - 6 {
         return None;
     }
-    let mut t = Vec::with_capacity(4);
-    if !fetch(target, &mut t) {
-        return None;
-    }
-    let jmp = t.first()?;
+    let jmp = callee.at(target)?.first()?;
     let ok = jmp.code() == Code::Jmp_rm32
         && jmp.len() == 6
         && jmp.op0_kind() == OpKind::Memory
@@ -117,6 +119,25 @@ fn plt_stub(fetch: &mut impl FnMut(u32, &mut Vec<Instruction>) -> bool, call: &I
         && jmp.memory_index() == Register::None
         && jmp.segment_prefix() == Register::None;
     ok.then_some(*jmp)
+}
+
+/// The first decoded block of a call's target, fetched once for both questions asked of
+/// it (a PC thunk, a PLT stub).
+struct Callee<F> {
+    fetch: F,
+    target: u32,
+    block: Option<Vec<Instruction>>,
+}
+
+impl<F: FnMut(u32, &mut Vec<Instruction>) -> bool> Callee<F> {
+    fn at(&mut self, target: u32) -> Option<&[Instruction]> {
+        if self.target != target || self.block.is_none() {
+            let mut t = Vec::with_capacity(4);
+            self.target = target;
+            self.block = (self.fetch)(target, &mut t).then_some(t);
+        }
+        self.block.as_deref()
+    }
 }
 
 /// The target of `ins` if it is a direct jump (32-bit operand size). Not the last
@@ -129,7 +150,8 @@ pub(crate) fn direct_jump(ins: &Instruction) -> Option<u32> {
 
 /// The instructions of the translation at `eip`. `fetch(at, out)` appends the decoded
 /// block at `at` (false if its first instruction cannot be fetched).
-pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u32) -> Formed {
+pub(super) fn form(fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u32) -> Formed {
+    let mut callee = Callee { fetch, target: 0, block: None };
     let page_left = PAGE_SIZE - (eip & (PAGE_SIZE - 1));
     let mut instrs = Vec::with_capacity(16);
     let mut thunks = Vec::new();
@@ -139,7 +161,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
     let mut blocks = Vec::new();
     'blocks: while instrs.len() < MAX_INSTRUCTIONS {
         block.clear();
-        if !fetch(at, &mut block) || block.is_empty() {
+        if !(callee.fetch)(at, &mut block) || block.is_empty() {
             break;
         }
         last_block = at;
@@ -150,7 +172,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
                 ins.is_jcc_short_or_near() && ins.op0_kind() == OpKind::NearBranch32 && ins.near_branch32() != eip;
             let in_page = ins.next_ip32().wrapping_sub(eip) < page_left;
             let thunk =
-                if in_page && ins.flow_control() == FlowControl::Call { pc_thunk(&mut fetch, ins) } else { None };
+                if in_page && ins.flow_control() == FlowControl::Call { pc_thunk(&mut callee, ins) } else { None };
             // A direct jump forward in the page is followed: the code at its target
             // continues the translation (no host jump at all where the guest takes one).
             let follow = in_page && direct_jump(ins).is_some_and(|t| t > ins.ip32() && t.wrapping_sub(eip) < page_left);
@@ -170,7 +192,7 @@ pub(super) fn form(mut fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, ei
     // (Not a jump the block followed, which it ends only at the size limit.)
     let followed = |j: &Instruction| direct_jump(j).is_some_and(|t| t > j.ip32() && t.wrapping_sub(eip) < page_left);
     let plt = match instrs.last() {
-        Some(c) if thunks.last().is_none_or(|t| t.0 + 1 != instrs.len()) && !followed(c) => plt_stub(&mut fetch, c),
+        Some(c) if thunks.last().is_none_or(|t| t.0 + 1 != instrs.len()) && !followed(c) => plt_stub(&mut callee, c),
         _ => None,
     };
     Formed { instrs, thunks, last_block, blocks, plt }
