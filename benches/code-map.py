@@ -322,6 +322,9 @@ def branch_kind(path, va, plt):
                 return "jump through memory"
             if re.match(r"call\s+\*", ins):
                 return "indirect call"
+            m = re.match(r"(call|jmp)\s+([0-9a-f]+)", ins)
+            if m and plt and plt[0] <= int(m.group(2), 16) < plt[1]:
+                return "PLT stub"  # taken at the call (engine.md, "PLT calls take the stub's jump")
             m = re.match(r"jmp\s+([0-9a-f]+)", ins)
             if m:
                 nxt = int(m.group(1), 16)
