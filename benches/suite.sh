@@ -6,7 +6,7 @@
 #
 # Usage: benches/suite.sh [--morph PATH] [--runs N] [--quick] [--csv FILE]
 #                         [--only NAME,NAME...] [--timeout SECS] [--once-after SECS]
-#                         [--no-qemu]
+#                         [--no-qemu] [--layouts]
 #
 #   --morph PATH       morph binary (default target/x86_64-unknown-linux-gnu/release/morph, built with
 #                      `cargo build --release` when missing)
@@ -18,6 +18,10 @@
 #   --once-after SECS  an emulated configuration whose first run takes longer
 #                      than SECS is not repeated (default 120; 0 = always repeat)
 #   --no-qemu          skip the qemu-i386 columns even if qemu-i386 is installed
+#   --layouts          morph's translator run r places its translations with
+#                      --layout-seed r, and its time is the median of the runs
+#                      instead of the best: a ratio over code placements, which
+#                      move one benchmark by up to a quarter (docs/results.md § Stop 44)
 #
 # Exit status: 0 when every run produced the native output, 1 when any
 # benchmark FAILed (wrong output, non-zero exit status, timeout), 2 on usage
@@ -50,6 +54,7 @@ ONLY=""
 TIMEOUT=1800
 ONCE_AFTER=120
 USE_QEMU=1
+LAYOUTS=0
 QEMU=${QEMU:-qemu-i386}
 
 usage() {
@@ -67,6 +72,7 @@ while [ $# -gt 0 ]; do
 	--timeout) [ $# -ge 2 ] || usage; TIMEOUT=$2; shift 2 ;;
 	--once-after) [ $# -ge 2 ] || usage; ONCE_AFTER=$2; shift 2 ;;
 	--no-qemu) USE_QEMU=0; shift ;;
+	--layouts) LAYOUTS=1; shift ;;
 	-h | --help) usage ;;
 	*) echo "suite.sh: unknown argument: $1" >&2; usage ;;
 	esac
@@ -138,13 +144,24 @@ run_once() {
 
 # measure LABEL REF CMD...: best of RUNS; the output must equal REF (a file)
 # and the exit status must be 0.  Sets BEST_US (empty on failure) and appends
-# to PROBLEMS on failure.  The first word of CMD is "native" or "emulated".
+# to PROBLEMS on failure.  The first word of CMD is "native" or "emulated".  A
+# word @LAYOUT@ in CMD becomes --layout-seed=R in run R with --layouts (and
+# BEST_US the median of the runs), and is dropped otherwise.
 measure() {
-	local label=$1 ref=$2 r out="$WORK/out"
+	local label=$1 ref=$2 r out="$WORK/out" w layout=0 all=()
 	shift 2
 	BEST_US=""
 	for ((r = 1; r <= RUNS; r++)); do
-		run_once "$out" "$@"
+		local cmd=()
+		for w in "$@"; do
+			if [ "$w" = @LAYOUT@ ]; then
+				layout=1
+				[ "$LAYOUTS" = 1 ] && cmd+=("--layout-seed=$r")
+			else
+				cmd+=("$w")
+			fi
+		done
+		run_once "$out" "${cmd[@]}"
 		if [ "$RC" -ne 0 ] || ! cmp -s "$out" "$ref"; then
 			local why
 			if [ "$RC" -eq 124 ] && [ "$1" != native ] && [ "$TIMEOUT" -gt 0 ]; then
@@ -164,6 +181,7 @@ measure() {
 			BEST_US=""
 			return 1
 		fi
+		all+=("$US")
 		if [ -z "$BEST_US" ] || [ "$US" -lt "$BEST_US" ]; then
 			BEST_US=$US
 		fi
@@ -173,6 +191,10 @@ measure() {
 			break
 		fi
 	done
+	if [ "$LAYOUTS" = 1 ] && [ "$layout" = 1 ]; then
+		BEST_US=$(printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 }
+			END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%d", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	fi
 	return 0
 }
 
@@ -241,7 +263,7 @@ for line in "${BENCHES[@]}"; do
 
 	log "$name: morph dbt"
 	if measure "$name morph --engine dbt" "$ref" emulated \
-		"$MORPH" run --engine dbt --key physical "$bin" "$full"; then
+		"$MORPH" run --engine dbt --key physical @LAYOUT@ "$bin" "$full"; then
 		m_us=$BEST_US
 		m_s=$(secs "$m_us")
 		m_r=$(ratio "$m_us" "$nat_us")
@@ -286,7 +308,7 @@ done
 
 # ---- report ------------------------------------------------------------------------
 echo
-echo "guest benchmarks: best of $RUNS wall times$([ "$QUICK" = 1 ] && echo " (--quick: small counts, times not meaningful)")"
+echo "guest benchmarks: best of $RUNS wall times$([ "$LAYOUTS" = 1 ] && echo " (morph dbt: the median over --layout-seed 1..$RUNS)")$([ "$QUICK" = 1 ] && echo " (--quick: small counts, times not meaningful)")"
 echo "host: $host_cpu, $(nproc) CPUs; morph: $MORPH"
 echo "morph = run --engine dbt --key physical; interp/native is scaled from a smaller run (see benches/README.md)"
 echo
