@@ -6,12 +6,13 @@ mod common;
 
 use common::*;
 
-#[test]
-fn benchmark_guests_match_native() {
+/// `benches/suite.sh` with `args` (and `--morph`); its output.
+fn suite(args: &[&str]) -> String {
     let ws = workspace();
     let out = std::process::Command::new("bash")
         .arg(ws.join("benches/suite.sh"))
-        .args(["--quick", "--no-qemu", "--morph"])
+        .args(args)
+        .arg("--morph")
         .arg(morph())
         .current_dir(&ws)
         .output()
@@ -19,4 +20,13 @@ fn benchmark_guests_match_native() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "suite failed:\n{text}");
     assert!(!text.contains("FAIL"), "{text}");
+    text
+}
+
+#[test]
+fn benchmark_guests_match_native() {
+    suite(&["--quick", "--no-qemu"]);
+    // Under two code layouts too (`--layouts`: the translator's runs placed apart).
+    let text = suite(&["--quick", "--no-qemu", "--layouts", "--runs", "2", "--only", "fib,bytecode"]);
+    assert!(text.contains("median over --layout-seed 1..2"), "{text}");
 }
