@@ -173,3 +173,20 @@ fn cold_side_exit() {
         },
     );
 }
+
+/// A call of a PLT stub (`jmp [ebx + d]`) where the engine keeps the translation
+/// dependent on the stub's page: the stub's jump done at the call (the GOT slot read
+/// first, the return address pushed, the call and the jump counted together), then
+/// the indirect-branch table's lookup.
+#[test]
+fn plt_call() {
+    let opts = morph_dbt::translate::Options { thunk_deps: true, ibt: true, ..Default::default() };
+    golden_with("plt_call", opts, |a| {
+        let mut stub = a.create_label();
+        a.mov(dword_ptr(esp), eax)?;
+        a.call(stub)?;
+        a.ret()?;
+        a.set_label(&mut stub)?;
+        a.db(&[0xff, 0xa3, 0x10, 0, 0, 0]) // jmp [ebx + 0x10], a PLT stub's disp32 form
+    });
+}
