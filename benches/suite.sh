@@ -192,8 +192,7 @@ measure() {
 		fi
 	done
 	if [ "$LAYOUTS" = 1 ] && [ "$layout" = 1 ]; then
-		BEST_US=$(printf '%s\n' "${all[@]}" | sort -n | awk '{ v[NR] = $1 }
-			END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%d", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+		BEST_US=$(median "${all[@]}")
 	fi
 	return 0
 }

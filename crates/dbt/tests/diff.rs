@@ -1157,22 +1157,22 @@ fn plt_program(tail: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Ve
     const STUB_B: u32 = CODE + 0x1000;
     const G: u32 = CODE + 0x1100;
     const TAIL: u32 = CODE + 0x300; // `jmp stub_a`: a tail call through the PLT
-    let main = assemble(|a| {
+    let mut code = assemble(|a| {
         a.mov(dword_ptr(ebx + 8), F)?;
         a.mov(dword_ptr(ebx + 12), G)?;
         a.mov(dword_ptr(DATA + 16), F)?;
-        // (label, stub, register summed, a write before the loop)
+        // (trips, callee) of each loop, with a write before the second and the fourth
         let loops = [(60u32, STUB_A), (40, STUB_A), (40, STUB_B), (40, STUB_B), (30, STUB_C), (30, TAIL)];
-        for (n, stub) in loops.iter().enumerate() {
+        for (n, &(trips, callee)) in loops.iter().enumerate() {
             match n {
                 1 => a.mov(dword_ptr(ebx + 8), G)?,   // the GOT slot rebound (lazy binding)
                 3 => a.mov(byte_ptr(STUB_B + 2), 8)?, // the stub itself rewritten: `jmp [ebx + 8]`
                 _ => {}
             }
             let mut top = a.create_label();
-            a.mov(ecx, stub.0)?;
+            a.mov(ecx, trips)?;
             a.set_label(&mut top)?;
-            a.call(u64::from(stub.1))?;
+            a.call(u64::from(callee))?;
             a.add(esi, eax)?;
             a.add(dword_ptr(ebx + 0x40), esp)?;
             a.dec(ecx)?;
@@ -1180,7 +1180,6 @@ fn plt_program(tail: impl Fn(&mut CodeAssembler) -> Result<(), IcedError>) -> Ve
         }
         tail(a)
     });
-    let mut code = main;
     assert!(code.len() <= 0x100, "main fits before the stubs");
     let at = |code: &mut Vec<u8>, va: u32, bytes: &[u8]| {
         code.resize((va - CODE) as usize, 0x90);

@@ -97,11 +97,10 @@ fn pc_thunk(
 /// If `call` is a direct call (or jump: a tail call) of a *PLT stub*, the stub's first
 /// instruction: `jmp [ebx + d]` (position-independent code, EBX the GOT's address) or
 /// `jmp [d]`, with no prefix, its six bytes in one page. Such a call can take the stub's
-/// jump itself: the
-/// callee is the address in the GOT slot when the call runs (lazy binding rewrites the
-/// slot, never the stub), so the translation reads the slot and continues at that
-/// address, without entering the stub's translation; it depends on the stub's page as
-/// on an unchecked PC thunk's (`Translated::thunk_page`).
+/// jump itself: the callee is the address in the GOT slot when the call runs (lazy
+/// binding rewrites the slot, never the stub), so the translation reads the slot and
+/// continues at that address, without entering the stub's translation; it depends on
+/// the stub's page as on an unchecked PC thunk's (`Translated::thunk_page`).
 fn plt_stub(
     callee: &mut Callee<impl FnMut(u32, &mut Vec<Instruction>) -> bool>,
     call: &Instruction,
@@ -153,6 +152,9 @@ pub(crate) fn direct_jump(ins: &Instruction) -> Option<u32> {
 pub(super) fn form(fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u32) -> Formed {
     let mut callee = Callee { fetch, target: 0, block: None };
     let page_left = PAGE_SIZE - (eip & (PAGE_SIZE - 1));
+    // A direct jump forward in the page is followed: the code at its target continues
+    // the translation (no host jump at all where the guest takes one).
+    let followed = |j: &Instruction| direct_jump(j).is_some_and(|t| t > j.ip32() && t.wrapping_sub(eip) < page_left);
     let mut instrs = Vec::with_capacity(16);
     let mut thunks = Vec::new();
     let mut block = Vec::with_capacity(16);
@@ -173,9 +175,7 @@ pub(super) fn form(fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u
             let in_page = ins.next_ip32().wrapping_sub(eip) < page_left;
             let thunk =
                 if in_page && ins.flow_control() == FlowControl::Call { pc_thunk(&mut callee, ins) } else { None };
-            // A direct jump forward in the page is followed: the code at its target
-            // continues the translation (no host jump at all where the guest takes one).
-            let follow = in_page && direct_jump(ins).is_some_and(|t| t > ins.ip32() && t.wrapping_sub(eip) < page_left);
+            let follow = in_page && followed(ins);
             let end = (ins.flow_control() != FlowControl::Next && !side_exit && thunk.is_none() && !follow)
                 || ins.is_invalid()
                 || !in_page;
@@ -190,7 +190,6 @@ pub(super) fn form(fetch: impl FnMut(u32, &mut Vec<Instruction>) -> bool, eip: u
         }
     }
     // (Not a jump the block followed, which it ends only at the size limit.)
-    let followed = |j: &Instruction| direct_jump(j).is_some_and(|t| t > j.ip32() && t.wrapping_sub(eip) < page_left);
     let plt = match instrs.last() {
         Some(c) if thunks.last().is_none_or(|t| t.0 + 1 != instrs.len()) && !followed(c) => plt_stub(&mut callee, c),
         _ => None,

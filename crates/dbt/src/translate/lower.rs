@@ -136,11 +136,17 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
             // The fall-through follows inline (or through the site at the end).
             true
         }
-        Inline::Jmp if e.plt.is_some() => {
-            // A tail call through a PLT stub: the stub's jump done here, as for a call
-            // (`block::plt_stub`), nothing pushed.
+        Inline::Call | Inline::Jmp if e.plt.is_some() => {
+            // A PLT stub's jump done here (`block::plt_stub`): its GOT slot read first
+            // (a fault re-runs the call in the interpreter, which then faults at the
+            // stub), the return address pushed by a call (a tail call's `jmp` pushes
+            // nothing), the call and the jump counted.
             let stub = e.plt.take()?;
             load_operand(e, &stub, Register::R13D)?;
+            if kind == Inline::Call {
+                e.bytes(&fix_lea_r8(e.at(next)));
+                push_reg(e, r8d);
+            }
             e.exit_indirect(done + 1);
             ended = true;
             true
@@ -169,18 +175,6 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                 ended = true;
             }
             ok
-        }
-        Inline::Call if e.plt.is_some() => {
-            // A PLT stub's jump done here (`block::plt_stub`): its GOT slot read first
-            // (a fault re-runs the call in the interpreter, which then faults at the
-            // stub), the return address pushed, the call and the jump counted.
-            let stub = e.plt.take()?;
-            load_operand(e, &stub, Register::R13D)?;
-            e.bytes(&fix_lea_r8(e.at(next)));
-            push_reg(e, r8d);
-            e.exit_indirect(done + 1);
-            ended = true;
-            true
         }
         Inline::Call => {
             let target = ins.near_branch32().wrapping_sub(eip) as i32;
