@@ -330,6 +330,53 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
     (before, t.after.clone())
 }
 
+/// Host code decoded, for the tests and tools that read it back (the goldens, checks of
+/// the glue): iced-x86 is built without its VEX tables (`Cargo.toml`: the modeled CPUs
+/// have no AVX, and the tables cost every start of morph a tenth of a millisecond), so
+/// the one VEX instruction morph emits, BMI2's `rorx` (the jump cache's index,
+/// [`indirect_lookup`]), is recognized here from its encoding: `c4`, map 0F3A, opcode
+/// `f0`, register operands, an 8-bit rotate.
+pub fn decode_host(code: &[u8], ip: u64) -> Vec<iced_x86::Instruction> {
+    use iced_x86::{Code, Decoder, DecoderOptions, Instruction, OpKind, Register};
+    let mut d = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
+    let mut out = Vec::new();
+    while d.can_decode() {
+        let at = d.position();
+        match code.get(at..at + 6) {
+            Some(&[0xc4, p1, p2, 0xf0, modrm, imm]) if p1 & 0x1f == 3 && p2 & 0x7f == 0x7b && modrm >> 6 == 3 => {
+                // Inverted R and B extend ModRM's reg and rm; W selects 64 bits.
+                let reg = usize::from((modrm >> 3) & 7) | usize::from(!p1 >> 7 & 1) << 3;
+                let rm = usize::from(modrm & 7) | usize::from(!p1 >> 5 & 1) << 3;
+                use Register::*;
+                let (code, regs) = if p2 >> 7 == 1 {
+                    let r = [RAX, RCX, RDX, RBX, RSP, RBP, RSI, RDI, R8, R9, R10, R11, R12, R13, R14, R15];
+                    (Code::VEX_Rorx_r64_rm64_imm8, r)
+                } else {
+                    let r = [EAX, ECX, EDX, EBX, ESP, EBP, ESI, EDI, R8D, R9D, R10D, R11D, R12D, R13D, R14D, R15D];
+                    (Code::VEX_Rorx_r32_rm32_imm8, r)
+                };
+                let r = |n: usize| regs[n];
+                let mut i = Instruction::default();
+                i.set_code(code);
+                i.set_op0_kind(OpKind::Register);
+                i.set_op0_register(r(reg));
+                i.set_op1_kind(OpKind::Register);
+                i.set_op1_register(r(rm));
+                i.set_op2_kind(OpKind::Immediate8);
+                i.set_immediate8(imm);
+                i.set_len(6);
+                i.set_ip(ip + at as u64);
+                i.set_next_ip(ip + at as u64 + 6);
+                out.push(i);
+                let _ = d.set_position(at + 6);
+                d.set_ip(ip + at as u64 + 6);
+            }
+            _ => out.push(d.decode()),
+        }
+    }
+    out
+}
+
 /// Whether the host CPU has BMI2: two `cpuid`s (leaves 0 and 7) rather than the
 /// standard library's detection of every feature at once, a dozen `cpuid`s, each a
 /// trap to the hypervisor on a virtual machine, at every start of morph.
@@ -534,12 +581,12 @@ mod tests {
 
     #[test]
     fn the_table_lookup_forms_the_miss_routine_address_from_its_own() {
-        use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
+        use iced_x86::{Mnemonic, Register};
         for counted in [false, true] {
             let (code, at) = table_lookup(counted);
             let mut patched = code.to_vec();
             patched[at..at + 4].copy_from_slice(&0x1234_5678i32.to_le_bytes());
-            let decoded: Vec<_> = Decoder::with_ip(64, &patched, 0, DecoderOptions::NONE).iter().collect();
+            let decoded = decode_host(&patched, 0);
             assert!(decoded.iter().all(|i| !i.is_invalid()), "{decoded:?}");
             let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::RIP);
             // The rel32 counts from the end of its field (the lea's end), as placement's do.
@@ -558,12 +605,12 @@ mod tests {
 
     #[test]
     fn a_helper_call_carries_its_operands() {
-        use iced_x86::{Decoder, DecoderOptions, Mnemonic, Register};
+        use iced_x86::{Mnemonic, Register};
         for (helper, ins, k, eip_off) in
             [(0x5555_0000_1234usize, 0x7fff_0000_0008usize, 0u32, 0i32), (1, 2, 31, -8), (0x10, 0x20, 7, 0xffc)]
         {
             let (before, after) = helper_call(helper, ins, k, eip_off);
-            let decoded: Vec<_> = Decoder::with_ip(64, &before, 0, DecoderOptions::NONE).iter().collect();
+            let decoded = decode_host(&before, 0);
             assert!(decoded.iter().all(|i| !i.is_invalid()));
             let lea = decoded.iter().find(|i| i.mnemonic() == Mnemonic::Lea && i.memory_base() == Register::R14);
             assert_eq!(lea.map(|i| i.memory_displacement32() as i32), Some(eip_off));

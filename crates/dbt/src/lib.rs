@@ -73,6 +73,7 @@ mod tcache;
 pub mod translate;
 
 pub use capacity::{CRUSOE_TC_SIZE, DEFAULT_TC_SIZE, MIN_TC_SIZE, TC_PROFILES, parse_tc_size};
+pub use glue::decode_host;
 pub use key::{KeyPolicy, UnknownKey};
 pub use tcache::TcacheStats;
 

@@ -8,15 +8,27 @@ use iced_x86::{Code, Decoder, DecoderOptions, Formatter, IntelFormatter};
 const EIP: u32 = 0x0804_8000;
 
 fn disasm(bits: u32, code: &[u8], ip: u64) -> String {
-    let mut d = Decoder::with_ip(bits, code, ip, DecoderOptions::NONE);
+    let decoded = if bits == 64 {
+        morph_dbt::decode_host(code, ip)
+    } else {
+        Decoder::with_ip(bits, code, ip, DecoderOptions::NONE).into_iter().collect()
+    };
     let mut f = IntelFormatter::new();
     let mut out = String::new();
-    while d.can_decode() {
-        let i = d.decode();
+    for i in decoded {
         let mut s = String::new();
         if i.code() == Code::Mov_r64_imm64 {
             // Host addresses (helper function, instruction records) vary per run.
             s = format!("mov {:?},<host address>", i.op0_register()).to_lowercase();
+        } else if matches!(i.code(), Code::VEX_Rorx_r32_rm32_imm8 | Code::VEX_Rorx_r64_rm64_imm8) {
+            // iced is built without VEX (`morph_dbt::decode_host`): formatted here, as
+            // its Intel formatter would.
+            let imm = match i.immediate8() {
+                n @ 0..=9 => n.to_string(),
+                n => format!("{}{n:X}h", if n >> 4 >= 10 { "0" } else { "" }),
+            };
+            let reg = |r: iced_x86::Register| format!("{r:?}").to_lowercase();
+            s = format!("rorx {},{},{imm}", reg(i.op0_register()), reg(i.op1_register()));
         } else {
             f.format(&i, &mut s);
         }
