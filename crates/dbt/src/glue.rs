@@ -580,6 +580,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn decode_host_recognizes_rorx_without_vex_tables() {
+        use iced_x86::{Code, Mnemonic, Register};
+        let code = assemble(|a| {
+            dynasm!(a
+                ; .arch x64
+                ; rorx r9d, r13d, 16
+                ; rorx rax, rbx, 3
+                ; rorx r15, r8, 63
+                ; nop
+            )
+        });
+        let d = decode_host(&code, 0x1000);
+        let got: Vec<_> = d.iter().map(|i| (i.code(), i.op0_register(), i.op1_register(), i.ip(), i.len())).collect();
+        assert_eq!(
+            got[..3],
+            [
+                (Code::VEX_Rorx_r32_rm32_imm8, Register::R9D, Register::R13D, 0x1000, 6),
+                (Code::VEX_Rorx_r64_rm64_imm8, Register::RAX, Register::RBX, 0x1006, 6),
+                (Code::VEX_Rorx_r64_rm64_imm8, Register::R15, Register::R8, 0x100c, 6),
+            ]
+        );
+        assert_eq!(d.iter().map(|i| i.immediate8()).take(3).collect::<Vec<_>>(), [16, 3, 63]);
+        // The decoder goes on after them.
+        assert_eq!((d.len(), d[3].mnemonic(), d[3].ip()), (4, Mnemonic::Nop, 0x1012));
+    }
+
+    #[test]
     fn the_table_lookup_forms_the_miss_routine_address_from_its_own() {
         use iced_x86::{Mnemonic, Register};
         for counted in [false, true] {
