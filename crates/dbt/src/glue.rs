@@ -332,10 +332,10 @@ pub fn helper_call(helper: usize, ins: usize, k: u32, eip_off: i32) -> (Vec<u8>,
 
 /// Host code decoded, for the tests and tools that read it back (the goldens, checks of
 /// the glue): iced-x86 is built without its VEX tables (`Cargo.toml`: the modeled CPUs
-/// have no AVX, and the tables cost every start of morph a tenth of a millisecond), so
-/// the one VEX instruction morph emits, BMI2's `rorx` (the jump cache's index,
-/// [`indirect_lookup`]), is recognized here from its encoding: `c4`, map 0F3A, opcode
-/// `f0`, register operands, an 8-bit rotate.
+/// have no AVX, and building the tables cost every start of morph a few tenths of a
+/// millisecond), so the one VEX instruction morph emits, BMI2's `rorx` (the jump cache's
+/// index, [`indirect_lookup`]), is recognized here from its encoding: `c4`, map 0F3A,
+/// opcode `f0`, register operands, an 8-bit rotate.
 pub fn decode_host(code: &[u8], ip: u64) -> Vec<iced_x86::Instruction> {
     use iced_x86::{Code, Decoder, DecoderOptions, Instruction, OpKind, Register};
     let mut d = Decoder::with_ip(64, code, ip, DecoderOptions::NONE);
@@ -355,13 +355,12 @@ pub fn decode_host(code: &[u8], ip: u64) -> Vec<iced_x86::Instruction> {
                     let r = [EAX, ECX, EDX, EBX, ESP, EBP, ESI, EDI, R8D, R9D, R10D, R11D, R12D, R13D, R14D, R15D];
                     (Code::VEX_Rorx_r32_rm32_imm8, r)
                 };
-                let r = |n: usize| regs[n];
                 let mut i = Instruction::default();
                 i.set_code(code);
                 i.set_op0_kind(OpKind::Register);
-                i.set_op0_register(r(reg));
+                i.set_op0_register(regs[reg]);
                 i.set_op1_kind(OpKind::Register);
-                i.set_op1_register(r(rm));
+                i.set_op1_register(regs[rm]);
                 i.set_op2_kind(OpKind::Immediate8);
                 i.set_immediate8(imm);
                 i.set_len(6);
