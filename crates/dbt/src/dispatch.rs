@@ -66,9 +66,21 @@ impl Engine {
                 self.flush();
             }
             let eip = cpu.eip;
+            let mut pte = mem.pte(eip);
+            if pte.readable() && !pte.has_frame() {
+                // A page the process has not touched yet (a file page not filled, a
+                // demand-zero page): given its frame first, as the interpreter's fetch
+                // would, so that the block's run is dispatched and counted under its key
+                // like any other. (Left to the fetch, the first run of the first block
+                // to touch a page in each process went uncounted, and which block that
+                // was depended on the page cache's read-around.) A fill that fails is
+                // the interpreter's to raise.
+                let _ = mem.read_bytes(eip, &mut [0u8; 1]);
+                pte = mem.pte(eip);
+            }
             // With the trap flag set no translation runs: the interpreter single-steps.
             let traced = cpu.eflags & flags::TF != 0;
-            let r = if let Some(pa) = mem.translate(eip).filter(|_| !traced && mem.pte(eip).readable()) {
+            let r = if let Some(pa) = mem.translate(eip).filter(|_| !traced && pte.readable()) {
                 let frame = pa.frame();
                 let key = self.cfg.key.key(eip, frame, ctx);
                 self.stats.lookups += 1;

@@ -289,6 +289,47 @@ fn physical_translations_run_at_other_addresses() {
     let _ = std::fs::remove_file(&dir);
 }
 
+/// The first run of a block on a file page not read yet counts toward its threshold like
+/// every other: the dispatcher gives the page its frame first (the block's key needs it).
+/// Left to the interpreter's fetch, that run went uncounted, so which blocks reached the
+/// threshold first depended on the page cache's read-around. `dec ecx; jnz start` at the
+/// page's start runs three times: with threshold 2, its third run is its third miss and
+/// translates it.
+#[test]
+fn the_first_run_on_a_page_not_read_yet_is_counted() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    let mut top = a.create_label();
+    a.set_label(&mut top).unwrap();
+    a.dec(ecx).unwrap();
+    a.jne(top).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(0x1000_0000).unwrap();
+    let path = std::env::temp_dir().join(format!("morph-firstrun-{}", std::process::id()));
+    std::fs::write(&path, &code).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let id = morph_mem::FileId::of(&file).unwrap();
+    let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
+    let mut cache = morph_mem::PageCache::new();
+    let mut mem = AddressSpace::new(phys).unwrap();
+    mem.map_file(&mut cache, 0x1000_0000, 0x1000, Prot::RX, false, &file, id, 0, "code").unwrap();
+    assert!(!mem.pte(0x1000_0000).has_frame(), "the page is not read at mmap");
+    let mut e = Engine::new(EngineConfig {
+        translate: true,
+        key: KeyPolicy::Physical,
+        threshold: 2,
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let mut cpu = Cpu::new();
+    cpu.eip = 0x1000_0000;
+    cpu.gpr[1] = 3;
+    assert_eq!(e.run(&mut cpu, &mut mem, 1, 1_000_000), Exit::Syscall);
+    assert_eq!((cpu.gpr[1], cpu.eip), (0, 0x1000_0005));
+    assert_eq!(e.stats().misses, 4, "three runs of the loop and one of the int 0x80 block");
+    assert_eq!(e.stats().translations, 1, "the loop's third run translated it");
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A page of code mapped at two addresses of one address space, each followed by a
 /// different page: its edge into the next page, chained past the target's check while
 /// one address space runs (`chain::FarLinks`), must not carry a run from one address
