@@ -75,13 +75,12 @@ impl Engine {
                 // to touch a page in each process went uncounted, and which block that
                 // was depended on the page cache's read-around.) A fill that fails is
                 // the interpreter's to raise.
-                let _ = mem.read_bytes(eip, &mut [0u8; 1]);
+                let _ = mem.check_read(eip, 1);
                 pte = mem.pte(eip);
             }
             // With the trap flag set no translation runs: the interpreter single-steps.
             let traced = cpu.eflags & flags::TF != 0;
-            let r = if let Some(pa) = mem.translate(eip).filter(|_| !traced && pte.readable()) {
-                let frame = pa.frame();
+            let r = if let Some(frame) = (!traced && pte.readable() && pte.has_frame()).then(|| pte.frame()) {
                 let key = self.cfg.key.key(eip, frame, ctx);
                 self.stats.lookups += 1;
                 let i = self.dispatch_slot(key);

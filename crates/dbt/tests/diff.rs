@@ -38,6 +38,16 @@ fn engine(translate: bool, key: KeyPolicy) -> Engine {
     Engine::new(EngineConfig { translate, key, threshold: 0, chain: true, ..EngineConfig::default() }).unwrap()
 }
 
+/// `code` written to a scratch file named after `name`, opened: its path, the open
+/// file and its identity (for `AddressSpace::map_file`).
+fn code_file(name: &str, code: &[u8]) -> (std::path::PathBuf, std::fs::File, morph_mem::FileId) {
+    let path = std::env::temp_dir().join(format!("morph-{name}-{}", std::process::id()));
+    std::fs::write(&path, code).unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let id = morph_mem::FileId::of(&file).unwrap();
+    (path, file, id)
+}
+
 /// Runs `code` to its `int 0x80` with `cfg`; returns the CPU and the data page.
 fn run(code: &[u8], cfg: EngineConfig) -> (Cpu, Vec<u8>, Vec<u8>) {
     let (mut cpu, mut mem) = machine(code);
@@ -263,10 +273,7 @@ fn physical_translations_run_at_other_addresses() {
     a.mov(edx, dword_ptr(esp)).unwrap(); // the return address
     a.ret().unwrap();
     let code = a.assemble(0).unwrap(); // position-independent bytes
-    let dir = std::env::temp_dir().join(format!("morph-reloc-{}", std::process::id()));
-    std::fs::write(&dir, &code).unwrap();
-    let file = std::fs::File::open(&dir).unwrap();
-    let id = morph_mem::FileId::of(&file).unwrap();
+    let (dir, file, id) = code_file("reloc", &code);
     let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
     let mut cache = morph_mem::PageCache::new();
     let mut e = engine(true, KeyPolicy::Physical);
@@ -304,10 +311,7 @@ fn the_first_run_on_a_page_not_read_yet_is_counted() {
     a.jne(top).unwrap();
     a.int(0x80).unwrap();
     let code = a.assemble(0x1000_0000).unwrap();
-    let path = std::env::temp_dir().join(format!("morph-firstrun-{}", std::process::id()));
-    std::fs::write(&path, &code).unwrap();
-    let file = std::fs::File::open(&path).unwrap();
-    let id = morph_mem::FileId::of(&file).unwrap();
+    let (path, file, id) = code_file("firstrun", &code);
     let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
     let mut cache = morph_mem::PageCache::new();
     let mut mem = AddressSpace::new(phys).unwrap();
@@ -349,10 +353,7 @@ fn far_edges_of_a_page_mapped_twice() {
         code.extend(a.assemble(0).unwrap());
         code.resize(0x1000 * (page as usize + 1), 0xcc);
     }
-    let path = std::env::temp_dir().join(format!("morph-alias-{}", std::process::id()));
-    std::fs::write(&path, &code).unwrap();
-    let file = std::fs::File::open(&path).unwrap();
-    let id = morph_mem::FileId::of(&file).unwrap();
+    let (path, file, id) = code_file("alias", &code);
     let (x, y) = (0x1000_0000u32, 0x2000_0000u32);
     for unlink_far in [true, false] {
         let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
