@@ -72,6 +72,8 @@ pub enum FaultKind {
     /// `#DB` from EFLAGS.TF: a trap after an instruction that began with TF set (EIP is
     /// the next instruction's).
     SingleStep,
+    /// `#DB` from `int1` (`icebp`, F1): a trap (EIP is the next instruction's).
+    Int1,
 }
 
 impl FaultKind {
@@ -79,7 +81,7 @@ impl FaultKind {
     pub fn vector(&self) -> u32 {
         match self {
             FaultKind::DivideError => 0,
-            FaultKind::SingleStep => 1,
+            FaultKind::SingleStep | FaultKind::Int1 => 1,
             FaultKind::Breakpoint => 3,
             FaultKind::Overflow => 4,
             FaultKind::Bound => 5,
@@ -93,7 +95,7 @@ impl FaultKind {
 
     /// Whether it is a trap, reported after its instruction retired (EIP past it).
     pub fn is_trap(&self) -> bool {
-        matches!(self, FaultKind::Breakpoint | FaultKind::Overflow | FaultKind::SingleStep)
+        matches!(self, FaultKind::Breakpoint | FaultKind::Overflow | FaultKind::SingleStep | FaultKind::Int1)
     }
 }
 
@@ -491,7 +493,7 @@ impl Interp {
                 break;
             }
             let entry = isa::entry(ins.code());
-            let class = entry.support;
+            let class = isa::class(&ins);
             last = ins.next_ip32().wrapping_sub(1);
             let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
             if !records {
@@ -744,7 +746,7 @@ impl Interp {
     /// translator's fallback and `step_at`). Updates EIP and the instruction count.
     pub fn step(&mut self, cpu: &mut Cpu, mem: &mut AddressSpace, ins: &Instruction) -> Result<(), Exit> {
         let e = isa::entry(ins.code());
-        let r = self.exec_slow(cpu, mem, e.support, e.family, ins, 0);
+        let r = self.exec_slow(cpu, mem, isa::class(ins), e.family, ins, 0);
         if let Err(Exit::Syscall | Exit::Fault(Fault { kind: FaultKind::Breakpoint | FaultKind::Overflow, .. })) = r {
             cpu.icount += 1;
             self.stats.instructions += 1;

@@ -26,6 +26,9 @@ pub mod flags {
     pub const OF: u32 = 1 << 11;
     /// Nested task.
     pub const NT: u32 = 1 << 14;
+    /// Resume: set in the EFLAGS image the CPU pushes for a fault (never in the running
+    /// flags of user code here: it only suppresses instruction breakpoints).
+    pub const RF: u32 = 1 << 16;
     /// Alignment check.
     pub const AC: u32 = 1 << 18;
     /// CPUID available.
@@ -201,15 +204,49 @@ impl FpuState {
     }
     /// After the host saved this image from its FPU (or did not load it at all): FIP
     /// the guest's, which the shadow holds ([`FpuState::park_pointers`]); FOP the
-    /// shadow's if the host set one (an x87 instruction ran and, on hosts that update it
-    /// only then, raised an unmasked exception), else the guest's as it was loaded
-    /// (`fninit` makes that 0 too).
+    /// shadow's (what translated code's last x87 instruction wrote there, or the guest's
+    /// as parked) on a host that updates FOP at every x87 instruction
+    /// ([`host_fop_always`]), else the shadow's if the host set one (an x87
+    /// instruction ran and raised an unmasked exception), else the guest's as it was
+    /// loaded (`fninit` makes that 0 too).
     pub fn unpark_pointers(&mut self) {
         let s = X87_SHADOW;
         self.0.copy_within(s..s + 4, FIP);
-        let from = if self.fop() != 0 { s + 4 } else { s + 6 };
+        let from = if self.fop() != 0 || host_fop_always() { s + 4 } else { s + 6 };
         self.0.copy_within(from..from + 2, FOP);
     }
+}
+
+/// Whether the host updates the x87 opcode register (FOP) at every x87 instruction
+/// other than a control one, as `fnstenv` shows it: AMD's and older Intel cores do;
+/// Intel cores with FOP updated only on unmasked exceptions do not. (`fxsave` cannot
+/// tell: AMD's stores FOP, FIP and FDP only while an exception is pending.) Probed once
+/// with `fninit; fld1; fnstenv`; the guest's FOP follows the host's rule, as every
+/// other result of an instruction the host runs.
+pub fn host_fop_always() -> bool {
+    static ALWAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALWAYS.get_or_init(|| {
+        let mut env = [0u32; 7];
+        let mut cw = 0u16;
+        // SAFETY: fnstcw and fnstenv store 2 and 28 bytes to locals of those sizes;
+        // fninit and fld1 change only the x87 state, which the final fninit and fldcw
+        // put back as morph keeps it (empty, its own control word).
+        unsafe {
+            std::arch::asm!(
+                "fnstcw [{cw}]",
+                "fninit",
+                "fld1",
+                "fnstenv [{env}]",
+                "fninit",
+                "fldcw [{cw}]",
+                env = in(reg) env.as_mut_ptr(),
+                cw = in(reg) &mut cw as *mut u16,
+                options(nostack, preserves_flags),
+            );
+        }
+        // FOP sits in bits 16–26 of the fourth word; `fld1` is D9 E8.
+        (env[4] >> 16) & 0x7ff == 0x1e8
+    })
 }
 
 /// The FOP of the x87 instruction whose bytes start `bytes` (prefixes skipped): the low

@@ -120,6 +120,8 @@ pub fn fip_effect(ins: &Instruction) -> FipEffect {
         M::Fninit | M::Finit | M::Fnsave | M::Fsave => FipEffect::Clear,
         M::Fldenv | M::Frstor => FipEffect::Load,
         M::Fnclex | M::Fclex | M::Fldcw | M::Fnstcw | M::Fstcw | M::Fnstsw | M::Fstsw | M::Wait => FipEffect::Keep,
+        // The 8087's interrupt and 287's mode controls, no-ops since the 387.
+        M::Feni | M::Fneni | M::Fdisi | M::Fndisi | M::Fsetpm | M::Fnsetpm => FipEffect::Keep,
         M::Fnstenv | M::Fstenv | M::Fxsave | M::Fxrstor => FipEffect::Keep,
         _ if crate::isa::support(ins) == crate::isa::Support::Fpu => FipEffect::Here,
         _ => FipEffect::Keep,
@@ -244,7 +246,11 @@ impl HostFpu {
             None => &mut slot as *mut u64,
         };
         if matches!(ins.op0_kind(), iced_x86::OpKind::MemorySegEDI | iced_x86::OpKind::MemorySegDI) {
+            // `mem` is the host address of the operand, its segment's base included: a
+            // segment override left on the host instruction would add the host's own
+            // segment base to it (FS, GS: morph's thread data).
             host.set_op0_kind(iced_x86::OpKind::MemorySegRDI);
+            host.set_segment_prefix(Register::None);
         }
         if ins.op_kinds().any(|k| k == iced_x86::OpKind::Memory) {
             host.set_memory_base(Register::RDI);

@@ -286,6 +286,8 @@ pub const FPE_FLTUND: i32 = 5;
 pub const FPE_FLTRES: i32 = 6;
 pub const FPE_FLTINV: i32 = 7;
 pub const TRAP_TRACE: i32 = 2;
+/// `si_code` of a breakpoint trap (`int1`).
+pub const TRAP_BRKPT: i32 = 1;
 
 /// What a signal does when its disposition is `SIG_DFL`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -253,7 +253,7 @@ impl Machine {
             ExitStatus::Code(c) => (CLD_EXITED, c),
             ExitStatus::Signal(s) => (CLD_KILLED, s),
         };
-        let info = SigInfo { code, pid_or_addr: p.pid, uid: ids()[0], status: st };
+        let info = SigInfo { code, pid_or_addr: p.pid, uid: ids()[0], status: st, fault: false };
         let mut keep = true;
         if let Some(parent) = self.tasks_mut().procs.get_mut(&p.ppid) {
             let act = parent.sigactions[(SIGCHLD - 1) as usize];
@@ -332,7 +332,20 @@ impl Machine {
                 let touched = if anon { pte.has_frame() } else { pte.hosted() };
                 let present = m.kind == MemFaultKind::Protection && pte.readable() && touched;
                 let fetch = !m.write && m.addr.wrapping_sub(f.eip) < morph_cpu::MAX_INSN_LEN;
-                err = 4 | u32::from(m.write) << 1 | u32::from(present) | u32::from(fetch) << 4;
+                // A read-modify-write instruction reads its operand for writing: its
+                // fault is a write's, the page there or not (the engines fault at the
+                // read, which comes first).
+                let write = m.write
+                    || (!fetch && {
+                        let mut bytes = [0u8; morph_cpu::MAX_INSN_LEN as usize];
+                        let n = (0..bytes.len())
+                            .take_while(|&i| {
+                                p.aspace.read_bytes(f.eip.wrapping_add(i as u32), &mut bytes[i..i + 1]).is_ok()
+                            })
+                            .count();
+                        morph_cpu::isa::reads_for_write(&bytes[..n])
+                    });
+                err = 4 | u32::from(write) << 1 | u32::from(present) | u32::from(fetch) << 4;
                 p.cpu.trap.cr2 = m.addr;
                 (sig, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
             }
@@ -347,6 +360,7 @@ impl Machine {
             }
             FaultKind::Breakpoint => (SIGTRAP, SI_KERNEL, 0, "breakpoint".to_string()),
             FaultKind::SingleStep => (SIGTRAP, TRAP_TRACE, f.eip, "single-step trap".to_string()),
+            FaultKind::Int1 => (SIGTRAP, TRAP_BRKPT, f.eip, "int1 (icebp) trap".to_string()),
             FaultKind::Overflow => (SIGSEGV, SI_KERNEL, 0, "overflow trap (into)".to_string()),
             FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
             FaultKind::Fpu => (SIGFPE, fpu_code(&p.cpu.fpu), f.eip, "x87 floating-point exception".to_string()),
@@ -364,7 +378,10 @@ impl Machine {
         let act = p.sigactions[(sig - 1) as usize];
         let blocked = p.sigmask & (1 << (sig - 1)) != 0;
         if act.handler > SIG_IGN && !blocked {
-            p.raise(sig, SigInfo { code, pid_or_addr: addr, uid: 0, status: 0 });
+            // The CPU pushes EFLAGS with RF set for a fault (the instruction did not
+            // complete), not for a trap (`int3`, `into`, a single step).
+            let fault = !f.kind.is_trap();
+            p.raise(sig, SigInfo { code, pid_or_addr: addr, fault, ..SigInfo::default() });
             return;
         }
         eprintln!("morph: pid {} killed by {} at eip {:#010x}: {what}", p.pid, signal_name(sig), f.eip);

@@ -427,6 +427,9 @@ pub struct SigInfo {
     pub uid: u32,
     /// `si_status` for `SIGCHLD`.
     pub status: i32,
+    /// Raised by a fault (an exception of the fault class: the instruction did not
+    /// complete): the frame's EFLAGS has RF set, as the CPU pushed them.
+    pub fault: bool,
 }
 
 /// A process that has exited and not yet been waited for.
@@ -505,7 +508,13 @@ impl Process {
                 if sig != 0 {
                     // siginfo `_timer`: si_tid, si_overrun, si_value at the places of
                     // si_pid, si_uid, si_status.
-                    let info = SigInfo { code: SI_TIMER, pid_or_addr: id as u32, uid: missed, status: t.value as i32 };
+                    let info = SigInfo {
+                        code: SI_TIMER,
+                        pid_or_addr: id as u32,
+                        uid: missed,
+                        status: t.value as i32,
+                        fault: false,
+                    };
                     self.raise_group(sig, info);
                 }
             }

@@ -6,7 +6,7 @@ use super::{Ctx, Flow, Res, alu_op, invalid, op_bits, set_arith, set_reg};
 use crate::FaultKind;
 use crate::alu::{self, mask};
 use crate::host;
-use crate::state::flags::{AF, ARITH, CF};
+use crate::state::flags::{AF, ARITH, CF, OF, PF};
 use crate::state::reg;
 
 /// Add, subtract, logic, increment, negate, multiply, divide.
@@ -80,10 +80,22 @@ pub(super) fn bcd(c: &mut Ctx<'_>) -> Res<Flow> {
                     if m == M::Aaa { ax.wrapping_add(0x106) } else { ax.wrapping_sub(6).wrapping_sub(0x100) & 0xffff };
                 f |= AF | CF;
             }
+            let sum = nax;
             nax = (nax & 0xff0f) & 0xffff;
             set_reg(c.cpu, Register::AX, nax);
-            // SF, ZF, PF, OF undefined: computed from AL as P6-family hardware does.
-            set_arith(c.cpu, (f & (AF | CF)) | alu::szp(nax & 0xff, 8));
+            // SF, ZF, PF, OF undefined: computed from AL as P6-family hardware does; AMD's
+            // come from the 16-bit sum before AL is masked, OF its signed overflow
+            // (measured on the host: native is the oracle).
+            let undefined = if crate::host::amd_like() {
+                let over = adjust && {
+                    let (a, b) = (ax as u16 as i16, if m == M::Aaa { 0x106i16 } else { -0x106 });
+                    a.checked_add(b).is_none()
+                };
+                alu::szp(sum, 16) & !PF | alu::szp(sum & 0xff, 8) & PF | if over { OF } else { 0 }
+            } else {
+                alu::szp(nax & 0xff, 8)
+            };
+            set_arith(c.cpu, (f & (AF | CF)) | undefined);
         }
         M::Daa | M::Das => {
             let old_al = c.cpu.gpr[reg::EAX] & 0xff;
@@ -102,6 +114,16 @@ pub(super) fn bcd(c: &mut Ctx<'_>) -> Res<Flow> {
             }
             set_reg(c.cpu, Register::AL, al);
             let mut f = alu::szp(al, 8);
+            // OF undefined: AMD's is the signed overflow of the adjustment's addition
+            // (subtraction), measured on the host for every AL, AF and CF.
+            if crate::host::amd_like() {
+                let adj = (if af { 6 } else { 0 }) | if old_al > 0x99 || old_cf { 0x60 } else { 0 };
+                let (a, b) = (old_al as u8 as i8, adj as u8 as i8);
+                let over = if m == M::Daa { a.checked_add(b).is_none() } else { a.checked_sub(b).is_none() };
+                if over {
+                    f |= OF;
+                }
+            }
             if cf {
                 f |= CF;
             }
@@ -125,7 +147,14 @@ pub(super) fn bcd(c: &mut Ctx<'_>) -> Res<Flow> {
             let ax = c.cpu.gpr[reg::EAX];
             let al = ((ax & 0xff) + ((ax >> 8) & 0xff) * base) & 0xff;
             set_reg(c.cpu, Register::AX, al);
-            set_arith(c.cpu, alu::szp(al, 8));
+            // OF, AF, CF undefined: 0 as P6-family hardware gives them; AMD's are the
+            // flags of the final 8-bit addition, AL + (AH * base) (measured on the host).
+            let f = if host::amd_like() {
+                alu::add(ax & 0xff, (((ax >> 8) & 0xff) * base) & 0xff, false, 8).1
+            } else {
+                alu::szp(al, 8)
+            };
+            set_arith(c.cpu, f);
         }
         _ => return Err(invalid(c.mem, ins, c.delta)),
     }

@@ -74,6 +74,9 @@ fn bit_test(c: &mut Ctx<'_>) -> Res<()> {
         let off = get_reg(c.cpu, ins.op1_register());
         let off = if bits == 16 { off as u16 as i16 as i32 } else { off as i32 };
         let a = ea(c.cpu, ins).wrapping_add(((off >> 3) & !((bits as i32 / 8) - 1)) as u32);
+        // With 16-bit addressing the whole address, the bit offset's bytes included,
+        // wraps at 64 KiB (measured on the host).
+        let a = if ins.memory_base().size() == 2 || ins.memory_index().size() == 2 { a & 0xffff } else { a };
         let bit = (off as u32) & (bits - 1);
         (bit, read_sized(c.mem, a, bits).map_err(c.pf())?, Some(a))
     } else {

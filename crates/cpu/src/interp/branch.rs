@@ -2,7 +2,7 @@
 
 use iced_x86::{Code, Mnemonic as M, OpKind, Register};
 
-use super::{Ctx, Flow, Res, invalid, op_bits, set_reg};
+use super::{Ctx, Flow, Res, invalid, op_bits, read_sized, set_reg, write_sized};
 use crate::FaultKind;
 use crate::alu::mask;
 use crate::state::flags::{FIXED, IF, USER_WRITABLE, ZF};
@@ -14,6 +14,9 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
     let m = ins.mnemonic();
     match m {
         M::Jmp => {
+            if let Some(sel) = far_selector(c)? {
+                return far_transfer(c, sel);
+            }
             let target = match ins.op_kind(0) {
                 OpKind::NearBranch32 | OpKind::NearBranch16 => c.target(),
                 _ => {
@@ -24,6 +27,9 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
             Ok(Flow::Jump(target))
         }
         M::Call => {
+            if let Some(sel) = far_selector(c)? {
+                return far_transfer(c, sel);
+            }
             let target = match ins.op_kind(0) {
                 OpKind::NearBranch32 | OpKind::NearBranch16 => c.target(),
                 _ => {
@@ -31,13 +37,17 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
                     c.read(0, bits)?
                 }
             };
-            c.push(32, c.next_ip())?;
+            // The operand size sizes the return address pushed (`66 e8`: 2 bytes).
+            let bits = if matches!(ins.code(), Code::Call_rel16 | Code::Call_rm16) { 16 } else { 32 };
+            c.push(bits, c.next_ip() & mask(bits))?;
             Ok(Flow::Jump(target))
         }
         M::Ret => {
-            let t = c.peek(32, 0)?;
+            // `66 c3` pops a 2-byte return address (zero-extended).
+            let n = if matches!(ins.code(), Code::Retnw | Code::Retnw_imm16) { 2 } else { 4 };
+            let t = c.peek(8 * n, 0)?;
             let extra = if ins.op_count() == 1 { u32::from(ins.immediate16()) } else { 0 };
-            c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(4 + extra);
+            c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(n + extra);
             Ok(Flow::Jump(t))
         }
         M::Jecxz | M::Jcxz => {
@@ -75,6 +85,49 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
         M::Retf | M::Iret | M::Iretd => far_return(c),
         _ => Err(invalid(c.mem, ins, c.delta)),
     }
+}
+
+/// The selector of a far `call` or `jmp` (`ptr16:16/32` or `m16:16/32`), or `None` for
+/// a near one.
+fn far_selector(c: &mut Ctx<'_>) -> Res<Option<u16>> {
+    let ins = c.ins;
+    let far_m = matches!(ins.code(), Code::Call_m1616 | Code::Call_m1632 | Code::Jmp_m1616 | Code::Jmp_m1632);
+    Ok(match ins.op_kind(0) {
+        OpKind::FarBranch16 | OpKind::FarBranch32 => Some(ins.far_branch_selector()),
+        OpKind::Memory if far_m => {
+            let (bits, off) = if matches!(ins.code(), Code::Call_m1616 | Code::Jmp_m1616) { (16, 2) } else { (32, 4) };
+            // The offset is read first: a fault on the pointer is at its start.
+            let a = super::ea(c.cpu, ins);
+            read_sized(c.mem, a, bits).map_err(c.pf())?;
+            Some(c.mem.read_u16(a.wrapping_add(off)).map_err(c.pf())?)
+        }
+        _ => None,
+    })
+}
+
+/// A far `call` or `jmp` to selector `sel` at CPL 3: only the current code segment is
+/// modeled (the guest has one, Linux's user CS), so any other selector raises
+/// `#GP(selector)` (`#GP(0)` for a null one), as it does on hardware for a null
+/// selector or one the GDT does not hold as user code.
+fn far_transfer(c: &mut Ctx<'_>, sel: u16) -> Res<Flow> {
+    if sel != c.cpu.sel[seg::CS] {
+        return Err(c.fault(FaultKind::GeneralProtection(sel & !3)));
+    }
+    let ins = c.ins;
+    let wide = matches!(ins.code(), Code::Call_ptr1632 | Code::Call_m1632 | Code::Jmp_ptr1632 | Code::Jmp_m1632);
+    let (bits, n) = if wide { (32, 4) } else { (16, 2) };
+    let target = match ins.op_kind(0) {
+        OpKind::FarBranch16 | OpKind::FarBranch32 => ins.far_branch32(),
+        _ => read_sized(c.mem, super::ea(c.cpu, ins), bits).map_err(c.pf())?,
+    };
+    if ins.mnemonic() == M::Call {
+        let sp = c.cpu.gpr[reg::ESP];
+        // Both slots are written before ESP moves: a fault leaves it as it was.
+        write_sized(c.mem, sp.wrapping_sub(n), bits, u32::from(sel)).map_err(c.pf())?;
+        write_sized(c.mem, sp.wrapping_sub(2 * n), bits, c.next_ip() & mask(bits)).map_err(c.pf())?;
+        c.cpu.gpr[reg::ESP] = sp.wrapping_sub(2 * n);
+    }
+    Ok(Flow::Jump(target))
 }
 
 /// `retf` and `iret` at CPL 3. Only a return to the current code segment is modeled (the

@@ -41,7 +41,8 @@ pub(super) fn data(c: &mut Ctx<'_>) -> Res<Flow> {
                 let v = c.read(1, 16)?;
                 let s = reg_index(ins.op0_register(), Register::ES);
                 if s == seg::CS || !c.cpu.load_segment(s, v as u16) {
-                    return Err(c.fault(FaultKind::GeneralProtection(0)));
+                    // The error code names the selector refused (0 for a null one).
+                    return Err(c.fault(FaultKind::GeneralProtection(v as u16 & 0xfffc)));
                 }
             } else if ins.op_kind(1) == OpKind::Register && ins.op1_register().is_segment_register() {
                 let v = get_reg(c.cpu, ins.op1_register());

@@ -988,7 +988,9 @@ pub(super) fn form(ins: &Instruction) -> Option<(Handler, Operands)> {
             (o.imm, o.m.disp) = (ins.near_branch32(), next);
             call
         }
-        FastForm::Jmp | FastForm::Call if ins.op_count() == 1 => {
+        // Near and 32-bit only: a far pointer in memory (`m16:16/32`) selects a segment,
+        // a 16-bit operand pushes and truncates otherwise (`interp::branch`).
+        FastForm::Jmp | FastForm::Call if matches!(ins.code(), Code::Call_rm32 | Code::Jmp_rm32) => {
             let is_call = ins.mnemonic() == M::Call;
             o.imm = next;
             match loc(ins, 0)? {

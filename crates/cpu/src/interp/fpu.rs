@@ -53,43 +53,58 @@ impl Interp {
     /// host FPU (whose own are the stub's addresses and the opcode of the stub's
     /// encoding), from what they were (`before`: FIP, FDP, FOP): FIP the instruction's
     /// guest address if it is not a control instruction, else what it was, 0 after
-    /// `fninit` and `fnsave`, and what the image read says after `fldenv` and `frstor`;
-    /// an environment `fnstenv` or `fnsave` stored gets the guest's FIP. FDP and FOP,
-    /// which hosts update for every instruction or only for one that raised an unmasked
-    /// exception, are the operand's guest address (`at`) and the guest's opcode where
-    /// the host changed them. MMX instructions leave them.
+    /// `fninit` and `fnsave`, and what the image read says after `fldenv` and `frstor`
+    /// (FDP and FOP alike). FDP and FOP, which hosts update for every instruction or
+    /// only for one that raised an unmasked exception, are the operand's guest address
+    /// (`at`) and the guest's opcode where the host changed them. MMX instructions leave
+    /// them. An environment `fnstenv` or `fnsave` stored gets the guest's pointers: FIP,
+    /// the code selector with FOP, FDP and the data selector (see [`env_selectors`]).
     fn x87_pointers(&mut self, c: &mut Ctx<'_>, before: (u32, u32, u16), at: u32) -> Res<()> {
         let (fip, fdp, fop) = before;
         let ins = c.ins;
-        // Where an environment keeps FIP: 32 bits at 12, or 16 at 6 in the 16-bit form.
-        let env_fip = |c: &Ctx<'_>| match ins.memory_size() {
-            iced_x86::MemorySize::FpuEnv14 | iced_x86::MemorySize::FpuState94 => (ea(c.cpu, ins).wrapping_add(6), 2),
-            _ => (ea(c.cpu, ins).wrapping_add(12), 4),
-        };
+        // Where an environment keeps FIP, its selector (with FOP, in the 32-bit form),
+        // FDP and its selector: the 32-bit protected-mode form, or the 16-bit one.
+        let short = matches!(ins.memory_size(), iced_x86::MemorySize::FpuEnv14 | iced_x86::MemorySize::FpuState94);
+        let (n, fip_at, cs_at, dp_at, ds_at) = if short { (2, 6, 8, 10, 12) } else { (4, 12, 16, 20, 24) };
         if matches!(ins.mnemonic(), M::Fnstenv | M::Fstenv | M::Fnsave | M::Fsave) {
-            let (a, n) = env_fip(c);
-            c.mem.write_bytes(a, &fip.to_le_bytes()[..n]).map_err(c.pf())?;
-        }
-        let now = match crate::x87::fip_effect(ins) {
-            FipEffect::Keep => fip,
-            FipEffect::Clear => 0,
-            FipEffect::Here => ins.ip32().wrapping_add(c.delta),
-            FipEffect::Load => {
-                let (a, n) = env_fip(c);
-                let mut b = [0u8; 4];
-                c.mem.read_bytes(a, &mut b[..n]).map_err(c.pf())?;
-                u32::from_le_bytes(b)
+            let a = ea(c.cpu, ins);
+            let (cs, ds) = env_selectors(c.cpu, fip, fdp);
+            let cs_fop = if short { cs } else { cs | u32::from(fop & 0x7ff) << 16 };
+            for (off, v, len) in [(fip_at, fip, n), (cs_at, cs_fop, n), (dp_at, fdp, n), (ds_at, ds, 2)] {
+                c.mem.write_bytes(a.wrapping_add(off), &v.to_le_bytes()[..len]).map_err(c.pf())?;
             }
+        }
+        let read_env = |c: &mut Ctx<'_>, off: u32| -> Res<u32> {
+            let mut b = [0u8; 4];
+            c.mem.read_bytes(ea(c.cpu, ins).wrapping_add(off), &mut b[..n]).map_err(c.pf())?;
+            Ok(u32::from_le_bytes(b))
+        };
+        let effect = crate::x87::fip_effect(ins);
+        let (now, dp) = match effect {
+            FipEffect::Keep => (fip, fdp),
+            FipEffect::Clear => (0, 0),
+            FipEffect::Here => {
+                let dp = if c.cpu.fpu.fdp() != fdp && ins.op_kinds().any(|k| k == OpKind::Memory) { at } else { fdp };
+                (ins.ip32().wrapping_add(c.delta), dp)
+            }
+            FipEffect::Load => (read_env(c, fip_at)?, read_env(c, dp_at)?),
         };
         c.cpu.fpu.set_fip(now);
-        if c.cpu.fpu.fdp() != fdp {
-            c.cpu.fpu.set_fdp(if ins.op_kinds().any(|k| k == OpKind::Memory) { at } else { fdp });
-        }
-        if c.cpu.fpu.fop() != fop && crate::x87::fip_effect(ins) == FipEffect::Here {
-            let mut bytes = [0u8; MAX_INSN_LEN as usize];
-            let n = ins.len().min(bytes.len());
-            c.mem.read_bytes(ins.ip32().wrapping_add(c.delta), &mut bytes[..n]).map_err(c.pf())?;
-            c.cpu.fpu.set_fop(crate::state::x87_opcode(&bytes[..n]).unwrap_or(fop));
+        c.cpu.fpu.set_fdp(dp);
+        match effect {
+            FipEffect::Clear => c.cpu.fpu.set_fop(0),
+            // The 16-bit form has no FOP.
+            FipEffect::Load => {
+                let loaded = if short { 0 } else { (read_env(c, cs_at)? >> 16) as u16 & 0x7ff };
+                c.cpu.fpu.set_fop(loaded);
+            }
+            FipEffect::Here if crate::state::host_fop_always() || c.cpu.fpu.fop() != fop => {
+                let mut bytes = [0u8; MAX_INSN_LEN as usize];
+                let n = ins.len().min(bytes.len());
+                c.mem.read_bytes(ins.ip32().wrapping_add(c.delta), &mut bytes[..n]).map_err(c.pf())?;
+                c.cpu.fpu.set_fop(crate::state::x87_opcode(&bytes[..n]).unwrap_or(fop));
+            }
+            _ => c.cpu.fpu.set_fop(fop),
         }
         Ok(())
     }
@@ -139,9 +154,16 @@ impl GprOut {
 fn operand_ptr(c: &mut Ctx<'_>, a: u32, size: u32) -> Res<*mut u8> {
     match isa::entry(c.ins.code()).writes {
         Writes::MemOperand | Writes::Always => {
+            // A store to an unmapped page faults as a write (the check is a read).
             c.mem
                 .check_read(a, size)
-                .or_else(|e| if e.kind == morph_mem::MemFaultKind::Unmapped { Err(e) } else { Ok(()) })
+                .or_else(|e| {
+                    if e.kind == morph_mem::MemFaultKind::Unmapped {
+                        Err(morph_mem::MemFault { write: true, ..e })
+                    } else {
+                        Ok(())
+                    }
+                })
                 .map_err(c.pf())?;
             c.mem.prepare_write(a, size).map_err(c.pf())?;
         }
@@ -274,4 +296,15 @@ impl Interp {
         }
         Ok(Flow::Next)
     }
+}
+
+/// The code and data selectors an x87 environment stores with FIP and FDP (`fip`,
+/// `fdp`): the hardware keeps the selectors of the last non-control instruction and of
+/// its memory operand; morph keeps neither and gives the process's CS and DS where the
+/// pointer is set, 0 where it is clear (after `fninit`), which is what they are unless
+/// a memory operand had a segment override or an image loaded other selectors.
+pub(crate) fn env_selectors(cpu: &crate::Cpu, fip: u32, fdp: u32) -> (u32, u32) {
+    use crate::state::seg;
+    let sel = |on: bool, s: usize| if on { u32::from(cpu.sel[s]) } else { 0 };
+    (sel(fip != 0, seg::CS), sel(fdp != 0, seg::DS))
 }

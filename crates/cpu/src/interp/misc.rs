@@ -38,6 +38,16 @@ pub(super) fn misc(c: &mut Ctx<'_>) -> Res<Flow> {
             c.cpu.eip = c.next_ip();
             return Err(trap);
         }
+        // `icebp`: a #DB trap, which Linux reports as a breakpoint.
+        M::Int1 => {
+            c.cpu.eip = c.next_ip();
+            return Err(fault(FaultKind::Int1, c.next_ip()));
+        }
+        // `salc` (undocumented, in every IA-32 CPU): AL = CF ? 0xFF : 0, flags kept.
+        M::Salc => {
+            let al = if c.cpu.eflags & CF != 0 { 0xff } else { 0 };
+            c.cpu.gpr[reg::EAX] = (c.cpu.gpr[reg::EAX] & !0xff) | al;
+        }
         M::Int3 => {
             c.cpu.eip = c.next_ip();
             return Err(fault(FaultKind::Breakpoint, c.next_ip()));

@@ -1,6 +1,6 @@
 //! The interpreter's stack instructions.
 
-use iced_x86::{Mnemonic as M, OpKind, Register};
+use iced_x86::{Code, Mnemonic as M, OpKind, Register};
 
 use super::{Ctx, Flow, Res, invalid, op_bits, read_sized, reg_index, set_reg, write_sized};
 use crate::FaultKind;
@@ -48,7 +48,8 @@ pub(super) fn stack(c: &mut Ctx<'_>) -> Res<Flow> {
                 let v = c.peek(bits, 0)?;
                 let s = reg_index(ins.op0_register(), Register::ES);
                 if !c.cpu.load_segment(s, v as u16) {
-                    return Err(c.fault(FaultKind::GeneralProtection(0)));
+                    // The error code names the selector refused (0 for a null one).
+                    return Err(c.fault(FaultKind::GeneralProtection(v as u16 & 0xfffc)));
                 }
                 c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(bits / 8);
             } else {
@@ -110,10 +111,17 @@ pub(super) fn stack(c: &mut Ctx<'_>) -> Res<Flow> {
         }
         M::Enter => enter(c)?,
         M::Leave => {
+            // `66 c9` pops BP, 2 bytes.
             let bp = c.cpu.gpr[reg::EBP];
-            let v = c.mem.read_u32(bp).map_err(c.pf())?;
-            c.cpu.gpr[reg::ESP] = bp.wrapping_add(4);
-            c.cpu.gpr[reg::EBP] = v;
+            if ins.code() == Code::Leavew {
+                let v = read_sized(c.mem, bp, 16).map_err(c.pf())?;
+                c.cpu.gpr[reg::ESP] = bp.wrapping_add(2);
+                set_reg(c.cpu, Register::BP, v);
+            } else {
+                let v = c.mem.read_u32(bp).map_err(c.pf())?;
+                c.cpu.gpr[reg::ESP] = bp.wrapping_add(4);
+                c.cpu.gpr[reg::EBP] = v;
+            }
         }
         _ => return Err(invalid(c.mem, ins, c.delta)),
     }
@@ -146,25 +154,33 @@ fn unsafe_reg(base: Register, i: usize) -> Register {
 }
 
 fn enter(c: &mut Ctx<'_>) -> Res<()> {
+    // The operand size sizes the frame pointers pushed and which of EBP and BP is set
+    // (`66 c8`: BP, 2-byte slots).
+    let n = if c.ins.code() == Code::Enterw_imm16_imm8 { 2 } else { 4 };
+    let bits = 8 * n;
     let size = u32::from(c.ins.immediate16());
     let level = u32::from(c.ins.immediate8_2nd()) % 32;
     let esp0 = c.cpu.gpr[reg::ESP];
     let ebp = c.cpu.gpr[reg::EBP];
-    let mut sp = esp0.wrapping_sub(4);
-    c.mem.write_u32(sp, ebp).map_err(c.pf())?;
+    let mut sp = esp0.wrapping_sub(n);
+    write_sized(c.mem, sp, bits, ebp).map_err(c.pf())?;
     let frame = sp;
     if level > 0 {
         let mut bp = ebp;
         for _ in 1..level {
-            bp = bp.wrapping_sub(4);
-            let v = c.mem.read_u32(bp).map_err(c.pf())?;
-            sp = sp.wrapping_sub(4);
-            c.mem.write_u32(sp, v).map_err(c.pf())?;
+            bp = bp.wrapping_sub(n);
+            let v = read_sized(c.mem, bp, bits).map_err(c.pf())?;
+            sp = sp.wrapping_sub(n);
+            write_sized(c.mem, sp, bits, v).map_err(c.pf())?;
         }
-        sp = sp.wrapping_sub(4);
-        c.mem.write_u32(sp, frame).map_err(c.pf())?;
+        sp = sp.wrapping_sub(n);
+        write_sized(c.mem, sp, bits, frame).map_err(c.pf())?;
     }
-    c.cpu.gpr[reg::EBP] = frame;
+    if n == 2 {
+        set_reg(c.cpu, Register::BP, frame);
+    } else {
+        c.cpu.gpr[reg::EBP] = frame;
+    }
     c.cpu.gpr[reg::ESP] = sp.wrapping_sub(size);
     Ok(())
 }

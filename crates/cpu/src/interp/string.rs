@@ -119,8 +119,16 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
                     set(c.cpu, reg::ESI, esi.wrapping_add(step));
                 }
                 M::Cmpsb | M::Cmpsw | M::Cmpsd => {
-                    let a = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
-                    let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
+                    // Which operand is read first shows in the address of a fault when
+                    // both fault: AMD hosts read ES:[EDI] first (measured), Intel's
+                    // pseudo-code the source.
+                    let (a, b) = if crate::host::amd_like() {
+                        let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
+                        (read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?, b)
+                    } else {
+                        let a = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
+                        (a, read_sized(c.mem, edi, bits).map_err(&pf)?)
+                    };
                     set_arith(c.cpu, alu::sub(a, b, false, bits).1);
                     set(c.cpu, reg::ESI, esi.wrapping_add(step));
                     set(c.cpu, reg::EDI, edi.wrapping_add(step));

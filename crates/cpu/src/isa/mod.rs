@@ -49,12 +49,41 @@ pub fn support(ins: &Instruction) -> Support {
     entry(ins.code()).support
 }
 
+/// How the modeled CPU treats this instance of a form: its form's [`Support`], but
+/// [`Support::System`] (`#GP(0)`) for a write through a CS override, which no user code
+/// segment allows ([`writes_through_cs`]).
+#[inline]
+pub fn class(ins: &Instruction) -> Support {
+    if writes_through_cs(ins) { Support::System } else { support(ins) }
+}
+
+/// Whether `ins` writes its explicit memory operand through a CS segment override: a
+/// code segment is never writable, so the CPU raises `#GP(0)` (reads through CS are
+/// allowed: user code segments are readable).
+pub fn writes_through_cs(ins: &Instruction) -> bool {
+    use iced_x86::{InstructionInfoFactory, OpAccess};
+    // The explicit operand, or the masked moves' `[edi]` (which takes overrides).
+    let memory = |k: OpKind| matches!(k, OpKind::Memory | OpKind::MemorySegEDI | OpKind::MemorySegDI);
+    if ins.segment_prefix() != Register::CS || !ins.op_kinds().any(memory) {
+        return false;
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let info = factory.info(ins);
+    (0..ins.op_count()).any(|i| {
+        memory(ins.op_kind(i))
+            && matches!(
+                info.op_access(i),
+                OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+            )
+    })
+}
+
 /// How the translator lowers `ins`: its form's [`Lower`], refined for this instance
 /// (where the host encoding of the form cannot express it, the helper runs it).
 pub fn lowering(ins: &Instruction) -> Lower {
     let lower = entry(ins.code()).lower;
-    if matches!(lower, Lower::Skip | Lower::Helper) {
-        return lower;
+    if matches!(lower, Lower::Skip | Lower::Helper) || writes_through_cs(ins) {
+        return if lower == Lower::Skip { lower } else { Lower::Helper };
     }
     // 16-bit addressing wraps at 64 KiB, which no 64-bit address computes.
     if ins.memory_base().size() == 2 || ins.memory_index().size() == 2 {
@@ -74,6 +103,24 @@ pub fn lowering(ins: &Instruction) -> Lower {
         _ => true,
     };
     if ok { lower } else { Lower::Helper }
+}
+
+/// Whether the instruction whose bytes start `bytes` (decoded in 32-bit mode) reads its
+/// explicit memory operand in order to write it (`add m, r`, `inc m`, `xchg`,
+/// `cmpxchg`...): the CPU reads such an operand for writing, so a page fault on it is
+/// reported as a write (error code bit 1) even when the page is not there to read.
+/// Decodes afresh: only a fault needs to know.
+pub fn reads_for_write(bytes: &[u8]) -> bool {
+    use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, OpAccess};
+    let ins = Decoder::new(32, bytes, DecoderOptions::NONE).decode();
+    if ins.is_invalid() {
+        return false;
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let info = factory.info(&ins);
+    (0..ins.op_count()).any(|i| {
+        ins.op_kind(i) == OpKind::Memory && matches!(info.op_access(i), OpAccess::ReadWrite | OpAccess::ReadCondWrite)
+    })
 }
 
 /// Whether the host can run string instruction `ins` as its own (see the translator's

@@ -54,7 +54,7 @@ pub(super) const ROWS: &[Row] = &[
     row(&[M::Ret], F::Branch, Some(Fast::Ret), L::Helper),
     row(&[M::Jecxz, M::Jcxz, M::Loop, M::Loope, M::Loopne, M::Retf, M::Iret, M::Iretd], F::Branch, None, L::Helper),
     // Traps, flags and the rest.
-    row(&[M::Int, M::Int3, M::Into, M::Bound, M::Cpuid, M::Rdtsc, M::Wait, M::Ud0, M::Ud1, M::Ud2], F::Misc, None, L::Helper),
+    row(&[M::Int, M::Int1, M::Int3, M::Into, M::Bound, M::Cpuid, M::Rdtsc, M::Wait, M::Ud0, M::Ud1, M::Ud2, M::Salc], F::Misc, None, L::Helper),
     row(&[M::Clc, M::Stc, M::Cmc, M::Cld, M::Std], F::Misc, None, L::Reencode),
     // String instructions.
     row(&[M::Movsb, M::Movsw, M::Movsd, M::Stosb, M::Stosw, M::Stosd, M::Lodsb, M::Lodsw, M::Lodsd,

@@ -77,7 +77,7 @@ impl Tasks {
     /// the caller's group, -1 for all, -pgid). `p` is the caller (not in the table
     /// while it runs). Returns how many processes were signalled.
     pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
-        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], status: 0 };
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], ..SigInfo::default() };
         let mut n = 0;
         // A thread id names its group.
         let target = match self.tids.get(&(target as Pid)) {

@@ -158,7 +158,7 @@ fn put_siginfo(p: &mut Process, at: u32, sig: i32, info: &SigInfo) -> Result<(),
 }
 
 /// Writes `struct sigcontext` of the current registers at `at`.
-fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32) -> Result<(), MemFault> {
+fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32, rf: bool) -> Result<(), MemFault> {
     let c = &p.cpu;
     let g = &c.gpr;
     let words = [
@@ -178,7 +178,7 @@ fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32) -> Resul
         c.trap.error_code,
         c.eip,
         u32::from(c.sel[seg::CS]),
-        c.eflags,
+        c.eflags | if rf { flags::RF } else { 0 },
         g[reg::ESP], // esp_at_signal
         u32::from(c.sel[seg::SS]),
         fpstate,
@@ -300,7 +300,7 @@ fn build_frame(
         for (off, v) in [(0, 0), (4, 0), (8, ss_sp), (12, stack_flags), (16, ss_size)] {
             p.aspace.write_u32(uc + off, v)?;
         }
-        put_sigcontext(p, uc + 20, fpstate, oldmask as u32)?;
+        put_sigcontext(p, uc + 20, fpstate, oldmask as u32, info.fault)?;
         p.aspace.write_u64(uc + 20 + SIGCONTEXT_SIZE, oldmask)?;
         // mov $173, %eax; int $0x80 (only used without SA_RESTORER).
         p.aspace.write_bytes(retcode, &[0xb8, 173, 0, 0, 0, 0xcd, 0x80, 0])?;
@@ -311,7 +311,7 @@ fn build_frame(
         let pretcode = if restorer != 0 { restorer } else { retcode };
         p.aspace.write_u32(frame, pretcode)?;
         p.aspace.write_u32(frame + 4, sig as u32)?;
-        put_sigcontext(p, frame + 8, fpstate, oldmask as u32)?;
+        put_sigcontext(p, frame + 8, fpstate, oldmask as u32, info.fault)?;
         p.aspace.write_u32(frame + FRAME_SIZE - 12, (oldmask >> 32) as u32)?;
         // pop %eax; mov $119, %eax; int $0x80.
         p.aspace.write_bytes(retcode, &[0x58, 0xb8, 119, 0, 0, 0, 0xcd, 0x80])?;
@@ -613,7 +613,7 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
     if tgid.is_some_and(|g| g != pid) {
         return Err(ESRCH);
     }
-    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], status: 0 };
+    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], ..SigInfo::default() };
     let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);
