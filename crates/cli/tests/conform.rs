@@ -87,6 +87,14 @@ fn not_compared(code: &[u8], sse: bool) -> Option<&'static str> {
             "maskmovq faulting on [di]: the host enters MMX state (the tags) before the fault, morph checks first",
         );
     }
+    let bcd = matches!(
+        ins.mnemonic(),
+        Mnemonic::Daa | Mnemonic::Das | Mnemonic::Aaa | Mnemonic::Aas | Mnemonic::Aad | Mnemonic::Aam
+    );
+    let cmps = matches!(ins.mnemonic(), Mnemonic::Cmpsb | Mnemonic::Cmpsw | Mnemonic::Cmpsd);
+    if (bcd || cmps) && !host_vendor().contains("AMD") {
+        return Some("undefined BCD flags and the order of cmps's reads: measured on AMD hosts only");
+    }
     let loopcc = matches!(ins.mnemonic(), Mnemonic::Loope | Mnemonic::Loopne);
     if (ins.has_rep_prefix() || ins.has_repne_prefix()) && loopcc && ins.op0_kind() == OpKind::NearBranch16 {
         return Some("F2/F3 before a 16-bit loope/loopne: the AMD host ignores the condition, not modeled");
