@@ -129,17 +129,23 @@ fn not_compared(code: &[u8], sse: bool) -> Option<&'static str> {
 /// `frstor` (morph does not keep the code and data selectors an image loads, and
 /// stores the process's CS and DS: `interp::fpu::env_selectors`).
 fn compared(code: &[u8], line: &str) -> String {
-    let ins = Decoder::with_ip(32, code, u64::from(CODE), DecoderOptions::NONE).decode();
-    let loads_env = matches!(ins.mnemonic(), Mnemonic::Fldenv | Mnemonic::Frstor);
+    let loads_env = Decoder::with_ip(32, code, u64::from(CODE), DecoderOptions::NONE)
+        .into_iter()
+        .any(|ins| matches!(ins.mnemonic(), Mnemonic::Fldenv | Mnemonic::Frstor));
+    // After a signal the state is the one sigreturn restored, which Linux saved in the
+    // 64-bit format, without the selectors.
+    let signal = line.split(' ').nth(1).is_some_and(|h| h.starts_with("sig"));
     let amd = host_vendor().contains("AMD");
     line.split(' ')
         .filter_map(|f| {
-            if (amd || loads_env) && (f.starts_with("fdp=") || f.starts_with("fds=")) {
+            if (amd || loads_env || signal) && (f.starts_with("fdp=") || f.starts_with("fds=")) {
                 return None;
             }
             match f.strip_prefix("fcs=") {
                 // FOP is kept; the selector is the low half.
-                Some(v) if loads_env => Some(format!("fop={:x}", u32::from_str_radix(v, 16).unwrap_or(0) >> 16)),
+                Some(v) if loads_env || signal => {
+                    Some(format!("fop={:x}", u32::from_str_radix(v, 16).unwrap_or(0) >> 16))
+                }
                 _ => Some(f.to_owned()),
             }
         })
@@ -225,6 +231,52 @@ fn cases(sse: bool) -> Vec<Case> {
     v
 }
 
+/// Random runs of three instruction forms (register and memory instances, no
+/// prefixes), each form one the single-form cases compare: instructions that meet in a
+/// translation (flags one leaves for the next, joins, runs of pushes) as on the hardware.
+fn sequences(sse: bool, n: usize) -> Vec<Case> {
+    let mut rng = Rng(0xbb67_ae85_84ca_a73b ^ u64::from(sse));
+    let forms: Vec<Vec<u8>> = Code::values()
+        .filter(|&c| !left_out(c, sse))
+        .flat_map(|c| [false, true].into_iter().filter_map(move |m| isa::sample(c, m, CODE).map(|(b, _)| b)))
+        .filter(|b| not_compared(b, sse).is_none())
+        .collect();
+    (0..n)
+        .map(|_| {
+            let mut code = Vec::new();
+            for _ in 0..3 {
+                code.extend(&forms[rng.next() as usize % forms.len()]);
+            }
+            let r = |rng: &mut Rng| rng.next();
+            let regs = [
+                r(&mut rng),
+                r(&mut rng) & 0x7ff,
+                r(&mut rng),
+                DATA,
+                STACK + 0x800,
+                r(&mut rng),
+                DATA + 0x100,
+                DATA + 0x200,
+            ];
+            Case { code, regs, eflags: (r(&mut rng) & 0xcd5) | 0x202 }
+        })
+        .filter(|c| c.code.len() <= 59 && !sequence_left_out(&c.code))
+        .collect()
+}
+
+/// Why a run of forms is not compared: `popf` can set AC, and morph does not raise
+/// alignment-check faults (`#AC`, `SIGBUS`) for the misaligned accesses after it; on an
+/// AMD host, an environment stored after an x87 memory operand holds an FDP morph does
+/// not have (see `compared`).
+fn sequence_left_out(code: &[u8]) -> bool {
+    let amd = host_vendor().contains("AMD");
+    Decoder::with_ip(32, code, u64::from(CODE), DecoderOptions::NONE).into_iter().any(|ins| {
+        matches!(ins.mnemonic(), Mnemonic::Popf | Mnemonic::Popfd | Mnemonic::Iret | Mnemonic::Iretd)
+            || (amd
+                && matches!(ins.mnemonic(), Mnemonic::Fnstenv | Mnemonic::Fnsave | Mnemonic::Fstenv | Mnemonic::Fsave))
+    })
+}
+
 /// Runs the cases under `flags` (None: natively), from `input` (a file: the harness's
 /// output is read only when it ends); the harness's lines.
 fn run(flags: Option<&[&str]>, input: &std::path::Path) -> Vec<String> {
@@ -245,8 +297,11 @@ fn run(flags: Option<&[&str]>, input: &std::path::Path) -> Vec<String> {
 }
 
 fn check(sse: bool, configs: &[&[&str]]) {
-    let cases = cases(sse);
-    let input = scratch(if sse { "conform-sse" } else { "conform" }).join("cases");
+    check_cases(sse, cases(sse), configs);
+}
+
+fn check_cases(sse: bool, cases: Vec<Case>, configs: &[&[&str]]) {
+    let input = scratch(&format!("conform-{}-{}", u8::from(sse), cases.len())).join("cases");
     std::fs::write(&input, cases.iter().flat_map(|c| c.record()).collect::<Vec<u8>>()).unwrap();
     let want = run(None, &input);
     assert_eq!(want.last().map(String::as_str), Some(format!("{} cases", cases.len()).as_str()));
@@ -276,4 +331,10 @@ fn every_sse_form_runs_as_on_the_hardware_on_the_tm8600() {
         true,
         &[&["--engine", "interp", "--cpu", "tm8600"], &["--engine", "dbt", "--threshold", "0", "--cpu", "tm8600"]],
     );
+}
+
+#[test]
+fn runs_of_three_forms_run_as_on_the_hardware() {
+    let configs: &[&[&str]] = &[&["--engine", "interp"], &["--engine", "dbt", "--threshold", "0"]];
+    check_cases(false, sequences(false, 6000), configs);
 }

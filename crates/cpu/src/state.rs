@@ -249,6 +249,37 @@ pub fn host_fop_always() -> bool {
     })
 }
 
+/// Whether the host's `fxsave` stores the x87 pointers (FIP, FOP, FDP) only while an
+/// unmasked exception is pending (AMD's; Intel's store them always): the kernel saves a
+/// signal frame's state with it, so a frame, and the state its sigreturn restores, show
+/// them zero then. Probed once with `fninit; fld1; fxsave`.
+pub fn host_fxsave_hides_pointers() -> bool {
+    static HIDES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HIDES.get_or_init(|| {
+        #[repr(C, align(16))]
+        struct Image([u8; 512]);
+        let mut img = Image([0; 512]);
+        let mut cw = 0u16;
+        // SAFETY: fnstcw stores 2 bytes to a local, fxsave 512 to a 16-byte aligned local
+        // of that size; fninit and fld1 change only the x87 state, which the final fninit
+        // and fldcw put back as morph keeps it.
+        unsafe {
+            std::arch::asm!(
+                "fnstcw [{cw}]",
+                "fninit",
+                "fld1",
+                "fxsave [{img}]",
+                "fninit",
+                "fldcw [{cw}]",
+                img = in(reg) img.0.as_mut_ptr(),
+                cw = in(reg) &mut cw as *mut u16,
+                options(nostack, preserves_flags),
+            );
+        }
+        img.0[FIP..FIP + 4] == [0; 4]
+    })
+}
+
 /// The FOP of the x87 instruction whose bytes start `bytes` (prefixes skipped): the low
 /// three bits of its opcode byte (0xD8–0xDF), then its ModR/M byte; `None` for anything
 /// else.

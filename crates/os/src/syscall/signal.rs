@@ -198,7 +198,15 @@ fn put_sigcontext(p: &mut Process, at: u32, fpstate: u32, oldmask: u32, rf: bool
 /// task's CS, FDP, its DS with the high half set, the eight registers in stack order;
 /// then the status word again and magic 0, FXSR state follows) and the FXSAVE image.
 fn put_fpstate(p: &mut Process, at: u32) -> Result<(), MemFault> {
-    let fx = &p.cpu.fpu.0;
+    let mut fx = p.cpu.fpu.0;
+    // The kernel saves the state with the host's `xsave`, which on a host whose
+    // `fxsave` hides the x87 pointers unless an exception is pending (AMD's) leaves FOP,
+    // FIP and FDP zero: in the frame, and so in the state sigreturn restores.
+    if morph_cpu::state::host_fxsave_hides_pointers() && fx[2] & 0x80 == 0 {
+        fx[6..12].fill(0);
+        fx[16..20].fill(0);
+    }
+    let fx = &fx;
     let word = |i: usize| u32::from(u16::from_le_bytes([fx[i], fx[i + 1]]));
     let dword = |i: usize| u32::from_le_bytes([fx[i], fx[i + 1], fx[i + 2], fx[i + 3]]);
     let mut hdr = [0u8; 112];
