@@ -252,10 +252,11 @@ pub(super) enum Flow {
 
 pub(super) fn invalid(mem: &AddressSpace, ins: &Instruction, delta: u32) -> Exit {
     let ip = ins.ip32().wrapping_add(delta);
-    let mut bytes = vec![0u8; ins.len().max(1)];
-    if mem.read_bytes(ip, &mut bytes).is_err() {
-        bytes.clear();
-    }
+    // The instruction's bytes; for bytes the decoder found no instruction in (a VEX
+    // prefix: no AVX without its tables, see `Cargo.toml`), the next eight, as far as
+    // they can be read, so that a report shows what the guest tried.
+    let n = if ins.is_invalid() { 8 } else { ins.len().max(1) };
+    let bytes: Vec<u8> = (0..n as u32).map_while(|i| mem.read_u8(ip.wrapping_add(i)).ok()).collect();
     fault(FaultKind::InvalidOpcode(bytes), ip)
 }
 
