@@ -153,17 +153,6 @@ fn compared(code: &[u8], line: &str) -> String {
         .join(" ")
 }
 
-/// The host CPU's vendor (`vendor_id` in /proc/cpuinfo).
-fn host_vendor() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("vendor_id").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
-        })
-        .unwrap_or_default()
-}
-
 /// One case: its code and the registers and flags it starts from, as the harness reads
 /// them (a 96-byte record).
 struct Case {
@@ -173,6 +162,16 @@ struct Case {
 }
 
 impl Case {
+    /// `code` from a random state: EBX addresses the scratch page (`[ebx + 0x40]`), ESI
+    /// and EDI point into it for the string instructions, ESP into the stack page; ECX a
+    /// count that may run a string instruction off the page's end; the arithmetic flags
+    /// and DF random.
+    fn starting(code: Vec<u8>, rng: &mut Rng) -> Case {
+        let (a, c, d, bp) = (rng.next(), rng.next() & 0x7ff, rng.next(), rng.next());
+        let regs = [a, c, d, DATA, STACK + 0x800, bp, DATA + 0x100, DATA + 0x200];
+        Case { code, regs, eflags: (rng.next() & 0xcd5) | 0x202 }
+    }
+
     fn record(&self) -> [u8; 96] {
         let mut r = [0u8; 96];
         r[0] = self.code.len() as u8;
@@ -209,22 +208,7 @@ fn cases(sse: bool) -> Vec<Case> {
                 if not_compared(&c, sse).is_some() {
                     continue;
                 }
-                let r = |rng: &mut Rng| rng.next();
-                // EBX addresses the scratch page (`[ebx + 0x40]`), ESI and EDI point into
-                // it for the string instructions, ESP into the stack page; a count that
-                // may run a string instruction off the page's end.
-                let regs = [
-                    r(&mut rng),
-                    r(&mut rng) & 0x7ff,
-                    r(&mut rng),
-                    DATA,
-                    STACK + 0x800,
-                    r(&mut rng),
-                    DATA + 0x100,
-                    DATA + 0x200,
-                ];
-                let eflags = (r(&mut rng) & 0xcd5) | 0x202;
-                v.push(Case { code: c, regs, eflags });
+                v.push(Case::starting(c, &mut rng));
             }
         }
     }
@@ -247,18 +231,7 @@ fn sequences(sse: bool, n: usize) -> Vec<Case> {
             for _ in 0..3 {
                 code.extend(&forms[rng.next() as usize % forms.len()]);
             }
-            let r = |rng: &mut Rng| rng.next();
-            let regs = [
-                r(&mut rng),
-                r(&mut rng) & 0x7ff,
-                r(&mut rng),
-                DATA,
-                STACK + 0x800,
-                r(&mut rng),
-                DATA + 0x100,
-                DATA + 0x200,
-            ];
-            Case { code, regs, eflags: (r(&mut rng) & 0xcd5) | 0x202 }
+            Case::starting(code, &mut rng)
         })
         .filter(|c| c.code.len() <= 59 && !sequence_left_out(&c.code))
         .collect()

@@ -35,17 +35,6 @@ fn measured_on(name: &str) -> Option<&'static str> {
     }
 }
 
-/// The host CPU's vendor (`vendor_id` in /proc/cpuinfo).
-fn host_vendor() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("vendor_id").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn guests_match_native() {
     let dir = guests();

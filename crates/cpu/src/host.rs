@@ -23,6 +23,17 @@ fn merge(old: u32, f: u64) -> u32 {
     (old & !ARITH) | (f as u32 & ARITH)
 }
 
+/// Whether the host no longer keeps the x87 code and data selectors (CPUID.7.0:EBX
+/// bit 13, "FCS and FDS deprecated": recent Intel cores), so that its `fnstenv` stores
+/// them 0.
+pub fn fcs_fds_deprecated() -> bool {
+    static D: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    // Leaf 7 exists where leaf 0 says so; both only read identification.
+    *D.get_or_init(|| {
+        core::arch::x86_64::__cpuid(0).eax >= 7 && core::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 13) != 0
+    })
+}
+
 /// Whether the host is an AMD (or Hygon) CPU, which differ from Intel's where the SDM
 /// leaves a choice or says nothing and the guest can see it: a segment register pushed
 /// with a 32-bit operand size is stored zero-extended (Intel: a 16-bit move, the upper

@@ -217,67 +217,66 @@ impl FpuState {
     }
 }
 
-/// Whether the host updates the x87 opcode register (FOP) at every x87 instruction
-/// other than a control one, as `fnstenv` shows it: AMD's and older Intel cores do;
-/// Intel cores with FOP updated only on unmasked exceptions do not. (`fxsave` cannot
-/// tell: AMD's stores FOP, FIP and FDP only while an exception is pending.) Probed once
-/// with `fninit; fld1; fnstenv`; the guest's FOP follows the host's rule, as every
-/// other result of an instruction the host runs.
-pub fn host_fop_always() -> bool {
-    static ALWAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ALWAYS.get_or_init(|| {
+/// How the host keeps the x87 pointers, probed once with `fninit; fld1; fnstenv;
+/// fxsave`: the guest's follow the host's rules, as every other result of an
+/// instruction the host runs.
+struct HostPointers {
+    /// The host updates the opcode register (FOP) at every x87 instruction other than a
+    /// control one, as `fnstenv` shows it (AMD's and older Intel cores; Intel cores with
+    /// FOP updated only on unmasked exceptions do not).
+    fop_always: bool,
+    /// The host's `fxsave` stores FIP, FOP and FDP only while an unmasked exception is
+    /// pending (AMD's; Intel's store them always).
+    fxsave_hides: bool,
+}
+
+fn host_pointers() -> &'static HostPointers {
+    static P: std::sync::OnceLock<HostPointers> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        #[repr(C, align(16))]
+        struct Image([u8; 512]);
+        let mut img = Image([0; 512]);
         let mut env = [0u32; 7];
         let mut cw = 0u16;
-        // SAFETY: fnstcw and fnstenv store 2 and 28 bytes to locals of those sizes;
-        // fninit and fld1 change only the x87 state, which the final fninit and fldcw
-        // put back as morph keeps it (empty, its own control word).
+        // SAFETY: fnstcw, fnstenv and fxsave store 2, 28 and 512 bytes to locals of those
+        // sizes (the last 16-byte aligned); fninit and fld1 change only the x87 state,
+        // which the final fninit and fldcw put back as morph keeps it (empty, its own
+        // control word). fnstenv leaves FIP, FOP and FDP as they were for fxsave.
         unsafe {
             std::arch::asm!(
                 "fnstcw [{cw}]",
                 "fninit",
                 "fld1",
                 "fnstenv [{env}]",
-                "fninit",
-                "fldcw [{cw}]",
-                env = in(reg) env.as_mut_ptr(),
-                cw = in(reg) &mut cw as *mut u16,
-                options(nostack, preserves_flags),
-            );
-        }
-        // FOP sits in bits 16–26 of the fourth word; `fld1` is D9 E8.
-        (env[4] >> 16) & 0x7ff == 0x1e8
-    })
-}
-
-/// Whether the host's `fxsave` stores the x87 pointers (FIP, FOP, FDP) only while an
-/// unmasked exception is pending (AMD's; Intel's store them always): the kernel saves a
-/// signal frame's state with it, so a frame, and the state its sigreturn restores, show
-/// them zero then. Probed once with `fninit; fld1; fxsave`.
-pub fn host_fxsave_hides_pointers() -> bool {
-    static HIDES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HIDES.get_or_init(|| {
-        #[repr(C, align(16))]
-        struct Image([u8; 512]);
-        let mut img = Image([0; 512]);
-        let mut cw = 0u16;
-        // SAFETY: fnstcw stores 2 bytes to a local, fxsave 512 to a 16-byte aligned local
-        // of that size; fninit and fld1 change only the x87 state, which the final fninit
-        // and fldcw put back as morph keeps it.
-        unsafe {
-            std::arch::asm!(
-                "fnstcw [{cw}]",
-                "fninit",
-                "fld1",
                 "fxsave [{img}]",
                 "fninit",
                 "fldcw [{cw}]",
+                env = in(reg) env.as_mut_ptr(),
                 img = in(reg) img.0.as_mut_ptr(),
                 cw = in(reg) &mut cw as *mut u16,
                 options(nostack, preserves_flags),
             );
         }
-        img.0[FIP..FIP + 4] == [0; 4]
+        HostPointers {
+            // FOP sits in bits 16–26 of the environment's fourth word; `fld1` is D9 E8.
+            fop_always: (env[4] >> 16) & 0x7ff == 0x1e8,
+            fxsave_hides: img.0[FIP..FIP + 4] == [0; 4],
+        }
     })
+}
+
+/// Whether the host updates FOP at every x87 instruction other than a control one
+/// ([`HostPointers::fop_always`]). (`fxsave` cannot tell: AMD's stores FOP, FIP and FDP
+/// only while an exception is pending.)
+pub fn host_fop_always() -> bool {
+    host_pointers().fop_always
+}
+
+/// Whether the host's `fxsave` hides the x87 pointers unless an exception is pending
+/// ([`HostPointers::fxsave_hides`]): the kernel saves a signal frame's state with it,
+/// so a frame, and the state its sigreturn restores, show them zero then.
+pub fn host_fxsave_hides_pointers() -> bool {
+    host_pointers().fxsave_hides
 }
 
 /// The FOP of the x87 instruction whose bytes start `bytes` (prefixes skipped): the low

@@ -49,6 +49,17 @@ pub fn sysroot() -> &'static Path {
     })
 }
 
+/// The host CPU's vendor (`vendor_id` in /proc/cpuinfo).
+pub fn host_vendor() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("vendor_id").map(|v| v.trim_start_matches([' ', '\t', ':']).to_string()))
+        })
+        .unwrap_or_default()
+}
+
 /// What a run produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {

@@ -303,15 +303,11 @@ impl Interp {
 /// its memory operand; morph keeps neither and gives the process's CS and DS where the
 /// pointer is set, 0 where it is clear (after `fninit`), which is what they are unless
 /// a memory operand had a segment override or an image loaded other selectors. On a
-/// host that no longer keeps them (CPUID.7.0:EBX bit 13, "FCS and FDS deprecated":
-/// recent Intel cores), 0, as its own `fnstenv` stores.
+/// host that no longer keeps them ([`crate::host::fcs_fds_deprecated`]), 0, as its own
+/// `fnstenv` stores.
 pub(crate) fn env_selectors(cpu: &crate::Cpu, fip: u32, fdp: u32) -> (u32, u32) {
     use crate::state::seg;
-    static DEPRECATED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // Leaf 7 exists where leaf 0 says so; it only reads identification.
-    let deprecated = *DEPRECATED.get_or_init(|| {
-        core::arch::x86_64::__cpuid(0).eax >= 7 && core::arch::x86_64::__cpuid_count(7, 0).ebx & (1 << 13) != 0
-    });
+    let deprecated = crate::host::fcs_fds_deprecated();
     let sel = |on: bool, s: usize| if on && !deprecated { u32::from(cpu.sel[s]) } else { 0 };
     (sel(fip != 0, seg::CS), sel(fdp != 0, seg::DS))
 }
