@@ -16,7 +16,7 @@ use std::rc::Rc;
 use erasable::Thin;
 use slice_dst::SliceWithHeader;
 
-use iced_x86::{Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, OpKind};
+use iced_x86::{Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, OpKind, Register};
 use morph_mem::{AddressSpace, Frame, MemFault, PAGE_SIZE};
 
 use crate::isa::{self, Family, Support};
@@ -256,6 +256,7 @@ mod data;
 mod fast;
 mod fpu;
 mod misc;
+mod segment;
 mod stack;
 mod string;
 
@@ -495,7 +496,11 @@ impl Interp {
             let entry = isa::entry(ins.code());
             let class = isa::class(&ins);
             last = ins.next_ip32().wrapping_sub(1);
-            let end = matches!(class, Support::Invalid | Support::System) || ins.flow_control() != FlowControl::Next;
+            // A segment load ends the block too: the rest may need the careful path
+            // (`run_careful`).
+            let end = matches!(class, Support::Invalid | Support::System)
+                || ins.flow_control() != FlowControl::Next
+                || isa::loads_segment(&ins);
             if !records {
                 every.push(ins);
                 if end {
@@ -532,8 +537,8 @@ impl Interp {
             if mem.phys().code_epoch() != self.epoch {
                 self.sync_code(mem);
             }
-            let r = if cpu.eflags & TF != 0 {
-                self.run_traced(cpu, mem, &mut None)
+            let r = if cpu.eflags & TF != 0 || !cpu.flat_segments() {
+                self.run_careful(cpu, mem, &mut None)
             } else {
                 match self.run_lookup(cpu.eip, mem) {
                     Ok(b) => self.run_decoded(cpu, mem, &b),
@@ -586,8 +591,8 @@ impl Interp {
         if mem.phys().code_epoch() != self.epoch {
             self.sync_code(mem);
         }
-        if cpu.eflags & TF != 0 {
-            return self.run_traced(cpu, mem, cache);
+        if cpu.eflags & TF != 0 || !cpu.flat_segments() {
+            return self.run_careful(cpu, mem, cache);
         }
         let block = self.block_cached(cpu.eip, mem, cache)?;
         self.run_decoded(cpu, mem, block)
@@ -657,6 +662,27 @@ impl Interp {
         result
     }
 
+    /// With EFLAGS.TF set, or DS, ES or SS holding another selector than the flat data
+    /// segment's (which the pre-decoded forms and translated code assume): one
+    /// instruction, through `exec_slow`'s checks of every segment it goes through where
+    /// the segments are not flat; then the trap if TF was set.
+    fn run_careful(
+        &mut self,
+        cpu: &mut Cpu,
+        mem: &mut AddressSpace,
+        cache: &mut Option<CachedBlock>,
+    ) -> Result<(), Exit> {
+        if cpu.flat_segments() {
+            return self.run_traced(cpu, mem, cache);
+        }
+        let traced = cpu.eflags & TF != 0;
+        self.step_at(cpu, mem)?;
+        if traced {
+            return Err(fault(FaultKind::SingleStep, cpu.eip));
+        }
+        Ok(())
+    }
+
     /// With EFLAGS.TF set: runs the first instruction of the block at EIP, then traps
     /// (`#DB`, EIP at the next instruction). Blocks are entered here only while TF is
     /// set (`popf` and `iret` that set it end their block), so tracing costs the untraced
@@ -710,6 +736,14 @@ impl Interp {
         ins: &Instruction,
         delta: u32,
     ) -> Res<Flow> {
+        let sse_ok = class != Support::Sse || cpu.model.has_sse();
+        if matches!(class, Support::Int | Support::Fpu | Support::Mmx | Support::Sse)
+            && sse_ok
+            && (matches!(ins.segment_prefix(), Register::FS | Register::GS) || !cpu.flat_segments())
+            && segment_refused(cpu, ins)
+        {
+            return Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta)));
+        }
         match class {
             Support::Int => exec_int(&mut Ctx { cpu, mem, ins, delta }, family),
             Support::Sse if !cpu.model.has_sse() => Err(invalid(mem, ins, delta)),
@@ -778,6 +812,16 @@ fn fetchable(eip: u32, mem: &AddressSpace) -> (u32, u32) {
 }
 
 /// Runs integer instruction `c.ins` of interpreter family `family`.
+/// Whether an access of `ins` goes through a segment register whose selector refuses it
+/// (the null selector, a write through a read-only segment): `#GP(0)`.
+fn segment_refused(cpu: &Cpu, ins: &Instruction) -> bool {
+    // Whether the operand is written is asked only of a segment that refuses writes.
+    isa::memory_segments(ins)
+        .into_iter()
+        .flatten()
+        .any(|(s, i)| !cpu.segment_usable(s, true) && (!cpu.segment_usable(s, false) || isa::operand_written(ins, i)))
+}
+
 fn exec_int(c: &mut Ctx<'_>, family: Family) -> Res<Flow> {
     match family {
         Family::Cond => data::conditional(c),
@@ -789,6 +833,7 @@ fn exec_int(c: &mut Ctx<'_>, family: Family) -> Res<Flow> {
         Family::Branch => branch::branch(c),
         Family::Misc => misc::misc(c),
         Family::String => string::string(c).map(|()| Flow::Next),
+        Family::Segment => segment::segment(c),
         Family::Fpu | Family::None => Err(invalid(c.mem, c.ins, c.delta)),
     }
 }

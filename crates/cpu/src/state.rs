@@ -75,9 +75,10 @@ pub mod seg {
     pub const GS: usize = 5;
 }
 
-/// The user segments of the kernel's GDT a process sees: its code and data selectors
-/// and the first TLS entry. They differ between a 32-bit kernel and a 64-bit one running
-/// a 32-bit process (the compatibility segments).
+/// The user segments of the kernel's GDT a process sees: its code and data selectors,
+/// the first TLS entry, and (64-bit kernels) the 64-bit code segment and the per-CPU
+/// segment. They differ between a 32-bit kernel and a 64-bit one running a 32-bit
+/// process (the compatibility segments).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UserSegments {
     /// `__USER_CS` (32-bit kernel) or `__USER32_CS` (64-bit kernel).
@@ -86,14 +87,71 @@ pub struct UserSegments {
     pub ds: u16,
     /// `GDT_ENTRY_TLS_MIN`: the first entry `set_thread_area` hands out.
     pub tls_min: usize,
+    /// `__USER_CS` of a 64-bit kernel (a 64-bit code segment; readable, so a 32-bit
+    /// process may load it into a data segment register); 0: none.
+    pub cs64: u16,
+    /// `__CPUNODE_SEG` of a 64-bit kernel: a read-only data segment whose limit is the
+    /// CPU and node number (what `lsl` reads in the vDSO's `getcpu`); 0: none.
+    pub cpunode: u16,
 }
 
 impl UserSegments {
     /// A 32-bit process on a 64-bit kernel, as on this project's hosts: CS 0x23, data
-    /// 0x2b, TLS entries 12–14.
-    pub const COMPAT: UserSegments = UserSegments { cs: 0x23, ds: 0x2b, tls_min: 12 };
+    /// 0x2b, 64-bit code 0x33, TLS entries 12–14, the per-CPU segment 0x7b.
+    pub const COMPAT: UserSegments = UserSegments { cs: 0x23, ds: 0x2b, tls_min: 12, cs64: 0x33, cpunode: 0x7b };
     /// A 32-bit kernel (Linux 2.6.12's i386): CS 0x73, data 0x7b, TLS entries 6–8.
-    pub const I386: UserSegments = UserSegments { cs: 0x73, ds: 0x7b, tls_min: 6 };
+    pub const I386: UserSegments = UserSegments { cs: 0x73, ds: 0x7b, tls_min: 6, cs64: 0, cpunode: 0 };
+}
+
+/// A segment descriptor of the GDT as user mode sees it (`lar`, `lsl`, `verr`, `verw`
+/// and segment loads): only descriptors of privilege level 3 are ever visible, the
+/// kernel's fail every check a user-mode instruction makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Descriptor {
+    /// The access byte: P, DPL, S and the type.
+    pub access: u8,
+    /// The flags nibble: G, D/B, L, AVL.
+    pub flags: u8,
+    /// The 20-bit limit, in bytes or (G) pages.
+    pub limit: u32,
+    /// The base.
+    pub base: u32,
+}
+
+impl Descriptor {
+    /// A flat segment (base 0, 4 GiB) with access byte `access` and flags `flags`.
+    const fn flat(access: u8, flags: u8) -> Self {
+        Descriptor { access, flags, limit: 0xfffff, base: 0 }
+    }
+    /// A code or data segment (not a system descriptor).
+    pub fn is_segment(&self) -> bool {
+        self.access & 0x10 != 0
+    }
+    /// A code segment.
+    pub fn is_code(&self) -> bool {
+        self.access & 0x08 != 0
+    }
+    /// Present.
+    pub fn present(&self) -> bool {
+        self.access & 0x80 != 0
+    }
+    /// Readable through a data segment register: data, or readable code.
+    pub fn readable(&self) -> bool {
+        self.is_segment() && (!self.is_code() || self.access & 0x02 != 0)
+    }
+    /// Writable: writable data.
+    pub fn writable(&self) -> bool {
+        self.is_segment() && !self.is_code() && self.access & 0x02 != 0
+    }
+    /// The limit in bytes (what `lsl` loads).
+    pub fn byte_limit(&self) -> u32 {
+        if self.flags & 0x8 != 0 { (self.limit << 12) | 0xfff } else { self.limit }
+    }
+    /// The access rights `lar` loads: the descriptor's second doubleword from the access
+    /// byte to the flags (the limit's bits 19:16 included, as the hosts measured do).
+    pub fn rights(&self) -> u32 {
+        u32::from(self.flags) << 20 | (self.limit >> 16 & 0xf) << 16 | u32::from(self.access) << 8
+    }
 }
 
 /// Number of TLS GDT entries.
@@ -108,8 +166,14 @@ pub struct TlsDescriptor {
     pub limit: u32,
     /// Granularity bit.
     pub limit_in_pages: bool,
-    /// Whether the entry is in use.
+    /// Whether the entry is in use and present.
     pub present: bool,
+    /// The descriptor's access byte as Linux builds it from `struct user_desc` (P,
+    /// DPL 3, S, the type from `contents` and `read_exec_only`, accessed); 0 for an
+    /// empty entry.
+    pub access: u8,
+    /// Its flags nibble (G, D/B from `seg_32bit`, AVL from `useable`).
+    pub flags: u8,
 }
 
 /// The x87/MMX state, kept in the 512-byte `FXSAVE` format so it can be loaded into the
@@ -378,33 +442,87 @@ impl Cpu {
         }
     }
 
+    /// The GDT descriptor `selector` names, as user mode sees it: `None` for the null
+    /// selector, an LDT selector (no process has an LDT), an entry beyond the table or
+    /// one of the kernel's.
+    pub fn descriptor(&self, selector: u16) -> Option<Descriptor> {
+        let index = selector >> 3;
+        if selector & 4 != 0 || index == 0 {
+            return None;
+        }
+        let s = &self.segs;
+        let tls = usize::from(index).wrapping_sub(s.tls_min);
+        if index == s.cs >> 3 {
+            Some(Descriptor::flat(0xfb, 0xc))
+        } else if index == s.ds >> 3 {
+            Some(Descriptor::flat(0xf3, 0xc))
+        } else if s.cs64 != 0 && index == s.cs64 >> 3 {
+            Some(Descriptor::flat(0xfb, 0xa))
+        } else if s.cpunode != 0 && index == s.cpunode >> 3 {
+            // Read-only, expand-down, byte-granular; the limit is (node << 12) | CPU:
+            // one CPU, node 0.
+            Some(Descriptor { access: 0xf5, flags: 0x4, limit: 0, base: 0 })
+        } else if tls < TLS_ENTRIES && self.tls[tls].access != 0 {
+            let d = &self.tls[tls];
+            Some(Descriptor { access: d.access, flags: d.flags, limit: d.limit & 0xfffff, base: d.base })
+        } else {
+            None
+        }
+    }
+
     /// Loads a segment register from a selector, as `mov sreg, r/m16` does in user mode.
-    /// Returns false (the caller raises `#GP`) if the selector is not usable.
+    /// Returns false (the caller raises `#GP`) if the selector is not usable: not a
+    /// readable segment (DS, ES, FS, GS; the null selector is), not a writable data
+    /// segment of privilege 3 (SS), not present, or CS. A based segment in SS is
+    /// refused too: morph's stack accesses add no SS base.
     pub fn load_segment(&mut self, sreg: usize, selector: u16) -> bool {
-        let index = usize::from(selector >> 3);
-        let rpl = selector & 3;
         let base = if selector & !3 == 0 {
             // The null selector: allowed in DS/ES/FS/GS, not in SS/CS.
             if sreg == seg::SS || sreg == seg::CS {
                 return false;
             }
             0
-        } else if selector & 4 != 0 || rpl != 3 {
-            return false; // LDT selectors are not supported; user code runs at CPL 3
-        } else if selector == self.segs.ds || (selector == self.segs.cs && sreg != seg::SS) {
-            0
-        } else if (self.segs.tls_min..self.segs.tls_min + TLS_ENTRIES).contains(&index) {
-            let d = self.tls[index - self.segs.tls_min];
-            if !d.present || sreg == seg::SS || sreg == seg::CS {
+        } else {
+            let Some(d) = self.descriptor(selector) else { return false };
+            let ok = match sreg {
+                seg::CS => false,
+                seg::SS => selector & 3 == 3 && d.writable() && d.base == 0,
+                _ => d.readable(),
+            };
+            if !ok || !d.present() {
                 return false;
             }
             d.base
-        } else {
-            return false;
         };
         self.sel[sreg] = selector;
         self.seg_base[sreg] = base;
         true
+    }
+
+    /// Whether an access through segment register `sreg` is allowed by the selector
+    /// it holds (`write`: a write): not through the null selector, and a write only
+    /// through a writable data segment (code segments and the per-CPU segment are
+    /// read-only). Limits are not checked (every segment morph lets a process load
+    /// is flat, or a TLS segment whose limit glibc makes 4 GiB).
+    pub fn segment_usable(&self, sreg: usize, write: bool) -> bool {
+        let sel = self.sel[sreg];
+        if sel == self.segs.ds {
+            return true;
+        }
+        if sel & !3 == 0 {
+            return false;
+        }
+        !write || self.descriptor(sel).is_some_and(|d| d.writable())
+    }
+
+    /// Whether DS, ES and SS all hold the flat data selector, as in every process but
+    /// one that loaded another: translated code and the interpreter's pre-decoded forms
+    /// assume it (the engines run one instruction at a time through the interpreter's
+    /// general path otherwise).
+    #[inline]
+    pub fn flat_segments(&self) -> bool {
+        let ds = self.segs.ds;
+        self.sel[seg::DS] == ds && self.sel[seg::ES] == ds && self.sel[seg::SS] == ds
     }
 }
 

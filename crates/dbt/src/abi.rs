@@ -3,7 +3,7 @@
 //! fallback helper that runs one guest instruction for translated code.
 
 use iced_x86::Instruction;
-use morph_cpu::state::{flags, seg};
+use morph_cpu::state::flags;
 use morph_cpu::{Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, PAGE_SIZE};
 
@@ -94,8 +94,8 @@ impl Engine {
             st.budget_ptr = runtime::budget_pointer(self.fault_map.budget_guard, budget);
             st.icount = 0;
             st.exit = 0;
-            st.fs_base = cpu.seg_base[seg::FS];
-            st.gs_base = cpu.seg_base[seg::GS];
+            // SAFETY: the engine's frame, made by `JitFrame::allocate`.
+            unsafe { runtime::set_seg_probes(st, cpu) };
             st.ctx = (&mut hctx as *mut HelperCtx).cast();
             st.jc_tag = u64::from(self.jc.tag) << 32;
             // Return-stack entries hold no tag: the stack is emptied whenever the tag
@@ -244,13 +244,15 @@ pub(crate) extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u
         st.gpr = cpu.gpr;
         st.eflags = cpu.eflags & LIVE_FLAGS;
         st.eip = cpu.eip;
-        st.fs_base = cpu.seg_base[seg::FS];
-        st.gs_base = cpu.seg_base[seg::GS];
+        // (Translated code passes its frame's state: see above.)
+        runtime::set_seg_probes(st, cpu);
         match r {
-            Ok(()) if mem.phys().code_epoch() == h.epoch && cpu.eflags & flags::TF == 0 => 0,
+            Ok(()) if mem.phys().code_epoch() == h.epoch && cpu.eflags & flags::TF == 0 && cpu.flat_segments() => 0,
             Ok(()) => {
                 // The instruction wrote code: leave so the engine drops stale code. Or
-                // it set the trap flag (`popf`): leave, the interpreter single-steps.
+                // it set the trap flag (`popf`): leave, the interpreter single-steps. Or
+                // it loaded DS, ES or SS with another segment than the flat one:
+                // leave, the interpreter runs the process until they are flat again.
                 st.icount += u64::from(st.helper_k) + retired;
                 st.exit = EXIT_INDIRECT;
                 1

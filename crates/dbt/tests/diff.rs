@@ -29,6 +29,9 @@ fn machine(code: &[u8]) -> (Cpu, AddressSpace) {
     let mut cpu = Cpu::new();
     cpu.eip = CODE;
     cpu.gpr = [1, 2, 3, DATA, STACK - 16, DATA + 0x100, DATA + 0x200, DATA + 0x300];
+    // FS holds the flat data selector, so that FS-overridden operands run (through the
+    // null selector of a new process they are #GP).
+    assert!(cpu.load_segment(morph_cpu::state::seg::FS, 0x2b));
     (cpu, mem)
 }
 
@@ -907,7 +910,7 @@ fn string_instructions() {
         a.mov(esi, DATA)?;
         a.mov(edi, DATA + 0x400)?;
         a.mov(ecx, 5)?;
-        a.db(&[0xf3, 0x64, 0xa5])?; // rep movsd with an fs: source (fs base 0 here)
+        a.db(&[0xf3, 0x64, 0xa5])?; // rep movsd with an fs: source (FS flat here)
         a.mov(ecx, 0x5_0000)?;
         a.db(&[0x67, 0xf3, 0xaa]) // rep stosb with 16-bit addresses: CX = 0, nothing stored
     });

@@ -137,6 +137,9 @@ pub(super) fn seg_base(cpu: &Cpu, s: Register) -> u32 {
     match s {
         Register::FS => cpu.seg_base[seg::FS],
         Register::GS => cpu.seg_base[seg::GS],
+        // Flat (0) but where the process loaded a TLS segment (`lds`, `mov ds`...).
+        Register::DS => cpu.seg_base[seg::DS],
+        Register::ES => cpu.seg_base[seg::ES],
         _ => 0,
     }
 }

@@ -23,7 +23,7 @@ use crate::alu::{self, Shift};
 use crate::host;
 use crate::isa::{self, FastForm};
 use crate::state::flags::{AF, ARITH, CF, OF, PF, SF, ZF};
-use crate::state::{Cpu, reg, seg};
+use crate::state::{Cpu, reg};
 
 /// "No register" in a [`Mem`].
 const NONE: u8 = 8;
@@ -34,13 +34,11 @@ pub(super) struct Mem {
     base: u8,
     index: u8,
     scale: u8,
-    /// 0: no segment base; else `seg::FS` or `seg::GS` + 1.
-    seg: u8,
     disp: u32,
 }
 
 impl Mem {
-    /// The linear address (for `lea`, made without a segment, the offset).
+    /// The address: the offset (pre-decoded forms run only with flat segments).
     #[inline]
     fn linear(self, cpu: &Cpu) -> u32 {
         let mut a = self.disp;
@@ -50,18 +48,18 @@ impl Mem {
         if self.index != NONE {
             a = a.wrapping_add(gpr(cpu, self.index).wrapping_mul(u32::from(self.scale)));
         }
-        if self.seg == 0 { a } else { a.wrapping_add(cpu.seg_base[usize::from(self.seg - 1) % 6]) }
+        a
     }
 
-    /// Whether it is `[base + disp]` (no index, no segment base): the [`BD`] handlers.
+    /// Whether it is `[base + disp]` (no index): the [`BD`] handlers.
     fn base_disp(self) -> bool {
-        self.base != NONE && self.index == NONE && self.seg == 0
+        self.base != NONE && self.index == NONE
     }
 }
 
 /// Addressing modes handlers are specialised for: `[base + disp]`...
 const BD: u8 = 0;
-/// ... and any other (an index, no base, a segment base).
+/// ... and any other (an index, no base).
 const ANY: u8 = 1;
 
 /// The address of `m`, a memory operand of addressing mode `A`.
@@ -716,19 +714,23 @@ fn gpr32(r: Register) -> Option<u8> {
     (i < 8).then_some(i as u8)
 }
 
-/// The memory operand's address, if it uses 32-bit addressing.
+/// The memory operand's address, if it uses 32-bit addressing and no FS or GS
+/// override: an access through those runs through `exec_slow`, which checks the
+/// selector they hold (`interp::segment_refused`) and adds their base.
 fn address(ins: &Instruction) -> Option<Mem> {
+    if matches!(ins.memory_segment(), Register::FS | Register::GS) {
+        return None;
+    }
+    offset(ins)
+}
+
+/// The memory operand's offset (no segment), if it uses 32-bit addressing.
+fn offset(ins: &Instruction) -> Option<Mem> {
     let reg_or_none = |r: Register| if r == Register::None { Some(NONE) } else { gpr32(r) };
-    let seg = match ins.memory_segment() {
-        Register::FS => seg::FS as u8 + 1,
-        Register::GS => seg::GS as u8 + 1,
-        _ => 0,
-    };
     Some(Mem {
         base: reg_or_none(ins.memory_base())?,
         index: reg_or_none(ins.memory_index())?,
         scale: ins.memory_index_scale() as u8,
-        seg,
         disp: ins.memory_displacement32(),
     })
 }
@@ -973,7 +975,7 @@ pub(super) fn form(ins: &Instruction) -> Option<(Handler, Operands)> {
         // Any size of memory access: it is not accessed (nor is a segment base added).
         FastForm::Lea if ins.op_kind(1) == OpKind::Memory => {
             o.r = gpr32(ins.op0_register())?;
-            o.m = Mem { seg: 0, ..address(ins)? };
+            o.m = offset(ins)?;
             by_mode!(o.m, lea)
         }
         FastForm::Jcc if direct => {
@@ -1180,7 +1182,6 @@ mod tests {
         let mut cpu = Cpu::new();
         cpu.gpr = gpr;
         cpu.eflags = eflags;
-        (cpu.seg_base[seg::FS], cpu.seg_base[seg::GS]) = (0x10, 0x24);
         let mut mem = space();
         let r = if pre_decoded {
             let (run, ops) = form(ins).unwrap_or_else(|| panic!("{ins} is not pre-decoded"));
@@ -1200,6 +1201,22 @@ mod tests {
         let mut data = vec![0u8; 0x2000];
         mem.read_bytes(DATA, &mut data).unwrap();
         (format!("{flow:?}"), cpu.gpr, cpu.eflags, data)
+    }
+
+    /// An operand through FS or GS is not pre-decoded (`exec_slow` checks the selector
+    /// and adds the base), but `lea` ignores the segment.
+    #[test]
+    fn fs_and_gs_operands_take_the_general_path() {
+        let decode = |f: &dyn Fn(&mut CodeAssembler) -> Result<(), IcedError>| {
+            let mut a = CodeAssembler::new(32).unwrap();
+            f(&mut a).unwrap();
+            let bytes = a.assemble(u64::from(CODE)).unwrap();
+            Decoder::with_ip(32, &bytes, u64::from(CODE), DecoderOptions::NONE).decode()
+        };
+        assert!(form(&decode(&|a| a.mov(ecx, dword_ptr(0x1000_0080u32).fs()))).is_none());
+        assert!(form(&decode(&|a| a.mov(dword_ptr(ebx).gs(), eax))).is_none());
+        assert!(form(&decode(&|a| a.mov(dword_ptr(ebx).ds(), eax))).is_some());
+        assert!(form(&decode(&|a| a.lea(eax, ptr(ebx + 4).gs()))).is_some());
     }
 
     /// Every pre-decoded form, run from many register and flag states (registers that
@@ -1267,8 +1284,6 @@ mod tests {
             Box::new(|a| a.mov(dword_ptr(ebx + ecx * 4 + 4), 0x55u32)),
             Box::new(|a| a.mov(eax, dword_ptr(ebx + 0x20))),
             Box::new(|a| a.mov(dword_ptr(ebx + ecx), esi)),
-            Box::new(|a| a.mov(ecx, dword_ptr(0x1000_0080u32).fs())),
-            Box::new(|a| a.mov(dword_ptr(ebx).gs(), eax)),
             Box::new(|a| a.lea(edx, ptr(ebx + 0x44))),
             Box::new(|a| a.lea(esi, ptr(esi + esi * 2))),
             Box::new(|a| a.lea(edi, ptr(ecx * 4))),

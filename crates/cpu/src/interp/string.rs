@@ -5,7 +5,7 @@ use iced_x86::{Mnemonic as M, OpKind, Register};
 use super::{Ctx, Res, read_sized, seg_base, set_arith, set_reg, write_sized};
 use crate::alu::{self, mask};
 use crate::state::flags::{DF, ZF};
-use crate::state::{Cpu, reg};
+use crate::state::{Cpu, reg, seg};
 
 /// `rep movs` / `rep stos` upwards over memory that is all accessible: done as one
 /// host copy or fill (glibc's i686 `memcpy`/`memset` are these instructions). Returns
@@ -74,13 +74,15 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
     let rep = ins.has_rep_prefix() || ins.has_repe_prefix() || ins.has_repne_prefix();
     let compare = matches!(m, M::Cmpsb | M::Cmpsw | M::Cmpsd | M::Scasb | M::Scasw | M::Scasd);
     let src_base = seg_base(c.cpu, ins.memory_segment());
+    // ES:[EDI]: ES has a base only where the process loaded a TLS segment into it.
+    let es_base = c.cpu.seg_base[seg::ES];
     // The address-size prefix: SI, DI and CX instead of ESI, EDI and ECX (their upper
     // halves kept; the low halves wrap at 64 KiB).
     let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
     let width = if a16 { 0xffff } else { u32::MAX };
     let get = |cpu: &Cpu, r: usize| cpu.gpr[r] & width;
     let set = |cpu: &mut Cpu, r: usize, v: u32| cpu.gpr[r] = (cpu.gpr[r] & !width) | (v & width);
-    if !a16 && rep && c.cpu.eflags & DF == 0 && bulk(c, m, bits, src_base) {
+    if !a16 && rep && c.cpu.eflags & DF == 0 && es_base == 0 && bulk(c, m, bits, src_base) {
         return Ok(());
     }
     // A compare that faults part way leaves the flags as they were before the
@@ -96,16 +98,17 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
             }
             let esi = get(c.cpu, reg::ESI);
             let edi = get(c.cpu, reg::EDI);
+            let dst = edi.wrapping_add(es_base);
             let pf = c.pf();
             match m {
                 M::Movsb | M::Movsw | M::Movsd => {
                     let v = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
-                    write_sized(c.mem, edi, bits, v).map_err(&pf)?;
+                    write_sized(c.mem, dst, bits, v).map_err(&pf)?;
                     set(c.cpu, reg::ESI, esi.wrapping_add(step));
                     set(c.cpu, reg::EDI, edi.wrapping_add(step));
                 }
                 M::Stosb | M::Stosw | M::Stosd => {
-                    write_sized(c.mem, edi, bits, c.cpu.gpr[reg::EAX] & mask(bits)).map_err(&pf)?;
+                    write_sized(c.mem, dst, bits, c.cpu.gpr[reg::EAX] & mask(bits)).map_err(&pf)?;
                     set(c.cpu, reg::EDI, edi.wrapping_add(step));
                 }
                 M::Lodsb | M::Lodsw | M::Lodsd => {
@@ -123,18 +126,18 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
                     // both fault: AMD hosts read ES:[EDI] first (measured), Intel's
                     // pseudo-code the source.
                     let (a, b) = if crate::host::amd_like() {
-                        let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
+                        let b = read_sized(c.mem, dst, bits).map_err(&pf)?;
                         (read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?, b)
                     } else {
                         let a = read_sized(c.mem, esi.wrapping_add(src_base), bits).map_err(&pf)?;
-                        (a, read_sized(c.mem, edi, bits).map_err(&pf)?)
+                        (a, read_sized(c.mem, dst, bits).map_err(&pf)?)
                     };
                     set_arith(c.cpu, alu::sub(a, b, false, bits).1);
                     set(c.cpu, reg::ESI, esi.wrapping_add(step));
                     set(c.cpu, reg::EDI, edi.wrapping_add(step));
                 }
                 _ => {
-                    let b = read_sized(c.mem, edi, bits).map_err(&pf)?;
+                    let b = read_sized(c.mem, dst, bits).map_err(&pf)?;
                     set_arith(c.cpu, alu::sub(c.cpu.gpr[reg::EAX] & mask(bits), b, false, bits).1);
                     set(c.cpu, reg::EDI, edi.wrapping_add(step));
                 }

@@ -64,7 +64,7 @@ pub fn writes_through_cs(ins: &Instruction) -> bool {
     use iced_x86::{InstructionInfoFactory, OpAccess};
     // The explicit operand, or the masked moves' `[edi]` (which takes overrides).
     let memory = |k: OpKind| matches!(k, OpKind::Memory | OpKind::MemorySegEDI | OpKind::MemorySegDI);
-    if ins.segment_prefix() != Register::CS || !ins.op_kinds().any(memory) {
+    if ins.segment_prefix() != Register::CS || !ins.op_kinds().any(memory) || umip_store(ins) {
         return false;
     }
     let mut factory = InstructionInfoFactory::new();
@@ -76,6 +76,62 @@ pub fn writes_through_cs(ins: &Instruction) -> bool {
                 OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
             )
     })
+}
+
+/// Whether `ins` is a descriptor-table store (`sgdt`, `sidt`, `sldt`, `str`, `smsw`):
+/// with UMIP, Linux stores their values on the CPU's behalf, through the segment's base
+/// whatever the segment allows but the null selector.
+pub fn umip_store(ins: &Instruction) -> bool {
+    matches!(ins.mnemonic(), M::Sgdt | M::Sidt | M::Sldt | M::Str | M::Smsw)
+}
+
+/// Whether `ins` loads a data segment register: a move or pop to one, or a far-pointer
+/// load.
+pub fn loads_segment(ins: &Instruction) -> bool {
+    match ins.mnemonic() {
+        M::Mov | M::Pop => ins.op0_kind() == OpKind::Register && ins.op0_register().is_segment_register(),
+        M::Lds | M::Les | M::Lfs | M::Lgs | M::Lss => true,
+        _ => false,
+    }
+}
+
+/// The segment registers (`state::seg` indices) the memory operands of `ins` go
+/// through, each with its operand's index: the explicit operand (not `lea`'s) with its
+/// segment, a string instruction's source and its `ES:[EDI]`. Stack accesses (SS,
+/// always the flat data segment) are not listed, nor the operands of `ud0`/`ud1`
+/// (`#UD` first).
+pub fn memory_segments(ins: &Instruction) -> [Option<(usize, u32)>; 2] {
+    let mut uses = [None; 2];
+    if matches!(ins.mnemonic(), M::Ud0 | M::Ud1) {
+        return uses;
+    }
+    let mut n = 0;
+    for i in 0..ins.op_count() {
+        let seg = match ins.op_kind(i) {
+            OpKind::Memory if ins.mnemonic() != M::Lea => ins.memory_segment(),
+            OpKind::MemorySegSI | OpKind::MemorySegESI | OpKind::MemorySegDI | OpKind::MemorySegEDI => {
+                ins.memory_segment()
+            }
+            OpKind::MemoryESDI | OpKind::MemoryESEDI => Register::ES,
+            _ => continue,
+        };
+        if n < uses.len() {
+            uses[n] = Some(((seg as usize).wrapping_sub(Register::ES as usize), i));
+            n += 1;
+        }
+    }
+    uses
+}
+
+/// Whether the CPU writes memory operand `i` of `ins` (for the segment's permission:
+/// not the descriptor-table stores, which Linux makes on the CPU's behalf under UMIP).
+pub fn operand_written(ins: &Instruction, i: u32) -> bool {
+    use iced_x86::{InstructionInfoFactory, OpAccess};
+    !umip_store(ins)
+        && matches!(
+            InstructionInfoFactory::new().info(ins).op_access(i),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        )
 }
 
 /// How the translator lowers `ins`: its form's [`Lower`], refined for this instance
@@ -113,7 +169,8 @@ pub fn lowering(ins: &Instruction) -> Lower {
 pub fn reads_for_write(bytes: &[u8]) -> bool {
     use iced_x86::{Decoder, DecoderOptions, InstructionInfoFactory, OpAccess};
     let ins = Decoder::new(32, bytes, DecoderOptions::NONE).decode();
-    if ins.is_invalid() {
+    // `arpl` reads its selector and writes it only if it raises the RPL.
+    if ins.is_invalid() || ins.mnemonic() == M::Arpl {
         return false;
     }
     let mut factory = InstructionInfoFactory::new();

@@ -56,6 +56,11 @@ pub(super) const ROWS: &[Row] = &[
     // Traps, flags and the rest.
     row(&[M::Int, M::Int1, M::Int3, M::Into, M::Bound, M::Cpuid, M::Rdtsc, M::Wait, M::Ud0, M::Ud1, M::Ud2, M::Salc], F::Misc, None, L::Helper),
     row(&[M::Clc, M::Stc, M::Cmc, M::Cld, M::Std], F::Misc, None, L::Reencode),
+    // Segments: far-pointer loads, selectors and descriptors (the GDT Linux gives a user
+    // process, `Cpu::descriptor`), and the descriptor-table stores Linux emulates under
+    // UMIP.
+    row(&[M::Lds, M::Les, M::Lfs, M::Lgs, M::Lss, M::Arpl, M::Lar, M::Lsl, M::Verr, M::Verw,
+          M::Sgdt, M::Sidt, M::Sldt, M::Str, M::Smsw], F::Segment, None, L::Helper),
     // String instructions.
     row(&[M::Movsb, M::Movsw, M::Movsd, M::Stosb, M::Stosw, M::Stosd, M::Lodsb, M::Lodsw, M::Lodsd,
           M::Cmpsb, M::Cmpsw, M::Cmpsd, M::Scasb, M::Scasw, M::Scasd], F::String, None, L::Inline(I::String)),
@@ -130,8 +135,7 @@ fn in_tm5600(f: iced_x86::CpuidFeature) -> bool {
 pub(super) const SYSTEM: &[M] = &[
     M::Hlt, M::Cli, M::Sti, M::In, M::Out, M::Insb, M::Insw, M::Insd, M::Outsb, M::Outsw, M::Outsd,
     M::Rdmsr, M::Wrmsr, M::Rdpmc, M::Lgdt, M::Lidt, M::Lldt, M::Ltr, M::Clts, M::Invd, M::Wbinvd,
-    M::Invlpg, M::Lmsw, M::Sysexit, M::Lds, M::Les, M::Lfs, M::Lgs, M::Lss, M::Arpl, M::Lar, M::Lsl,
-    M::Verr, M::Verw, M::Sgdt, M::Sidt, M::Sldt, M::Str, M::Smsw, M::Sysenter,
+    M::Invlpg, M::Lmsw, M::Sysexit, M::Sysenter,
 ];
 
 /// x87 forms the translator leaves to the helper: their images hold the instruction

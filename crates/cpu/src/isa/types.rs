@@ -49,6 +49,9 @@ pub enum Family {
     Misc,
     /// `movs`, `stos`, `lods`, `cmps`, `scas`.
     String,
+    /// Far-pointer loads (`lds`...`lss`), `arpl`, `lar`, `lsl`, `verr`, `verw`, and
+    /// `sgdt`, `sidt`, `sldt`, `str`, `smsw`.
+    Segment,
     /// x87 and MMX (the host FPU runs them).
     Fpu,
     /// Nothing to run: a NOP, or a fault (`System`, `Invalid`, an integer mnemonic

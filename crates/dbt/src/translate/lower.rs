@@ -758,7 +758,10 @@ pub(super) fn rewrite_memory(e: &mut Emitter, ins: &Instruction, h: &mut Instruc
     let seg = ins.memory_segment();
     let lea = ins.mnemonic() == M::Lea;
     let tls = !lea && (seg == Register::FS || seg == Register::GS);
-    let seg_off = if seg == Register::FS { off::FS_BASE } else { off::GS_BASE };
+    // The segment's base, from the frame's probe page for this kind of access, which
+    // is inaccessible where the selector refuses it (see `runtime::JitFrame::seg_probes`).
+    let write = tls && isa::memory_segments(ins).into_iter().flatten().any(|(_, i)| isa::operand_written(ins, i));
+    let seg_off = runtime::seg_probe(seg == Register::GS, write);
     if tls && index == Register::None {
         // r13d = the guest segment base; the operand adds the offset: `[r13d + base +
         // disp]` (the address wraps at 32 bits as the guest's does). A TLS access
@@ -833,16 +836,11 @@ pub(super) fn reencode(e: &mut Emitter, ins: &Instruction) -> Option<()> {
         }
     }
     let has_mem = ins.op_kinds().any(|k| k == OpKind::Memory);
-    if has_mem && rewrite_memory(e, ins, &mut h).is_none() {
+    if (has_mem && rewrite_memory(e, ins, &mut h).is_none()) || !e.emit_encoded(&h) {
         e.code.truncate(mark);
         return None;
     }
-    if e.emit_encoded(&h) {
-        Some(())
-    } else {
-        e.code.truncate(mark);
-        None
-    }
+    Some(())
 }
 
 /// A guest memory operand loaded into a host register (for push m32, jmp/call m32).
@@ -856,11 +854,7 @@ pub(super) fn load_operand(e: &mut Emitter, ins: &Instruction, to: Register) -> 
         OpKind::Memory => {
             let mut h =
                 Instruction::with2(Code::Mov_r32_rm32, to, iced_x86::MemoryOperand::with_base(Register::EAX)).ok()?;
-            if rewrite_memory(e, ins, &mut h).is_none() {
-                e.code.truncate(mark);
-                return None;
-            }
-            e.encode(&h)
+            rewrite_memory(e, ins, &mut h).and_then(|()| e.encode(&h))
         }
         _ => None,
     };

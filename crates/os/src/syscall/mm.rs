@@ -339,6 +339,17 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
     aspace.read_bytes(a[0], &mut d).map_err(efault)?;
     let w = |i: usize| u32::from_le_bytes([d[i], d[i + 1], d[i + 2], d[i + 3]]);
     let (entry, base, limit, flags) = (w(0), w(4), w(8), w(12));
+    // `struct user_desc`'s bit fields.
+    let bit = |i: u32| flags >> i & 1;
+    let (seg_32bit, contents, read_exec_only) = (bit(0), flags >> 1 & 3, bit(3));
+    let (limit_in_pages, seg_not_present, useable) = (bit(4), bit(5), bit(6));
+    // Linux clears the entry for an "empty" descriptor (and an all-zero one), and
+    // refuses any other but a present 32-bit data segment (`tls_desc_okay`).
+    let zero = base == 0 && limit == 0 && flags & 0x7f == 0;
+    let empty = base == 0 && limit == 0 && flags & 0x7f == (1 << 3) | (1 << 5);
+    if !(zero || empty) && (seg_32bit == 0 || contents > 1 || seg_not_present != 0) {
+        return Err(EINVAL);
+    }
     let idx = if entry == u32::MAX {
         let free = cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
         let n = (tls_min + free) as u32;
@@ -351,13 +362,21 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
         }
         i
     };
-    let empty = base == 0 && limit == 0 && flags & (1 << 3) != 0; // read_exec_only "empty" desc
-    let present = flags & (1 << 5) == 0 && !empty; // seg_not_present
-    cpu.tls[idx] = morph_cpu::TlsDescriptor { base, limit, limit_in_pages: flags & (1 << 4) != 0, present };
-    // Reload segment registers that use this entry.
+    let present = !(zero || empty);
+    // The access byte and flags as Linux's `fill_ldt` builds them: P, DPL 3, S, the type
+    // (writable unless read_exec_only, expand-down from `contents`, accessed); G, D/B, AVL.
+    let access = if present { 0xf0 | ((read_exec_only ^ 1) << 1 | contents << 2 | 1) as u8 } else { 0 };
+    let dflags = if present { (limit_in_pages << 3 | seg_32bit << 2 | useable) as u8 } else { 0 };
+    cpu.tls[idx] =
+        morph_cpu::TlsDescriptor { base, limit, limit_in_pages: limit_in_pages != 0, present, access, flags: dflags };
+    // Linux reloads the segment registers that hold this entry's selector (RPL 3); a
+    // load of an entry just emptied fails, and its fixup loads the null selector.
+    let selector = ((tls_min + idx) << 3 | 3) as u16;
     for s in [seg::FS, seg::GS] {
-        let sel = cpu.sel[s];
-        if usize::from(sel >> 3) == tls_min + idx {
+        if cpu.sel[s] == selector {
+            if !present {
+                cpu.sel[s] = 0;
+            }
             cpu.seg_base[s] = if present { base } else { 0 };
         }
     }

@@ -328,21 +328,24 @@ fn build_frame(
     p.cpu.gpr[reg::EAX] = sig as u32;
     p.cpu.eip = act.handler;
     p.cpu.eflags &= !(flags::DF | flags::TF);
+    // The handler runs with the flat data segments in DS, ES and SS (FS and GS kept).
+    for s in [seg::DS, seg::ES, seg::SS] {
+        (p.cpu.sel[s], p.cpu.seg_base[s]) = (p.cpu.segs.ds, 0);
+    }
     // The handler starts with a fresh x87 state (as after `fninit`); the interrupted
     // one is in the frame's `_fpstate`, which sigreturn restores.
     *p.cpu.fpu = morph_cpu::FpuState::new();
     Ok(())
 }
 
-/// Loads a segment register from a selector as the `sigreturn` path does: a TLS entry's
-/// base for FS/GS, the flat base otherwise.
+/// Loads a segment register from a selector as the `sigreturn` path does: with RPL 3
+/// (a null selector kept as it is), and the null selector where the load fails (the
+/// kernel's fixup for a faulting segment load).
 fn load_segment(p: &mut Process, s: usize, sel: u16) {
-    p.cpu.sel[s] = sel;
-    let idx = usize::from(sel >> 3).wrapping_sub(p.cpu.segs.tls_min);
-    p.cpu.seg_base[s] = match p.cpu.tls.get(idx) {
-        Some(t) if (s == seg::FS || s == seg::GS) && t.present => t.base,
-        _ => 0,
-    };
+    let sel = if sel <= 3 { sel } else { sel | 3 };
+    if !p.cpu.load_segment(s, sel) {
+        (p.cpu.sel[s], p.cpu.seg_base[s]) = (0, 0);
+    }
 }
 
 /// Restores registers (and the FPU, if saved) from the `sigcontext` at `sc`.
@@ -352,6 +355,8 @@ fn restore_sigcontext(p: &mut Process, sc: u32) -> Result<(), MemFault> {
     let w = |i: usize| u32::from_le_bytes([b[i * 4], b[i * 4 + 1], b[i * 4 + 2], b[i * 4 + 3]]);
     load_segment(p, seg::GS, w(0) as u16);
     load_segment(p, seg::FS, w(1) as u16);
+    load_segment(p, seg::DS, w(3) as u16);
+    load_segment(p, seg::ES, w(2) as u16);
     let g = &mut p.cpu.gpr;
     g[reg::EDI] = w(4);
     g[reg::ESI] = w(5);
