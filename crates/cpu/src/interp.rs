@@ -21,7 +21,7 @@ use morph_mem::{AddressSpace, Frame, MemFault, PAGE_SIZE};
 
 use crate::isa::{self, Family, Support};
 use crate::state::Cpu;
-use crate::state::flags::TF;
+use crate::state::flags::{AC, TF};
 use crate::x87::HostFpu;
 
 /// Why execution stopped.
@@ -74,6 +74,8 @@ pub enum FaultKind {
     SingleStep,
     /// `#DB` from `int1` (`icebp`, F1): a trap (EIP is the next instruction's).
     Int1,
+    /// `#AC`: with EFLAGS.AC set, an access not aligned to its size.
+    AlignmentCheck,
 }
 
 impl FaultKind {
@@ -89,6 +91,7 @@ impl FaultKind {
             FaultKind::GeneralProtection(_) => 13,
             FaultKind::Page(_) => 14,
             FaultKind::Fpu => 16,
+            FaultKind::AlignmentCheck => 17,
             FaultKind::SimdFp => 19,
         }
     }
@@ -537,7 +540,7 @@ impl Interp {
             if mem.phys().code_epoch() != self.epoch {
                 self.sync_code(mem);
             }
-            let r = if cpu.eflags & TF != 0 || !cpu.flat_segments() {
+            let r = if cpu.eflags & (TF | AC) != 0 || !cpu.flat_segments() {
                 self.run_careful(cpu, mem, &mut None)
             } else {
                 match self.run_lookup(cpu.eip, mem) {
@@ -591,7 +594,7 @@ impl Interp {
         if mem.phys().code_epoch() != self.epoch {
             self.sync_code(mem);
         }
-        if cpu.eflags & TF != 0 || !cpu.flat_segments() {
+        if cpu.eflags & (TF | AC) != 0 || !cpu.flat_segments() {
             return self.run_careful(cpu, mem, cache);
         }
         let block = self.block_cached(cpu.eip, mem, cache)?;
@@ -662,17 +665,17 @@ impl Interp {
         result
     }
 
-    /// With EFLAGS.TF set, or DS, ES or SS holding another selector than the flat data
-    /// segment's (which the pre-decoded forms and translated code assume): one
-    /// instruction, through `exec_slow`'s checks of every segment it goes through where
-    /// the segments are not flat; then the trap if TF was set.
+    /// With EFLAGS.TF set, EFLAGS.AC set, or DS, ES or SS holding another selector than
+    /// the flat data segment's (which the pre-decoded forms and translated code assume):
+    /// one instruction, through `exec_slow`'s checks of every segment it goes through
+    /// and, with AC, of the alignment of every access; then the trap if TF was set.
     fn run_careful(
         &mut self,
         cpu: &mut Cpu,
         mem: &mut AddressSpace,
         cache: &mut Option<CachedBlock>,
     ) -> Result<(), Exit> {
-        if cpu.flat_segments() {
+        if cpu.flat_segments() && cpu.eflags & AC == 0 {
             return self.run_traced(cpu, mem, cache);
         }
         let traced = cpu.eflags & TF != 0;
@@ -737,12 +740,17 @@ impl Interp {
         delta: u32,
     ) -> Res<Flow> {
         let sse_ok = class != Support::Sse || cpu.model.has_sse();
-        if matches!(class, Support::Int | Support::Fpu | Support::Mmx | Support::Sse)
-            && sse_ok
+        let runs = matches!(class, Support::Int | Support::Fpu | Support::Mmx | Support::Sse) && sse_ok;
+        if runs
             && (matches!(ins.segment_prefix(), Register::FS | Register::GS) || !cpu.flat_segments())
             && segment_refused(cpu, ins)
         {
             return Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta)));
+        }
+        // A pending x87 exception (`#MF`) comes before the instruction's accesses.
+        let mf = class == Support::Fpu && cpu.fpu.pending_exception();
+        if runs && cpu.eflags & AC != 0 && class != Support::Sse && !mf && misaligned(cpu, mem, ins) {
+            return Err(fault(FaultKind::AlignmentCheck, ins.ip32().wrapping_add(delta)));
         }
         match class {
             Support::Int => exec_int(&mut Ctx { cpu, mem, ins, delta }, family),
@@ -820,6 +828,68 @@ fn segment_refused(cpu: &Cpu, ins: &Instruction) -> bool {
         .into_iter()
         .flatten()
         .any(|(s, i)| !cpu.segment_usable(s, true) && (!cpu.segment_usable(s, false) || isa::operand_written(ins, i)))
+}
+
+/// With EFLAGS.AC set (Linux runs user mode with CR0.AM), whether an access of `ins` is
+/// not aligned as its data type must be (Intel's table of alignment requirements: a
+/// word 2, a doubleword or a single 4, a quadword, a double, an extended real or an MMX
+/// operand 8, a far pointer 2 or 4, an x87 environment or state image 2 or 4 by operand
+/// size), checked before the page (the AMD host raises `#AC` for a misaligned access
+/// to an unmapped page). Stack accesses count; a `rep` string instruction with a zero
+/// count makes none; the descriptor-table stores Linux emulates under UMIP make none of
+/// their own, nor does a far `call`/`jmp` to another code segment (`#GP` first) but
+/// its read of a far pointer in memory.
+fn misaligned(cpu: &Cpu, mem: &AddressSpace, ins: &Instruction) -> bool {
+    use iced_x86::{InstructionInfoFactory, MemorySize as S, Mnemonic as M, OpAccess};
+    if isa::umip_store(ins) || matches!(ins.mnemonic(), M::Ud0 | M::Ud1) {
+        return false;
+    }
+    let cs = cpu.sel[crate::state::seg::CS];
+    if matches!(ins.op0_kind(), OpKind::FarBranch16 | OpKind::FarBranch32) && ins.far_branch_selector() != cs {
+        return false;
+    }
+    // `call`/`jmp m16:16/32` to another code segment: the far pointer's read is checked,
+    // its pushes are not (the selector's `#GP` comes first).
+    let far_memory = matches!(ins.mnemonic(), M::Call | M::Jmp)
+        && ins.op0_kind() == OpKind::Memory
+        && matches!(ins.memory_size(), S::SegPtr16 | S::SegPtr32);
+    let other_cs = far_memory && {
+        let at = ea(cpu, ins).wrapping_add(ins.memory_size().size() as u32 - 2);
+        mem.read_u16(at).is_ok_and(|sel| sel != cs)
+    };
+    let rep = ins.has_rep_prefix() || ins.has_repne_prefix();
+    if rep && ins.is_string_instruction() {
+        let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
+        if get_reg(cpu, if a16 { Register::CX } else { Register::ECX }) == 0 {
+            return false;
+        }
+    }
+    let mut factory = InstructionInfoFactory::new();
+    let info = factory.info(ins);
+    info.used_memory().iter().any(|m| {
+        if matches!(m.access(), OpAccess::None | OpAccess::NoMemAccess) || (other_cs && m.segment() == Register::SS) {
+            return false;
+        }
+        let size = m.memory_size();
+        let align = match size {
+            S::SegPtr16 | S::Bound16_WordWord | S::FpuEnv14 | S::FpuState94 => 2,
+            S::SegPtr32 | S::Bound32_DwordDword | S::FpuEnv28 | S::FpuState108 => 4,
+            _ => match size.size() {
+                2 => 2,
+                4 => 4,
+                8 | 10 => 8,
+                _ => 1,
+            },
+        };
+        let value = |r: Register, _: usize, _: usize| {
+            Some(u64::from(if r.is_segment_register() {
+                cpu.seg_base[reg_index(r, Register::ES)]
+            } else {
+                get_reg(cpu, r)
+            }))
+        };
+        m.virtual_address(0, value).is_some_and(|a| !(a as u32).is_multiple_of(align))
+    })
 }
 
 fn exec_int(c: &mut Ctx<'_>, family: Family) -> Res<Flow> {

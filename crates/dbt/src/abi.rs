@@ -247,12 +247,19 @@ pub(crate) extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u
         // (Translated code passes its frame's state: see above.)
         runtime::set_seg_probes(st, cpu);
         match r {
-            Ok(()) if mem.phys().code_epoch() == h.epoch && cpu.eflags & flags::TF == 0 && cpu.flat_segments() => 0,
+            Ok(())
+                if mem.phys().code_epoch() == h.epoch
+                    && cpu.eflags & (flags::TF | flags::AC) == 0
+                    && cpu.flat_segments() =>
+            {
+                0
+            }
             Ok(()) => {
                 // The instruction wrote code: leave so the engine drops stale code. Or
                 // it set the trap flag (`popf`): leave, the interpreter single-steps. Or
-                // it loaded DS, ES or SS with another segment than the flat one:
-                // leave, the interpreter runs the process until they are flat again.
+                // it set the alignment-check flag, or loaded DS, ES or SS with another
+                // segment than the flat one: leave, the interpreter runs the process
+                // until they are clear and flat again.
                 st.icount += u64::from(st.helper_k) + retired;
                 st.exit = EXIT_INDIRECT;
                 1

@@ -79,9 +79,10 @@ impl Engine {
                 pte = mem.pte(eip);
             }
             // With the trap flag set no translation runs: the interpreter single-steps;
-            // nor with DS, ES or SS not flat (translated code addresses memory without
-            // their selectors): the interpreter checks each access.
-            let traced = cpu.eflags & flags::TF != 0 || !cpu.flat_segments();
+            // nor with the alignment-check flag set, or DS, ES or SS not flat
+            // (translated code addresses memory without their selectors and alignment):
+            // the interpreter checks each access.
+            let traced = cpu.eflags & (flags::TF | flags::AC) != 0 || !cpu.flat_segments();
             let r = if let Some(frame) = (!traced && pte.readable() && pte.has_frame()).then(|| pte.frame()) {
                 let key = self.cfg.key.key(eip, frame, ctx);
                 self.stats.lookups += 1;

@@ -276,6 +276,8 @@ pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
 pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
+/// `si_code` of `SIGBUS`: invalid address alignment (`#AC`).
+pub const BUS_ADRALN: i32 = 1;
 /// `si_code` of `SIGBUS`: nonexistent physical address (a page beyond a file's end).
 pub const BUS_ADRERR: i32 = 2;
 pub const ILL_ILLOPN: i32 = 2;

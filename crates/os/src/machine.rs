@@ -363,6 +363,7 @@ impl Machine {
             FaultKind::Int1 => (SIGTRAP, TRAP_BRKPT, f.eip, "int1 (icebp) trap".to_string()),
             FaultKind::Overflow => (SIGSEGV, SI_KERNEL, 0, "overflow trap (into)".to_string()),
             FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
+            FaultKind::AlignmentCheck => (SIGBUS, BUS_ADRALN, 0, "alignment check (EFLAGS.AC)".to_string()),
             FaultKind::Fpu => (SIGFPE, fpu_code(&p.cpu.fpu), f.eip, "x87 floating-point exception".to_string()),
             FaultKind::SimdFp => {
                 (SIGFPE, simd_code(p.cpu.fpu.mxcsr()), f.eip, "SIMD floating-point exception".to_string())

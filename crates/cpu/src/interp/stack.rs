@@ -5,7 +5,7 @@ use iced_x86::{Code, Mnemonic as M, OpKind, Register};
 use super::{Ctx, Flow, Res, invalid, op_bits, read_sized, reg_index, set_reg, write_sized};
 use crate::FaultKind;
 use crate::alu::mask;
-use crate::state::flags::{FIXED, IF, TF, USER_WRITABLE};
+use crate::state::flags::{AC, FIXED, IF, TF, USER_WRITABLE};
 use crate::state::reg;
 
 /// Pushes, pops, `enter`, `leave`.
@@ -103,9 +103,10 @@ pub(super) fn stack(c: &mut Ctx<'_>) -> Res<Flow> {
             let writable = USER_WRITABLE & mask(bits);
             let old = c.cpu.eflags;
             c.cpu.eflags = (old & !writable) | (v & writable) | FIXED | IF;
-            if c.cpu.eflags & !old & TF != 0 {
-                // Single-stepping starts after the next instruction: end the block here
-                // so that the next one starts traced (see `run_block_cached`).
+            if c.cpu.eflags & !old & (TF | AC) != 0 {
+                // Single-stepping starts after the next instruction, alignment checking
+                // at it: end the block here so that the next one starts traced or
+                // checked (see `run_block_cached`).
                 return Ok(Flow::Jump(c.next_ip()));
             }
         }
