@@ -114,11 +114,8 @@ fn host_umip() -> bool {
 }
 
 /// The fields of `line`, the harness's line for the case `code`, that are compared: all
-/// but FDP and FDS where the host's `fxsave` does not show the x87 pointers unless an
-/// exception is pending (AMD's: morph learns the host's pointers from it, so after an
-/// x87 memory operand it keeps the previous FDP), and the selectors after `fldenv` and
-/// `frstor` (morph does not keep the code and data selectors an image loads, and
-/// stores the process's CS and DS: `interp::fpu::env_selectors`).
+/// but the selectors after `fldenv` and `frstor` (morph does not keep the code and data
+/// selectors an image loads: `interp::fpu::env_selectors`) and after a signal.
 fn compared(code: &[u8], line: &str) -> String {
     let loads_env = Decoder::with_ip(32, code, u64::from(CODE), DecoderOptions::NONE)
         .into_iter()
@@ -126,10 +123,9 @@ fn compared(code: &[u8], line: &str) -> String {
     // After a signal the state is the one sigreturn restored, which Linux saved in the
     // 64-bit format, without the selectors.
     let signal = line.split(' ').nth(1).is_some_and(|h| h.starts_with("sig"));
-    let amd = host_vendor().contains("AMD");
     line.split(' ')
         .filter_map(|f| {
-            if (amd || loads_env || signal) && (f.starts_with("fdp=") || f.starts_with("fds=")) {
+            if (loads_env || signal) && (f.starts_with("fdp=") || f.starts_with("fds=")) {
                 return None;
             }
             match f.strip_prefix("fcs=") {
@@ -224,17 +220,8 @@ fn sequences(sse: bool, n: usize) -> Vec<Case> {
             }
             Case::starting(code, &mut rng)
         })
-        .filter(|c| c.code.len() <= 59 && !sequence_left_out(&c.code))
+        .filter(|c| c.code.len() <= 59)
         .collect()
-}
-
-/// Why a run of forms is not compared: on an AMD host, an environment stored after an
-/// x87 memory operand holds an FDP morph does not have (see `compared`).
-fn sequence_left_out(code: &[u8]) -> bool {
-    let amd = host_vendor().contains("AMD");
-    Decoder::with_ip(32, code, u64::from(CODE), DecoderOptions::NONE).into_iter().any(|ins| {
-        amd && matches!(ins.mnemonic(), Mnemonic::Fnstenv | Mnemonic::Fnsave | Mnemonic::Fstenv | Mnemonic::Fsave)
-    })
 }
 
 /// Runs the cases under `flags` (None: natively), from `input` (a file: the harness's

@@ -236,6 +236,15 @@ impl FpuState {
     pub fn set_fdp(&mut self, v: u32) {
         self.0[FDP..FDP + 4].copy_from_slice(&v.to_le_bytes());
     }
+    /// The data selector of the last x87 memory operand (FDS) as the interpreter keeps it
+    /// (0: not kept, the process's DS then; the host's `fxsave` stores its own there).
+    pub fn fds(&self) -> u16 {
+        u16::from_le_bytes([self.0[FDS], self.0[FDS + 1]])
+    }
+    /// Sets FDS.
+    pub fn set_fds(&mut self, v: u16) {
+        self.0[FDS..FDS + 2].copy_from_slice(&v.to_le_bytes());
+    }
     /// The last x87 opcode (FOP: the low three bits of the first opcode byte, then the
     /// ModR/M byte), which hosts update for every x87 instruction other than a control
     /// one or only for one that raises an unmasked exception.
@@ -263,6 +272,11 @@ impl FpuState {
         self.0[s..s + 4].copy_from_slice(&fip.to_le_bytes());
         self.0[s + 4..s + 6].copy_from_slice(&fop.to_le_bytes());
         self.0[s + 6..s + 8].copy_from_slice(&fop.to_le_bytes());
+        // FDP too, for a host whose `fxsave` hides it (translated code stores the guest's
+        // after each x87 memory operand there: `runtime::x87_fdp`).
+        let (fdp, fds) = (self.fdp(), self.fds());
+        self.0[s + 8..s + 12].copy_from_slice(&fdp.to_le_bytes());
+        self.0[s + 12..s + 14].copy_from_slice(&fds.to_le_bytes());
         self.set_fip(0);
         self.set_fop(0);
     }
@@ -278,6 +292,18 @@ impl FpuState {
         self.0.copy_within(s..s + 4, FIP);
         let from = if self.fop() != 0 || host_fop_always() { s + 4 } else { s + 6 };
         self.0.copy_within(from..from + 2, FOP);
+        // The host's FDP is the operand's host address, whose low half is the guest's
+        // (the window is 4 GiB-aligned), where its `fxsave` shows it; else the shadow's.
+        // FDS, which the host's `fxsave` does not keep: the shadow's where translated
+        // code keeps it (with FDP: 0, DS, after its memory operands, none of which has a
+        // segment override), else the one parked if FDP did not move, 0 if it did.
+        if host_fxsave_hides_pointers() {
+            self.0.copy_within(s + 8..s + 14, FDP);
+        } else {
+            let moved = self.0[FDP..FDP + 4] != self.0[s + 8..s + 12];
+            let fds = if moved { 0 } else { u16::from_le_bytes([self.0[s + 12], self.0[s + 13]]) };
+            self.set_fds(fds);
+        }
     }
 }
 
@@ -358,9 +384,11 @@ pub fn x87_opcode(bytes: &[u8]) -> Option<u16> {
 const FOP: usize = 6;
 const FIP: usize = 8;
 const FDP: usize = 16;
+const FDS: usize = 20;
 
 /// Offset in the FXSAVE image of the guest's x87 pointers while translated code holds
-/// the state ([`FpuState::park_pointers`]): FIP (4 bytes), FOP (2), FOP as loaded (2).
+/// the state ([`FpuState::park_pointers`]): FIP (4 bytes), FOP (2), FOP as loaded (2),
+/// FDP (4), FDS (2).
 /// Bytes 464–511 are left to software (`fxsave` never writes them), and a guest never
 /// sees them (a signal frame's image and a 32-bit `fxsave` stop at byte 288).
 pub const X87_SHADOW: usize = 464;

@@ -465,6 +465,31 @@ pub fn x87_flush(at: Option<(i32, u16)>, out: &mut Vec<u8>) {
     }
 }
 
+/// After an x87 instruction with a memory operand, on a host whose `fxsave` hides the
+/// x87 pointers (AMD's: the state translated code leaves in the host FPU would come
+/// back with FDP 0): the guest's FDP, the operand's offset, which `lea` (`lea r9d,
+/// [offset]`, the guest's registers mapped) computes, stored in the image's shadow,
+/// from which `FpuState::unpark_pointers` puts it back, with FDS 0 (the process's DS:
+/// x87 operands with a segment override go to the helper): `lea; mov r8, [r15 + fpu]`
+/// (unless `loaded`: after `x87_flush`'s, r8 holds it) `; mov [r8 + shadow + 8], r9`.
+/// Flags untouched; r8 and r9 are free between guest instructions.
+/// `lea` `None`: `fninit` cleared FDP (and FDS) since, `mov qword [r8 + shadow + 8], 0`.
+pub fn x87_fdp(lea: Option<&[u8]>, loaded: bool, out: &mut Vec<u8>) {
+    let s8 = (morph_cpu::X87_SHADOW as u32 + 8).to_le_bytes();
+    if let Some(lea) = lea {
+        out.extend_from_slice(lea);
+    }
+    if !loaded {
+        out.extend_from_slice(&[0x4d, 0x8b, 0x47, off::FPU as u8]);
+    }
+    match lea {
+        // mov [r8 + shadow + 8], r9: FDP, and FDS and the next word 0 (`lea` zeroed r9's
+        // upper half).
+        Some(_) => out.extend_from_slice(&[0x4d, 0x89, 0x88, s8[0], s8[1], s8[2], s8[3]]),
+        None => out.extend_from_slice(&[0x49, 0xc7, 0x80, s8[0], s8[1], s8[2], s8[3], 0, 0, 0, 0]),
+    }
+}
+
 /// Offset in a translation of the PC-thunk trampoline (after the budget exit stub):
 /// `mov rcx, r9; jmp <rel32>`, where an inlined PC thunk's check goes when the thunk's
 /// bytes changed (see `lower::pc_thunk`).
@@ -897,6 +922,13 @@ mod tests {
             "lea r9d,[r14+123h]; mov r8,[r15+68h]; mov [r8+1D0h],r9d; mov word ptr [r8+1D4h],435h"
         );
         assert_eq!(show(&fip(None)), "mov r8,[r15+68h]; mov qword ptr [r8+1D0h],0");
+        let fdp = |lea: Option<&[u8]>, loaded| {
+            let mut v = Vec::new();
+            x87_fdp(lea, loaded, &mut v);
+            v
+        };
+        assert_eq!(show(&fdp(Some(&[0x44, 0x8d, 0x4b, 0x40]), true)), "lea r9d,[rbx+40h]; mov [r8+1D8h],r9");
+        assert_eq!(show(&fdp(None, false)), "mov r8,[r15+68h]; mov qword ptr [r8+1D8h],0");
         let (p, budget_rel, lookup_rel, chain) = prologue(0x10);
         assert_eq!(
             show(&p),

@@ -320,7 +320,6 @@ impl Machine {
                     MemFaultKind::Protection => (SIGSEGV, SEGV_ACCERR, "protected"),
                     MemFaultKind::BeyondEof => (SIGBUS, BUS_ADRERR, "beyond end of file at"),
                 };
-                let rw = if m.write { "write to" } else { "read of" };
                 // The page-fault error code: user mode (4), a write (2), a present page
                 // (1: a protection fault on a page Linux has mapped: it keeps PROT_NONE
                 // pages not present, and maps a page at its first touch, when morph gives
@@ -346,6 +345,7 @@ impl Machine {
                         morph_cpu::isa::reads_for_write(&bytes[..n])
                     });
                 err = 4 | u32::from(write) << 1 | u32::from(present) | u32::from(fetch) << 4;
+                let rw = if write { "write to" } else { "read of" };
                 p.cpu.trap.cr2 = m.addr;
                 (sig, code, m.addr, format!("{rw} {how} address {:#010x}", m.addr))
             }

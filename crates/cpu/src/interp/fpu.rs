@@ -3,7 +3,7 @@
 use iced_x86::{Mnemonic as M, OpKind, Register};
 
 use super::Interp;
-use super::{Ctx, Flow, MAX_INSN_LEN, Res, ea, get_reg, invalid, set_arith, set_reg};
+use super::{Ctx, Flow, MAX_INSN_LEN, Res, ea, get_reg, invalid, seg_base, set_arith, set_reg};
 use crate::FaultKind;
 use crate::isa::{self, Support, Writes};
 use crate::state::flags::{CF, PF, ZF};
@@ -37,6 +37,7 @@ impl Interp {
             host = operand_ptr(c, at, ins.memory_size().size() as u32)?;
         }
         let before = (c.cpu.fpu.fip(), c.cpu.fpu.fdp(), c.cpu.fpu.fop());
+        let fds = c.cpu.fpu.fds();
         let mut fl = c.cpu.eflags;
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
@@ -45,7 +46,7 @@ impl Interp {
         if matches!(ins.mnemonic(), M::Fcomi | M::Fcomip | M::Fucomi | M::Fucomip) {
             set_arith(c.cpu, fl & (ZF | PF | CF));
         }
-        self.x87_pointers(c, before, at)?;
+        self.x87_pointers(c, before, fds, at)?;
         Ok(Flow::Next)
     }
 
@@ -59,7 +60,7 @@ impl Interp {
     /// (`at`) and the guest's opcode where the host changed them. MMX instructions leave
     /// them. An environment `fnstenv` or `fnsave` stored gets the guest's pointers: FIP,
     /// the code selector with FOP, FDP and the data selector (see [`env_selectors`]).
-    fn x87_pointers(&mut self, c: &mut Ctx<'_>, before: (u32, u32, u16), at: u32) -> Res<()> {
+    fn x87_pointers(&mut self, c: &mut Ctx<'_>, before: (u32, u32, u16), fds: u16, at: u32) -> Res<()> {
         let (fip, fdp, fop) = before;
         let ins = c.ins;
         // Where an environment keeps FIP, its selector (with FOP, in the 32-bit form),
@@ -68,7 +69,7 @@ impl Interp {
         let (n, fip_at, cs_at, dp_at, ds_at) = if short { (2, 6, 8, 10, 12) } else { (4, 12, 16, 20, 24) };
         if matches!(ins.mnemonic(), M::Fnstenv | M::Fstenv | M::Fnsave | M::Fsave) {
             let a = ea(c.cpu, ins);
-            let (cs, ds) = env_selectors(c.cpu, fip, fdp);
+            let (cs, ds) = env_selectors(c.cpu, fip, fdp, fds);
             let cs_fop = if short { cs } else { cs | u32::from(fop & 0x7ff) << 16 };
             for (off, v, len) in [(fip_at, fip, n), (cs_at, cs_fop, n), (dp_at, fdp, n), (ds_at, ds, 2)] {
                 c.mem.write_bytes(a.wrapping_add(off), &v.to_le_bytes()[..len]).map_err(c.pf())?;
@@ -84,11 +85,31 @@ impl Interp {
             FipEffect::Keep => (fip, fdp),
             FipEffect::Clear => (0, 0),
             FipEffect::Here => {
-                let dp = if c.cpu.fpu.fdp() != fdp && ins.op_kinds().any(|k| k == OpKind::Memory) { at } else { fdp };
+                // FDP is the operand's offset (its segment is FDS), where the host updated
+                // it (every x87 memory operand, on the hosts measured); a host whose
+                // `fxsave` hides it does (AMD's).
+                let memory = ins.op_kinds().any(|k| k == OpKind::Memory);
+                let updated = c.cpu.fpu.fdp() != fdp || crate::state::host_fxsave_hides_pointers();
+                let offset = at.wrapping_sub(seg_base(c.cpu, ins.memory_segment()));
+                let dp = if memory && updated { offset } else { fdp };
+                // ... and FDS the selector of the operand's segment (0 for DS, as
+                // translated code keeps it: `env_selectors` gives DS's).
+                let segment = ins.memory_segment();
+                let sel = if segment == iced_x86::Register::DS {
+                    0
+                } else {
+                    c.cpu.sel[(segment as usize).wrapping_sub(iced_x86::Register::ES as usize) % 6]
+                };
+                c.cpu.fpu.set_fds(if memory && updated { sel } else { fds });
                 (ins.ip32().wrapping_add(c.delta), dp)
             }
             FipEffect::Load => (read_env(c, fip_at)?, read_env(c, dp_at)?),
         };
+        match effect {
+            FipEffect::Here => {}
+            FipEffect::Clear => c.cpu.fpu.set_fds(0),
+            _ => c.cpu.fpu.set_fds(fds),
+        }
         c.cpu.fpu.set_fip(now);
         c.cpu.fpu.set_fdp(dp);
         match effect {
@@ -300,14 +321,22 @@ impl Interp {
 
 /// The code and data selectors an x87 environment stores with FIP and FDP (`fip`,
 /// `fdp`): the hardware keeps the selectors of the last non-control instruction and of
-/// its memory operand; morph keeps neither and gives the process's CS and DS where the
-/// pointer is set, 0 where it is clear (after `fninit`), which is what they are unless
-/// a memory operand had a segment override or an image loaded other selectors. On a
-/// host that no longer keeps them ([`crate::host::fcs_fds_deprecated`]), 0, as its own
-/// `fnstenv` stores.
-pub(crate) fn env_selectors(cpu: &crate::Cpu, fip: u32, fdp: u32) -> (u32, u32) {
+/// its memory operand. morph gives the process's CS where FIP is set, and the selector
+/// of the last memory operand's segment (`fds`, which the interpreter keeps; translated
+/// code leaves x87 operands with a segment override to it) or else the process's DS
+/// where FDP is set; 0 where they are clear (after `fninit`). Selectors an image loaded
+/// are not kept. On a host that no longer keeps them
+/// ([`crate::host::fcs_fds_deprecated`]), 0, as its own `fnstenv` stores.
+pub(crate) fn env_selectors(cpu: &crate::Cpu, fip: u32, fdp: u32, fds: u16) -> (u32, u32) {
     use crate::state::seg;
     let deprecated = crate::host::fcs_fds_deprecated();
-    let sel = |on: bool, s: usize| if on && !deprecated { u32::from(cpu.sel[s]) } else { 0 };
-    (sel(fip != 0, seg::CS), sel(fdp != 0, seg::DS))
+    let cs = if fip != 0 && !deprecated { u32::from(cpu.sel[seg::CS]) } else { 0 };
+    let ds = if fdp == 0 || deprecated {
+        0
+    } else if fds != 0 {
+        u32::from(fds)
+    } else {
+        u32::from(cpu.sel[seg::DS])
+    };
+    (cs, ds)
 }

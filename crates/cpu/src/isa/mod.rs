@@ -145,6 +145,14 @@ pub fn lowering(ins: &Instruction) -> Lower {
     if ins.memory_base().size() == 2 || ins.memory_index().size() == 2 {
         return Lower::Helper;
     }
+    // An x87 operand through another segment than DS or SS: the interpreter keeps its
+    // selector for the x87 environment (FDS; `interp::fpu::env_selectors`).
+    if lower == Lower::Fpu
+        && ins.op_kinds().any(|k| k == OpKind::Memory)
+        && matches!(ins.segment_prefix(), Register::ES | Register::CS | Register::FS | Register::GS)
+    {
+        return Lower::Helper;
+    }
     let ok = match lower {
         // `bt m, r` addresses memory beyond the operand by the bit offset's high bits.
         Lower::Reencode => {

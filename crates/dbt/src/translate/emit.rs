@@ -46,6 +46,12 @@ pub(super) struct Emitter {
     pub(super) x87: X87,
     /// PC thunks are inlined without checking their bytes (`Options::thunk_deps`).
     pub(super) thunk_unchecked: bool,
+    /// On a host whose `fxsave` hides FDP: what the run being emitted did to it (the
+    /// `lea r9d, [offset]` of its last x87 memory operand, or `fninit`'s clearing),
+    /// which `x87_flush` stores at the run's end (the guest registers the `lea` reads do
+    /// not change within a run of x87 instructions but by `fnstsw ax`, before which it
+    /// is stored).
+    pub(super) x87_fdp: Fdp,
     /// The PLT stub's jump (`jmp [ebx + d]` or `jmp [d]`) that the block's closing call
     /// goes to, done at the call (see `block::plt_stub`).
     pub(super) plt: Option<Instruction>,
@@ -61,6 +67,17 @@ pub(super) enum X87 {
     Here(i32, u16),
     /// `fninit` cleared them, and none moved FIP since.
     Clear,
+}
+
+/// What the x87 instructions emitted since the last flush did to the guest's FDP, on a
+/// host whose `fxsave` hides it (`Emitter::x87_fdp`).
+pub(super) enum Fdp {
+    /// Nothing.
+    Unchanged,
+    /// `fninit` cleared it, and no memory operand set it since.
+    Clear,
+    /// The `lea r9d, [offset]` of the last memory operand.
+    Operand(Vec<u8>),
 }
 
 pub(super) fn asm(f: impl FnOnce(&mut CodeAssembler) -> Result<(), IcedError>) -> Option<Vec<u8>> {
@@ -145,10 +162,31 @@ impl Emitter {
     /// One store per run, not per instruction: the x87 n-body's inner loop has four
     /// runs of some forty x87 instructions.
     pub(super) fn x87_flush(&mut self) {
-        match std::mem::replace(&mut self.x87, X87::Unchanged) {
-            X87::Unchanged => {}
-            X87::Here(at, fop) => runtime::x87_flush(Some((at, fop)), &mut self.code),
-            X87::Clear => runtime::x87_flush(None, &mut self.code),
+        let loaded = match std::mem::replace(&mut self.x87, X87::Unchanged) {
+            X87::Unchanged => false,
+            X87::Here(at, fop) => {
+                runtime::x87_flush(Some((at, fop)), &mut self.code);
+                true
+            }
+            X87::Clear => {
+                runtime::x87_flush(None, &mut self.code);
+                true
+            }
+        };
+        self.fdp_flush(loaded);
+    }
+
+    /// Stores the guest's FDP the run's last x87 memory operand left, or 0 after
+    /// `fninit`, if either is pending (`lower::fdp_store`; `runtime::x87_fdp`).
+    pub(super) fn x87_fdp_flush(&mut self) {
+        self.fdp_flush(false);
+    }
+
+    fn fdp_flush(&mut self, loaded: bool) {
+        match std::mem::replace(&mut self.x87_fdp, Fdp::Unchanged) {
+            Fdp::Unchanged => {}
+            Fdp::Clear => runtime::x87_fdp(None, loaded, &mut self.code),
+            Fdp::Operand(lea) => runtime::x87_fdp(Some(&lea), loaded, &mut self.code),
         }
     }
 
@@ -353,6 +391,7 @@ impl Emitter {
             thunk_fail: None,
             x87: X87::Unchanged,
             thunk_unchecked: false,
+            x87_fdp: Fdp::Unchanged,
             plt: None,
         }
     }

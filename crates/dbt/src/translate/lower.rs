@@ -49,6 +49,9 @@ pub(super) fn instruction(e: &mut Emitter, ins: &Instruction, p: &Pos) -> Option
         // On the TM5600 an SSE instruction is #UD: the interpreter raises it.
         Lower::Fpu if !e.opts.sse && isa::support(ins) == Support::Sse => false,
         Lower::Fpu => {
+            if matches!(ins.code(), Code::Fnstsw_AX | Code::Fstsw_AX) {
+                e.x87_fdp_flush(); // it writes AX, which the pending FDP may read
+            }
             out.fpu = reencode(e, ins).is_some();
             if out.fpu {
                 x87_pointers(e, ins, e.at(ins.ip32().wrapping_sub(p.eip) as i32));
@@ -89,10 +92,39 @@ fn x87_pointers(e: &mut Emitter, ins: &Instruction, at: i32) {
                 fop
             });
             e.x87 = super::emit::X87::Here(at, fop.unwrap_or(0));
+            if ins.op_kinds().any(|k| k == OpKind::Memory) && morph_cpu::state::host_fxsave_hides_pointers() {
+                fdp_store(e, ins);
+            }
         }
-        FipEffect::Clear => e.x87 = super::emit::X87::Clear,
+        FipEffect::Clear => {
+            e.x87 = super::emit::X87::Clear;
+            if morph_cpu::state::host_fxsave_hides_pointers() {
+                e.x87_fdp = super::emit::Fdp::Clear;
+            }
+        }
         // `fldenv` and `frstor` are left to the helper (`isa::rows::FPU_HELPER`).
         FipEffect::Keep | FipEffect::Load => {}
+    }
+}
+
+/// The guest's FDP after x87 instruction `ins`: its memory operand's offset, which a
+/// `lea` computes from the guest's registers, stored in the image's shadow at the end of
+/// the run (`Emitter::x87_fdp_flush`, `runtime::x87_fdp`). Only where the host's
+/// `fxsave` hides FDP; elsewhere the host's is the guest's. (A store after each operand
+/// made the x87 benchmark 1.69 times slower; one per run with FIP's, 1.038.)
+fn fdp_store(e: &mut Emitter, ins: &Instruction) {
+    let reg = |r: Register| if r == Register::None { Some(r) } else { map_reg(r) };
+    let (Some(base), Some(index)) = (reg(ins.memory_base()), reg(ins.memory_index())) else { return };
+    let m = iced_x86::MemoryOperand::with_base_index_scale_displ_size(
+        base,
+        index,
+        ins.memory_index_scale(),
+        i64::from(ins.memory_displacement32() as i32),
+        4,
+    );
+    let Ok(lea) = Instruction::with2(Code::Lea_r32_m, Register::R9D, m) else { return };
+    if let Some(b) = e.encode(&lea) {
+        e.x87_fdp = super::emit::Fdp::Operand(b);
     }
 }
 

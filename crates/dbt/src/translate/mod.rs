@@ -508,6 +508,7 @@ fn clean_copy(
         points.truncate(mark.6);
         e.relocs.truncate(relocs_mark);
         e.x87 = emit::X87::Unchanged;
+        e.x87_fdp = emit::Fdp::Unchanged;
         false
     };
     let mut fpu = false;
