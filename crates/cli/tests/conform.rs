@@ -74,11 +74,8 @@ fn not_compared(code: &[u8], sse: bool) -> Option<&'static str> {
     }
     let faults = ins.op0_kind() == OpKind::MemorySegDI
         || matches!(ins.segment_prefix(), Register::CS | Register::FS | Register::GS);
-    if ins.mnemonic() == Mnemonic::Maskmovq && faults {
-        return Some(
-            "maskmovq faulting on [di] or on its segment: the host enters MMX state (the tags) before the fault, \
-             morph checks first",
-        );
+    if ins.mnemonic() == Mnemonic::Maskmovq && faults && !host_vendor().contains("AMD") {
+        return Some("maskmovq faulting on [di] or on its segment: whether it enters MMX state first, measured on AMD");
     }
     let bcd = matches!(
         ins.mnemonic(),
@@ -89,8 +86,9 @@ fn not_compared(code: &[u8], sse: bool) -> Option<&'static str> {
         return Some("undefined BCD flags and the order of cmps's reads: measured on AMD hosts only");
     }
     let loopcc = matches!(ins.mnemonic(), Mnemonic::Loope | Mnemonic::Loopne);
-    if (ins.has_rep_prefix() || ins.has_repne_prefix()) && loopcc && ins.op0_kind() == OpKind::NearBranch16 {
-        return Some("F2/F3 before a 16-bit loope/loopne: the AMD host ignores the condition, not modeled");
+    let rep = ins.has_repe_prefix() || ins.has_repne_prefix();
+    if rep && loopcc && ins.op0_kind() == OpKind::NearBranch16 && !host_vendor().contains("AMD") {
+        return Some("F2/F3 before a 16-bit loope/loopne (on AMD they pick the condition): measured on AMD only");
     }
     match ins.mnemonic() {
         Mnemonic::Lar if !host_vendor().contains("AMD") => {

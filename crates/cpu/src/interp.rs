@@ -745,6 +745,7 @@ impl Interp {
             && (matches!(ins.segment_prefix(), Register::FS | Register::GS) || !cpu.flat_segments())
             && segment_refused(cpu, ins)
         {
+            fpu::maskmovq_fault(cpu, ins);
             return Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta)));
         }
         // A pending x87 exception (`#MF`) comes before the instruction's accesses.
@@ -757,7 +758,10 @@ impl Interp {
             Support::Sse if !cpu.model.has_sse() => Err(invalid(mem, ins, delta)),
             Support::Fpu | Support::Mmx | Support::Sse => self.exec_fpu(&mut Ctx { cpu, mem, ins, delta }, class),
             Support::Nop => Ok(Flow::Next),
-            Support::System => Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta))),
+            Support::System => {
+                fpu::maskmovq_fault(cpu, ins); // a write through CS
+                Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta)))
+            }
             Support::Invalid => Err(invalid(mem, ins, delta)),
         }
     }

@@ -74,6 +74,21 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
                 ecx
             };
             let zf = c.cpu.eflags & ZF != 0;
+            // On AMD hosts a `rep` prefix picks the condition of a `loope`/`loopne` with a
+            // 16-bit operand size, as it does a `cmps`'s: F3 `loope`, F2 `loopne`
+            // (measured, both conditions and both prefixes; `host::amd_like`).
+            let m = match m {
+                M::Loope | M::Loopne if ins.op0_kind() == OpKind::NearBranch16 && crate::host::amd_like() => {
+                    if ins.has_repe_prefix() {
+                        M::Loope
+                    } else if ins.has_repne_prefix() {
+                        M::Loopne
+                    } else {
+                        m
+                    }
+                }
+                _ => m,
+            };
             let take = ecx != 0
                 && match m {
                     M::Loope => zf,

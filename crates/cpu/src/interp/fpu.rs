@@ -279,7 +279,7 @@ impl Interp {
             if size == 16 && !unaligned_ok && !a.is_multiple_of(16) {
                 return Err(gp(c));
             }
-            host = operand_ptr(c, a, size)?;
+            host = operand_ptr(c, a, size).inspect_err(|_| maskmovq_fault(c.cpu, ins))?;
         }
         let mxcsr = c.cpu.fpu.mxcsr();
         let unmasked = !(mxcsr >> 7) & MXCSR_FLAGS;
@@ -317,6 +317,20 @@ impl Interp {
         }
         Ok(Flow::Next)
     }
+}
+
+/// Before `maskmovq` (`ins`, any other instruction is left alone) faults on its `[edi]`
+/// or its segment: on an AMD host the instruction has entered MMX state by then (TOP 0,
+/// every register tagged valid), as the host's does (measured: the tag word after the
+/// fault); elsewhere nothing, the fault coming first.
+pub(crate) fn maskmovq_fault(cpu: &mut crate::Cpu, ins: &iced_x86::Instruction) {
+    if ins.mnemonic() != M::Maskmovq || !crate::host::amd_like() {
+        return;
+    }
+    crate::x87::fpu_from_host(cpu);
+    let fsw = cpu.fpu.fsw() & !(7 << 11);
+    cpu.fpu.0[2..4].copy_from_slice(&fsw.to_le_bytes());
+    cpu.fpu.0[4] = 0xff; // FXSAVE's abridged tag byte: all valid
 }
 
 /// The code and data selectors an x87 environment stores with FIP and FDP (`fip`,
