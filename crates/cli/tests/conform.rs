@@ -203,12 +203,19 @@ fn cases(sse: bool) -> Vec<Case> {
 /// Random runs of three instruction forms (register and memory instances, no
 /// prefixes), each form one the single-form cases compare: instructions that meet in a
 /// translation (flags one leaves for the next, joins, runs of pushes) as on the hardware.
+/// `sse`: the SSE forms and the others together (run under `--cpu tm8600`), else the
+/// others alone.
 fn sequences(sse: bool, n: usize) -> Vec<Case> {
     let mut rng = Rng(0xbb67_ae85_84ca_a73b ^ u64::from(sse));
-    let forms: Vec<Vec<u8>> = Code::values()
-        .filter(|&c| !left_out(c, sse))
-        .flat_map(|c| [false, true].into_iter().filter_map(move |m| isa::sample(c, m, CODE).map(|(b, _)| b)))
-        .filter(|b| not_compared(b, sse).is_none())
+    let sets: &[bool] = if sse { &[false, true] } else { &[false] };
+    let forms: Vec<Vec<u8>> = sets
+        .iter()
+        .flat_map(|&set| {
+            Code::values()
+                .filter(move |&c| !left_out(c, set))
+                .flat_map(|c| [false, true].into_iter().filter_map(move |m| isa::sample(c, m, CODE).map(|(b, _)| b)))
+                .filter(move |b| not_compared(b, set).is_none())
+        })
         .collect();
     (0..n)
         .map(|_| {
@@ -380,4 +387,14 @@ fn alignment_checks_as_on_the_hardware() {
     }
     let configs: &[&[&str]] = &[&["--engine", "interp"], &["--engine", "dbt", "--threshold", "0"]];
     check_cases(false, cases, configs);
+}
+
+/// Random runs of three forms of the TM8600's (SSE, x87, MMX and integer forms together),
+/// under `--cpu tm8600`: what one leaves for the next (an `fxsave` after an x87 memory
+/// operand, MXCSR after an SSE exception) as on the hardware.
+#[test]
+fn runs_of_three_sse_forms_run_as_on_the_hardware_on_the_tm8600() {
+    let configs: &[&[&str]] =
+        &[&["--engine", "interp", "--cpu", "tm8600"], &["--engine", "dbt", "--threshold", "0", "--cpu", "tm8600"]];
+    check_cases(true, sequences(true, 3000), configs);
 }

@@ -240,6 +240,12 @@ impl Interp {
                 // they were), with MXCSR_MASK the host's, which its own `fxsave` stores.
                 let mut image = c.cpu.fpu.0;
                 image[28..32].copy_from_slice(&crate::x87::mxcsr_feature_mask().to_le_bytes());
+                // A host whose `fxsave` hides the x87 pointers unless an exception is
+                // pending (AMD's) stores FOP, FIP and FDP zero: so does the guest's.
+                if crate::state::host_fxsave_hides_pointers() && image[2] & 0x80 == 0 {
+                    image[6..12].fill(0);
+                    image[16..20].fill(0);
+                }
                 c.mem.prepare_write(a, 512).map_err(c.pf())?; // the whole area must be writable
                 c.mem.write_bytes(a, &image[..FXSAVE_32]).map_err(c.pf())?;
                 return Ok(Flow::Next);
@@ -289,9 +295,13 @@ impl Interp {
             c.cpu.fpu.set_mxcsr((mxcsr | MXCSR_MASKS) & !MXCSR_FLAGS);
         }
         let mut fl = c.cpu.eflags;
+        // The x87 pointers (FOP, FIP, FCS, FDP, FDS), which no SSE instruction changes and
+        // the stub's `fxsave` would make the host's (0 on AMD's, the stub's on Intel's).
+        let pointers: [u8; 18] = c.cpu.fpu.0[6..24].try_into().unwrap_or([0; 18]);
         // SAFETY: `host` is null or the host address of the memory operand, whose whole
         // range was checked (and prepared for writing) against the guest page table.
         let r = unsafe { self.on_host(c, host, &mut fl) };
+        c.cpu.fpu.0[6..24].copy_from_slice(&pointers);
         if let Some(before) = before {
             let raised = c.cpu.fpu.mxcsr() & MXCSR_FLAGS;
             if r.is_ok() && raised & unmasked != 0 {
