@@ -823,7 +823,6 @@ fn fetchable(eip: u32, mem: &AddressSpace) -> (u32, u32) {
     (in_page + if straddle { MAX_INSN_LEN } else { 0 }, page_end)
 }
 
-/// Runs integer instruction `c.ins` of interpreter family `family`.
 /// Whether an access of `ins` goes through a segment register whose selector refuses it
 /// (the null selector, a write through a read-only segment): `#GP(0)`.
 fn segment_refused(cpu: &Cpu, ins: &Instruction) -> bool {
@@ -896,6 +895,7 @@ fn misaligned(cpu: &Cpu, mem: &AddressSpace, ins: &Instruction) -> bool {
     })
 }
 
+/// Runs integer instruction `c.ins` of interpreter family `family`.
 fn exec_int(c: &mut Ctx<'_>, family: Family) -> Res<Flow> {
     match family {
         Family::Cond => data::conditional(c),
