@@ -110,7 +110,8 @@ fn module(f: FileId) -> ModuleId {
 /// The build identity: morph's package version, its executable's identity (device,
 /// inode, size and modification time), so any rebuild makes the cache foreign, and the
 /// translator's switches (a translation made with the return stack, or with predicted
-/// indirect branches, or for a model with SSE, is kept apart from one made without).
+/// indirect branches, or for a model with SSE, or on a host that hides the x87 pointers,
+/// is kept apart from one made without).
 /// (Hashing the executable itself would cost a read of tens of MiB per run.)
 fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
     use std::os::unix::fs::MetadataExt;
@@ -126,6 +127,9 @@ fn build_id(opts: crate::translate::Options) -> io::Result<[u8; 32]> {
         // The modeled CPU: SSE re-encoded or left to the interpreter's #UD, and which
         // XMM registers the translator's own code may use.
         u8::from(opts.sse),
+        // The host's x87 pointer rule: where its `fxsave` hides them (AMD's), translated
+        // code stores the guest's FDP itself (`runtime::x87_fdp`).
+        u8::from(morph_cpu::state::host_fxsave_hides_pointers()),
     ]);
     for v in [m.dev(), m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64] {
         h.update(&v.to_le_bytes());
