@@ -540,7 +540,7 @@ impl Interp {
             if mem.phys().code_epoch() != self.epoch {
                 self.sync_code(mem);
             }
-            let r = if cpu.eflags & (TF | AC) != 0 || !cpu.flat_segments() {
+            let r = if cpu.careful() {
                 self.run_careful(cpu, mem, &mut None)
             } else {
                 match self.run_lookup(cpu.eip, mem) {
@@ -594,7 +594,7 @@ impl Interp {
         if mem.phys().code_epoch() != self.epoch {
             self.sync_code(mem);
         }
-        if cpu.eflags & (TF | AC) != 0 || !cpu.flat_segments() {
+        if cpu.careful() {
             return self.run_careful(cpu, mem, cache);
         }
         let block = self.block_cached(cpu.eip, mem, cache)?;

@@ -162,18 +162,22 @@ pub const TLS_ENTRIES: usize = 3;
 pub struct TlsDescriptor {
     /// Segment base.
     pub base: u32,
-    /// Segment limit (in bytes or pages, see `limit_in_pages`).
+    /// Segment limit (in bytes or, with G in `flags`, pages).
     pub limit: u32,
-    /// Granularity bit.
-    pub limit_in_pages: bool,
-    /// Whether the entry is in use and present.
-    pub present: bool,
     /// The descriptor's access byte as Linux builds it from `struct user_desc` (P,
     /// DPL 3, S, the type from `contents` and `read_exec_only`, accessed); 0 for an
     /// empty entry.
     pub access: u8,
-    /// Its flags nibble (G, D/B from `seg_32bit`, AVL from `useable`).
+    /// Its flags nibble (G from `limit_in_pages`, D/B from `seg_32bit`, AVL from
+    /// `useable`).
     pub flags: u8,
+}
+
+impl TlsDescriptor {
+    /// Whether the entry is in use (Linux installs only present segments there).
+    pub fn in_use(&self) -> bool {
+        self.access != 0
+    }
 }
 
 /// The x87/MMX state, kept in the 512-byte `FXSAVE` format so it can be loaded into the
@@ -490,7 +494,7 @@ impl Cpu {
             // Read-only, expand-down, byte-granular; the limit is (node << 12) | CPU:
             // one CPU, node 0.
             Some(Descriptor { access: 0xf5, flags: 0x4, limit: 0, base: 0 })
-        } else if tls < TLS_ENTRIES && self.tls[tls].access != 0 {
+        } else if tls < TLS_ENTRIES && self.tls[tls].in_use() {
             let d = &self.tls[tls];
             Some(Descriptor { access: d.access, flags: d.flags, limit: d.limit & 0xfffff, base: d.base })
         } else {
@@ -541,6 +545,15 @@ impl Cpu {
             return false;
         }
         !write || self.descriptor(sel).is_some_and(|d| d.writable())
+    }
+
+    /// Whether the engines run this CPU one instruction at a time through the
+    /// interpreter's checks (`Interp::run_careful`): EFLAGS.TF (single steps) or AC
+    /// (alignment checks) set, or DS, ES or SS not flat, none of which the pre-decoded
+    /// forms or translated code check.
+    #[inline]
+    pub fn careful(&self) -> bool {
+        self.eflags & (flags::TF | flags::AC) != 0 || !self.flat_segments()
     }
 
     /// Whether DS, ES and SS all hold the flat data selector, as in every process but

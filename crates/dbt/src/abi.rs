@@ -3,7 +3,6 @@
 //! fallback helper that runs one guest instruction for translated code.
 
 use iced_x86::Instruction;
-use morph_cpu::state::flags;
 use morph_cpu::{Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, PAGE_SIZE};
 
@@ -247,13 +246,7 @@ pub(crate) extern "C" fn helper(st: *mut JitState, ins: *const Instruction) -> u
         // (Translated code passes its frame's state: see above.)
         runtime::set_seg_probes(st, cpu);
         match r {
-            Ok(())
-                if mem.phys().code_epoch() == h.epoch
-                    && cpu.eflags & (flags::TF | flags::AC) == 0
-                    && cpu.flat_segments() =>
-            {
-                0
-            }
+            Ok(()) if mem.phys().code_epoch() == h.epoch && !cpu.careful() => 0,
             Ok(()) => {
                 // The instruction wrote code: leave so the engine drops stale code. Or
                 // it set the trap flag (`popf`): leave, the interpreter single-steps. Or

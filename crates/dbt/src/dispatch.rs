@@ -1,7 +1,6 @@
 //! The dispatcher: per block start, find the key's slot, run its translation or
 //! interpret the block, count, and translate the hot.
 
-use morph_cpu::state::flags;
 use morph_cpu::{CachedBlock, Cpu, Exit, Interp};
 use morph_mem::{AddressSpace, Frame, PAGE_SIZE};
 
@@ -82,7 +81,7 @@ impl Engine {
             // nor with the alignment-check flag set, or DS, ES or SS not flat
             // (translated code addresses memory without their selectors and alignment):
             // the interpreter checks each access.
-            let traced = cpu.eflags & (flags::TF | flags::AC) != 0 || !cpu.flat_segments();
+            let traced = cpu.careful();
             let r = if let Some(frame) = (!traced && pte.readable() && pte.has_frame()).then(|| pte.frame()) {
                 let key = self.cfg.key.key(eip, frame, ctx);
                 self.stats.lookups += 1;

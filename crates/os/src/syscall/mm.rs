@@ -351,7 +351,7 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
         return Err(EINVAL);
     }
     let idx = if entry == u32::MAX {
-        let free = cpu.tls.iter().position(|t| !t.present).ok_or(ESRCH)?;
+        let free = cpu.tls.iter().position(|t| !t.in_use()).ok_or(ESRCH)?;
         let n = (tls_min + free) as u32;
         aspace.write_u32(a[0], n).map_err(efault)?;
         free
@@ -367,8 +367,7 @@ pub(crate) fn install_tls(cpu: &mut morph_cpu::Cpu, aspace: &mut morph_mem::Addr
     // (writable unless read_exec_only, expand-down from `contents`, accessed); G, D/B, AVL.
     let access = if present { 0xf0 | ((read_exec_only ^ 1) << 1 | contents << 2 | 1) as u8 } else { 0 };
     let dflags = if present { (limit_in_pages << 3 | seg_32bit << 2 | useable) as u8 } else { 0 };
-    cpu.tls[idx] =
-        morph_cpu::TlsDescriptor { base, limit, limit_in_pages: limit_in_pages != 0, present, access, flags: dflags };
+    cpu.tls[idx] = morph_cpu::TlsDescriptor { base, limit, access, flags: dflags };
     // Linux reloads the segment registers that hold this entry's selector (RPL 3); a
     // load of an entry just emptied fails, and its fixup loads the null selector.
     let selector = ((tls_min + idx) << 3 | 3) as u16;
