@@ -92,6 +92,12 @@ struct RunArgs {
     /// Executions of a block before it is translated (dbt engine).
     #[arg(long, default_value_t = morph_dbt::DEFAULT_THRESHOLD)]
     threshold: u32,
+    /// Executions a block counts, besides its own, when it runs in another address space
+    /// than the last one to run it: `--space-credit 50` (the threshold) translates code
+    /// at its first run in a second process, such as the start-up every exec of a
+    /// program repeats (dbt engine; 0: none).
+    #[arg(long, default_value_t = 0)]
+    space_credit: u32,
     /// Do not chain translated blocks (dbt engine).
     #[arg(long)]
     no_chain: bool,
@@ -406,6 +412,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         translate: a.engine == Engine::Dbt,
         key: a.key,
         threshold: a.threshold,
+        space_credit: a.space_credit,
         chain: !a.no_chain,
         ras: a.ras,
         predict: !a.no_ic,
@@ -562,6 +569,7 @@ fn run_config(a: &RunArgs, root: &std::path::Path, path: &str, argv: &[Vec<u8>])
         "engine": name(a.engine.to_possible_value()),
         "key": a.key.name(),
         "threshold": a.threshold,
+        "space_credit": a.space_credit,
         "chain": !a.no_chain,
         "ras": a.ras,
         "ic": !a.no_ic,
@@ -614,6 +622,7 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "kind": if cfg.translate { "dbt" } else { "interp" },
             "key": cfg.key.name(),
             "threshold": cfg.threshold,
+            "space_credit": cfg.space_credit,
             "chain": cfg.chain,
             "tc_size": cfg.tc_size,
             "lookups": e.lookups,
@@ -642,6 +651,8 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "translated_guest_instructions": e.translated_guest_instructions,
             "helper_instructions": e.helper_instructions,
             "pc_thunks": e.pc_thunks,
+            "credited_translations": e.credited_translations,
+
             "plt_calls": e.plt_calls,
             "predicted_branches": e.predicted_branches,
             "counted_loops": e.counted_loops,

@@ -98,16 +98,31 @@ impl Engine {
                     None => {
                         self.stats.misses += 1;
                         slot.count += 1;
+                        // A run in another address space than the last one's: code that
+                        // recurs from process to process (a program's start-up, each
+                        // fork's path through a shell) counts more. The key names the
+                        // code only under `physical`, `file` and `content` (under
+                        // `virtual` a slot counts whatever each space maps at its
+                        // address), but the credit is the configuration's under every
+                        // policy, so that an ablation of keys varies the key alone.
+                        let credit = match self.cfg.space_credit {
+                            0 => 0,
+                            c => slot.earn(mem.id(), c),
+                        };
                         let loaded = if slot.count == 1 && self.tcache.is_some() {
                             self.load_persistent(key, eip, frame, mem, ctx)
                         } else {
                             None
                         };
                         let slot = &mut self.slots[i as usize];
+                        // Hot by the credit of runs elsewhere, not yet by its own runs.
+                        let credited = slot.count <= self.cfg.threshold;
                         if let Some(t) = loaded {
                             let body = self.trans[t as usize].body;
                             self.enter(body, frame, ctx, cpu, mem, budget - used)
-                        } else if slot.count <= self.cfg.threshold || self.untranslatable.contains(&key) {
+                        } else if slot.count.saturating_add(credit) <= self.cfg.threshold
+                            || self.untranslatable.contains(&key)
+                        {
                             let r = interpret(&mut self.interp, &mut self.ticks, cpu, mem, &mut slot.block);
                             if let Some(h) = slot.block.as_ref().map(CachedBlock::prefetch_hint)
                                 && let Some(p) = self.slots.get_mut(self.pred_slot as usize)
@@ -116,6 +131,7 @@ impl Engine {
                             }
                             r
                         } else if let Some(t) = self.translate(key, eip, frame, mem, ctx) {
+                            self.stats.credited_translations += u64::from(credited);
                             let body = self.trans[t as usize].body;
                             self.enter(body, frame, ctx, cpu, mem, budget - used)
                         } else {

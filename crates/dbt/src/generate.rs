@@ -262,7 +262,7 @@ impl Engine {
         let i = self.slot_of(key);
         let slot = &mut self.slots[i as usize];
         slot.block = None; // translated: its decoded block is not needed any more
-        if let Some(old) = slot.live.replace(live) {
+        if let Some(old) = slot.set_live(live) {
             // Made from another frame (`virtual`, `process`): no jump cache holds it
             // (the mapping changed since, which emptied them).
             self.retire(old.id);

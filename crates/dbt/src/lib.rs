@@ -109,6 +109,11 @@ pub struct EngineConfig {
     pub key: KeyPolicy,
     /// Block executions before translation (0: translate at first execution).
     pub threshold: u32,
+    /// Executions a block's count gains, on top of the one, when an address space other
+    /// than the last one to run it runs it (`--space-credit`; 0, the default: none). A
+    /// credit of the threshold translates code at its first run in a second process: the
+    /// start-up paths every exec of a program runs once. See `dispatch_loop`.
+    pub space_credit: u32,
     /// Chain translations to each other.
     pub chain: bool,
     /// Predict returns with the return stack (`--ras`; see `ras`). Off by default: on
@@ -203,6 +208,7 @@ impl Default for EngineConfig {
             translate: false,
             key: KeyPolicy::Physical,
             threshold: DEFAULT_THRESHOLD,
+            space_credit: 0,
             chain: true,
             ras: false,
             predict: true,
@@ -247,6 +253,9 @@ pub struct EngineStats {
     pub tcache_loads: u64,
     /// Translations of physical code that had been translated before under another key.
     pub retranslations: u64,
+    /// Translations made before the block's own executions reached the threshold, its
+    /// count raised by runs in other address spaces (`EngineConfig::space_credit`).
+    pub credited_translations: u64,
     /// Direct jumps patched to chain two translations.
     pub chain_patches: u64,
     /// Translations dropped because their code was written.

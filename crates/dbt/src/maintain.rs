@@ -20,7 +20,7 @@ impl Engine {
             .index
             .iter()
             .filter(|(k, _)| policy.owner(**k) == Some(ctx))
-            .filter_map(|(_, &i)| self.slots[i as usize].live.map(|l| l.id))
+            .filter_map(|(_, &i)| self.slots[i as usize].live().map(|l| l.id))
             .collect();
         for t in dead {
             self.kill(t);
@@ -59,9 +59,9 @@ impl Engine {
             let key = self.trans[t as usize].key;
             if let Some(&i) = self.index.get(&key)
                 && let Some(s) = self.slots.get_mut(i as usize)
-                && s.live.is_some_and(|l| l.id == t)
+                && s.live().is_some_and(|l| l.id == t)
             {
-                s.live = None;
+                s.clear_live();
             }
         }
     }

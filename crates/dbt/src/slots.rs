@@ -34,8 +34,8 @@ pub(crate) fn prefetch<T>(v: &T) {
 
 /// What the engine knows of a key.
 pub(crate) struct Slot {
-    /// Its live translation.
-    pub(crate) live: Option<Live>,
+    /// Its live translation, or what counts towards making one besides `count`.
+    pub(crate) state: SlotState,
     /// Dispatches that found no live translation (the profile).
     pub(crate) count: u32,
     /// The interpreter's decoded block, while the key is interpreted (saves a lookup in
@@ -51,10 +51,26 @@ pub(crate) struct Slot {
     pub(crate) succ_hint: *const u8,
 }
 
+/// A slot's live translation, or, while it has none, the address space that dispatched
+/// it last and the credit runs in other spaces have earned it (`EngineConfig::
+/// space_credit`): the credit only matters until the key is translated, and the two
+/// share their bytes (`Live::body` is never 0), so a slot stays 80 bytes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum SlotState {
+    Cold {
+        /// The low 32 bits of the space's number (0: none yet).
+        space: u32,
+        credit: u32,
+    },
+    Live(Live),
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 80, "see SlotState");
+
 impl Default for Slot {
     fn default() -> Slot {
         Slot {
-            live: None,
+            state: SlotState::Cold { space: 0, credit: 0 },
             count: 0,
             block: None,
             succ_key: Key(0),
@@ -67,12 +83,53 @@ impl Default for Slot {
 }
 
 impl Slot {
+    /// Its live translation.
+    #[inline]
+    pub(crate) fn live(&self) -> Option<Live> {
+        match self.state {
+            SlotState::Live(l) => Some(l),
+            SlotState::Cold { .. } => None,
+        }
+    }
+
+    /// Makes `live` its translation; returns the one it replaces.
+    pub(crate) fn set_live(&mut self, live: Live) -> Option<Live> {
+        let old = self.live();
+        self.state = SlotState::Live(live);
+        old
+    }
+
+    /// Drops its translation (the credit it had earned before is gone with it).
+    pub(crate) fn clear_live(&mut self) {
+        self.state = SlotState::Cold { space: 0, credit: 0 };
+    }
+
+    /// The credit runs in other address spaces have earned it, after counting a run in
+    /// the space numbered `space` that earns `credit` if another ran it last. A slot with a
+    /// translation (made from another frame, under `virtual` and `process`) earns none.
+    #[inline]
+    pub(crate) fn earn(&mut self, space: u64, credit: u32) -> u32 {
+        let space = (space as u32).max(1);
+        match &mut self.state {
+            SlotState::Cold { space: last, credit: earned } => {
+                if *last != space {
+                    if *last != 0 {
+                        *earned = earned.saturating_add(credit);
+                    }
+                    *last = space;
+                }
+                *earned
+            }
+            SlotState::Live(_) => 0,
+        }
+    }
+
     /// The live translation, if it was made from `frame` (under `virtual` and `process`
     /// the key does not name the frame) and, if it straddles into the page after `eip`'s,
     /// from the frame that page maps in `mem` too.
     #[inline]
     pub(crate) fn live_from(&self, frame: Frame, eip: u32, mem: &AddressSpace) -> Option<Live> {
-        self.live.filter(|l| {
+        self.live().filter(|l| {
             l.frame == frame
                 && (l.frame2 == NO_FRAME || next_frame(mem, eip) == Some(l.frame2))
                 && l.thunk_holds(eip, mem)
@@ -179,7 +236,7 @@ impl Engine {
     /// The live translation of `key` made from `frame` (every translation in `keys` is
     /// alive: a dead one leaves it).
     pub(crate) fn lookup(&self, key: Key, frame: Frame) -> Option<Live> {
-        self.index.get(&key).and_then(|&i| self.slots[i as usize].live).filter(|l| l.frame == frame)
+        self.index.get(&key).and_then(|&i| self.slots[i as usize].live()).filter(|l| l.frame == frame)
     }
 }
 

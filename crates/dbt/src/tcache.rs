@@ -476,7 +476,7 @@ impl crate::Engine {
                 self.index
                     .get(k)
                     .map(|&i| &self.slots[i as usize])
-                    .is_some_and(|s| s.live.is_none() && s.count >= self.cfg.tcache_cold)
+                    .is_some_and(|s| s.live().is_none() && s.count >= self.cfg.tcache_cold)
                     && !self.untranslatable.contains(k)
             })
             .map(|(_, f, o)| (f, o))

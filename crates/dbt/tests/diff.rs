@@ -337,6 +337,62 @@ fn the_first_run_on_a_page_not_read_yet_is_counted() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// `EngineConfig::space_credit`: a block's run in another address space than the last
+/// one's earns it the credit. A block of a file page both spaces map (one frame, one
+/// physical key): with threshold 5, its run in the first space is interpreted; with a
+/// credit of 5, its first run in the second is translated (2 runs + 5 > 5), and runs
+/// in the first again hit it; without, it is interpreted until its sixth run. Runs in
+/// one space earn nothing however many.
+#[test]
+fn runs_in_another_address_space_earn_the_space_credit() {
+    let mut a = CodeAssembler::new(32).unwrap();
+    a.mov(ebx, 7u32).unwrap();
+    a.int(0x80).unwrap();
+    let code = a.assemble(0x1000_0000).unwrap();
+    let (path, file, id) = code_file("credit", &code);
+    for credit in [0, 5] {
+        let phys = Rc::new(PhysMem::new(64 << 20).unwrap());
+        let mut cache = morph_mem::PageCache::new();
+        let mut spaces: Vec<AddressSpace> = (0..2)
+            .map(|_| {
+                let mut m = AddressSpace::new(phys.clone()).unwrap();
+                m.map_file(&mut cache, 0x1000_0000, 0x1000, Prot::RX, false, &file, id, 0, "code").unwrap();
+                m
+            })
+            .collect();
+        let cfg = EngineConfig { translate: true, threshold: 5, space_credit: credit, ..EngineConfig::default() };
+        let mut e = Engine::new(cfg).unwrap();
+        let run = |e: &mut Engine, mem: &mut AddressSpace, ctx: u32| {
+            let mut cpu = Cpu::new();
+            cpu.eip = 0x1000_0000;
+            assert_eq!(e.run(&mut cpu, mem, ctx, 1_000_000), Exit::Syscall);
+            assert_eq!((cpu.gpr[3], cpu.eip), (7, 0x1000_0007));
+        };
+        // Three runs in the first space: its own count only (3 <= 5).
+        for _ in 0..3 {
+            run(&mut e, &mut spaces[0], 1);
+        }
+        assert_eq!(e.stats().translations, 0);
+        run(&mut e, &mut spaces[1], 2);
+        let s = e.stats();
+        if credit == 0 {
+            assert_eq!((s.translations, s.credited_translations, s.misses), (0, 0, 4));
+            run(&mut e, &mut spaces[1], 2);
+            run(&mut e, &mut spaces[0], 1);
+            assert_eq!(e.stats().translations, 1, "its sixth run translates it");
+        } else {
+            assert_eq!(
+                (s.translations, s.credited_translations, s.misses),
+                (1, 1, 4),
+                "credited at its first run there"
+            );
+            run(&mut e, &mut spaces[0], 1);
+            assert_eq!((e.stats().hits, e.stats().translations), (1, 1), "the other space finds it");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A page of code mapped at two addresses of one address space, each followed by a
 /// different page: its edge into the next page, chained past the target's check while
 /// one address space runs (`chain::FarLinks`), must not carry a run from one address

@@ -75,7 +75,8 @@ pub struct SeedArgs {
     #[arg(long, default_value_t = 50)]
     rounds: u32,
     /// Keys to measure: `--key` policies, each optionally `+warm` (a persistent
-    /// translation cache primed by an unmeasured run under another seed).
+    /// translation cache primed by an unmeasured run under another seed) and/or
+    /// `+credit` (runs in other processes credited with the threshold: `--space-credit`).
     #[arg(long, value_delimiter = ',', default_value = "virtual,physical,process,file,content,file+warm")]
     keys: Vec<String>,
     /// Skip the native reference runs.
@@ -280,19 +281,33 @@ pub(crate) fn no_randomize(cmd: &mut Command) {
     }
 }
 
-/// A key of an experiment: a `--key` policy, or `POLICY+warm`: that policy with a
-/// persistent translation cache (`--tcache-dir`) primed by one unmeasured run of the
-/// same workload under another seed, so the measured run is a warm start.
-pub(crate) fn parse_key(k: &str) -> anyhow::Result<(morph_dbt::KeyPolicy, bool)> {
-    let (policy, warm) = match k.strip_suffix("+warm") {
-        Some(p) => (p, true),
-        None => (k, false),
-    };
+/// A key of an experiment: a `--key` policy, optionally followed by `+warm`: that policy
+/// with a persistent translation cache (`--tcache-dir`) primed by one unmeasured run of
+/// the same workload under another seed, so the measured run is a warm start; and/or
+/// `+credit`: runs in other processes credited with the threshold (`--space-credit`), so
+/// that a block is translated at its first run in a second process.
+pub(crate) struct ExpKey {
+    pub(crate) policy: morph_dbt::KeyPolicy,
+    pub(crate) warm: bool,
+    pub(crate) credit: bool,
+}
+
+/// Parses an experiment's key (see `ExpKey`).
+pub(crate) fn parse_key(k: &str) -> anyhow::Result<ExpKey> {
+    let mut parts = k.split('+');
+    let policy = parts.next().unwrap_or_default();
     let names = morph_dbt::KeyPolicy::ALL.map(|k| k.name()).join(", ");
-    let p = policy
-        .parse::<morph_dbt::KeyPolicy>()
-        .map_err(|_| anyhow::anyhow!("unknown key {k} ({names}, each optionally +warm)"))?;
-    Ok((p, warm))
+    let bad = || anyhow::anyhow!("unknown key {k} ({names}, each optionally +warm and/or +credit)");
+    let policy = policy.parse::<morph_dbt::KeyPolicy>().map_err(|_| bad())?;
+    let (mut warm, mut credit) = (false, false);
+    for p in parts {
+        match p {
+            "warm" if !warm => warm = true,
+            "credit" if !credit => credit = true,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(ExpKey { policy, warm, credit })
 }
 
 /// Seed offset of the unmeasured run that primes a `+warm` cell's cache: another ASLR
@@ -305,8 +320,12 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
     let json_file = tempfile::Builder::new().prefix("morph-exp-").suffix(".json").tempfile()?;
     let json = json_file.path();
     // A `+warm` cell's persistent cache, made fresh for each run (removed when dropped).
-    let tcache = match native {
-        None if c.key.ends_with("+warm") => Some(tempfile::Builder::new().prefix("morph-tcache-").tempdir()?),
+    let key = match native {
+        None => Some(parse_key(c.key)?),
+        Some(_) => None,
+    };
+    let tcache = match &key {
+        Some(k) if k.warm => Some(tempfile::Builder::new().prefix("morph-tcache-").tempdir()?),
         _ => None,
     };
     let mut cmd = match native {
@@ -319,11 +338,14 @@ fn run_one(root: &Path, kernel: &str, c: &Cell, native: Option<&[String]>) -> an
             cmd
         }
         None => {
-            let (policy, warm) = parse_key(c.key)?;
+            let ExpKey { policy, warm, credit } = key.context("a morph cell's key")?;
             let morph = |seed: u64| -> anyhow::Result<Command> {
                 let mut cmd = Command::new(std::env::current_exe()?);
                 cmd.arg("run").arg("--root").arg(root).args(["--engine", "dbt", "--key", policy.name()]);
                 cmd.args(["--aslr", c.aslr, "--kernel", kernel, "--threshold", &c.threshold.to_string()]);
+                if credit {
+                    cmd.args(["--space-credit", &c.threshold.to_string()]);
+                }
                 cmd.args(["--tc-size", &c.tc_size_bytes.to_string()]);
                 cmd.args(["--seed", &seed.to_string(), "--timeout", "600"]);
                 if let Some(d) = &tcache {

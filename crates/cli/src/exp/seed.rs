@@ -88,6 +88,7 @@ pub fn seed(a: SeedArgs) -> anyhow::Result<()> {
         "kernel_profile": c.kernel,
         "keys": a.keys,
         "threshold": morph_dbt::DEFAULT_THRESHOLD,
+        "space_credit": 0,
         "workload": "guests/seed/seed.sh",
         "native": native.is_some(),
         "native_aslr_off": "personality(ADDR_NO_RANDOMIZE), as setarch -R",

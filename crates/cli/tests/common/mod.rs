@@ -122,9 +122,10 @@ pub fn scratch(name: &str) -> PathBuf {
 /// The engine configurations every guest is checked under: the interpreter, and the
 /// translator under each key policy, thresholds 0 and default, chaining on and off, with
 /// the return stack, without predicted indirect branches, without the indirect-branch
-/// table, with translations placed apart (and flag-free tests branching with `jrcxz`),
-/// and without counted loops' clean copies and with every far edge checked (and those
-/// tests branching with `loop`): both forms, whatever the host's default.
+/// table, with runs in other processes credited (`--space-credit`), with translations
+/// placed apart (and flag-free tests branching with `jrcxz`), and without counted loops'
+/// clean copies and with every far edge checked (and those tests branching with `loop`):
+/// both forms, whatever the host's default.
 pub fn configs() -> Vec<Vec<&'static str>> {
     let mut v = vec![vec!["--engine", "interp"], vec!["--engine", "interp", "--aslr", "2", "--seed", "7"]];
     for key in ["physical", "virtual", "process", "file", "content"] {
@@ -132,7 +133,9 @@ pub fn configs() -> Vec<Vec<&'static str>> {
         v.push(vec!["--engine", "dbt", "--key", key, "--threshold", "0", "--no-chain"]);
         v.push(vec!["--engine", "dbt", "--key", key]);
     }
-    v.push(vec!["--engine", "dbt", "--no-chain", "--aslr", "2", "--seed", "3"]);
+    // Runs in other processes credited (blocks translated at their first run in a
+    // second process, as they reach their own threshold in the first).
+    v.push(vec!["--engine", "dbt", "--no-chain", "--aslr", "2", "--seed", "3", "--space-credit", "50"]);
     // The model with SSE: exits save the FPU state, short `rep movsd` keeps to XMM8–15.
     v.push(vec!["--engine", "dbt", "--cpu", "tm8600", "--threshold", "0"]);
     v.push(vec!["--engine", "dbt", "--cpu", "tm8600"]);
