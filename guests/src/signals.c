@@ -5,7 +5,8 @@
  * editing the saved EIP; legacy (non-SA_SIGINFO) frames and sigreturn;
  * blocked and pending signals; sigaltstack; SA_RESETHAND; fork, pipes and
  * wait statuses for exits and signals; SIGCHLD with sigsuspend; EINTR
- * without SA_RESTART and a restarted read with it.
+ * without SA_RESTART and a restarted read with it; setitimer(ITIMER_REAL)
+ * once and periodic, getitimer, and alarm sharing that timer.
  */
 #include "sites.h"
 
@@ -18,6 +19,10 @@
 #define SYS_rt_sigsuspend_ 179
 #define SYS_sigaltstack_ 186
 #define SYS_wait4_	114
+#define SYS_alarm_	27
+#define SYS_setitimer_	104
+#define SYS_getitimer_	105
+#define SIGALRM_ 14
 
 #define SIGILL_	4
 #define SIGFPE_	8
@@ -234,11 +239,47 @@ static void processes(void)
 	printf("read with SA_RESTART: %ld \"%s\", handler ran %d\n", n, buf, usr_count);
 }
 
+static volatile int alarms;
+static void alrm_handler(int sig) { (void)sig; alarms++; }
+
+/* struct itimerval: it_interval {sec, usec}, it_value {sec, usec} */
+static void itimers(void)
+{
+	sigaction_(SIGALRM_, (void *)alrm_handler, SA_RESTORER_, 0);
+	uint32_t t[4] = { 0, 0, 0, 20000 }, old[4], cur[4];
+	long r = rt_syscall(SYS_setitimer_, 0, t, 0); /* once, in 20 ms */
+	while (!alarms)
+		rt_syscall(29); /* pause */
+	printf("setitimer once: %s, alarms %d\n", sys_err(r), alarms);
+	uint32_t ten[4] = { 0, 0, 10, 0 };
+	rt_syscall(SYS_setitimer_, 0, ten, 0);
+	rt_syscall(SYS_getitimer_, 0, cur);
+	printf("getitimer: interval %u.%06u, value in (9, 10] s: %d\n", cur[0], cur[1],
+	       cur[2] * 1000000 + cur[3] > 9000000 && cur[2] * 1000000 + cur[3] <= 10000000);
+	/* alarm shares it: what is left, rounded to seconds */
+	printf("alarm(0) after it: %ld\n", rt_syscall(SYS_alarm_, 0));
+	rt_syscall(SYS_getitimer_, 0, cur);
+	printf("disarmed by alarm(0): %u %u %u %u\n", cur[0], cur[1], cur[2], cur[3]);
+	/* periodic: every 5 ms, three signals, then off (the old value says so) */
+	alarms = 0;
+	uint32_t per[4] = { 0, 5000, 0, 5000 }, off[4] = { 0, 0, 0, 0 };
+	rt_syscall(SYS_setitimer_, 0, per, 0);
+	while (alarms < 3)
+		rt_syscall(29);
+	rt_syscall(SYS_setitimer_, 0, off, old);
+	printf("periodic: at least 3 alarms %d, old interval %u.%06u\n", alarms >= 3, old[0], old[1]);
+	uint32_t bad[4] = { 0, 1000000, 0, 0 };
+	printf("usec 1000000: %s; which 3: %s\n", sys_err(rt_syscall(SYS_setitimer_, 0, bad, 0)),
+	       sys_err(rt_syscall(SYS_setitimer_, 3, t, 0)));
+	sigaction_(SIGALRM_, 0, 0, 0);
+}
+
 int main(void)
 {
 	faults();
 	masks();
 	alt();
 	processes();
+	itimers();
 	return 0;
 }

@@ -17,7 +17,7 @@ use erasable::Thin;
 use slice_dst::SliceWithHeader;
 
 use iced_x86::{Decoder, DecoderError, DecoderOptions, FlowControl, Instruction, OpKind, Register};
-use morph_mem::{AddressSpace, Frame, MemFault, PAGE_SIZE};
+use morph_mem::{AddressSpace, Frame, MemFault, MemFaultKind, PAGE_SIZE};
 
 use crate::isa::{self, Family, Support};
 use crate::state::Cpu;
@@ -76,6 +76,10 @@ pub enum FaultKind {
     Int1,
     /// `#AC`: with EFLAGS.AC set, an access not aligned to its size.
     AlignmentCheck,
+    /// `#SS(0)`: an access through SS running past the 4 GiB limit of Linux's flat
+    /// stack segment (`push` with ESP 2, `mov eax, [ebp]` with EBP `0xffffffff`); the
+    /// same through another segment is `#GP(0)` (`MemFaultKind::Limit`).
+    StackSegment,
 }
 
 impl FaultKind {
@@ -88,7 +92,10 @@ impl FaultKind {
             FaultKind::Overflow => 4,
             FaultKind::Bound => 5,
             FaultKind::InvalidOpcode(_) => 6,
+            FaultKind::StackSegment => 12,
             FaultKind::GeneralProtection(_) => 13,
+            // Never raised: `ctx::limit_fault` makes it `#GP(0)` or `#SS(0)`.
+            FaultKind::Page(m) if m.kind == morph_mem::MemFaultKind::Limit => 13,
             FaultKind::Page(_) => 14,
             FaultKind::Fpu => 16,
             FaultKind::AlignmentCheck => 17,
@@ -646,6 +653,23 @@ impl Interp {
                         }
                         Outcome::Fault(f) => {
                             let at = ip.wrapping_add(delta);
+                            if f.kind == MemFaultKind::Limit {
+                                // Run again through `exec_slow`, which knows the access's
+                                // segment (`ctx::limit_fault`); the form changed nothing
+                                // before its access failed.
+                                cpu.eip = at;
+                                cpu.icount = start + retired;
+                                match self.step_at(cpu, mem) {
+                                    Err(e) => break 'run (at, Err(e)),
+                                    Ok(()) => {
+                                        // Completed there (it cannot: both check the
+                                        // same accesses), and counted by `step`.
+                                        self.stats.instructions -= 1;
+                                        retired += 1;
+                                        break 'run (cpu.eip, Ok(()));
+                                    }
+                                }
+                            }
                             break 'run (at, Err(page_fault(at)(f)));
                         }
                         Outcome::Next | Outcome::Slow => {}
@@ -705,6 +729,11 @@ impl Interp {
         let r = match (d.run)(cpu, mem, &d.ops, delta).outcome() {
             Outcome::Next => Ok(Flow::Next),
             Outcome::Jump(t) => Ok(Flow::Jump(t)),
+            Outcome::Fault(f) if f.kind == MemFaultKind::Limit => {
+                // Through `exec_slow` (see `run_decoded`), which counts it if it completes.
+                self.step_at(cpu, mem)?;
+                return Err(fault(FaultKind::SingleStep, cpu.eip));
+            }
             Outcome::Fault(f) => Err(page_fault(ip)(f)),
             Outcome::Slow => {
                 let Slow { ins, class, family } = &block.header.slow[usize::from(d.ops.s)];
@@ -753,7 +782,7 @@ impl Interp {
         if runs && cpu.eflags & AC != 0 && class != Support::Sse && !mf && misaligned(cpu, mem, ins) {
             return Err(fault(FaultKind::AlignmentCheck, ins.ip32().wrapping_add(delta)));
         }
-        match class {
+        let r = match class {
             Support::Int => exec_int(&mut Ctx { cpu, mem, ins, delta }, family),
             Support::Sse if !cpu.model.has_sse() => Err(invalid(mem, ins, delta)),
             Support::Fpu | Support::Mmx | Support::Sse => self.exec_fpu(&mut Ctx { cpu, mem, ins, delta }, class),
@@ -763,6 +792,12 @@ impl Interp {
                 Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta)))
             }
             Support::Invalid => Err(invalid(mem, ins, delta)),
+        };
+        match r {
+            Err(Exit::Fault(Fault { kind: FaultKind::Page(m), eip })) if m.kind == MemFaultKind::Limit => {
+                Err(fault(ctx::limit_fault(cpu, ins, FaultKind::Page(m)), eip))
+            }
+            r => r,
         }
     }
 

@@ -222,6 +222,33 @@ fn stack_and_calls() {
     });
 }
 
+/// `ret imm16` with a release beyond a byte displacement (the host's `lea r12d, [r12d +
+/// 4 + imm]` then has a 4-byte one; a random-code run found the translator panicking on
+/// it), up to 0xfffc, which leaves ESP past the stack's top.
+#[test]
+fn returns_releasing_large_immediates() {
+    for release in [0x80u16, 0x1000, 0xfffc] {
+        check(&format!("ret {release:#x}"), |a| {
+            let mut f = a.create_label();
+            let mut done = a.create_label();
+            a.sub(esp, 0x2000)?;
+            a.call(f)?;
+            a.jmp(done)?;
+            a.set_label(&mut f)?;
+            a.mov(eax, esp)?;
+            a.ret_1(u32::from(release))?;
+            a.set_label(&mut done)?;
+            a.mov(ebx, esp)
+        });
+        // The return itself translated inline, not left to the interpreter.
+        let mut a = CodeAssembler::new(32).unwrap();
+        a.ret_1(u32::from(release)).unwrap();
+        let code = a.assemble(u64::from(CODE)).unwrap();
+        let t = morph_dbt::translate::translate(&code, CODE, 0, 0, Default::default()).expect("translated");
+        assert_eq!(t.fallbacks, 0, "ret {release:#x} through the helper");
+    }
+}
+
 #[test]
 fn loops_and_branches() {
     check("loop", |a| {

@@ -311,6 +311,11 @@ impl Machine {
     fn fault(&mut self, p: &mut Process, f: &morph_cpu::Fault) {
         let mut err = 0;
         let (sig, code, addr, what) = match &f.kind {
+            // Raised as `#GP(0)` or `#SS(0)` (`ctx::limit_fault`); anything else that
+            // gives one up is a `#GP(0)` too.
+            FaultKind::Page(m) if m.kind == MemFaultKind::Limit => {
+                (SIGSEGV, SI_KERNEL, 0, format!("general protection fault (access past 4 GiB at {:#010x})", m.addr))
+            }
             FaultKind::Page(m) => {
                 if m.kind == MemFaultKind::BeyondEof && p.aspace.eof_moved(m.addr) {
                     return; // the file grew: the instruction runs again
@@ -319,6 +324,7 @@ impl Machine {
                     MemFaultKind::Unmapped => (SIGSEGV, SEGV_MAPERR, "unmapped"),
                     MemFaultKind::Protection => (SIGSEGV, SEGV_ACCERR, "protected"),
                     MemFaultKind::BeyondEof => (SIGBUS, BUS_ADRERR, "beyond end of file at"),
+                    MemFaultKind::Limit => unreachable!("matched above"),
                 };
                 // The page-fault error code: user mode (4), a write (2), a present page
                 // (1: a protection fault on a page Linux has mapped: it keeps PROT_NONE
@@ -364,6 +370,8 @@ impl Machine {
             FaultKind::Overflow => (SIGSEGV, SI_KERNEL, 0, "overflow trap (into)".to_string()),
             FaultKind::Bound => (SIGSEGV, SI_KERNEL, 0, "bound range exceeded".to_string()),
             FaultKind::AlignmentCheck => (SIGBUS, BUS_ADRALN, 0, "alignment check (EFLAGS.AC)".to_string()),
+            // Linux's `do_stack_segment`: `SIGBUS`, `SI_KERNEL`.
+            FaultKind::StackSegment => (SIGBUS, SI_KERNEL, 0, "stack segment fault".to_string()),
             FaultKind::Fpu => (SIGFPE, fpu_code(&p.cpu.fpu), f.eip, "x87 floating-point exception".to_string()),
             FaultKind::SimdFp => {
                 (SIGFPE, simd_code(p.cpu.fpu.mxcsr()), f.eip, "SIMD floating-point exception".to_string())

@@ -134,8 +134,10 @@ pub struct Process {
     pub vm_share: Option<Pid>,
     /// Whether this process holds its group's address space now (see `vm_share`).
     pub holds_vm: bool,
-    /// When `alarm` fires.
+    /// When `alarm` (the `ITIMER_REAL` of `setitimer`, which shares it) fires.
     pub alarm: Option<Instant>,
+    /// The period of `setitimer`'s `ITIMER_REAL` (zero: it fires once).
+    pub alarm_interval: std::time::Duration,
     /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,
     /// deleted by `exec`.
     pub timers: Vec<Option<IntervalTimer>>,
@@ -479,7 +481,10 @@ impl Process {
         if let Some(t) = self.alarm
             && now >= t
         {
-            self.alarm = None;
+            // A period re-arms it from when it was due; expirations missed meanwhile
+            // are one signal (Linux's `it_real_fn` re-arms from the expiry too).
+            let i = self.alarm_interval;
+            self.alarm = (!i.is_zero()).then(|| t + i * ((now - t).as_nanos() / i.as_nanos() + 1) as u32);
             self.raise_group(SIGALRM, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
         }
         for id in 0..self.timers.len() {

@@ -5,7 +5,7 @@ use iced_x86::{Code, Mnemonic as M, OpKind, Register};
 use super::{Ctx, Flow, Res, invalid, op_bits, read_sized, set_reg, write_sized};
 use crate::FaultKind;
 use crate::alu::mask;
-use crate::state::flags::{FIXED, IF, USER_WRITABLE, ZF};
+use crate::state::flags::{FIXED, IF, NT, USER_WRITABLE, ZF};
 use crate::state::{reg, seg};
 
 /// Jumps, calls, returns, loops.
@@ -148,6 +148,15 @@ fn far_transfer(c: &mut Ctx<'_>, sel: u16) -> Res<Flow> {
 /// `retf` and `iret` at CPL 3. Only a return to the current code segment is modeled (the
 /// guest has one, Linux's user CS): any other selector raises `#GP(selector)`, as a
 /// null one does on hardware. `iret` loads the flags `popf` may change.
+///
+/// On AMD hosts a selector whose RPL is not 3 (the CPL) makes the return one to an outer
+/// level, which reads the SS and then the ESP to return to (the slots after the ones
+/// popped and `retf`'s release) before the selector is checked: a page fault there comes
+/// before the `#GP` (measured for `retf`, `retf imm16`, `iret`, both operand sizes, null
+/// and other selectors; with RPL 3 nothing more is read. A random-code run found it:
+/// `retf 0x9bae` faulting at ESP + 0x9bba natively). Intel's pseudo-code raises the
+/// `#GP` first. AMD hosts also read the popped slots from the highest down (a fault in
+/// all of them is at `iret`'s flags, `retf`'s CS); the model reads them upwards elsewhere.
 fn far_return(c: &mut Ctx<'_>) -> Res<Flow> {
     let ins = c.ins;
     let bits = match ins.code() {
@@ -156,14 +165,29 @@ fn far_return(c: &mut Ctx<'_>) -> Res<Flow> {
     };
     let n = bits / 8;
     let iret = ins.mnemonic() != M::Retf;
-    let eip = c.peek(bits, 0)?;
-    let cs = c.peek(bits, n)? as u16;
-    let fl = if iret { c.peek(bits, 2 * n)? } else { 0 };
-    if cs != c.cpu.sel[seg::CS] {
-        return Err(c.fault(FaultKind::GeneralProtection(cs & !3)));
+    if iret && c.cpu.eflags & NT != 0 {
+        // A nested task's return: in the compatibility mode a 64-bit kernel runs 32-bit
+        // processes in, `#GP(0)` before anything is read (the hosts measured, and both
+        // vendors' manuals; random code that had set NT with `popf` found it).
+        return Err(c.fault(FaultKind::GeneralProtection(0)));
     }
+    let slots = if iret { 3 } else { 2 };
+    let order = if crate::host::amd_like() { [2, 1, 0] } else { [0, 1, 2] };
+    let mut v = [0u32; 3];
+    for i in order.into_iter().filter(|&i| i < slots) {
+        v[i] = c.peek(bits, i as u32 * n)?;
+    }
+    let (eip, cs, fl) = (v[0], v[1] as u16, v[2]);
     let extra = if ins.op_count() == 1 { u32::from(ins.immediate16()) } else { 0 };
     let popped = if iret { 3 * n } else { 2 * n };
+    if cs != c.cpu.sel[seg::CS] {
+        if cs & 3 != 3 && crate::host::amd_like() {
+            let outer = popped.wrapping_add(extra);
+            c.peek(bits, outer.wrapping_add(n))?;
+            c.peek(bits, outer)?;
+        }
+        return Err(c.fault(FaultKind::GeneralProtection(cs & !3)));
+    }
     c.cpu.gpr[reg::ESP] = c.cpu.gpr[reg::ESP].wrapping_add(popped + extra);
     if iret {
         let writable = USER_WRITABLE & mask(bits);

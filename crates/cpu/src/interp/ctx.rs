@@ -2,7 +2,7 @@
 //! the instruction), operand access, conditions and flags.
 
 use iced_x86::{ConditionCode, Instruction, Mnemonic as M, OpKind, Register};
-use morph_mem::{AddressSpace, MemFault};
+use morph_mem::{AddressSpace, MemFault, MemFaultKind};
 
 use super::Exit;
 use super::Fault;
@@ -15,6 +15,27 @@ pub(super) type Res<T> = Result<T, Exit>;
 
 pub(super) fn page_fault(eip: u32) -> impl Fn(MemFault) -> Exit {
     move |f| Exit::Fault(Fault { kind: FaultKind::Page(f), eip })
+}
+
+/// An access of `ins` past the 4 GiB limit (`MemFaultKind::Limit`) as the exception it
+/// raises, `cpu` as the instruction found it: `#SS(0)` if it went through SS — the
+/// memory operand's access if that is SS-based (EBP or ESP, or an `ss:` override),
+/// another access of an instruction that moves ESP (a push's, a pop's, a call's or a
+/// return's slot) — else `#GP(0)`. Other faults as they are. Asked where `exec_slow`
+/// returns (the pre-decoded forms run such an instruction again through it), so that
+/// no access pays for it.
+pub(super) fn limit_fault(cpu: &Cpu, ins: &Instruction, f: FaultKind) -> FaultKind {
+    let FaultKind::Page(m) = f else { return f };
+    if m.kind != MemFaultKind::Limit {
+        return f;
+    }
+    let operand = (0..ins.op_count()).any(|i| ins.op_kind(i) == OpKind::Memory);
+    let stack = if operand && ea(cpu, ins) == m.addr {
+        ins.memory_segment() == Register::SS
+    } else {
+        crate::isa::moves_esp(ins)
+    };
+    if stack { FaultKind::StackSegment } else { FaultKind::GeneralProtection(0) }
 }
 
 pub(super) fn fault(kind: FaultKind, eip: u32) -> Exit {

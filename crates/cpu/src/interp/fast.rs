@@ -133,6 +133,7 @@ impl Step {
             MemFaultKind::Unmapped => 0,
             MemFaultKind::Protection => 1,
             MemFaultKind::BeyondEof => 2,
+            MemFaultKind::Limit => 3,
         };
         Step((3 << 32) | (u64::from(f.write) << 40) | (kind << 41) | u64::from(f.addr))
     }
@@ -151,7 +152,8 @@ impl Step {
                 kind: match (self.0 >> 41) & 3 {
                     0 => MemFaultKind::Unmapped,
                     1 => MemFaultKind::Protection,
-                    _ => MemFaultKind::BeyondEof,
+                    2 => MemFaultKind::BeyondEof,
+                    _ => MemFaultKind::Limit,
                 },
             }),
         }

@@ -79,13 +79,24 @@ pub(super) fn stack(c: &mut Ctx<'_>) -> Res<Flow> {
             let bits = if m == M::Popad { 32 } else { 16 };
             let n = bits / 8;
             let sp = c.cpu.gpr[reg::ESP];
+            // Read from ESP up (EDI's slot first, ESP's read and dropped), as the hardware
+            // does: a fault is at the first slot it cannot read (Intel's pseudo-code pops
+            // EDI first too; the reads went downwards until a random-code run found it).
+            // On AMD each register is written as its slot is read, so a fault leaves those
+            // popped before it written and ESP as it was (measured, both operand sizes);
+            // elsewhere the model writes none.
+            let r = if bits == 32 { Register::EAX } else { Register::AX };
+            let each = crate::host::amd_like();
             let mut vals = [0u32; 8];
-            for (i, v) in vals.iter_mut().enumerate() {
-                *v = read_sized(c.mem, sp.wrapping_add((7 - i as u32) * n), bits).map_err(c.pf())?;
+            for j in 0..8 {
+                let i = 7 - j; // EDI, ESI, EBP, ESP, EBX, EDX, ECX, EAX
+                vals[i] = read_sized(c.mem, sp.wrapping_add(j as u32 * n), bits).map_err(c.pf())?;
+                if each && i != reg::ESP {
+                    set_reg(c.cpu, unsafe_reg(r, i), vals[i]);
+                }
             }
             for (i, v) in vals.iter().enumerate() {
                 if i != reg::ESP {
-                    let r = if bits == 32 { Register::EAX } else { Register::AX };
                     set_reg(c.cpu, unsafe_reg(r, i), *v);
                 }
             }
@@ -177,11 +188,18 @@ fn enter(c: &mut Ctx<'_>) -> Res<()> {
         sp = sp.wrapping_sub(n);
         write_sized(c.mem, sp, bits, frame).map_err(c.pf())?;
     }
+    let esp = sp.wrapping_sub(size);
+    if crate::host::amd_like() {
+        // AMD probes the new stack top for a write before anything changes (measured:
+        // `enter 0x1000, 0` into an unmapped page is a write fault at the new ESP, ESP and
+        // EBP as they were; the copied frame pointers are read first).
+        c.mem.prepare_write(esp, n).map_err(c.pf())?;
+    }
     if n == 2 {
         set_reg(c.cpu, Register::BP, frame);
     } else {
         c.cpu.gpr[reg::EBP] = frame;
     }
-    c.cpu.gpr[reg::ESP] = sp.wrapping_sub(size);
+    c.cpu.gpr[reg::ESP] = esp;
     Ok(())
 }

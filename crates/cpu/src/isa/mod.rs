@@ -85,6 +85,12 @@ pub fn umip_store(ins: &Instruction) -> bool {
     matches!(ins.mnemonic(), M::Sgdt | M::Sidt | M::Sldt | M::Str | M::Smsw)
 }
 
+/// Whether `ins` moves ESP as part of what it does (a push, a pop, a call, a return,
+/// `enter`, `leave`): its stack slots are accessed through SS.
+pub fn moves_esp(ins: &Instruction) -> bool {
+    ins.stack_pointer_increment() != 0 || matches!(ins.mnemonic(), M::Enter | M::Leave)
+}
+
 /// Whether `ins` loads a data segment register: a move or pop to one, or a far-pointer
 /// load.
 pub fn loads_segment(ins: &Instruction) -> bool {

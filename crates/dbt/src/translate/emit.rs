@@ -343,22 +343,31 @@ impl Emitter {
 
 /// iced assembles `[r12-4]`/`[rbp]` with 64-bit addresses; the guest needs the 32-bit
 /// wrap, so stack and frame accesses are re-encoded with 32-bit base registers (which
-/// adds the address-size prefix): `gs mov [r12d-4]` etc.
-pub(super) fn fix32(b: Vec<u8>) -> Vec<u8> {
+/// adds the address-size prefix): `gs mov [r12d-4]` etc. A 64-bit address's 32-bit
+/// displacement is a 4-byte one in a 32-bit address (`ret 0xfffc`'s `lea r12d, [r12d +
+/// 0x10000]`: the decoder gives the 64-bit form displacement size 8, which the encoder
+/// refuses with a 32-bit base; a random-code run found it).
+pub(super) fn fix32(b: Vec<u8>) -> Option<Vec<u8>> {
     let mut d = Decoder::with_ip(64, &b, 0, DecoderOptions::NONE);
     let mut enc = Encoder::new(64);
     let mut out = Vec::new();
     while d.can_decode() {
         let mut i = d.decode();
-        match i.memory_base() {
-            Register::R12 => i.set_memory_base(Register::R12D),
-            Register::RBP => i.set_memory_base(Register::EBP),
-            _ => {}
+        let base32 = match i.memory_base() {
+            Register::R12 => Some(Register::R12D),
+            Register::RBP => Some(Register::EBP),
+            _ => None,
+        };
+        if let Some(r) = base32 {
+            i.set_memory_base(r);
+            if i.memory_displ_size() == 8 {
+                i.set_memory_displ_size(4);
+            }
         }
-        enc.encode(&i, 0).expect("re-encode");
+        enc.encode(&i, 0).ok()?;
         out.extend_from_slice(&enc.take_buffer());
     }
-    out
+    Some(out)
 }
 
 /// `lea r8d, [r14 + d]` (the return address of an indirect call).

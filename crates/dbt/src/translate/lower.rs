@@ -238,7 +238,7 @@ fn inline(e: &mut Emitter, ins: &Instruction, kind: Inline, p: &Pos) -> Option<(
                     a.mov(r13d, dword_ptr(r12).gs())?;
                     a.lea(r12d, dword_ptr(r12 + 4 + extra))
                 })
-                .map(fix32)
+                .and_then(fix32)
             })?;
             e.bytes(&b);
             if e.opts.ras {
@@ -323,7 +323,7 @@ fn thunk_effect(e: &mut Emitter, p: &Pos, r: Register) -> Option<()> {
     e.bytes(&fix32(asm(|a| {
         a.lea(hr, dword_ptr(r14 + d))?;
         a.mov(dword_ptr(r12 - 4).gs(), hr)
-    })?));
+    })?)?);
     Some(())
 }
 
@@ -461,7 +461,7 @@ fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<b
             let b = fix32(asm(|a| {
                 a.mov(dword_ptr(r12 - 4).gs(), v)?;
                 a.lea(r12d, dword_ptr(r12 - 4))
-            })?);
+            })?)?;
             e.bytes(&b);
             true
         }
@@ -479,7 +479,7 @@ fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<b
                     a.mov(r, dword_ptr(r12).gs())?;
                     a.lea(r12d, dword_ptr(r12 + 4))
                 })
-                .map(fix32)
+                .and_then(fix32)
             })?;
             e.bytes(&b);
             true
@@ -492,7 +492,7 @@ fn stack_or_string(e: &mut Emitter, ins: &Instruction, kind: Inline) -> Option<b
                     a.lea(r12d, dword_ptr(rbp + 4))?;
                     a.mov(ebp, r13d)
                 })
-                .map(fix32)
+                .and_then(fix32)
             })?;
             e.bytes(&b);
             true
@@ -909,7 +909,7 @@ pub(super) fn push_reg(e: &mut Emitter, r: AsmRegister32) -> Option<()> {
             a.mov(dword_ptr(r12 - 4).gs(), r)?;
             a.lea(r12d, dword_ptr(r12 - 4))
         })
-        .map(fix32)
+        .and_then(fix32)
     })?;
     e.bytes(&b);
     Some(())

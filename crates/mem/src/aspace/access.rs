@@ -92,7 +92,7 @@ impl AddressSpace {
         if len == 0 {
             return Ok(());
         }
-        let last = va.checked_add(len - 1).ok_or(self.fault(0, false))?;
+        let last = va.checked_add(len - 1).ok_or(MemFault { addr: va, write: false, kind: MemFaultKind::Limit })?;
         let (first, end) = (va >> PAGE_SHIFT, (last >> PAGE_SHIFT) + 1);
         let mut all_hosted = true;
         for page in first..end {
@@ -114,7 +114,7 @@ impl AddressSpace {
         if len == 0 {
             return Ok(());
         }
-        let last = va.checked_add(len - 1).ok_or(self.fault(0, true))?;
+        let last = va.checked_add(len - 1).ok_or(MemFault { addr: va, write: true, kind: MemFaultKind::Limit })?;
         let mut page = va >> PAGE_SHIFT;
         loop {
             let a = (page << PAGE_SHIFT).max(va);

@@ -41,6 +41,11 @@ pub enum MemFaultKind {
     /// Allowed, but the page of the mapped file lies wholly beyond its end (`SIGBUS`,
     /// `BUS_ADRERR`).
     BeyondEof,
+    /// The access runs past the last byte of the 4 GiB address space: beyond the limit
+    /// of Linux's flat segments, which the CPU checks before paging (`#GP(0)`, or
+    /// `#SS(0)` through SS; `MemFault::addr` is the access's first byte). An address
+    /// *computed* past it wraps to the bottom and is no fault.
+    Limit,
 }
 
 /// A guest memory fault: becomes a guest `SIGSEGV` (`SIGBUS` beyond the end of a file).

@@ -366,6 +366,7 @@ impl Machine {
             vm_share: None,
             holds_vm: false,
             alarm: None,
+            alarm_interval: std::time::Duration::ZERO,
             timers: Vec::new(),
             exit_signal: SIGCHLD,
             start_icount: 0,

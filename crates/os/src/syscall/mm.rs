@@ -235,7 +235,7 @@ pub(super) fn sys_mprotect(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
     }
     p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|k| match k {
         MemFaultKind::Protection => EACCES,
-        MemFaultKind::Unmapped | MemFaultKind::BeyondEof => ENOMEM,
+        MemFaultKind::Unmapped | MemFaultKind::BeyondEof | MemFaultKind::Limit => ENOMEM,
     })?;
     Ok(0)
 }

@@ -196,6 +196,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         vm_share: share_vm.then(|| p.mm_key()),
         holds_vm: false,
         alarm: None,
+        alarm_interval: std::time::Duration::ZERO,
         timers: Vec::new(),
         exit_signal: (flags & CSIGNAL) as i32,
         start_icount: p.cpu.icount,

@@ -35,6 +35,8 @@ table! {
         27 alarm "u" sys_alarm;
         29 pause "" sys_pause;
         37 kill "dd" sys_kill;
+        104 setitimer "dpp" sys_setitimer;
+        105 getitimer "dp" sys_getitimer;
         119 sigreturn "" sys_sigreturn;
         173 rt_sigreturn "" sys_rt_sigreturn;
         174 rt_sigaction "dppu" sys_rt_sigaction;
@@ -641,7 +643,72 @@ fn sys_alarm(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
         (d.as_secs() + u64::from(d.subsec_nanos() >= 500_000_000)).max(1) as u32
     });
     p.alarm = (a[0] != 0).then(|| now + std::time::Duration::from_secs(u64::from(a[0])));
+    p.alarm_interval = Duration::ZERO;
     Ok(left)
+}
+
+// ----- setitimer and getitimer ------------------------------------------------------------
+
+const ITIMER_REAL: u32 = 0;
+const ITIMER_VIRTUAL: u32 = 1;
+const ITIMER_PROF: u32 = 2;
+
+/// The `ITIMER_REAL` timer (`alarm`'s) as `struct itimerval`: the period, then what is
+/// left (a timer due but not yet fired has 1 µs left, as Linux reports an expired one
+/// not yet delivered).
+fn itimer_real(p: &Process) -> [u8; 16] {
+    let left = p.alarm.map(|t| t.saturating_duration_since(Instant::now()).max(Duration::from_micros(1)));
+    let tv = |d: Duration| {
+        let usec = d.as_nanos().div_ceil(1000).min(i32::MAX as u128 * 1_000_000);
+        [(usec / 1_000_000) as u32, (usec % 1_000_000) as u32]
+    };
+    let [is, iu] = tv(p.alarm_interval);
+    let [vs, vu] = tv(left.unwrap_or_default());
+    let mut b = [0u8; 16];
+    for (i, w) in [is, iu, vs, vu].into_iter().enumerate() {
+        b[4 * i..4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    b
+}
+
+/// Which timer: only `ITIMER_REAL` runs on host time; the CPU-time timers are not
+/// modeled (guest CPU time is not host time: `timer_create` refuses those clocks too).
+fn itimer_which(which: u32) -> Result<(), Errno> {
+    match which {
+        ITIMER_REAL => Ok(()),
+        ITIMER_VIRTUAL | ITIMER_PROF => Err(EINVAL),
+        _ => Err(EINVAL),
+    }
+}
+
+fn sys_setitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    itimer_which(a[0])?;
+    // A null new value disarms the timer (Linux reads it as zeros).
+    let mut b = [0u8; 16];
+    if a[1] != 0 {
+        p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
+    }
+    let w = |i: usize| i32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let tv = |s: i32, us: i32| {
+        (s >= 0 && (0..1_000_000).contains(&us))
+            .then(|| Duration::from_secs(s as u64) + Duration::from_micros(us as u64))
+            .ok_or(EINVAL)
+    };
+    let (interval, value) = (tv(w(0), w(1))?, tv(w(2), w(3))?);
+    if a[2] != 0 {
+        let old = itimer_real(p);
+        p.aspace.write_bytes(a[2], &old).map_err(efault)?;
+    }
+    p.alarm = (!value.is_zero()).then(|| Instant::now() + value);
+    p.alarm_interval = if value.is_zero() { Duration::ZERO } else { interval };
+    Ok(0)
+}
+
+fn sys_getitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    itimer_which(a[0])?;
+    let v = itimer_real(p);
+    p.aspace.write_bytes(a[1], &v).map_err(efault)?;
+    Ok(0)
 }
 
 // ----- POSIX interval timers ----------------------------------------------------------
