@@ -2,7 +2,8 @@
  * fsops.c - directory and name operations in the current directory:
  * mkdir/mkdirat, rename/renameat (files, over an existing name, directories),
  * symlink/readlink/lstat, link and the link count, chmod/fchmod/fchmodat,
- * unlink/rmdir, and the errno of the failing cases (ENOENT, EEXIST, ENOTEMPTY,
+ * unlink/rmdir, fsync/fdatasync/syncfs (a file, a directory, a pipe, a bad
+ * descriptor), and the errno of the failing cases (ENOENT, EEXIST, ENOTEMPTY,
  * EISDIR...). Everything it creates is removed at the end (renaming a name onto
  * another link of the same file is a no-op, as POSIX says, so "c" is unlinked too).
  */
@@ -29,6 +30,7 @@ static const char *res(long r)
 	case -21: return "EISDIR";
 	case -22: return "EINVAL";
 	case -39: return "ENOTEMPTY";
+	case -9: return "EBADF";
 	default:
 		snprintf(buf, sizeof(buf), "%ld", r);
 		return buf;
@@ -78,6 +80,19 @@ int main(void)
 	printf("link onto existing: %s\n", res(sc2(9, (long)"fsops.d/b", (long)"fsops.d/c")));
 	printf("chmod b 600: %s\n", res(sc2(15, (long)"fsops.d/b", 0600)));
 	show_stat("chmod", "fsops.d/c", 1);
+	fd = sys_open("fsops.d/b", 2 /* O_RDWR */, 0);
+	printf("fsync file: %s, fdatasync: %s, syncfs: %s\n", res(rt_syscall(118, fd)), res(rt_syscall(148, fd)),
+	       res(rt_syscall(344, fd)));
+	sys_close((int)fd);
+	fd = sys_open("fsops.d", 0200000 /* O_DIRECTORY */, 0);
+	printf("fsync dir: %s\n", res(rt_syscall(118, fd)));
+	sys_close((int)fd);
+	int pfd[2];
+	sys_pipe(pfd);
+	printf("fsync pipe: %s, fdatasync pipe: %s\n", res(rt_syscall(118, pfd[0])), res(rt_syscall(148, pfd[1])));
+	sys_close(pfd[0]);
+	sys_close(pfd[1]);
+	printf("fsync bad fd: %s\n", res(rt_syscall(118, 999)));
 	fd = sys_open("fsops.d/b", 0, 0);
 	printf("fchmod 640: %s\n", res(sc2(94, fd, 0640)));
 	sys_close((int)fd);

@@ -1,7 +1,7 @@
 /*
  * randcode.c - runs random bytes as code, one child process per program:
  *
- *   randcode SEED N [FIRST]
+ *   randcode SEED N [FIRST [sys]]
  *
  * Child i (of N, from FIRST) maps 8 KiB of random code at 0x20000000 and 64 KiB of
  * random data at 0x10000000 (both read-write-execute), points ESP into the data and
@@ -16,6 +16,11 @@
  * native run differs where the host's layout (its stack near 4 GiB, a 2.6-style
  * stack under morph), its time stamp counter or its instructions beyond the modeled
  * CPU's reach in, which made this a tool as well (docs/results.md, stop 48).
+ *
+ * With `sys`, the code makes system calls instead: every `int n` becomes `int 0x80`
+ * and EAX starts as a random call number below 450, the other registers as above
+ * (for runs under morph only, in a scratch root: a robustness test, not a
+ * differential one, since what the calls return depends on the machine).
  *
  * Without arguments it prints how to use it (the guest suite runs it so).
  */
@@ -66,6 +71,8 @@ static void on_signal(int sig, uint32_t *info, uint8_t *uc)
 	_exit(100 + sig);
 }
 
+static int with_syscalls;
+
 static void child(uint32_t seed)
 {
 	state = seed;
@@ -92,9 +99,14 @@ static void child(uint32_t seed)
 		uint32_t pick = rnd(), v = rnd();
 		regs[j] = (pick & 1) ? DATA + (v & 0xfff0) : v;
 	}
-	for (uint32_t j = 0; j + 1 < CODE_SIZE; j++)
-		if (code[j] == 0xcd || (code[j] == 0x0f && (code[j + 1] == 0x34 || code[j + 1] == 0x05)))
+	for (uint32_t j = 0; j + 1 < CODE_SIZE; j++) {
+		if (with_syscalls && code[j] == 0xcd)
+			code[j + 1] = 0x80;
+		else if (code[j] == 0xcd || (code[j] == 0x0f && (code[j + 1] == 0x34 || code[j + 1] == 0x05)))
 			code[j] = 0x90;
+	}
+	if (with_syscalls)
+		regs[0] = rnd() % 450;
 	regs[6] = CODE + (rnd() & 0xfff);
 	__asm__ volatile("movl %%gs, %0" : "=r"(saved_gs));
 	__asm__ volatile("movl $0x10008000, %%esp\n\t"
@@ -115,6 +127,7 @@ int main(int argc, char **argv)
 	if (!state)
 		state = 1;
 	int n = atoi(argv[2]), first = argc > 3 ? atoi(argv[3]) : 0;
+	with_syscalls = argc > 4 && !strcmp(argv[4], "sys");
 	for (int i = 0; i < n; i++) {
 		uint32_t seed = rnd();
 		if (i < first)

@@ -228,6 +228,10 @@ impl FdTable {
     pub fn close(&mut self, fd: u32) -> Option<FdEntry> {
         self.slots.get_mut(fd as usize).and_then(Option::take)
     }
+    /// The open descriptors, lowest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &FdEntry)> {
+        self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|e| (i as u32, e)))
+    }
     /// Closes every close-on-exec descriptor.
     pub fn close_on_exec(&mut self) {
         for s in &mut self.slots {

@@ -144,6 +144,21 @@ pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
 }
 
 /// `ftruncate(fd, len)`.
+/// `fsync(fd)`, `fdatasync(fd)` (`data`) or `syncfs(fd)` (`fs`) on a host descriptor:
+/// the host refuses what Linux refuses (`EINVAL` for a pipe or a socket).
+pub fn fsync(fd: RawFd, data: bool, fs: bool) -> Result<u32, Errno> {
+    // SAFETY: these take a descriptor and touch no memory.
+    check(unsafe {
+        if fs {
+            libc::syncfs(fd)
+        } else if data {
+            libc::fdatasync(fd)
+        } else {
+            libc::fsync(fd)
+        }
+    })
+}
+
 pub fn ftruncate(fd: RawFd, len: i64) -> Result<u32, Errno> {
     // SAFETY: ftruncate touches no memory.
     check(unsafe { libc::ftruncate(fd, len) })

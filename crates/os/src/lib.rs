@@ -12,6 +12,7 @@ mod kernel;
 pub mod layout;
 pub mod linux;
 pub mod loader;
+pub mod locks;
 mod machine;
 pub mod process;
 pub mod special;

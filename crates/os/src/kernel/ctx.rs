@@ -45,6 +45,8 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) rng: &'a mut ChaCha8Rng,
     /// Unknown `ioctl` requests, counted.
     pub(crate) ioctl_unknown: &'a mut HashMap<u32, u64>,
+    /// Advisory file locks.
+    pub(crate) locks: &'a mut crate::locks::Locks,
     /// When the machine started (the uptime).
     pub(crate) started: Instant,
     /// Every process but the caller, seen only through `special::Sys` and
@@ -66,6 +68,22 @@ impl<'a> FileCtx<'a> {
         }
     }
 
+    /// The first record lock of another process than `pid` on `[start, end)` of the file
+    /// `key` that a lock of kind `write` conflicts with; a lock whose process is gone, or
+    /// has no descriptor of the file open any more, is dropped first (see `crate::locks`).
+    pub(crate) fn lock_conflict(
+        &mut self,
+        key: morph_mem::FileKey,
+        pid: crate::process::Pid,
+        start: u64,
+        end: u64,
+        write: bool,
+    ) -> Option<crate::locks::RangeLock> {
+        let procs = &*self.procs;
+        let live = |q: Pid| procs.get(&q).is_some_and(|q| q.fds.iter().any(|(_, e)| e.file() == Some(key)));
+        self.locks.conflict(key, pid, start, end, write, live)
+    }
+
     /// How many processes there are besides the caller.
     pub(crate) fn other_processes(&self) -> usize {
         self.procs.len()
@@ -82,6 +100,7 @@ impl Machine {
             cache: &mut self.cache,
             rng: &mut self.rng,
             ioctl_unknown: &mut self.ioctl_unknown,
+            locks: &mut self.locks,
             started: self.started,
             procs: &mut self.tasks.procs,
         }

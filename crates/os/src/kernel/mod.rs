@@ -139,6 +139,8 @@ pub struct Machine {
     stats: OsStats,
     started: Instant,
     ioctl_unknown: HashMap<u32, u64>,
+    /// Advisory file locks (`fcntl` record locks, `flock`).
+    locks: crate::locks::Locks,
     net: sockets::Net,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
@@ -168,6 +170,7 @@ impl Machine {
             stats: OsStats::default(),
             started: Instant::now(),
             ioctl_unknown: HashMap::new(),
+            locks: crate::locks::Locks::default(),
             net: sockets::Net::default(),
             yield_slice: false,
             trace_out: None,

@@ -17,10 +17,13 @@ table! {
         63 dup2 "ff" sys_dup2;
         92 truncate "su" sys_truncate;
         93 ftruncate "fu" sys_ftruncate;
+        118 fsync "f" sys_fsync;
         140 _llseek "fQrw" sys_llseek;
         141 getdents "fpu" sys_getdents;
+        143 flock "fx" sys_flock;
         145 readv "fvu" sys_readv;
         146 writev "fVu" sys_writev;
+        148 fdatasync "f" sys_fdatasync;
         180 pread64 "fbuq" sys_pread64;
         181 pwrite64 "fBuq" sys_pwrite64;
         193 truncate64 "sq" sys_truncate64;
@@ -31,6 +34,7 @@ table! {
         272 fadvise64_64 "fqqd" sys_fadvise64_64;
         295 openat "fsOo" sys_openat;
         330 dup3 "ffx" sys_dup3;
+        344 syncfs "f" sys_syncfs;
     }
 }
 
@@ -222,6 +226,34 @@ pub(super) fn truncate_common(m: &mut FileCtx<'_>, p: &mut Process, path: u32, l
     Ok(r)
 }
 
+/// `fsync`, `fdatasync` and `syncfs`: the stores made through shared mappings of the
+/// file live in the machine's page cache until they are written back, so they are
+/// written back first; then the host's own call makes the host file durable, and what
+/// it refuses (a pipe's or a socket's `EINVAL`) is the answer. A `/proc` file, which
+/// morph makes in a memfd, refuses it as Linux's do.
+fn sync_fd(m: &mut FileCtx<'_>, p: &Process, fd: u32, data: bool, fs: bool) -> SysResult {
+    let entry = p.fds.get(fd).ok_or(EBADF)?;
+    if matches!(entry.host.kind, FileKind::Snapshot(_)) && !fs {
+        return Err(EINVAL);
+    }
+    if let Some(key) = entry.file() {
+        m.cache.write_back(m.phys, key).map_err(|_| EIO)?;
+    }
+    host::fsync(entry.host.as_raw_fd(), data, fs)
+}
+
+pub(super) fn sys_fsync(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sync_fd(m, p, a[0], false, false)
+}
+
+pub(super) fn sys_fdatasync(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sync_fd(m, p, a[0], true, false)
+}
+
+pub(super) fn sys_syncfs(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    sync_fd(m, p, a[0], false, true)
+}
+
 pub(super) fn sys_ftruncate64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     ftruncate_common(m, p, a[0], ((u64::from(a[2]) << 32) | u64::from(a[1])) as i64)
 }
@@ -393,8 +425,18 @@ pub(super) fn sys_openat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     open_common(m, p, &dir, &path, a[2], a[3])
 }
 
-pub(super) fn sys_close(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    p.fds.close(a[0]).map(|_| 0).ok_or(EBADF)
+pub(super) fn sys_close(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let e = p.fds.close(a[0]).ok_or(EBADF)?;
+    closed(m, p, &e);
+    Ok(0)
+}
+
+/// After guest descriptor `e` was closed: the process's record locks on its file go, as
+/// Linux drops them at the close of any descriptor of the file (`crate::locks`).
+fn closed(m: &mut FileCtx<'_>, p: &Process, e: &FdEntry) {
+    if let Some(key) = e.file() {
+        m.locks.set(key, p.pid, 0, u64::MAX, None);
+    }
 }
 
 /// The state of guest `fd` if it is a directory of morph's own.
@@ -446,7 +488,7 @@ pub(super) fn sys_dup(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sys
     p.fds.install(e, 0).ok_or(EMFILE)
 }
 
-pub(super) fn sys_dup2(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     if a[0] == a[1] {
         return Ok(a[1]);
@@ -455,11 +497,14 @@ pub(super) fn sys_dup2(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
         return Err(EBADF);
     }
     e.cloexec = false;
+    if let Some(old) = p.fds.close(a[1]) {
+        closed(m, p, &old);
+    }
     p.fds.set(a[1], e);
     Ok(a[1])
 }
 
-pub(super) fn sys_dup3(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_dup3(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] == a[1] || a[2] & !O_CLOEXEC != 0 {
         return Err(EINVAL);
     }
@@ -468,11 +513,14 @@ pub(super) fn sys_dup3(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
         return Err(EBADF);
     }
     e.cloexec = a[2] & O_CLOEXEC != 0;
+    if let Some(old) = p.fds.close(a[1]) {
+        closed(m, p, &old);
+    }
     p.fds.set(a[1], e);
     Ok(a[1])
 }
 
-pub(super) fn sys_fcntl(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const F_DUPFD: u32 = 0;
     const F_GETFD: u32 = 1;
     const F_SETFD: u32 = 2;
@@ -513,8 +561,140 @@ pub(super) fn sys_fcntl(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
             e.host.nonblock.set(a[2] & O_NONBLOCK != 0);
             Ok(r)
         }
+        F_GETLK | F_SETLK | F_SETLKW => record_lock(m, p, &e, a[1], a[2], false),
+        F_GETLK64 | F_SETLK64 | F_SETLKW64 => record_lock(m, p, &e, a[1] - 7, a[2], true),
         _ => Err(EINVAL),
     }
+}
+
+// ----- advisory locks (see `crate::locks`) ------------------------------------------------
+
+const F_GETLK: u32 = 5;
+const F_SETLK: u32 = 6;
+const F_SETLKW: u32 = 7;
+const F_GETLK64: u32 = 12;
+const F_SETLK64: u32 = 13;
+const F_SETLKW64: u32 = 14;
+const F_RDLCK: i16 = 0;
+const F_WRLCK: i16 = 1;
+const F_UNLCK: i16 = 2;
+
+/// How long a process waiting for a lock (`F_SETLKW`, `flock` without `LOCK_NB`) waits
+/// before it looks again: the holder releases it in a system call of its own, which
+/// the machine does not tell waiters about.
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Waits for a lock: the call runs again after `LOCK_RETRY`; a handled signal ends the
+/// wait with `EINTR` (not restarted, as Linux's lock waits are not).
+fn wait_for_lock(p: &mut Process) -> SysResult {
+    use crate::process::{Blocked, Wait};
+    let deadline = Some(std::time::Instant::now() + LOCK_RETRY);
+    p.blocked = Some(Blocked { wait: Wait::Fds(Vec::new()), deadline, restartable: false });
+    Ok(0)
+}
+
+/// `fcntl`'s record locks: `struct flock` (`l_type`, `l_whence`, 32-bit `l_start` and
+/// `l_len`, `l_pid`) or with `wide` `struct flock64` (64-bit start and length, at 4 and
+/// 12); `cmd` is `F_GETLK`, `F_SETLK` or `F_SETLKW`.
+fn record_lock(m: &mut FileCtx<'_>, p: &mut Process, e: &FdEntry, cmd: u32, arg: u32, wide: bool) -> SysResult {
+    let size = if wide { 24 } else { 16 };
+    let mut b = [0u8; 24];
+    p.aspace.read_bytes(arg, &mut b[..size]).map_err(efault)?;
+    let typ = i16::from_le_bytes([b[0], b[1]]);
+    let whence = i16::from_le_bytes([b[2], b[3]]);
+    let (start, len) = if wide {
+        (i64::from_le_bytes(b[4..12].try_into().expect("8")), i64::from_le_bytes(b[12..20].try_into().expect("8")))
+    } else {
+        (
+            i64::from(i32::from_le_bytes(b[4..8].try_into().expect("4"))),
+            i64::from(i32::from_le_bytes(b[8..12].try_into().expect("4"))),
+        )
+    };
+    if !(F_RDLCK..=F_UNLCK).contains(&typ) {
+        return Err(EINVAL);
+    }
+    let Some(key) = e.file() else { return Err(EINVAL) };
+    let fd = e.host.as_raw_fd();
+    let base = match whence {
+        0 => 0,
+        1 => host::lseek(fd, 0, libc::SEEK_CUR)? as i64,
+        2 => host::fstat(fd)?.st_size,
+        _ => return Err(EINVAL),
+    };
+    let at = base.checked_add(start).ok_or(EOVERFLOW)?;
+    let (lo, hi) = match len {
+        0 => (at, None),
+        l if l > 0 => (at, Some(at.checked_add(l).ok_or(EOVERFLOW)?)),
+        l => (at + l, Some(at)),
+    };
+    if lo < 0 {
+        return Err(EINVAL);
+    }
+    let (lo, hi) = (lo as u64, hi.map_or(u64::MAX, |h| h as u64));
+    let pid = p.pid;
+    if cmd == F_GETLK {
+        if typ == F_UNLCK {
+            return Err(EINVAL);
+        }
+        let c = m.lock_conflict(key, pid, lo, hi, typ == F_WRLCK);
+        let mut out = b;
+        match c {
+            None => out[0..2].copy_from_slice(&F_UNLCK.to_le_bytes()),
+            Some(c) => {
+                out[0..2].copy_from_slice(&(if c.write { F_WRLCK } else { F_RDLCK }).to_le_bytes());
+                out[2..4].copy_from_slice(&0i16.to_le_bytes());
+                let clen = if c.end == u64::MAX { 0 } else { (c.end - c.start) as i64 };
+                if wide {
+                    out[4..12].copy_from_slice(&(c.start as i64).to_le_bytes());
+                    out[12..20].copy_from_slice(&clen.to_le_bytes());
+                    out[20..24].copy_from_slice(&c.pid.to_le_bytes());
+                } else {
+                    let s = i32::try_from(c.start).map_err(|_| EOVERFLOW)?;
+                    let l = i32::try_from(clen).map_err(|_| EOVERFLOW)?;
+                    out[4..8].copy_from_slice(&s.to_le_bytes());
+                    out[8..12].copy_from_slice(&l.to_le_bytes());
+                    out[12..16].copy_from_slice(&c.pid.to_le_bytes());
+                }
+            }
+        }
+        p.aspace.write_bytes(arg, &out[..size]).map_err(efault)?;
+        return Ok(0);
+    }
+    // A lock needs the descriptor open for its kind of access.
+    let mode = host::getfl(fd)? & libc::O_ACCMODE;
+    if (typ == F_RDLCK && mode == libc::O_WRONLY) || (typ == F_WRLCK && mode == libc::O_RDONLY) {
+        return Err(EBADF);
+    }
+    if typ != F_UNLCK && m.lock_conflict(key, pid, lo, hi, typ == F_WRLCK).is_some() {
+        return if cmd == F_SETLKW { wait_for_lock(p) } else { Err(EAGAIN) };
+    }
+    m.locks.set(key, pid, lo, hi, (typ != F_UNLCK).then_some(typ == F_WRLCK));
+    Ok(0)
+}
+
+/// `flock`: a shared (`LOCK_SH`) or exclusive (`LOCK_EX`) lock of the open file
+/// description, or none (`LOCK_UN`); `LOCK_NB` fails with `EWOULDBLOCK` instead of
+/// waiting.
+pub(super) fn sys_flock(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const LOCK_SH: u32 = 1;
+    const LOCK_EX: u32 = 2;
+    const LOCK_NB: u32 = 4;
+    const LOCK_UN: u32 = 8;
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    let kind = match a[1] & !LOCK_NB {
+        LOCK_SH => Some(false),
+        LOCK_EX => Some(true),
+        LOCK_UN => None,
+        _ => return Err(EINVAL),
+    };
+    let Some(key) = e.file() else { return Err(EINVAL) };
+    if let Some(write) = kind
+        && m.locks.file_conflict(key, &e.host, write)
+    {
+        return if a[1] & LOCK_NB != 0 { Err(EAGAIN) } else { wait_for_lock(p) };
+    }
+    m.locks.set_file(key, &e.host, kind);
+    Ok(0)
 }
 
 pub(super) fn sys_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
