@@ -10,6 +10,7 @@ table! {
         4 write "fBu" sys_write;
         5 open "sOo" sys_open;
         6 close "f" sys_close;
+        8 creat "so" sys_creat;
         19 lseek "fdw" sys_lseek;
         41 dup "f" sys_dup;
         54 ioctl "fxx" sys_ioctl;
@@ -417,6 +418,13 @@ pub(super) fn sys_open(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
     let path = read_path(p, a[0])?;
     let cwd = p.cwd.clone();
     open_common(m, p, &cwd, &path, a[1], a[2])
+}
+
+/// `creat(path, mode)`: `open(path, O_CREAT | O_WRONLY | O_TRUNC, mode)`.
+pub(super) fn sys_creat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let cwd = p.cwd.clone();
+    open_common(m, p, &cwd, &path, (libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC) as u32, a[1])
 }
 
 pub(super) fn sys_openat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {

@@ -9,6 +9,8 @@ table! {
         47 getgid "" |_, _, _| Ok(ids()[2]);
         49 geteuid "" |_, _, _| Ok(ids()[1]);
         50 getegid "" |_, _, _| Ok(ids()[3]);
+        75 setrlimit "dp" sys_setrlimit;
+        76 getrlimit "dp" sys_old_getrlimit;
         80 getgroups "dp" |_, p, a| sys_getgroups(p, a, true);
         116 sysinfo "p" sys_sysinfo;
         122 uname "p" sys_uname;
@@ -60,11 +62,39 @@ pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 }
 
 pub(super) fn sys_getrlimit(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    getrlimit32(p, a, u32::MAX)
+}
+
+/// The old `getrlimit` (76): as `ugetrlimit`, but a limit past `0x7fffffff` (infinity
+/// included) reads as `0x7fffffff` (Linux's `old_getrlimit` for i386).
+pub(super) fn sys_old_getrlimit(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    getrlimit32(p, a, i32::MAX as u32)
+}
+
+/// A limit as two 32-bit values, each at most `top`.
+fn getrlimit32(p: &mut Process, a: &[u32; 6], top: u32) -> SysResult {
     let (cur, max) = *p.rlimits.get(a[0] as usize).ok_or(EINVAL)?;
-    let clip = |v: u64| if v > u64::from(u32::MAX) { u32::MAX } else { v as u32 };
+    let clip = |v: u64| v.min(u64::from(top)) as u32;
     let mut b = clip(cur).to_le_bytes().to_vec();
     b.extend_from_slice(&clip(max).to_le_bytes());
     p.aspace.write_bytes(a[1], &b).map_err(efault)?;
+    Ok(0)
+}
+
+/// `setrlimit`: 32-bit limits, `0xffffffff` infinity, checked as `prlimit64` checks them.
+pub(super) fn sys_setrlimit(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let r = a[0] as usize;
+    let old = *p.rlimits.get(r).ok_or(EINVAL)?;
+    let wide = |v: u32| if v == u32::MAX { u64::MAX } else { u64::from(v) };
+    let cur = wide(p.aspace.read_u32(a[1]).map_err(efault)?);
+    let max = wide(p.aspace.read_u32(a[1].wrapping_add(4)).map_err(efault)?);
+    if cur > max {
+        return Err(EINVAL);
+    }
+    if max > old.1 && ids()[1] != 0 {
+        return Err(EPERM);
+    }
+    p.rlimits[r] = (cur, max);
     Ok(0)
 }
 
