@@ -211,6 +211,42 @@ pub fn memfd_create(name: &CStr, flags: u32) -> Result<OwnedFd, Errno> {
 }
 
 /// `poll(fds, ms)`: how many are ready.
+/// A new host epoll instance (close-on-exec, as every descriptor morph holds).
+pub fn epoll_create() -> Result<OwnedFd, Errno> {
+    // SAFETY: epoll_create1 touches no memory; a descriptor it returns is ours alone.
+    let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `epoll_ctl(epfd, op, fd, event)` on host descriptors; `event` is the guest's
+/// `struct epoll_event` (packed, the same 12 bytes on i386 and x86-64).
+pub fn epoll_ctl(epfd: RawFd, op: i32, fd: RawFd, event: Option<[u8; 12]>) -> Result<u32, Errno> {
+    let mut ev = libc::epoll_event { events: 0, u64: 0 };
+    if let Some(b) = event {
+        ev.events = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes"));
+        ev.u64 = u64::from_le_bytes(b[4..12].try_into().expect("8 bytes"));
+    }
+    let p = if event.is_some() { &mut ev as *mut libc::epoll_event } else { std::ptr::null_mut() };
+    // SAFETY: `p` is null or our event, which epoll_ctl only reads.
+    check(unsafe { libc::epoll_ctl(epfd, op, fd, p) })
+}
+
+/// The events ready on a host epoll instance now (no wait), at most `max`, each as the
+/// guest's 12 bytes.
+pub fn epoll_wait(epfd: RawFd, max: usize) -> Result<Vec<u8>, Errno> {
+    let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; max];
+    // SAFETY: epoll_wait writes at most `max` events into our vector of that length.
+    let n = check(unsafe { libc::epoll_wait(epfd, evs.as_mut_ptr(), max as i32, 0) })? as usize;
+    let mut out = Vec::with_capacity(12 * n);
+    for e in &evs[..n] {
+        let (events, data) = (e.events, e.u64);
+        out.extend_from_slice(&events.to_le_bytes());
+        out.extend_from_slice(&data.to_le_bytes());
+    }
+    Ok(out)
+}
+
 pub fn poll(fds: &mut [libc::pollfd], ms: i32) -> Result<usize, Errno> {
     // SAFETY: poll reads and writes `fds.len()` pollfds of our slice.
     let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };

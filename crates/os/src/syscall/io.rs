@@ -26,9 +26,14 @@ table! {
         };
         162 nanosleep "pp" sys_nanosleep;
         168 poll "pdd" sys_poll;
+        254 epoll_create "d" sys_epoll_create;
+        255 epoll_ctl "dddp" sys_epoll_ctl;
+        256 epoll_wait "dpdd" sys_epoll_wait;
         267 clock_nanosleep "dxpp" sys_clock_nanosleep;
         308 pselect6 "dppppp" sys_pselect6;
         309 ppoll "pdppu" sys_ppoll;
+        319 epoll_pwait "dpddpu" sys_epoll_pwait;
+        329 epoll_create1 "x" sys_epoll_create1;
         331 pipe2 "px" sys_pipe2;
         407 clock_nanosleep_time64 "dxpp" sys_clock_nanosleep64;
         413 pselect6_time64 "dppppp" sys_pselect6_64;
@@ -60,6 +65,77 @@ fn sys_pipe(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
 
 fn sys_pipe2(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     make_pipe(p, a[0], a[1])
+}
+
+// ----- epoll ------------------------------------------------------------------------
+//
+// A guest epoll instance is a host one, watching the host descriptors behind the guest's
+// (every guest descriptor is a host descriptor): readiness, level and edge triggering,
+// `EPOLLONESHOT` and the registrations' lifetimes are the host kernel's, and the
+// guest's `epoll_data` goes through it unchanged. A wait that finds nothing ready
+// blocks the process on the instance itself, which the host makes readable when an
+// event is (`Wait::Fds`, as `poll` does).
+
+fn new_epoll(p: &mut Process, cloexec: bool) -> SysResult {
+    let fd = host::epoll_create()?;
+    p.fds.install(FdEntry::new(fd, cloexec), 0).ok_or(EMFILE)
+}
+
+fn sys_epoll_create(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] as i32 <= 0 {
+        return Err(EINVAL);
+    }
+    new_epoll(p, false)
+}
+
+fn sys_epoll_create1(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[0] & !O_CLOEXEC != 0 {
+        return Err(EINVAL);
+    }
+    new_epoll(p, a[0] & O_CLOEXEC != 0)
+}
+
+fn sys_epoll_ctl(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const EPOLL_CTL_DEL: u32 = 2;
+    let epfd = host_fd(p, a[0])?;
+    let fd = host_fd(p, a[2])?;
+    let event = if a[1] == EPOLL_CTL_DEL && a[3] == 0 {
+        None
+    } else {
+        let mut b = [0u8; 12];
+        p.aspace.read_bytes(a[3], &mut b).map_err(efault)?;
+        Some(b)
+    };
+    host::epoll_ctl(epfd, a[1] as i32, fd, event)
+}
+
+fn epoll_wait(p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let max = a[2] as i32;
+    if max <= 0 || max > i32::MAX / 12 {
+        return Err(EINVAL);
+    }
+    let epfd = host_fd(p, a[0])?;
+    let ready = host::epoll_wait(epfd, max as usize)?;
+    let t = a[3] as i32;
+    if ready.is_empty() && t != 0 && p.resumed != Some(true) {
+        let deadline = (t > 0).then(|| Instant::now() + Duration::from_millis(t as u64));
+        return block_on(p, vec![libc::pollfd { fd: epfd, events: libc::POLLIN, revents: 0 }], deadline, false);
+    }
+    p.aspace.write_bytes(a[1], &ready).map_err(efault)?;
+    Ok((ready.len() / 12) as u32)
+}
+
+fn sys_epoll_wait(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    epoll_wait(p, a)
+}
+
+fn sys_epoll_pwait(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[4] != 0 && a[5] != 8 {
+        return Err(EINVAL);
+    }
+    temp_mask(p, a[4])?;
+    let r = epoll_wait(p, a);
+    end_temp_mask(p, r)
 }
 
 // ----- time -----------------------------------------------------------------------
