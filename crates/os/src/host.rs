@@ -211,6 +211,49 @@ pub fn memfd_create(name: &CStr, flags: u32) -> Result<OwnedFd, Errno> {
 }
 
 /// `poll(fds, ms)`: how many are ready.
+/// A new host eventfd with counter `initval` (`semaphore`: `EFD_SEMAPHORE`),
+/// close-on-exec.
+pub fn eventfd(initval: u32, semaphore: bool) -> Result<OwnedFd, Errno> {
+    let flags = libc::EFD_CLOEXEC | if semaphore { libc::EFD_SEMAPHORE } else { 0 };
+    // SAFETY: eventfd touches no memory; a descriptor it returns is ours alone.
+    let fd = check(unsafe { libc::eventfd(initval, flags) })?;
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A new host timerfd on `clock`, close-on-exec.
+pub fn timerfd_create(clock: i32) -> Result<OwnedFd, Errno> {
+    // SAFETY: timerfd_create touches no memory; a descriptor it returns is ours alone.
+    let fd = check(unsafe { libc::timerfd_create(clock, libc::TFD_CLOEXEC) })?;
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `timerfd_settime(fd, flags, new)` with the host's `itimerspec` (64-bit times); the
+/// old value returned.
+pub fn timerfd_settime(fd: RawFd, flags: i32, new: [i64; 4]) -> Result<[i64; 4], Errno> {
+    let spec = |v: [i64; 4]| libc::itimerspec {
+        it_interval: libc::timespec { tv_sec: v[0], tv_nsec: v[1] },
+        it_value: libc::timespec { tv_sec: v[2], tv_nsec: v[3] },
+    };
+    let n = spec(new);
+    let mut old = spec([0; 4]);
+    // SAFETY: both are our own itimerspecs; the host reads one and writes the other.
+    check(unsafe { libc::timerfd_settime(fd, flags, &n, &mut old) })?;
+    Ok([old.it_interval.tv_sec, old.it_interval.tv_nsec, old.it_value.tv_sec, old.it_value.tv_nsec])
+}
+
+/// `timerfd_gettime(fd)`: the interval and what is left, as four 64-bit numbers.
+pub fn timerfd_gettime(fd: RawFd) -> Result<[i64; 4], Errno> {
+    let mut cur = libc::itimerspec {
+        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_value: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+    };
+    // SAFETY: the host writes our itimerspec.
+    check(unsafe { libc::timerfd_gettime(fd, &mut cur) })?;
+    Ok([cur.it_interval.tv_sec, cur.it_interval.tv_nsec, cur.it_value.tv_sec, cur.it_value.tv_nsec])
+}
+
 /// A new host epoll instance (close-on-exec, as every descriptor morph holds).
 pub fn epoll_create() -> Result<OwnedFd, Errno> {
     // SAFETY: epoll_create1 touches no memory; a descriptor it returns is ours alone.

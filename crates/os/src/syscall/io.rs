@@ -33,9 +33,16 @@ table! {
         308 pselect6 "dppppp" sys_pselect6;
         309 ppoll "pdppu" sys_ppoll;
         319 epoll_pwait "dpddpu" sys_epoll_pwait;
+        322 timerfd_create "dx" sys_timerfd_create;
+        323 eventfd "u" |_, p, a| new_eventfd(p, a[0], 0);
+        325 timerfd_settime "dxpp" |_, p, a| timerfd_settime(p, a, false);
+        326 timerfd_gettime "dp" |_, p, a| timerfd_gettime(p, a, false);
+        328 eventfd2 "ux" |_, p, a| new_eventfd(p, a[0], a[1]);
         329 epoll_create1 "x" sys_epoll_create1;
         331 pipe2 "px" sys_pipe2;
         407 clock_nanosleep_time64 "dxpp" sys_clock_nanosleep64;
+        410 timerfd_gettime64 "dp" |_, p, a| timerfd_gettime(p, a, true);
+        411 timerfd_settime64 "dxpp" |_, p, a| timerfd_settime(p, a, true);
         413 pselect6_time64 "dppppp" sys_pselect6_64;
         414 ppoll_time64 "pdppu" sys_ppoll64;
     }
@@ -136,6 +143,74 @@ fn sys_epoll_pwait(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResul
     temp_mask(p, a[4])?;
     let r = epoll_wait(p, a);
     end_temp_mask(p, r)
+}
+
+// ----- eventfd and timerfd ----------------------------------------------------------
+//
+// Host objects, as pipes are: the counter, the semaphore mode and the timer (on the
+// host's clocks, which are the guest's) are the host kernel's; the host descriptor is
+// non-blocking, and a guest read that would block waits in the scheduler like a pipe's.
+
+fn new_eventfd(p: &mut Process, initval: u32, flags: u32) -> SysResult {
+    const EFD_SEMAPHORE: u32 = 1;
+    if flags & !(O_CLOEXEC | O_NONBLOCK | EFD_SEMAPHORE) != 0 {
+        return Err(EINVAL);
+    }
+    let fd = host::eventfd(initval, flags & EFD_SEMAPHORE != 0)?;
+    let file = OpenFile::nonblocking(fd, flags & O_NONBLOCK != 0);
+    p.fds.install(FdEntry::of(file, flags & O_CLOEXEC != 0), 0).ok_or(EMFILE)
+}
+
+fn sys_timerfd_create(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[1] & !(O_CLOEXEC | O_NONBLOCK) != 0 {
+        return Err(EINVAL);
+    }
+    let fd = host::timerfd_create(a[0] as i32)?;
+    let file = OpenFile::nonblocking(fd, a[1] & O_NONBLOCK != 0);
+    p.fds.install(FdEntry::of(file, a[1] & O_CLOEXEC != 0), 0).ok_or(EMFILE)
+}
+
+/// A guest `struct itimerspec` at `ptr`: four 32-bit numbers, or with `wide` four
+/// 64-bit ones (`timerfd_settime64`).
+fn read_itimerspec(p: &Process, ptr: u32, wide: bool) -> Result<[i64; 4], Errno> {
+    let mut v = [0i64; 4];
+    for (i, x) in v.iter_mut().enumerate() {
+        *x = if wide {
+            p.aspace.read_u64(ptr + 8 * i as u32).map_err(efault)? as i64
+        } else {
+            i64::from(p.aspace.read_u32(ptr + 4 * i as u32).map_err(efault)? as i32)
+        };
+    }
+    Ok(v)
+}
+
+fn write_itimerspec(p: &mut Process, ptr: u32, v: [i64; 4], wide: bool) -> Result<(), Errno> {
+    let mut b = Vec::with_capacity(32);
+    for x in v {
+        if wide {
+            b.extend_from_slice(&x.to_le_bytes());
+        } else {
+            b.extend_from_slice(&i32::try_from(x).map_err(|_| EOVERFLOW)?.to_le_bytes());
+        }
+    }
+    p.aspace.write_bytes(ptr, &b).map_err(efault)
+}
+
+fn timerfd_settime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let new = read_itimerspec(p, a[2], wide)?;
+    let old = host::timerfd_settime(fd, a[1] as i32, new)?;
+    if a[3] != 0 {
+        write_itimerspec(p, a[3], old, wide)?;
+    }
+    Ok(0)
+}
+
+fn timerfd_gettime(p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let fd = host_fd(p, a[0])?;
+    let cur = host::timerfd_gettime(fd)?;
+    write_itimerspec(p, a[1], cur, wide)?;
+    Ok(0)
 }
 
 // ----- time -----------------------------------------------------------------------
