@@ -3,8 +3,7 @@
  * mkdir/mkdirat, rename/renameat (files, over an existing name, directories),
  * symlink/readlink/lstat, link and the link count, chmod/fchmod/fchmodat,
  * unlink/rmdir, fsync/fdatasync/syncfs (a file, a directory, a pipe, a bad
- * descriptor), creat (write-only, truncating), the old getrlimit beside ugetrlimit
- * and setrlimit, and the errno of the failing cases (ENOENT, EEXIST, ENOTEMPTY,
+ * descriptor), creat (write-only, truncating), and the errno of the failing cases (ENOENT, EEXIST, ENOTEMPTY,
  * EISDIR...). Everything it creates is removed at the end (renaming a name onto
  * another link of the same file is a no-op, as POSIX says, so "c" is unlinked too).
  */
@@ -89,28 +88,6 @@ int main(void)
 	show_stat("creat again truncates", "fsops.d/cr", 1);
 	sys_close((int)fd);
 	sys_unlink("fsops.d/cr");
-	{
-		/* RLIMIT_NOFILE (7), RLIMIT_STACK (3), RLIMIT_CORE (4): the old call is the new
-		 * one with every value past 0x7fffffff read as 0x7fffffff */
-		int ok = 1;
-		for (int r = 3; r <= 7; r += 4) {
-			uint32_t o[2], n[2];
-			rt_syscall(76, r, o);
-			rt_syscall(191, r, n);
-			for (int i = 0; i < 2; i++)
-				ok &= o[i] == (n[i] > 0x7fffffffu ? 0x7fffffffu : n[i]);
-		}
-		uint32_t core[2], set[2], back[2];
-		rt_syscall(191, 4, core);
-		set[0] = 0;
-		set[1] = core[1];
-		long r1 = rt_syscall(75, 4, set);
-		rt_syscall(191, 4, back);
-		set[0] = 1;
-		set[1] = 0;
-		printf("old getrlimit agrees: %d; setrlimit core 0: %s, reads back %d; cur > max: %s\n", ok, res(r1),
-		       back[0] == 0 && back[1] == core[1], res(rt_syscall(75, 4, set)));
-	}
 	fd = sys_open("fsops.d/b", 2 /* O_RDWR */, 0);
 	printf("fsync file: %s, fdatasync: %s, syncfs: %s\n", res(rt_syscall(118, fd)), res(rt_syscall(148, fd)),
 	       res(rt_syscall(344, fd)));

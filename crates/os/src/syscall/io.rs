@@ -17,7 +17,7 @@ use crate::process::OpenFile;
 table! {
     /// Pipes, readiness and sleeping.
     pub(super) TABLE: Io {
-        42 pipe "p" sys_pipe;
+        42 pipe "i" sys_pipe;
         82 select "p" sys_old_select;
         142 _newselect "dpppp" sys_newselect;
         158 sched_yield "" |c, _, _| {
@@ -39,7 +39,7 @@ table! {
         326 timerfd_gettime "dp" |_, p, a| timerfd_gettime(p, a, false);
         328 eventfd2 "ux" |_, p, a| new_eventfd(p, a[0], a[1]);
         329 epoll_create1 "x" sys_epoll_create1;
-        331 pipe2 "px" sys_pipe2;
+        331 pipe2 "ix" sys_pipe2;
         407 clock_nanosleep_time64 "dxpp" sys_clock_nanosleep64;
         410 timerfd_gettime64 "dp" |_, p, a| timerfd_gettime(p, a, true);
         411 timerfd_settime64 "dxpp" |_, p, a| timerfd_settime(p, a, true);

@@ -10,7 +10,8 @@
 //! by name), `o` octal mode (left out after `O` flags without `O_CREAT`), `b` buffer the
 //! call fills (shown after it, the result's length), `B` buffer the call reads (the next
 //! argument's length), `v`/`V` iovecs the call fills/reads (the next argument's count),
-//! `S` a `struct stat64` the call fills, `r` a 64-bit number the call fills, `q`/`Q` a
+//! `S` a `struct stat64` the call fills, `r` a 64-bit number the call fills, `i` the two
+//! descriptors `pipe` fills, `q`/`Q` a
 //! 64-bit number in two arguments (low/high word first), `O` open flags, `P`
 //! protections, `M` mmap flags, `C` clone flags, `A` access mode, `F` `AT_*` flags, `R`
 //! mremap flags (the next argument left out without `MREMAP_FIXED`), `w` whence, `g`

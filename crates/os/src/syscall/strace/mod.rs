@@ -44,6 +44,8 @@ enum Out {
     Stat64,
     /// A 64-bit number (`_llseek`'s result).
     U64,
+    /// Two descriptors (`pipe`'s).
+    FdPair,
 }
 
 /// A call being traced: what is known before the handler runs.
@@ -96,6 +98,10 @@ fn shown_out(p: &Process, kind: Out, ptr: u32, extra: u32, n: u32) -> String {
         Out::Iov => iovecs(p, ptr, extra, Some(n as usize)),
         Out::Stat64 => stat64(p, ptr),
         Out::U64 => p.aspace.read_u64(ptr).map_or_else(|_| pointer(ptr), |v| format!("[{v}]")),
+        Out::FdPair => match (p.aspace.read_u32(ptr), p.aspace.read_u32(ptr.wrapping_add(4))) {
+            (Ok(r), Ok(w)) => format!("[{}, {}]", r as i32, w as i32),
+            _ => pointer(ptr),
+        },
     }
 }
 
@@ -133,11 +139,12 @@ fn format_args(p: &Process, fmt: &str, a: &[u32; 6]) -> Vec<Arg> {
                 Ok(s) => escaped(&s, s.len(), usize::MAX),
                 Err(_) => pointer(v),
             },
-            'b' | 'v' | 'S' | 'r' => {
+            'b' | 'v' | 'S' | 'r' | 'i' => {
                 let kind = match c {
                     'b' => Out::Buf,
                     'v' => Out::Iov,
                     'S' => Out::Stat64,
+                    'i' => Out::FdPair,
                     _ => Out::U64,
                 };
                 out.push(Arg::Out(kind, v, next));
