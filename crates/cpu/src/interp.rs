@@ -95,7 +95,7 @@ impl FaultKind {
             FaultKind::StackSegment => 12,
             FaultKind::GeneralProtection(_) => 13,
             // Never raised: `ctx::limit_fault` makes it `#GP(0)` or `#SS(0)`.
-            FaultKind::Page(m) if m.kind == morph_mem::MemFaultKind::Limit => 13,
+            FaultKind::Page(m) if m.kind == MemFaultKind::Limit => 13,
             FaultKind::Page(_) => 14,
             FaultKind::Fpu => 16,
             FaultKind::AlignmentCheck => 17,
