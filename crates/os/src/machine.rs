@@ -324,7 +324,8 @@ impl Machine {
                     MemFaultKind::Unmapped => (SIGSEGV, SEGV_MAPERR, "unmapped"),
                     MemFaultKind::Protection => (SIGSEGV, SEGV_ACCERR, "protected"),
                     MemFaultKind::BeyondEof => (SIGBUS, BUS_ADRERR, "beyond end of file at"),
-                    MemFaultKind::Limit => unreachable!("matched above"),
+                    // Taken by the arm above; the same answer here, without a panic.
+                    MemFaultKind::Limit => (SIGSEGV, SI_KERNEL, "past 4 GiB"),
                 };
                 // The page-fault error code: user mode (4), a write (2), a present page
                 // (1: a protection fault on a page Linux has mapped: it keeps PROT_NONE
