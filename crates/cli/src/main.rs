@@ -610,9 +610,9 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
     let names = |map: &std::collections::BTreeMap<u32, u64>| -> serde_json::Map<String, serde_json::Value> {
         map.iter()
             .map(|(nr, n)| {
-                let name =
-                    morph_os::syscall::lookup(*nr).map_or_else(|| format!("syscall_{nr}"), |s| s.name.to_string());
-                (name, json!(n))
+                // The kernel's name, implemented or not (an unimplemented call is
+                // what a researcher looks up in `enosys`).
+                (morph_os::syscall::strace::name_of(*nr), json!(n))
             })
             .collect()
     };

@@ -43,6 +43,7 @@ table! {
         175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
         176 rt_sigpending "pu" sys_rt_sigpending;
         177 rt_sigtimedwait "pppu" sys_rt_sigtimedwait;
+        178 rt_sigqueueinfo "ddp" sys_rt_sigqueueinfo;
         179 rt_sigsuspend "pu" sys_rt_sigsuspend;
         186 sigaltstack "pp" sys_sigaltstack;
         238 tkill "dd" sys_tkill;
@@ -52,6 +53,7 @@ table! {
         262 timer_getoverrun "d" sys_timer_getoverrun;
         263 timer_delete "d" sys_timer_delete;
         270 tgkill "ddd" sys_tgkill;
+        335 rt_tgsigqueueinfo "dddp" sys_rt_tgsigqueueinfo;
         408 timer_gettime64 "dp" sys_timer_gettime64;
         409 timer_settime64 "dxpp" sys_timer_settime64;
         421 rt_sigtimedwait_time64 "pppu" sys_rt_sigtimedwait_time64;
@@ -140,18 +142,24 @@ impl TaskCtx<'_> {
     }
 }
 
-/// Writes a `siginfo_t` for `sig` at `at`.
+/// Writes a `siginfo_t` for `sig` at `at`, in the layout Linux's 32-bit copy chooses
+/// by signal and `si_code` (`siginfo_layout`): a fault's address for a fault signal the
+/// CPU raised (a code between `SI_USER` and `SI_KERNEL`); else the sender's pid and uid
+/// (`kill`, `tkill`, `SI_KERNEL`), with, for `SIGCHLD`'s codes, the status, and for
+/// negative codes (a timer, `sigqueue`), the `si_value` word after them. A fault signal
+/// sent by `kill` carries the sender's pid and uid, as any other.
 fn put_siginfo(p: &mut Process, at: u32, sig: i32, info: &SigInfo) -> Result<(), MemFault> {
     let mut b = [0u8; SIGINFO_SIZE as usize];
     let mut put = |off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
     put(0, sig as u32);
     put(8, info.code as u32);
+    let raised = info.code > SI_USER && info.code < SI_KERNEL;
     match sig {
-        SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP => put(12, info.pid_or_addr),
+        SIGSEGV | SIGBUS | SIGILL | SIGFPE | SIGTRAP if raised => put(12, info.pid_or_addr),
         _ => {
             put(12, info.pid_or_addr);
             put(16, info.uid);
-            if sig == SIGCHLD || info.code == SI_TIMER {
+            if (sig == SIGCHLD && raised) || info.code < 0 {
                 put(20, info.status as u32);
             }
         }
@@ -631,6 +639,80 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
     let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], ..SigInfo::default() };
     let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
+        return Err(ESRCH);
+    }
+    Ok(0)
+}
+
+/// The `siginfo_t` a `rt_sigqueueinfo` caller gave at `at` (all 128 bytes must be
+/// readable, as Linux copies them whole): its code, and the three words after it —
+/// pid, uid and `si_value` for `sigqueue`'s `SI_QUEUE` — delivered as given (`si_signo`
+/// becomes the signal sent). The rest of a caller's structure is not kept: no signal
+/// layout Linux copies to a 32-bit process has fields past the sixth word for the
+/// codes a caller may use.
+fn queued_info(p: &Process, at: u32) -> Result<SigInfo, Errno> {
+    let mut b = [0u8; SIGINFO_SIZE as usize];
+    p.aspace.read_bytes(at, &mut b).map_err(efault)?;
+    let word = |off: usize| u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]);
+    Ok(SigInfo { code: word(8) as i32, pid_or_addr: word(12), uid: word(16), status: word(20) as i32, fault: false })
+}
+
+/// Whether a caller may send a signal with `info` to `target` (a pid or thread id) that
+/// is not its own: not with a code the kernel or `kill`/`tkill` would give (Linux:
+/// "not even root can pretend to send signals from the kernel").
+fn may_queue(info: &SigInfo, caller: Pid, target: i32) -> Result<(), Errno> {
+    if (info.code >= 0 || info.code == SI_TKILL) && caller as i32 != target { Err(EPERM) } else { Ok(()) }
+}
+
+/// `rt_sigqueueinfo(tgid, sig, info)`: `sig` with the caller's `siginfo_t` to the
+/// thread group `tgid` (a thread id names its group, as for `kill`); `sig` 0 checks
+/// that it exists. Errors in Linux's order: the copy (`EFAULT`), the code (`EPERM`),
+/// the target (`ESRCH`), the signal (`EINVAL`).
+fn sys_rt_sigqueueinfo(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (target, sig) = (a[0] as i32, a[1] as i32);
+    let info = queued_info(p, a[2])?;
+    may_queue(&info, p.pid, target)?;
+    if target <= 0 {
+        return Err(ESRCH);
+    }
+    let target = target as Pid;
+    // A zombie exists until it is reaped, and takes no signal.
+    let pid = match m.tasks.tids.get(&target) {
+        Some(&pid) => Some(pid),
+        None if target == p.pid => Some(p.pid),
+        None if m.tasks.zombies.contains_key(&target) => None,
+        None => return Err(ESRCH),
+    };
+    if !(0..=64).contains(&sig) {
+        return Err(EINVAL);
+    }
+    match pid {
+        Some(_) if sig == 0 => {}
+        Some(pid) if pid == p.pid => p.raise_group(sig, info),
+        Some(pid) => m.tasks.procs.get_mut(&pid).ok_or(ESRCH)?.raise_group(sig, info),
+        None => {}
+    }
+    Ok(0)
+}
+
+/// `rt_tgsigqueueinfo(tgid, tid, sig, info)`: as `rt_sigqueueinfo`, to thread `tid` of
+/// group `tgid` only (both must be positive: `EINVAL`).
+fn sys_rt_tgsigqueueinfo(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (tgid, tid, sig) = (a[0] as i32, a[1] as i32, a[2] as i32);
+    let info = queued_info(p, a[3])?;
+    if tgid <= 0 || tid <= 0 {
+        return Err(EINVAL);
+    }
+    may_queue(&info, p.tid, tid)?;
+    let pid = if tid as Pid == p.tid { p.pid } else { *m.tasks.tids.get(&(tid as Pid)).ok_or(ESRCH)? };
+    if pid != tgid as Pid {
+        return Err(ESRCH);
+    }
+    if !(0..=64).contains(&sig) {
+        return Err(EINVAL);
+    }
+    let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
+    if sig != 0 && !q.raise_thread(tid as Pid, sig, info) {
         return Err(ESRCH);
     }
     Ok(0)
