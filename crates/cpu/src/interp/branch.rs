@@ -74,11 +74,13 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
                 ecx
             };
             let zf = c.cpu.eflags & ZF != 0;
-            // On AMD hosts a `rep` prefix picks the condition of a `loope`/`loopne` with a
-            // 16-bit operand size, as it does a `cmps`'s: F3 `loope`, F2 `loopne`
-            // (measured, both conditions and both prefixes; `host::amd_like`).
+            // On AMD hosts a `rep` prefix picks the condition of a `loope`/`loopne`, as
+            // it does a `cmps`'s: F3 `loope`, F2 `loopne`, the last of the two if both
+            // (measured with either operand and address size, both conditions and both
+            // prefixes; `host::amd_like`; the translator picks its host opcode so too,
+            // `loop_condition`).
             let m = match m {
-                M::Loope | M::Loopne if ins.op0_kind() == OpKind::NearBranch16 && crate::host::amd_like() => {
+                M::Loope | M::Loopne if crate::host::amd_like() => {
                     if ins.has_repe_prefix() {
                         M::Loope
                     } else if ins.has_repne_prefix() {

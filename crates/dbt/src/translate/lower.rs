@@ -769,9 +769,27 @@ pub(super) fn ecx_branch(ins: &Instruction) -> Option<u8> {
     match ins.code() {
         Code::Jecxz_rel8_32 => Some(0xe3),
         Code::Loop_rel8_32_ECX => Some(0xe2),
-        Code::Loope_rel8_32_ECX => Some(0xe1),
-        Code::Loopne_rel8_32_ECX => Some(0xe0),
+        Code::Loope_rel8_32_ECX | Code::Loopne_rel8_32_ECX => Some(loop_condition(ins)),
         _ => None,
+    }
+}
+
+/// The host opcode that runs a `loope` or `loopne` on ECX as the interpreter does: its
+/// own condition, or, on an AMD host, the one its last `rep` prefix picks (F3 `loope`,
+/// F2 `loopne`; see `morph_cpu`'s `branch`). Chosen here rather than by copying the
+/// prefix onto the host's instruction, so that both engines follow one model.
+fn loop_condition(ins: &Instruction) -> u8 {
+    const LOOPE: u8 = 0xe1;
+    const LOOPNE: u8 = 0xe0;
+    let own = if ins.code() == Code::Loope_rel8_32_ECX { LOOPE } else { LOOPNE };
+    if !morph_cpu::host::amd_like() {
+        own
+    } else if ins.has_repe_prefix() {
+        LOOPE
+    } else if ins.has_repne_prefix() {
+        LOOPNE
+    } else {
+        own
     }
 }
 
