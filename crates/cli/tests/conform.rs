@@ -394,8 +394,18 @@ fn segments_and_descriptors_as_on_the_hardware() {
         // iret with EFLAGS.NT set (by popf): #GP(0), before any read
         "9c810c2400400000 9d 682b000000 6800080000 6802020000 6823000000 680d000030 cf",
         "9c810c2400400000 9d bc00102030 cf",
+        "31c9 f365a7", // rep cmps through the null GS with a zero count: no access, no #GP
+        "31c9 f365a5", // ... rep movs
+        "31c9 f364ac", // ... rep lods through FS
     ] {
         codes.push(hex(text));
+    }
+    if amd() {
+        // cmps through the null GS with ES:[EDI] unmapped: AMD's reads ES:[EDI] first, so
+        // the page fault comes before the #GP (found by random code, seed 63).
+        for text in ["bf00000040 65a7", "bf00000040 65a6", "bf00000040 f365a7"] {
+            codes.push(hex(text));
+        }
     }
     // `popa` with its slots wholly unmapped: the fault is at ESP's (EDI's slot); partly:
     // at the first slot from ESP up that cannot be read (ESP's own included), the

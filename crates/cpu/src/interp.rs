@@ -772,7 +772,7 @@ impl Interp {
         let runs = matches!(class, Support::Int | Support::Fpu | Support::Mmx | Support::Sse) && sse_ok;
         if runs
             && (matches!(ins.segment_prefix(), Register::FS | Register::GS) || !cpu.flat_segments())
-            && segment_refused(cpu, ins)
+            && segment_refused(cpu, mem, ins)
         {
             fpu::maskmovq_fault(cpu, ins);
             return Err(fault(FaultKind::GeneralProtection(0), ins.ip32().wrapping_add(delta)));
@@ -859,13 +859,41 @@ fn fetchable(eip: u32, mem: &AddressSpace) -> (u32, u32) {
 }
 
 /// Whether an access of `ins` goes through a segment register whose selector refuses it
-/// (the null selector, a write through a read-only segment): `#GP(0)`.
-fn segment_refused(cpu: &Cpu, ins: &Instruction) -> bool {
-    // Whether the operand is written is asked only of a segment that refuses writes.
-    isa::memory_segments(ins)
-        .into_iter()
-        .flatten()
-        .any(|(s, i)| !cpu.segment_usable(s, true) && (!cpu.segment_usable(s, false) || isa::operand_written(ins, i)))
+/// (the null selector, a write through a read-only segment): `#GP(0)`, before the
+/// instruction runs. Two exceptions, as measured on the hardware: a `rep` string
+/// instruction with a zero count makes no access, so no segment refuses it; and an AMD
+/// host's `cmps` reads ES:[EDI] first (see `string`), so a page fault there comes before
+/// the refusal of its source's segment (left to `string` to raise).
+fn segment_refused(cpu: &Cpu, mem: &AddressSpace, ins: &Instruction) -> bool {
+    if rep_without_count(cpu, ins) {
+        return false;
+    }
+    let refused = |(s, i): (usize, u32)| {
+        // Whether the operand is written is asked only of a segment that refuses writes.
+        !cpu.segment_usable(s, true) && (!cpu.segment_usable(s, false) || isa::operand_written(ins, i))
+    };
+    let cmps =
+        matches!(ins.mnemonic(), iced_x86::Mnemonic::Cmpsb | iced_x86::Mnemonic::Cmpsw | iced_x86::Mnemonic::Cmpsd);
+    if cmps && crate::host::amd_like() && cpu.segment_usable(crate::state::seg::ES, false) {
+        let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
+        let edi = get_reg(cpu, if a16 { Register::DI } else { Register::EDI });
+        let at = edi.wrapping_add(cpu.seg_base[crate::state::seg::ES]);
+        if mem.check_read(at, ins.memory_size().size() as u32).is_err() {
+            return false;
+        }
+    }
+    isa::memory_segments(ins).into_iter().flatten().any(refused)
+}
+
+/// Whether `ins` is a `rep` string instruction whose count (CX or ECX, by address
+/// size) is zero: it makes no access at all.
+fn rep_without_count(cpu: &Cpu, ins: &Instruction) -> bool {
+    let rep = ins.has_rep_prefix() || ins.has_repne_prefix();
+    if !(rep && ins.is_string_instruction()) {
+        return false;
+    }
+    let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
+    get_reg(cpu, if a16 { Register::CX } else { Register::ECX }) == 0
 }
 
 /// With EFLAGS.AC set (Linux runs user mode with CR0.AM), whether an access of `ins` is
@@ -895,12 +923,8 @@ fn misaligned(cpu: &Cpu, mem: &AddressSpace, ins: &Instruction) -> bool {
         let at = ea(cpu, ins).wrapping_add(ins.memory_size().size() as u32 - 2);
         mem.read_u16(at).is_ok_and(|sel| sel != cs)
     };
-    let rep = ins.has_rep_prefix() || ins.has_repne_prefix();
-    if rep && ins.is_string_instruction() {
-        let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
-        if get_reg(cpu, if a16 { Register::CX } else { Register::ECX }) == 0 {
-            return false;
-        }
+    if rep_without_count(cpu, ins) {
+        return false;
     }
     let mut factory = InstructionInfoFactory::new();
     let info = factory.info(ins);
