@@ -403,7 +403,17 @@ fn segments_and_descriptors_as_on_the_hardware() {
     if amd() {
         // cmps through the null GS with ES:[EDI] unmapped: AMD's reads ES:[EDI] first, so
         // the page fault comes before the #GP (found by random code, seed 63).
-        for text in ["bf00000040 65a7", "bf00000040 65a6", "bf00000040 f365a7"] {
+        // arpl through CS: it reads first and writes only to raise the RPL, so an
+        // unmapped destination is #PF and a #GP needs the write (seed 132).
+        for text in [
+            "bf00000040 65a7",
+            "bf00000040 65a6",
+            "bf00000040 f365a7",
+            "bb00000040 2e633b",
+            "66bf0300 c70300000000 2e633b",
+            "66bf0000 c70303000000 2e633b",
+            "66bf0300 c70303000000 2e633b",
+        ] {
             codes.push(hex(text));
         }
     }

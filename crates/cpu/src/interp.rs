@@ -868,9 +868,11 @@ fn segment_refused(cpu: &Cpu, mem: &AddressSpace, ins: &Instruction) -> bool {
     if rep_without_count(cpu, ins) {
         return false;
     }
+    // `arpl` writes its destination only if it must (and checks the segment then).
+    let written = |i| ins.mnemonic() != iced_x86::Mnemonic::Arpl && isa::operand_written(ins, i);
     let refused = |(s, i): (usize, u32)| {
         // Whether the operand is written is asked only of a segment that refuses writes.
-        !cpu.segment_usable(s, true) && (!cpu.segment_usable(s, false) || isa::operand_written(ins, i))
+        !cpu.segment_usable(s, true) && (!cpu.segment_usable(s, false) || written(i))
     };
     let cmps =
         matches!(ins.mnemonic(), iced_x86::Mnemonic::Cmpsb | iced_x86::Mnemonic::Cmpsw | iced_x86::Mnemonic::Cmpsd);

@@ -4,10 +4,10 @@
 //! registers, `sgdt`, `sidt`, `sldt`, `str` and `smsw`, which a CPU with UMIP refuses in
 //! user mode and Linux emulates with fixed values.
 
-use iced_x86::{Mnemonic as M, OpKind};
+use iced_x86::{Mnemonic as M, OpKind, Register};
 use morph_mem::{MemFault, MemFaultKind};
 
-use super::{Ctx, Flow, Res, ea, op_bits, read_sized, set_reg};
+use super::{Ctx, Flow, Res, ea, op_bits, read_sized, reg_index, set_reg};
 use crate::FaultKind;
 use crate::state::flags::ZF;
 use crate::state::seg;
@@ -47,10 +47,19 @@ pub(super) fn segment(c: &mut Ctx<'_>) -> Res<Flow> {
             set_reg(c.cpu, ins.op0_register(), offset);
         }
         M::Arpl => {
-            // Raises the destination selector's RPL to the source's.
+            // Raises the destination selector's RPL to the source's. It reads its
+            // destination first and writes it only if the RPL rises: a destination in
+            // a segment that refuses writes (through CS) faults on the read's page, or
+            // with `#GP(0)` only when the write is needed (measured; the up-front
+            // segment check, `interp::segment_refused`, counts the operand as read).
             let (d, s) = (c.read(0, 16)?, c.read(1, 16)?);
             let raise = d & 3 < s & 3;
             if raise {
+                if ins.op0_kind() == OpKind::Memory
+                    && !c.cpu.segment_usable(reg_index(ins.memory_segment(), Register::ES), true)
+                {
+                    return Err(c.fault(FaultKind::GeneralProtection(0)));
+                }
                 c.write(0, 16, (d & !3) | (s & 3))?;
             }
             set_zf(c, raise);

@@ -64,7 +64,12 @@ pub fn writes_through_cs(ins: &Instruction) -> bool {
     use iced_x86::{InstructionInfoFactory, OpAccess};
     // The explicit operand, or the masked moves' `[edi]` (which takes overrides).
     let memory = |k: OpKind| matches!(k, OpKind::Memory | OpKind::MemorySegEDI | OpKind::MemorySegDI);
-    if ins.segment_prefix() != Register::CS || !ins.op_kinds().any(memory) || umip_store(ins) {
+    // `arpl` writes only when it raises the RPL, and is refused then (`interp::segment`).
+    if ins.segment_prefix() != Register::CS
+        || !ins.op_kinds().any(memory)
+        || umip_store(ins)
+        || ins.mnemonic() == M::Arpl
+    {
         return false;
     }
     let mut factory = InstructionInfoFactory::new();
