@@ -193,6 +193,11 @@ fn enter(c: &mut Ctx<'_>) -> Res<()> {
         // AMD probes the new stack top for a write before anything changes (measured:
         // `enter 0x1000, 0` into an unmapped page is a write fault at the new ESP, ESP and
         // EBP as they were; the copied frame pointers are read first).
+        // With EFLAGS.AC set, the probe is a slot-sized write like any other, so a
+        // misaligned new top is `#AC`, after the frame pointers' reads (measured).
+        if c.cpu.eflags & AC != 0 && !esp.is_multiple_of(n) {
+            return Err(c.fault(FaultKind::AlignmentCheck));
+        }
         c.mem.prepare_write(esp, n).map_err(c.pf())?;
     }
     if n == 2 {
