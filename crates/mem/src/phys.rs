@@ -610,6 +610,12 @@ impl PhysMem {
     pub fn stats(&self) -> PhysStats {
         self.inner.borrow().stats
     }
+
+    /// Frames promised to demand-zero pages and not yet given (they count against the
+    /// limit with the frames in use).
+    pub fn committed_frames(&self) -> u64 {
+        self.committed.get()
+    }
 }
 
 impl Drop for PhysMem {

@@ -242,7 +242,7 @@ impl FdTable {
     }
 }
 
-/// A `/proc/<pid>` text file.
+/// A `/proc` text file: one of `/proc/<pid>`, or a machine-wide one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcFile {
     /// `maps`: the address space, one line per VMA.
@@ -257,6 +257,22 @@ pub enum ProcFile {
     Comm,
     /// A file of `task/<tid>`: one thread's view.
     Task(Pid, TaskFile),
+    /// One of the machine-wide files at `/proc`'s top level (its pid is the opener's,
+    /// and means nothing).
+    Machine(MachineFile),
+}
+
+/// A machine-wide file at `/proc`'s top level (see `special::machine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MachineFile {
+    /// `meminfo`: the machine's memory.
+    Meminfo,
+    /// `uptime`: seconds since the machine started, and idle.
+    Uptime,
+    /// `loadavg`: load averages, runnable and total threads, the last pid.
+    Loadavg,
+    /// `stat`: CPU times, context switches, boot time, forks, runnable threads.
+    Stat,
 }
 
 /// A file of `/proc/<pid>/task/<tid>`.

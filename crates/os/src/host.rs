@@ -81,6 +81,12 @@ pub fn getfl(fd: RawFd) -> Result<i32, Errno> {
     check(r).map(|v| v as i32)
 }
 
+/// Whether `fd` is a memfd (`fcntl(fd, F_GET_SEALS)` succeeds only on one).
+pub fn is_memfd(fd: RawFd) -> bool {
+    // SAFETY: F_GET_SEALS takes no argument and touches no memory.
+    unsafe { libc::fcntl(fd, libc::F_GET_SEALS) >= 0 }
+}
+
 /// `fcntl(fd, F_SETFL, flags)`.
 pub fn setfl(fd: RawFd, flags: i32) -> Result<u32, Errno> {
     // SAFETY: F_SETFL takes an integer and touches no memory.
@@ -143,6 +149,20 @@ pub fn write(fd: RawFd, buf: &[u8]) -> Result<usize, Errno> {
     check(r as i64).map(|n| n as usize)
 }
 
+/// `recv(fd, buf, flags)`.
+pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> Result<usize, Errno> {
+    // SAFETY: recv writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `send(fd, buf, flags)`.
+pub fn send(fd: RawFd, buf: &[u8], flags: i32) -> Result<usize, Errno> {
+    // SAFETY: send reads at most `buf.len()` bytes from `buf`.
+    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), flags) };
+    check(r as i64).map(|n| n as usize)
+}
+
 /// `ftruncate(fd, len)`.
 /// `fsync(fd)`, `fdatasync(fd)` (`data`) or `syncfs(fd)` (`fs`) on a host descriptor:
 /// the host refuses what Linux refuses (`EINVAL` for a pipe or a socket).
@@ -162,6 +182,32 @@ pub fn fsync(fd: RawFd, data: bool, fs: bool) -> Result<u32, Errno> {
 pub fn ftruncate(fd: RawFd, len: i64) -> Result<u32, Errno> {
     // SAFETY: ftruncate touches no memory.
     check(unsafe { libc::ftruncate(fd, len) })
+}
+
+/// `fallocate(fd, mode, offset, len)`: the host kernel makes Linux's checks on the same
+/// kind of object (`ESPIPE` for a pipe, `ENODEV` for what is neither file nor
+/// directory, `EOPNOTSUPP` for a mode its file system lacks).
+pub fn fallocate(fd: RawFd, mode: i32, offset: i64, len: i64) -> Result<u32, Errno> {
+    // SAFETY: fallocate touches no memory.
+    check(unsafe { libc::fallocate(fd, mode, offset, len) })
+}
+
+/// `copy_file_range(fd_in, off_in, fd_out, off_out, len, 0)`: an offset `None` is the
+/// descriptor's file position (which the host advances); how many bytes were copied.
+pub fn copy_file_range(
+    fd_in: RawFd,
+    off_in: Option<i64>,
+    fd_out: RawFd,
+    off_out: Option<i64>,
+    len: usize,
+) -> Result<usize, Errno> {
+    let (mut i, mut o) = (off_in.unwrap_or(0), off_out.unwrap_or(0));
+    let ip = if off_in.is_some() { &mut i as *mut i64 } else { std::ptr::null_mut() };
+    let op = if off_out.is_some() { &mut o as *mut i64 } else { std::ptr::null_mut() };
+    // SAFETY: each offset pointer is NULL or one of our locals, which the host reads and
+    // writes; the copy itself is between two descriptors.
+    let r = unsafe { libc::copy_file_range(fd_in, ip, fd_out, op, len, 0) };
+    check(r as i64).map(|n| n as usize)
 }
 
 /// `posix_fadvise(fd, offset, len, advice)`: the host kernel makes Linux's checks on
@@ -426,10 +472,10 @@ pub fn mknodat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
     check(unsafe { libc::mknodat(dir, name.as_ptr(), mode, 0) })
 }
 
-/// `renameat(old_dir, old, new_dir, new)`.
-pub fn renameat(od: RawFd, on: &CStr, nd: RawFd, nn: &CStr) -> Result<u32, Errno> {
+/// `renameat2(old_dir, old, new_dir, new, flags)` (`flags` 0 is `renameat`).
+pub fn renameat2(od: RawFd, on: &CStr, nd: RawFd, nn: &CStr, flags: u32) -> Result<u32, Errno> {
     // SAFETY: valid C strings.
-    check(unsafe { libc::renameat(od, on.as_ptr(), nd, nn.as_ptr()) })
+    check(unsafe { libc::renameat2(od, on.as_ptr(), nd, nn.as_ptr(), flags) })
 }
 
 /// `linkat(AT_FDCWD, from, new_dir, new, AT_SYMLINK_FOLLOW)`.
@@ -461,6 +507,19 @@ pub fn chmod(path: &CStr, mode: u32) -> Result<u32, Errno> {
 pub fn fchmod(fd: RawFd, mode: u32) -> Result<u32, Errno> {
     // SAFETY: fchmod touches no memory.
     check(unsafe { libc::fchmod(fd, mode) })
+}
+
+/// `fchown(fd, uid, gid)` (`u32::MAX` leaves an id unchanged).
+pub fn fchown(fd: RawFd, uid: u32, gid: u32) -> Result<u32, Errno> {
+    // SAFETY: fchown touches no memory.
+    check(unsafe { libc::fchown(fd, uid, gid) })
+}
+
+/// `fchownat(fd, "", uid, gid, AT_EMPTY_PATH)`: the object `fd` names, which may be an
+/// `O_PATH` descriptor of a symbolic link (the link itself changes).
+pub fn fchown_empty_path(fd: RawFd, uid: u32, gid: u32) -> Result<u32, Errno> {
+    // SAFETY: an empty C string.
+    check(unsafe { libc::fchownat(fd, c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH) })
 }
 
 /// `utimensat(dir, name, times, flags)`; `name` `None` is the descriptor itself (the
@@ -626,6 +685,29 @@ pub fn getrlimit(resource: u32) -> Option<(u64, u64)> {
 pub(crate) fn host_nice() -> i32 {
     // SAFETY: getpriority of our own process has no preconditions; errors read as 0.
     unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }.clamp(-20, 19)
+}
+
+/// The scheduling policy (without `SCHED_RESET_ON_FORK`) and real-time priority morph
+/// runs with, which the first process inherits ((0, 0) if the host will not say).
+pub(crate) fn host_sched_policy() -> (u32, u32) {
+    let mut param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: our own thread's policy; sched_getparam writes one sched_param into our local.
+    let (policy, r) = unsafe { (libc::sched_getscheduler(0), libc::sched_getparam(0, &mut param)) };
+    if policy < 0 || r != 0 {
+        return (0, 0);
+    }
+    (policy as u32 & !0x4000_0000, param.sched_priority.max(0) as u32)
+}
+
+/// morph's own `no_new_privs` flag and timer slack (ns), which the first process
+/// inherits as a child of morph would.
+pub(crate) fn host_prctl_attrs() -> (bool, u32) {
+    // SAFETY: prctl's GET options read our own task's flags and touch no memory.
+    let (nnp, slack) = unsafe {
+        (libc::prctl(libc::PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0), libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0))
+    };
+    let slack = u32::try_from(slack).unwrap_or(50_000);
+    (nnp == 1, slack)
 }
 
 /// The host's user and group ids (the guest runs as the user running morph), read once:

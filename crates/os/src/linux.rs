@@ -274,6 +274,8 @@ pub const SIGEV_THREAD_ID: u32 = 4;
 pub const TIMER_ABSTIME: u32 = 1;
 pub const CLD_EXITED: i32 = 1;
 pub const CLD_KILLED: i32 = 2;
+pub const CLD_STOPPED: i32 = 5;
+pub const CLD_CONTINUED: i32 = 6;
 pub const SEGV_MAPERR: i32 = 1;
 pub const SEGV_ACCERR: i32 = 2;
 /// `si_code` of `SIGBUS`: invalid address alignment (`#AC`).
@@ -347,10 +349,35 @@ pub const FUTEX_TID_MASK: u32 = 0x3fff_ffff;
 pub const FUTEX_OWNER_DIED: u32 = 0x4000_0000;
 pub const FUTEX_WAITERS: u32 = 0x8000_0000;
 
-// wait options.
+// wait options (`WSTOPPED` is `WUNTRACED`'s name for `waitid`).
 pub const WNOHANG: u32 = 1;
 pub const WUNTRACED: u32 = 2;
+pub const WSTOPPED: u32 = 2;
+pub const WEXITED: u32 = 4;
 pub const WCONTINUED: u32 = 8;
+pub const WNOWAIT: u32 = 0x0100_0000;
+pub const __WNOTHREAD: u32 = 0x2000_0000;
+pub const __WALL: u32 = 0x4000_0000;
+pub const __WCLONE: u32 = 0x8000_0000;
+// waitid id types.
+pub const P_ALL: u32 = 0;
+pub const P_PID: u32 = 1;
+pub const P_PGID: u32 = 2;
+pub const P_PIDFD: u32 = 3;
+
+// Scheduling policies (`sched_setscheduler`).
+pub const SCHED_OTHER: u32 = 0;
+pub const SCHED_FIFO: u32 = 1;
+pub const SCHED_RR: u32 = 2;
+pub const SCHED_BATCH: u32 = 3;
+pub const SCHED_IDLE: u32 = 5;
+pub const SCHED_DEADLINE: u32 = 6;
+/// Or'ed into a policy: a fork child starts with `SCHED_OTHER` (and a nice value of 0 or more).
+pub const SCHED_RESET_ON_FORK: u32 = 0x4000_0000;
+/// The highest real-time priority (`MAX_RT_PRIO - 1`).
+pub const MAX_RT_PRIORITY: u32 = 99;
+pub const RLIMIT_NICE: usize = 13;
+pub const RLIMIT_RTPRIO: usize = 14;
 
 // Socket errno values.
 pub const ENOPROTOOPT: i32 = 92;

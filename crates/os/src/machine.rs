@@ -45,6 +45,7 @@ impl Machine {
             p.switch_to(tid);
             self.tasks_mut().acquire_vm(&mut p);
             if std::mem::replace(&mut self.tasks_mut().last_tid, tid) != tid {
+                self.tasks_mut().switches += 1;
                 syscall::rseq::resume(&mut p); // it was switched out: abort its sequence
             }
             self.run_slice(&mut p);
@@ -54,6 +55,10 @@ impl Machine {
                 if p.retire_thread().is_some() {
                     self.tasks_mut().tids.remove(&tid);
                     self.futexes_mut().cancel(tid);
+                    // Its children go to the leader if it lives, else to the first
+                    // thread (Linux's `find_alive_thread`).
+                    let reaper = if p.tids().any(|t| t == p.pid) { p.pid } else { p.tids().min().unwrap_or(p.pid) };
+                    self.tasks_mut().parent_thread_exited(&p, tid, reaper);
                 }
             }
             if p.exit.is_some() {
@@ -91,6 +96,10 @@ impl Machine {
             }
             let p = self.tasks_mut().procs.get_mut(&pid)?;
             p.switch_to(tid);
+            // A stopped group runs only to die of a `SIGKILL`.
+            if p.job.stopped && p.pending & (1 << (SIGKILL - 1)) == 0 {
+                continue;
+            }
             if p.blocked.is_none() {
                 p.fire_timers(now);
                 return Some(tid);
@@ -121,7 +130,7 @@ impl Machine {
         let Some(b) = &p.blocked else { return true };
         let ready = match &b.wait {
             Wait::Fds(fds) => !fds.is_empty() && poll_now(fds),
-            Wait::Child => self.child_event(p.pid),
+            Wait::Child(w) => syscall::children::wait_may_end(self.tasks(), p.pid, w),
             Wait::Vfork(child) => {
                 !self.tasks().procs.contains_key(child) || self.tasks().procs[child].vfork_parent.is_none()
             }
@@ -146,17 +155,14 @@ impl Machine {
         }
     }
 
-    /// True if `pid` has a child to report or no children at all (`wait4` then fails).
-    fn child_event(&self, pid: Pid) -> bool {
-        self.tasks().zombies.values().any(|z| z.ppid == pid) || !self.tasks().procs.values().any(|c| c.ppid == pid)
-    }
-
     /// Nothing can run: sleep in the host until a descriptor, a deadline or the time
     /// limit wakes a process.
     fn sleep_until_ready(&mut self, limit: Option<Instant>) -> Result<(), RunError> {
         let mut fds = Vec::new();
         let mut wake = limit;
-        for p in self.tasks().procs.values() {
+        // A stopped process's waits and timers wake no one: it does not run until a
+        // signal another process sends continues it.
+        for p in self.tasks().procs.values().filter(|p| !p.job.stopped) {
             let mut earliest = |t: Instant| wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
             if let Some(t) = p.next_timer() {
                 earliest(t);
@@ -197,7 +203,7 @@ impl Machine {
             let t0 = Instant::now();
             self.task_ctx().deliver_signals(p);
             self.stats_mut().os_ns += t0.elapsed().as_nanos() as u64;
-            if p.exit.is_some() || p.blocked.is_some() {
+            if p.exit.is_some() || p.blocked.is_some() || p.job.stopped {
                 return;
             }
             let used = p.cpu.icount - start;
@@ -222,8 +228,9 @@ impl Machine {
     }
 
     /// A process has exited: release its resources, make it a zombie for its parent
-    /// (or forget it if the parent ignores `SIGCHLD`), hand its children to init and
-    /// release a parent waiting in `vfork`.
+    /// (or forget it if the parent ignores `SIGCHLD`), hand its children (live and
+    /// zombies) to the nearest child-subreaper ancestor or to init, each live one told
+    /// by its parent-death signals, and release a parent waiting in `vfork`.
     pub(crate) fn reap(&mut self, mut p: Process) {
         let status = p.exit.expect("an exited process");
         // Every thread ends: robust futexes it held are marked, `clear_child_tid` words
@@ -243,33 +250,59 @@ impl Machine {
             self.futexes_mut().cancel(tid);
         }
         p.fds = FdTable::default();
-        for c in self.tasks_mut().procs.values_mut() {
-            if c.ppid == p.pid {
-                c.ppid = 1;
+        self.tasks_mut().exited_icount += p.group_icount();
+        self.reparent_children(&p);
+        let icount = p.group_icount() + p.child_icount;
+        let z = Zombie { ppid: p.ppid, pgid: p.pgid, status, icount, exit_signal: p.exit_signal };
+        if self.notify_exit(p.pid, &z) {
+            self.tasks_mut().zombies.insert(p.pid, z);
+        }
+    }
+
+    /// `p` has exited: its live children get their parent-death signals (sent, as
+    /// Linux sends them, with `p`'s pid) and move to the reaper (see
+    /// `Tasks::reaper_for`), their exit signal now `SIGCHLD`; its zombies move too,
+    /// the reaper told of each, or go with `p` if there is no reaper (init reaps them).
+    fn reparent_children(&mut self, p: &Process) {
+        let reaper = self.tasks().reaper_for(p.ppid);
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], ..SigInfo::default() };
+        for c in self.tasks_mut().procs.values_mut().filter(|c| c.ppid == p.pid) {
+            for sig in c.pdeath_signals() {
+                c.raise_group(sig, info);
+            }
+            c.ppid = reaper.unwrap_or(1);
+            c.parent_tid = reaper.unwrap_or(0);
+            c.exit_signal = SIGCHLD;
+        }
+        let orphans: Vec<Pid> =
+            self.tasks().zombies.iter().filter(|(_, z)| z.ppid == p.pid).map(|(&pid, _)| pid).collect();
+        for pid in orphans {
+            let Some(mut z) = self.tasks_mut().zombies.remove(&pid) else { continue };
+            let Some(r) = reaper else { continue };
+            z.ppid = r;
+            z.exit_signal = SIGCHLD;
+            if self.notify_exit(pid, &z) {
+                self.tasks_mut().zombies.insert(pid, z);
             }
         }
-        self.tasks_mut().zombies.retain(|_, z| z.ppid != p.pid);
-        let (code, st) = match status {
+    }
+
+    /// Sends the parent of `pid` (which ended as `z` says) its exit signal; false if
+    /// the zombie is not to be kept: no parent among the guests, or one that ignores
+    /// `SIGCHLD` or set `SA_NOCLDWAIT` (Linux reaps such a child at once).
+    fn notify_exit(&mut self, pid: Pid, z: &Zombie) -> bool {
+        let (code, st) = match z.status {
             ExitStatus::Code(c) => (CLD_EXITED, c),
             ExitStatus::Signal(s) => (CLD_KILLED, s),
         };
-        let info = SigInfo { code, pid_or_addr: p.pid, uid: ids()[0], status: st, fault: false };
-        let mut keep = true;
-        if let Some(parent) = self.tasks_mut().procs.get_mut(&p.ppid) {
-            let act = parent.sigactions[(SIGCHLD - 1) as usize];
-            if p.exit_signal == SIGCHLD && (act.handler == SIG_IGN || act.flags & SA_NOCLDWAIT != 0) {
-                keep = false;
-            }
-            if p.exit_signal != 0 {
-                parent.raise_group(p.exit_signal, info);
-            }
-        } else {
-            keep = false;
+        let info = SigInfo { code, pid_or_addr: pid, uid: ids()[0], status: st, fault: false };
+        let Some(parent) = self.tasks_mut().procs.get_mut(&z.ppid) else { return false };
+        let act = parent.sigactions[(SIGCHLD - 1) as usize];
+        let keep = !(z.exit_signal == SIGCHLD && (act.handler == SIG_IGN || act.flags & SA_NOCLDWAIT != 0));
+        if z.exit_signal != 0 {
+            parent.raise_group(z.exit_signal, info);
         }
-        if keep {
-            let icount = p.group_icount() + p.child_icount;
-            self.tasks_mut().zombies.insert(p.pid, Zombie { ppid: p.ppid, pgid: p.pgid, status, icount });
-        }
+        keep
     }
 
     /// Whether the page fault `m` is not the guest's: an access its page allows (a first

@@ -6,7 +6,10 @@ use std::time::{Duration, Instant};
 use morph_cpu::Cpu;
 use morph_mem::AddressSpace;
 
-use crate::linux::{SI_KERNEL, SI_TIMER, SIGALRM, UNBLOCKABLE};
+use crate::linux::{
+    SCHED_FIFO, SCHED_OTHER, SCHED_RR, SI_KERNEL, SI_TIMER, SIGALRM, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU,
+    UNBLOCKABLE,
+};
 
 pub use crate::files::{FdEntry, FdTable, FileKind, MAX_FDS, OpenFile, SocketState};
 
@@ -112,6 +115,9 @@ pub struct Process {
     pub robust_list: (u32, u32),
     /// *Per thread*: the `rseq` registration.
     pub rseq: Rseq,
+    /// *Per thread*: its name, parent-death signal, scheduling policy and the rest that
+    /// `prctl` and the `sched_*` calls set.
+    pub attrs: ThreadAttrs,
     /// The group's other live threads, parked.
     pub threads: Vec<Thread>,
     /// Set when the running thread has ended with `exit` while others live on: the
@@ -149,6 +155,147 @@ pub struct Process {
     pub child_icount: u64,
     /// The arguments of the last exec, each NUL-terminated (`/proc/<pid>/cmdline`).
     pub cmdline: Vec<u8>,
+    /// The thread of the parent that made this process (Linux's `real_parent` is a
+    /// thread, not a group): when it exits, this process's threads' parent-death
+    /// signals are sent (see [`ThreadAttrs::pdeath_signal`]).
+    pub parent_tid: Pid,
+    /// Stopped or continued by job-control signals, and what its parent's `wait` has
+    /// yet to be told.
+    pub job: JobControl,
+    /// `PR_SET_DUMPABLE`: 1 at exec, inherited by fork. morph never writes a core file;
+    /// it is only kept and reported.
+    pub dumpable: bool,
+    /// `PR_SET_CHILD_SUBREAPER`: orphaned descendants are reparented to this process
+    /// instead of to init. Not inherited by fork, kept by exec.
+    pub child_subreaper: bool,
+}
+
+/// A thread's name (Linux's `comm`): at most 15 bytes, NUL-padded to 16, as
+/// `prctl(PR_SET_NAME)` sets it and `/proc/<pid>/comm` shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Comm([u8; 16]);
+
+impl Comm {
+    /// `name` cut at its first NUL or at 15 bytes (bytes, not characters: Linux cuts a
+    /// multi-byte character too).
+    pub fn new(name: &[u8]) -> Comm {
+        let mut c = [0u8; 16];
+        for (d, &b) in c.iter_mut().zip(name.iter().take(15).take_while(|&&b| b != 0)) {
+            *d = b;
+        }
+        Comm(c)
+    }
+
+    /// The name an exec of `path` gives: the path's last component as exec was given
+    /// it (Linux's `kbasename(bprm->filename)`), not the file it leads to: a program
+    /// run through a link goes by the link's name, one run as `/proc/self/exe` by "exe",
+    /// a script by the script's name.
+    pub fn of_path(path: &[u8]) -> Comm {
+        Comm::new(path.rsplit(|&b| b == b'/').next().unwrap_or_default())
+    }
+
+    /// The name without its NUL padding.
+    pub fn as_bytes(&self) -> &[u8] {
+        let n = self.0.iter().position(|&b| b == 0).unwrap_or(16);
+        &self.0[..n]
+    }
+
+    /// The 16 bytes `PR_GET_NAME` copies out.
+    pub fn raw(&self) -> [u8; 16] {
+        self.0
+    }
+}
+
+/// What `prctl` and the `sched_*` calls set for one thread (Linux keeps these in the
+/// `task_struct`). A new thread or fork child starts with a copy
+/// ([`ThreadAttrs::for_child`]); exec keeps them but the name.
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadAttrs {
+    /// The thread's name.
+    pub comm: Comm,
+    /// `PR_SET_PDEATHSIG`: the signal this thread's process gets when the parent
+    /// thread that made it exits (0: none). Cleared in a child, kept by exec.
+    pub pdeath_signal: i32,
+    /// Scheduling policy (`SCHED_*`, without `SCHED_RESET_ON_FORK`). morph's
+    /// scheduler is round-robin over every thread whatever the policy (as it ignores
+    /// `nice`): the policy and priority are only kept and reported.
+    pub policy: u32,
+    /// Real-time priority (1..=99 under `SCHED_FIFO`/`SCHED_RR`, else 0).
+    pub rt_priority: u32,
+    /// `SCHED_RESET_ON_FORK`.
+    pub reset_on_fork: bool,
+    /// `PR_SET_NO_NEW_PRIVS`: once set, never cleared; inherited by children and
+    /// kept by exec (morph runs no set-user-ID programs: it changes nothing else).
+    pub no_new_privs: bool,
+    /// `PR_SET_TIMERSLACK` in nanoseconds (0 under a real-time policy). Kept and
+    /// reported: morph's timers fire when the scheduler next looks, whatever the slack.
+    pub timer_slack_ns: u32,
+    /// What `PR_SET_TIMERSLACK` 0 restores: the parent's slack at the fork.
+    pub default_timer_slack_ns: u32,
+}
+
+impl ThreadAttrs {
+    /// Linux's timer slack for a thread that has not asked for another (50 µs).
+    pub const DEFAULT_TIMER_SLACK_NS: u32 = 50_000;
+
+    /// A first thread's attributes: `comm`, and the policy, no_new_privs and slack it
+    /// inherits (from the host process, for the machine's first process).
+    pub fn new(comm: Comm, policy: u32, rt_priority: u32, no_new_privs: bool, timer_slack_ns: u32) -> ThreadAttrs {
+        ThreadAttrs {
+            comm,
+            pdeath_signal: 0,
+            policy,
+            rt_priority,
+            reset_on_fork: false,
+            no_new_privs,
+            timer_slack_ns,
+            default_timer_slack_ns: timer_slack_ns,
+        }
+    }
+
+    /// A child's (fork, clone, a new thread): a copy without the parent-death signal,
+    /// whose slack default is the parent's slack; with `SCHED_RESET_ON_FORK`, a
+    /// real-time policy becomes `SCHED_OTHER` (Linux's `sched_fork`; the nice value is
+    /// the caller's business).
+    pub fn for_child(&self) -> ThreadAttrs {
+        let mut a = ThreadAttrs { pdeath_signal: 0, default_timer_slack_ns: self.timer_slack_ns, ..*self };
+        if a.reset_on_fork {
+            if a.is_realtime() {
+                a.policy = SCHED_OTHER;
+                a.rt_priority = 0;
+                a.timer_slack_ns = a.default_timer_slack_ns;
+            }
+            a.reset_on_fork = false;
+        }
+        a
+    }
+
+    /// Under `SCHED_FIFO` or `SCHED_RR`.
+    pub fn is_realtime(&self) -> bool {
+        self.policy == SCHED_FIFO || self.policy == SCHED_RR
+    }
+}
+
+/// A thread group's job-control state (Linux's `signal_struct`: the flags
+/// `SIGNAL_STOP_STOPPED`, `SIGNAL_STOP_CONTINUED`, `SIGNAL_CLD_CONTINUED` and the
+/// `group_exit_code` of a stop). A stop signal's default action stops every thread of
+/// the group until `SIGCONT` (or `SIGKILL`); the parent is told by `SIGCHLD` (unless
+/// its handler has `SA_NOCLDSTOP`) and by `wait` with `WUNTRACED`/`WCONTINUED`.
+/// Linux's discarding of `SIGTSTP`, `SIGTTIN` and `SIGTTOU` in an orphaned process
+/// group, and the `SIGHUP`/`SIGCONT` a group gets when it becomes orphaned with a
+/// stopped member, are not modeled (morph's first process has no parent to tell an
+/// orphaned group by).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JobControl {
+    /// The group is stopped: no thread of it runs.
+    pub stopped: bool,
+    /// The signal that stopped it, until a `wait` reports the stop (0: nothing to
+    /// report). A `SIGCONT` before that cancels the report.
+    pub stop_report: i32,
+    /// Continued, and not yet reported to a `wait` with `WCONTINUED`.
+    pub continued_report: bool,
+    /// Continued, and the parent not yet sent its `SIGCHLD` (`CLD_CONTINUED`).
+    pub notify_continued: bool,
 }
 
 /// The per-thread state of a parked thread (see [`Process`]: the same fields, for the
@@ -178,6 +325,8 @@ pub struct Thread {
     pub robust_list: (u32, u32),
     /// See [`Process::rseq`].
     pub rseq: Rseq,
+    /// See [`Process::attrs`].
+    pub attrs: ThreadAttrs,
 }
 
 /// A thread's `rseq` registration (`addr` 0: none): its `struct rseq`, that struct's
@@ -215,6 +364,7 @@ impl Process {
         swap(&mut self.clear_child_tid, &mut t.clear_child_tid);
         swap(&mut self.robust_list, &mut t.robust_list);
         swap(&mut self.rseq, &mut t.rseq);
+        swap(&mut self.attrs, &mut t.attrs);
     }
 
     /// Makes thread `tid` the running one (its state into the process's fields); false
@@ -245,7 +395,8 @@ impl Process {
         Some((t.tid, t.cpu.icount))
     }
 
-    /// A new thread's state: `tid` runs `cpu` with the caller's mask; nothing pending.
+    /// A new thread's state: `tid` runs `cpu` with the caller's mask and a child's copy
+    /// of its attributes; nothing pending.
     pub fn new_thread(&self, tid: Pid, cpu: Cpu) -> Thread {
         Thread {
             tid,
@@ -260,6 +411,52 @@ impl Process {
             clear_child_tid: 0,
             robust_list: (0, 0),
             rseq: Rseq::default(),
+            attrs: self.attrs.for_child(),
+        }
+    }
+
+    /// The attributes of thread `tid` of the group.
+    pub fn thread_attrs(&self, tid: Pid) -> Option<&ThreadAttrs> {
+        if tid == self.tid {
+            return Some(&self.attrs);
+        }
+        self.threads.iter().find(|t| t.tid == tid).map(|t| &t.attrs)
+    }
+
+    /// The attributes of thread `tid` of the group, to change.
+    pub fn thread_attrs_mut(&mut self, tid: Pid) -> Option<&mut ThreadAttrs> {
+        if tid == self.tid {
+            return Some(&mut self.attrs);
+        }
+        self.threads.iter_mut().find(|t| t.tid == tid).map(|t| &mut t.attrs)
+    }
+
+    /// The parent-death signals of the group's threads (one per thread that set one).
+    pub fn pdeath_signals(&self) -> Vec<i32> {
+        std::iter::once(&self.attrs)
+            .chain(self.threads.iter().map(|t| &t.attrs))
+            .map(|a| a.pdeath_signal)
+            .filter(|&s| s != 0)
+            .collect()
+    }
+
+    /// What sending `sig` to the group does before it is queued (Linux's
+    /// `prepare_signal`): `SIGCONT` discards pending stop signals and resumes a stopped
+    /// group (to be reported to its parent, see [`JobControl`]); a stop signal
+    /// discards a pending `SIGCONT`.
+    pub fn prepare_signal(&mut self, sig: i32) {
+        let bit = |s: i32| 1u64 << (s - 1);
+        let discard = match sig {
+            SIGCONT => bit(SIGSTOP) | bit(SIGTSTP) | bit(SIGTTIN) | bit(SIGTTOU),
+            SIGSTOP | SIGTSTP | SIGTTIN | SIGTTOU => bit(SIGCONT),
+            _ => return,
+        };
+        self.pending &= !discard;
+        for t in &mut self.threads {
+            t.pending &= !discard;
+        }
+        if sig == SIGCONT && self.job.stopped {
+            self.job = JobControl { stopped: false, stop_report: 0, continued_report: true, notify_continued: true };
         }
     }
 
@@ -314,6 +511,10 @@ impl Process {
     /// Makes `sig` pending for thread `tid` of the group (`tgkill`); false if there is
     /// no such thread.
     pub fn raise_thread(&mut self, tid: Pid, sig: i32, info: SigInfo) -> bool {
+        if !self.tids().any(|t| t == tid) {
+            return false;
+        }
+        self.prepare_signal(sig);
         if tid == self.tid {
             self.raise(sig, info);
             return true;
@@ -331,6 +532,7 @@ impl Process {
     /// not block the signal, else for the first thread (in tid order) that does not,
     /// else for the running thread, as Linux picks a thread that wants the signal.
     pub fn raise_group(&mut self, sig: i32, info: SigInfo) {
+        self.prepare_signal(sig);
         if self.threads.is_empty() || !(1..=64).contains(&sig) {
             self.raise(sig, info);
             return;
@@ -393,8 +595,8 @@ pub enum Wait {
     /// Host descriptors becoming ready (`pollfd` entries, `revents` ignored); an empty
     /// list waits for the deadline alone.
     Fds(Vec<libc::pollfd>),
-    /// A child changing state (`wait4`).
-    Child,
+    /// A child changing state (`wait4`, `waitid`): which children, and which changes.
+    Child(ChildWait),
     /// A `vfork` child execing or exiting.
     Vfork(Pid),
     /// A signal (`pause`, `sigsuspend`).
@@ -403,6 +605,28 @@ pub enum Wait {
     Futex,
     /// One of these signals becoming pending (`sigtimedwait`, `sigwait`).
     SigWait(u64),
+}
+
+/// What a `wait4` or `waitid` waits for: which children, and its options (`WEXITED`,
+/// `WSTOPPED`, `WCONTINUED`, `WNOWAIT`, `__WCLONE`, `__WALL`; `wait4` always has
+/// `WEXITED`). See `syscall::children`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildWait {
+    /// The children it names.
+    pub who: WaitFor,
+    /// The options.
+    pub options: u32,
+}
+
+/// The children a wait names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitFor {
+    /// Any child (`P_ALL`, `wait4(-1)`).
+    Any,
+    /// The child with this pid (`P_PID`, `wait4(pid)`).
+    Pid(Pid),
+    /// Any child in this process group (`P_PGID`, `wait4(-pgid)`, `wait4(0)`).
+    Group(Pid),
 }
 
 /// A process waiting inside a system call. The call is re-run from the start when the
@@ -445,6 +669,9 @@ pub struct Zombie {
     pub status: ExitStatus,
     /// Guest instructions it and its waited-for children ran (for the parent's `times`).
     pub icount: u64,
+    /// The signal its parent was sent at its exit: `SIGCHLD` for a fork child (`wait`
+    /// tells "clone" children, with any other, apart: `__WCLONE`, `__WALL`).
+    pub exit_signal: i32,
 }
 
 /// `argv` as `/proc/<pid>/cmdline` shows it: each argument NUL-terminated.
@@ -471,6 +698,7 @@ impl Process {
     /// Makes `sig` pending with `info` (a second instance of a pending standard signal
     /// merges with the first, as Linux does).
     pub fn raise(&mut self, sig: i32, info: SigInfo) {
+        self.prepare_signal(sig);
         raise_into(&mut self.pending, &mut self.siginfo, sig, info);
     }
 

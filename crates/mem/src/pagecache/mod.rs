@@ -352,6 +352,21 @@ impl PageCache {
         self.inner.borrow_mut().write_back(phys, key)
     }
 
+    /// [`PageCache::write_back`] for every cached file that may have shared writable
+    /// mappings (`sync`). Every file is tried; the first failure is the result.
+    pub fn write_back_all(&mut self, phys: &PhysMem) -> Result<(), MemError> {
+        let mut inner = self.inner.borrow_mut();
+        let keys: Vec<FileKey> = inner.files.iter().filter(|(_, e)| e.writer.is_some()).map(|(&k, _)| k).collect();
+        let mut result = Ok(());
+        for key in keys {
+            let r = inner.write_back(phys, key);
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        result
+    }
+
     /// Records that `[off, off+len)` of the file `key` was just written on the host:
     /// the cached frames covering it take the new bytes, so every mapping sees them.
     pub fn written(&mut self, phys: &PhysMem, key: FileKey, off: u64, len: u64) -> Result<(), MemError> {

@@ -404,6 +404,26 @@ fn fork_before_the_first_touch_keeps_private_and_shared_pages_apart() {
 }
 
 #[test]
+fn write_back_all_reaches_every_file_with_shared_stores() {
+    let (phys, mut c) = machine();
+    let s1 = Scratch::new("all1", &pattern(PAGE_SIZE as usize));
+    let s2 = Scratch::new("all2", &pattern(PAGE_SIZE as usize));
+    let s3 = Scratch::new("all3", &pattern(PAGE_SIZE as usize));
+    let mut a = AddressSpace::new(phys.clone()).unwrap();
+    map(&mut a, &mut c, &s1, 0x2000_0000, 1, Prot::RW, true);
+    map(&mut a, &mut c, &s2, 0x3000_0000, 1, Prot::RW, true);
+    map(&mut a, &mut c, &s3, 0x4000_0000, 1, Prot::RW, false);
+    a.write_bytes(0x2000_0008, b"ONE").unwrap();
+    a.write_bytes(0x3000_0008, b"TWO").unwrap();
+    a.write_bytes(0x4000_0008, b"PRV").unwrap();
+    c.write_back_all(&phys).unwrap();
+    assert_eq!(&s1.contents()[8..11], b"ONE");
+    assert_eq!(&s2.contents()[8..11], b"TWO");
+    assert_eq!(&s3.contents()[8..11], &pattern(PAGE_SIZE as usize)[8..11], "a private store stays private");
+    assert_eq!(c.stats().write_backs, 2);
+}
+
+#[test]
 fn a_shared_page_filled_after_a_write_back_is_written_back_before_reads() {
     let (phys, mut c) = machine();
     let s = Scratch::new("latewriter", &pattern(PAGE_SIZE as usize));

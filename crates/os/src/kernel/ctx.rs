@@ -52,12 +52,17 @@ pub(crate) struct FileCtx<'a> {
     /// Every process but the caller, seen only through `special::Sys` and
     /// [`FileCtx::file_resized`].
     procs: &'a mut BTreeMap<Pid, Process>,
+    /// The machine's counters, for `/proc`'s machine-wide files.
+    counters: special::Counters,
 }
 
 impl<'a> FileCtx<'a> {
-    /// What `/dev` and `/proc` see: the file system and every process but the caller.
+    /// What `/dev` and `/proc` see: the file system, every process but the caller, and
+    /// the machine's memory, clock and counters.
     pub(crate) fn sys(&self) -> special::Sys<'_> {
-        special::Sys { vfs: self.vfs, procs: self.procs }
+        let machine =
+            special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters: self.counters };
+        special::Sys { vfs: self.vfs, procs: self.procs, machine }
     }
 
     /// The file `key` now has `len` bytes: every other process's mappings of it see the
@@ -91,8 +96,20 @@ impl<'a> FileCtx<'a> {
 }
 
 impl Machine {
+    /// The counters `/proc`'s machine-wide files report.
+    fn counters(&self) -> special::Counters {
+        special::Counters {
+            idle: std::time::Duration::from_nanos(self.stats.idle_ns),
+            forks: self.stats.processes,
+            switches: self.tasks.switches,
+            exited_icount: self.tasks.exited_icount,
+            last_pid: self.tasks.next_pid.saturating_sub(1),
+        }
+    }
+
     /// The context of a file, name, metadata, memory, time or id call.
     pub(crate) fn file_ctx(&mut self) -> FileCtx<'_> {
+        let counters = self.counters();
         FileCtx {
             cfg: &self.cfg,
             vfs: &self.vfs,
@@ -103,6 +120,7 @@ impl Machine {
             locks: &mut self.locks,
             started: self.started,
             procs: &mut self.tasks.procs,
+            counters,
         }
     }
 }
@@ -166,9 +184,18 @@ pub(crate) struct TaskCtx<'a> {
 }
 
 impl TaskCtx<'_> {
-    /// What `/dev` and `/proc` see: the file system and every process but the caller.
+    /// What `/dev` and `/proc` see: the file system, every process but the caller, and
+    /// the machine's memory, clock and counters.
     pub(crate) fn sys(&self) -> special::Sys<'_> {
-        special::Sys { vfs: self.vfs, procs: &self.tasks.procs }
+        let counters = special::Counters {
+            idle: std::time::Duration::from_nanos(self.stats.idle_ns),
+            forks: self.stats.processes,
+            switches: self.tasks.switches,
+            exited_icount: self.tasks.exited_icount,
+            last_pid: self.tasks.next_pid.saturating_sub(1),
+        };
+        let machine = special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters };
+        special::Sys { vfs: self.vfs, procs: &self.tasks.procs, machine }
     }
 
     /// Loads `path` into a fresh address space with a new layout (exec).

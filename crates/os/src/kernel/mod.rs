@@ -21,7 +21,7 @@ use morph_mem::{AddressSpace, PageCache, PhysMem};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::host::{self, host_nice, ids};
+use crate::host::{self, host_nice, host_prctl_attrs, host_sched_policy, ids};
 use crate::layout::{Aslr, Kernel, Layout};
 use crate::linux::*;
 use crate::loader::{self, Image, LoadArgs, LoadError};
@@ -297,6 +297,8 @@ impl Machine {
     /// Creates the first process, running `path` with `argv` and `envp`, with the host's
     /// standard descriptors 0-2 and the host's current directory (inside the root).
     pub fn spawn(&mut self, path: &str, argv: &[Vec<u8>], envp: &[Vec<u8>], cwd: &str) -> Result<Pid, LoadError> {
+        // The name it goes by is the path it was started by (a script's, a link's).
+        let comm = crate::process::Comm::of_path(path.as_bytes());
         // A `#!` script runs its interpreter, as execve does (a file that cannot be
         // read is left for the loader to report).
         let (path, argv) = loader::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
@@ -332,6 +334,8 @@ impl Machine {
         cpu.model = self.cfg.engine.cpu;
         cpu.eip = img.entry;
         cpu.gpr[morph_cpu::state::reg::ESP] = img.sp;
+        // What a child of morph would inherit from it: its policy, no_new_privs, slack.
+        let ((policy, rt_priority), (no_new_privs, slack)) = (host_sched_policy(), host_prctl_attrs());
         let p = Process {
             pid,
             tid: pid,
@@ -360,6 +364,7 @@ impl Machine {
             clear_child_tid: 0,
             robust_list: (0, 0),
             rseq: Default::default(),
+            attrs: crate::process::ThreadAttrs::new(comm, policy, rt_priority, no_new_privs, slack),
             threads: Vec::new(),
             thread_exited: false,
             leader_exit: None,
@@ -375,6 +380,10 @@ impl Machine {
             start_icount: 0,
             child_icount: 0,
             cmdline: crate::process::cmdline_of(&argv),
+            parent_tid: 0,
+            job: Default::default(),
+            dumpable: true,
+            child_subreaper: false,
         };
         self.stats.processes += 1;
         self.tasks.procs.insert(pid, p);

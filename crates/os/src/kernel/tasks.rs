@@ -1,6 +1,8 @@
 //! The process table: every thread group, every live thread id, the zombies, the next
 //! pid, the first process's exit status and the thread that ran last; and what acts on
-//! the table as a whole (`kill`, lending and sharing address spaces).
+//! the table as a whole (`kill`, telling a parent of a child's stop or continue, the
+//! parent-death signals and reparenting when a parent goes, lending and sharing
+//! address spaces).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +25,12 @@ pub(crate) struct Tasks {
     pub(crate) first_status: Option<ExitStatus>,
     /// The thread that ran last (`rseq`: a thread another ran after was switched out).
     pub(crate) last_tid: Pid,
+    /// Times the scheduler ran another thread than the one it ran last (`ctxt` in
+    /// `/proc/stat`).
+    pub(crate) switches: u64,
+    /// Guest instructions of the processes that have ended (for the CPU time
+    /// `/proc/stat` reports).
+    pub(crate) exited_icount: u64,
 }
 
 impl Default for Tasks {
@@ -34,6 +42,8 @@ impl Default for Tasks {
             next_pid: FIRST_PID,
             first_status: None,
             last_tid: 0,
+            switches: 0,
+            exited_icount: 0,
         }
     }
 }
@@ -91,11 +101,15 @@ impl Tasks {
             t => q.pgid == t.unsigned_abs(),
         };
         let self_hit = hit(p);
+        let mut continued = Vec::new();
         for q in self.procs.values_mut() {
             if hit(q) {
                 n += 1;
                 if sig != 0 {
                     q.raise_group(sig, info);
+                    if q.job.notify_continued {
+                        continued.push(q.pid);
+                    }
                 }
             }
         }
@@ -105,6 +119,65 @@ impl Tasks {
                 p.raise_group(sig, info);
             }
         }
+        for pid in continued {
+            self.notify_continued(p, pid);
+        }
         n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
+    }
+
+    /// Process `pid` (not the caller `p`) was continued by a signal `p` sent: its
+    /// parent gets `SIGCHLD` with `CLD_CONTINUED` now. (Linux sends it when the
+    /// continued process next runs, which on a machine with a free CPU is at once.)
+    pub(crate) fn notify_continued(&mut self, p: &mut Process, pid: Pid) {
+        let Some(q) = self.procs.get_mut(&pid).filter(|q| q.job.notify_continued) else { return };
+        q.job.notify_continued = false;
+        let ppid = q.ppid;
+        self.notify_job_change(p, pid, ppid, CLD_CONTINUED, SIGCONT);
+    }
+
+    /// Tells the parent `ppid` of `child` that it stopped (`CLD_STOPPED`, `status` the
+    /// signal) or continued (`CLD_CONTINUED`, `SIGCONT`): `SIGCHLD`, unless the parent
+    /// ignores it or has `SA_NOCLDSTOP` (its `wait` learns it all the same). `p` is the
+    /// running process, which may be the parent.
+    pub(crate) fn notify_job_change(&mut self, p: &mut Process, child: Pid, ppid: Pid, code: i32, status: i32) {
+        let parent = if ppid == p.pid { Some(p) } else { self.procs.get_mut(&ppid) };
+        let Some(parent) = parent else { return };
+        let act = parent.sigactions[(SIGCHLD - 1) as usize];
+        if act.handler == SIG_IGN || act.flags & SA_NOCLDSTOP != 0 {
+            return;
+        }
+        let info = SigInfo { code, pid_or_addr: child, uid: ids()[0], status, fault: false };
+        parent.raise_group(SIGCHLD, info);
+    }
+
+    /// Thread `tid` of group `p` has ended while the group lives on: the children it
+    /// made get their threads' parent-death signals, and `reaper` (a live thread of the
+    /// group) becomes their parent thread, as Linux hands a dead thread's children to
+    /// another thread of its group.
+    pub(crate) fn parent_thread_exited(&mut self, p: &Process, tid: Pid, reaper: Pid) {
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], ..SigInfo::default() };
+        for q in self.procs.values_mut().filter(|q| q.ppid == p.pid && q.parent_tid == tid) {
+            for sig in q.pdeath_signals() {
+                q.raise_group(sig, info);
+            }
+            q.parent_tid = reaper;
+        }
+    }
+
+    /// The process that adopts the orphans of a process whose parent is `ppid`: the
+    /// nearest ancestor (`ppid` first) that is a child subreaper
+    /// (`PR_SET_CHILD_SUBREAPER`), else none (init, which is not a guest process: an
+    /// orphan's parent becomes 1).
+    pub(crate) fn reaper_for(&self, ppid: Pid) -> Option<Pid> {
+        let mut at = ppid;
+        // A parent chain has no cycles; the bound only keeps a broken one finite.
+        for _ in 0..=self.procs.len() {
+            let q = self.procs.get(&at)?;
+            if q.child_subreaper {
+                return Some(at);
+            }
+            at = q.ppid;
+        }
+        None
     }
 }

@@ -18,6 +18,7 @@
 //! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds (`(unreachable)/name` for a host file outside the root); opening it opens that object again, as Linux does, but a host object outside the root with no more access than the descriptor has |
 //! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
 //! | `/proc/<pid>/task/<tid>/stat`, `status`, `comm` | the same for each thread of the group (`task` lists the thread ids) |
+//! | `/proc/meminfo`, `uptime`, `loadavg`, `stat` | the machine's memory, clock and counters in Linux's format (see `machine.rs`) |
 //!
 //! `<pid>` is any live guest process. The directories can be listed (`getdents`), made
 //! the working directory, and used as `*at` directory descriptors. Nothing here can be
@@ -39,19 +40,24 @@ use crate::linux::*;
 use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
 use crate::vfs::{Errno, Vfs};
 
+mod machine;
 mod text;
-use crate::files::Listing;
 pub use crate::files::{DirState, ProcFile, Snapshot, TaskFile};
+use crate::files::{Listing, MachineFile};
+pub use machine::{Counters, MachineView};
 pub use text::text;
 
-/// What `/dev` and `/proc` see of the machine: its file system and its processes (the
-/// caller, while it runs, is not among them and is passed beside).
+/// What `/dev` and `/proc` see of the machine: its file system, its processes (the
+/// caller, while it runs, is not among them and is passed beside), and its memory,
+/// clock and counters.
 #[derive(Clone, Copy)]
 pub struct Sys<'a> {
     /// The guest file system.
     pub vfs: &'a Vfs,
     /// Every process but the caller.
     pub procs: &'a std::collections::BTreeMap<Pid, Process>,
+    /// Memory, clock and counters, for the machine-wide files.
+    pub machine: MachineView<'a>,
 }
 
 /// The device number of morph's `/proc` (procfs is 0:22 on a typical system).
@@ -116,7 +122,10 @@ impl Snapshot {
     pub fn fill(&self, m: Sys<'_>, p: &Process) {
         let Some(rw) = self.pending.borrow_mut().take() else { return };
         // A process that has gone reads as empty.
-        let bytes = process(m, p, self.pid).map(|q| text(q, self.file)).unwrap_or_default();
+        let bytes = match self.file {
+            ProcFile::Machine(f) => machine::text(m, p, f),
+            f => process(m, p, self.pid).map(|q| text(q, f)).unwrap_or_default(),
+        };
         let mut done = 0;
         while done < bytes.len() {
             match host::pwrite(rw.as_raw_fd(), &bytes[done..], done as i64) {
@@ -265,6 +274,17 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
         let to = format!("/proc/{}", p.pid);
         return Ok(link(c, 1, follow, p.pid.to_string().as_bytes(), to.as_bytes()));
     }
+    let machine_file = match name {
+        b"meminfo" => Some(MachineFile::Meminfo),
+        b"uptime" => Some(MachineFile::Uptime),
+        b"loadavg" => Some(MachineFile::Loadavg),
+        b"stat" => Some(MachineFile::Stat),
+        _ => None,
+    };
+    if let Some(f) = machine_file {
+        let path = format!("/proc/{}", String::from_utf8_lossy(name));
+        return leaf(c, 1, Node::Proc(p.pid, ProcFile::Machine(f), path));
+    }
     let pid = parse_num(name).ok_or(ENOENT)?;
     let q = process(m, p, pid).ok_or(ENOENT)?;
     let base = format!("/proc/{pid}");
@@ -349,6 +369,14 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
             match host.strip_prefix(m.vfs.root_path()) {
                 Ok(rel) => format!("/{}", rel.display()).into_bytes(),
                 Err(_) if !host.is_absolute() => host.into_os_string().into_encoded_bytes(),
+                // A memfd's name (`/memfd:NAME (deleted)`) is no path, inside the root
+                // or out, whatever the root.
+                Err(_)
+                    if host.as_os_str().as_encoded_bytes().starts_with(b"/memfd:")
+                        && host::is_memfd(e.host.as_raw_fd()) =>
+                {
+                    host.into_os_string().into_encoded_bytes()
+                }
                 Err(_) => {
                     let mut v = b"(unreachable)/".to_vec();
                     v.extend_from_slice(host.file_name().map_or(&b""[..], |n| n.as_encoded_bytes()));
@@ -417,7 +445,9 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
             if acc != O_RDONLY || flags & O_TRUNC != 0 {
                 return Err(EACCES);
             }
-            process(m, p, pid).ok_or(ENOENT)?;
+            if !matches!(f, ProcFile::Machine(_)) {
+                process(m, p, pid).ok_or(ENOENT)?;
+            }
             snapshot(pid, f, path)
         }
         Node::Fd(e) => reopen(m.vfs, &e, flags, mode),
@@ -568,7 +598,8 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
         let mut pids: Vec<Pid> = m.procs.keys().copied().chain([p.pid]).collect();
         pids.sort_unstable();
         pids.dedup();
-        let mut v = named(&[("self", DT_LNK)]);
+        let mut v =
+            named(&[("loadavg", DT_REG), ("meminfo", DT_REG), ("self", DT_LNK), ("stat", DT_REG), ("uptime", DT_REG)]);
         v.extend(pids.into_iter().map(|pid| (pid.to_string().into_bytes(), DT_DIR)));
         return v;
     }

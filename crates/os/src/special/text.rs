@@ -2,12 +2,7 @@
 //! `task/<tid>/stat`, `status`, `comm`, in Linux's format.
 
 use super::*;
-
-/// The name a process goes by (`comm`): the executable's base name, at most 15 bytes.
-pub(super) fn comm(q: &Process) -> String {
-    let base = q.exe.rsplit('/').next().unwrap_or("");
-    base.char_indices().take_while(|(i, c)| i + c.len_utf8() <= 15).map(|(_, c)| c).collect()
-}
+use crate::process::ThreadAttrs;
 
 /// Virtual size and resident pages of a process.
 pub(super) fn memory(q: &Process) -> (u64, u64) {
@@ -36,11 +31,15 @@ pub(super) fn dispositions(q: &Process) -> (u64, u64) {
 /// One thread of a group, as `/proc` shows it.
 pub(super) struct TaskView {
     blocked: bool,
+    /// Its group is stopped (job control).
+    stopped: bool,
     esp: u32,
     eip: u32,
     pending: u64,
     sigmask: u64,
     icount: u64,
+    /// Its name, policy and priority.
+    attrs: ThreadAttrs,
 }
 
 /// The thread of `q` that runs (or last ran).
@@ -48,7 +47,8 @@ fn current(q: &Process) -> TaskView {
     use morph_cpu::state::reg::ESP;
     let (esp, eip) = (q.cpu.gpr[ESP], q.cpu.eip);
     let (pending, sigmask, icount) = (q.pending, q.sigmask, q.cpu.icount);
-    TaskView { blocked: q.blocked.is_some(), esp, eip, pending, sigmask, icount }
+    let (blocked, stopped, attrs) = (q.blocked.is_some(), q.job.stopped, q.attrs);
+    TaskView { blocked, stopped, esp, eip, pending, sigmask, icount, attrs }
 }
 
 /// Thread `tid` of `q`, if it lives.
@@ -59,11 +59,13 @@ pub(super) fn task(q: &Process, tid: Pid) -> Option<TaskView> {
     }
     q.threads.iter().find(|t| t.tid == tid).map(|t| TaskView {
         blocked: t.blocked.is_some(),
+        stopped: q.job.stopped,
         esp: t.cpu.gpr[ESP],
         eip: t.cpu.eip,
         pending: t.pending,
         sigmask: t.sigmask,
         icount: t.cpu.icount,
+        attrs: t.attrs,
     })
 }
 
@@ -73,24 +75,43 @@ fn leader(q: &Process) -> TaskView {
     task(q, q.pid).unwrap_or_else(|| current(q))
 }
 
-/// The contents of a `/proc/<pid>` text file (empty for a thread that has ended).
+/// The contents of a `/proc/<pid>` text file (empty for a thread that has ended, and
+/// for a machine-wide file, which is `machine`'s).
 pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
     match f {
         ProcFile::Maps => maps(q).into_bytes(),
         ProcFile::Cmdline => q.cmdline.clone(),
         ProcFile::Status => status(q, &leader(q), q.pid).into_bytes(),
         ProcFile::Stat => stat(q, &leader(q), None).into_bytes(),
-        ProcFile::Comm | ProcFile::Task(_, TaskFile::Comm) => format!("{}\n", comm(q)).into_bytes(),
+        ProcFile::Comm => comm_line(&leader(q)),
         ProcFile::Task(tid, f) => match (task(q, tid), f) {
             (Some(t), TaskFile::Status) => status(q, &t, tid).into_bytes(),
-            (Some(t), _) => stat(q, &t, Some(tid)).into_bytes(),
+            (Some(t), TaskFile::Comm) => comm_line(&t),
+            (Some(t), TaskFile::Stat) => stat(q, &t, Some(tid)).into_bytes(),
             (None, _) => Vec::new(),
         },
+        ProcFile::Machine(_) => Vec::new(),
     }
 }
 
+/// `comm`: the thread's name as it is (any bytes), and a newline.
+fn comm_line(t: &TaskView) -> Vec<u8> {
+    [t.attrs.comm.as_bytes(), b"\n"].concat()
+}
+
+/// The thread's name as text (bytes that are not UTF-8 replaced).
+fn name(t: &TaskView) -> String {
+    String::from_utf8_lossy(t.attrs.comm.as_bytes()).into_owned()
+}
+
 pub(super) fn state(t: &TaskView) -> (char, &'static str) {
-    if t.blocked { ('S', "sleeping") } else { ('R', "running") }
+    if t.stopped {
+        ('T', "stopped")
+    } else if t.blocked {
+        ('S', "sleeping")
+    } else {
+        ('R', "running")
+    }
 }
 
 /// Linux's `/proc/<pid>/maps`, as a 32-bit kernel prints it (the name column starts
@@ -137,7 +158,9 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
     let (ign, cgt) = dispositions(q);
     let (st, st_name) = state(t);
     let mut s = String::new();
-    let _ = writeln!(s, "Name:\t{}", comm(q));
+    // `status` escapes a newline and a backslash in the name (Linux's
+    // `proc_task_name` with escaping).
+    let _ = writeln!(s, "Name:\t{}", name(t).replace('\\', "\\\\").replace('\n', "\\n"));
     let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
     let _ = writeln!(s, "State:\t{st} ({st_name})");
     let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, pid, q.ppid);
@@ -152,7 +175,8 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
 }
 
 /// `stat` of the process (`t` its leader, `tid` `None`) or of thread `tid` (`t`): the
-/// thread's id, state, registers and signals; its own time, or the group's.
+/// thread's id, name, state, registers, signals, priority and policy; its own time, or
+/// the group's.
 pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>) -> String {
     let (size, rss) = memory(q);
     let (ign, cgt) = dispositions(q);
@@ -161,11 +185,15 @@ pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>) -> String {
     let utime = tick(if tid.is_some() { t.icount.saturating_sub(q.start_icount) } else { q.group_icount() });
     let cutime = tick(q.child_icount);
     let threads = 1 + q.threads.len();
+    // Linux's `task_prio`: -1 - the real-time priority, or 20 + nice.
+    let (rt, policy) = (t.attrs.rt_priority, t.attrs.policy);
+    let prio = if t.attrs.is_realtime() { -1 - rt as i32 } else { 20 + q.nice };
+    let nice = q.nice;
     format!(
-        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 20 0 {threads} 0 0 {size} {rss} 4294967295 \
-         0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 0 0 0 0 0 0 0 {} 0 0 0 0 0\n",
+        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 {prio} {nice} {threads} 0 0 {size} {rss} \
+         4294967295 0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 {rt} {policy} 0 0 0 0 0 {} 0 0 0 0 0\n",
         tid.unwrap_or(q.pid),
-        comm(q),
+        name(t),
         state(t).0,
         q.ppid,
         q.pgid,

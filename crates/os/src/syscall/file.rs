@@ -1,4 +1,5 @@
-//! Descriptor I/O: open, read, write, seek, dup, fcntl, ioctl, truncate, fadvise, directory listings.
+//! Descriptor I/O: open, read, write, seek, dup, close, fcntl, ioctl, truncate, allocate, sync, fadvise,
+//! memfds, directory listings.
 
 use super::common::*;
 use super::wait;
@@ -12,6 +13,7 @@ table! {
         6 close "f" sys_close;
         8 creat "so" sys_creat;
         19 lseek "fdw" sys_lseek;
+        36 sync "" sys_sync;
         41 dup "f" sys_dup;
         54 ioctl "fxx" sys_ioctl;
         55 fcntl "fdx" sys_fcntl;
@@ -34,8 +36,11 @@ table! {
         250 fadvise64 "fqud" sys_fadvise64;
         272 fadvise64_64 "fqqd" sys_fadvise64_64;
         295 openat "fsOo" sys_openat;
+        324 fallocate "fdqq" sys_fallocate;
         330 dup3 "ffx" sys_dup3;
         344 syncfs "f" sys_syncfs;
+        356 memfd_create "su" sys_memfd_create;
+        436 close_range "uuu" sys_close_range;
     }
 }
 
@@ -173,7 +178,7 @@ fn resized(m: &mut FileCtx<'_>, p: &mut Process, key: FileKey, len: u64) {
 
 /// After a write to guest `fd` (`wrote` done): if it went past the end of a cached
 /// file, the mappings see the new end.
-fn grew(m: &mut FileCtx<'_>, p: &mut Process, fd: u32) {
+pub(super) fn grew(m: &mut FileCtx<'_>, p: &mut Process, fd: u32) {
     if let Some(key) = cached_file(m.cache, p, fd)
         && let Some(size) = m.cache.size_of(key)
     {
@@ -192,7 +197,7 @@ fn sys_fadvise64_64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRe
 }
 
 /// A 64-bit argument passed in two registers, low half first.
-fn pair(lo: u32, hi: u32) -> i64 {
+pub(super) fn pair(lo: u32, hi: u32) -> i64 {
     ((u64::from(hi) << 32) | u64::from(lo)) as i64
 }
 
@@ -253,6 +258,66 @@ pub(super) fn sys_fdatasync(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) 
 
 pub(super) fn sys_syncfs(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sync_fd(m, p, a[0], false, true)
+}
+
+/// `sync`: the stores made through shared mappings of every file are written back
+/// (they live in the machine's page cache until then), then the host's `syncfs` makes
+/// the file system of the guest's root durable: that is the guest's whole world, and
+/// the host-wide `sync` would flush file systems the guest cannot see. Always 0, as
+/// Linux's (a failure is not reported).
+pub(super) fn sys_sync(m: &mut FileCtx<'_>, _: &mut Process, _: &[u32; 6]) -> SysResult {
+    let _ = m.cache.write_back_all(m.phys);
+    // syncfs takes no O_PATH descriptor: the root is opened for reading.
+    if let Ok(root) = m.vfs.open("/", b"/", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+        let _ = host::fsync(root.as_raw_fd(), false, true);
+    }
+    Ok(0)
+}
+
+/// `fallocate(fd, mode, offset_lo, offset_hi, len_lo, len_hi)`: the host's, on the host
+/// descriptor behind the guest's, so Linux's checks and answers are the host kernel's
+/// on the same kind of object (`EINVAL` for a negative offset or a length that is not
+/// positive, `EBADF` unless open for writing, `ESPIPE` for a pipe, `ENODEV` for what is
+/// neither a file nor a directory, `EOPNOTSUPP` for a mode the file system lacks), and
+/// every mode the file system has works (`FALLOC_FL_KEEP_SIZE`, punching holes,
+/// zeroing, collapsing and inserting ranges). The page cache stays coherent as around a
+/// write: stores made through shared mappings reach the file first (a mode that moves
+/// or zeroes bytes would otherwise see a later write-back undo it), then the cached
+/// pages of the changed range take the file's bytes, and a new end of file is told to
+/// the cache and the mappings as `ftruncate` tells it.
+pub(super) fn sys_fallocate(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const FALLOC_FL_KEEP_SIZE: i32 = 1;
+    const FALLOC_FL_COLLAPSE_RANGE: i32 = 8;
+    const FALLOC_FL_INSERT_RANGE: i32 = 0x20;
+    let (mode, offset, len) = (a[1] as i32, pair(a[2], a[3]), pair(a[4], a[5]));
+    let e = p.fds.get(a[0]).ok_or(EBADF)?;
+    if matches!(e.host.kind, FileKind::Dir(_)) {
+        // One of morph's own directories (an empty memfd on the host): a directory is
+        // never open for writing.
+        return Err(if offset < 0 || len <= 0 { EINVAL } else { EBADF });
+    }
+    let fd = e.host.as_raw_fd();
+    let key = cached_file(m.cache, p, a[0]);
+    let old_size = key.and_then(|k| m.cache.size_of(k));
+    if let Some(k) = key {
+        m.cache.write_back(m.phys, k).map_err(|_| EIO)?;
+    }
+    let r = host::fallocate(fd, mode, offset, len)?;
+    if let Some(k) = key {
+        let size = host_stat_fd(fd).map_or(0, |st| st.st_size as u64);
+        let top = size.max(old_size.unwrap_or(size));
+        let off = offset as u64;
+        if mode & !FALLOC_FL_KEEP_SIZE != 0 && off < top {
+            // Bytes were zeroed in [offset, offset+len), or everything from the offset
+            // moved (collapse, insert).
+            let shifts = mode & (FALLOC_FL_COLLAPSE_RANGE | FALLOC_FL_INSERT_RANGE) != 0;
+            let end = if shifts { top } else { off.saturating_add(len as u64).min(top) };
+            let _ = m.cache.written(m.phys, k, off, end - off);
+        }
+        // The end of file (and the cache's record of the file) as after ftruncate.
+        truncated(m, p, Some(k), size);
+    }
+    Ok(r)
 }
 
 pub(super) fn sys_ftruncate64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -345,7 +410,11 @@ pub(super) fn open_common(
     flags: u32,
     mode: u32,
 ) -> SysResult {
-    let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    let mut host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    if host_flags & libc::O_PATH != 0 && host_flags & libc::O_TMPFILE != libc::O_TMPFILE {
+        // Linux ignores every other flag beside O_PATH (openat2 refuses them).
+        host_flags &= libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW;
+    }
     let mode = mode & !p.umask;
     let resolved = special::resolve(m.sys(), p, dir, path, flags & O_NOFOLLOW == 0).map_err(|e| {
         // A new name directly in /dev: not the caller's to make (it is root's on Linux).
@@ -381,7 +450,17 @@ pub(super) fn open_host(
     flags: u32,
 ) -> Result<OpenFile, Errno> {
     let guest_nb = flags & O_NONBLOCK != 0;
-    match m.vfs.open("/", abs, host_flags | libc::O_NONBLOCK, mode) {
+    // An O_PATH open opens nothing (and takes no other flag).
+    let path_only = host_flags & libc::O_PATH != 0;
+    let nb = if path_only { 0 } else { libc::O_NONBLOCK };
+    match m.vfs.open("/", abs, host_flags | nb, mode) {
+        Ok(fd) if path_only => {
+            // It reads, writes, maps and locks nothing: no file for the page cache or
+            // the record locks (closing it drops none, as on Linux).
+            let mut f = OpenFile::new(fd);
+            f.file = None;
+            Ok(f)
+        }
         Ok(fd) => {
             let st = host_stat_fd(fd.as_raw_fd())?;
             if st.st_mode & libc::S_IFMT == libc::S_IFIFO {
@@ -437,6 +516,64 @@ pub(super) fn sys_close(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let e = p.fds.close(a[0]).ok_or(EBADF)?;
     closed(m, p, &e);
     Ok(0)
+}
+
+/// `close_range(first, last, flags)`: closes the open descriptors from `first` to
+/// `last` as `close` does, or with `CLOSE_RANGE_CLOEXEC` marks them close-on-exec.
+/// `CLOSE_RANGE_UNSHARE` asks for a private descriptor table first: a process's table
+/// is its own in morph unless it has other threads (they share it, as `CLONE_THREAD`
+/// implies `CLONE_FILES` here), so the flag changes nothing for a process without
+/// threads, and for one with threads a private table cannot be made: `ENOSYS`, as for
+/// the `clone` flags morph does not support, rather than closing the other threads'
+/// descriptors. Unknown flags and `first > last` are `EINVAL`.
+pub(super) fn sys_close_range(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const CLOSE_RANGE_UNSHARE: u32 = 2;
+    const CLOSE_RANGE_CLOEXEC: u32 = 4;
+    let (first, last, flags) = (a[0], a[1], a[2]);
+    if flags & !(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC) != 0 || first > last {
+        return Err(EINVAL);
+    }
+    if flags & CLOSE_RANGE_UNSHARE != 0 && !p.threads.is_empty() {
+        return Err(ENOSYS);
+    }
+    let open: Vec<u32> = p.fds.iter().map(|(fd, _)| fd).filter(|fd| (first..=last).contains(fd)).collect();
+    for fd in open {
+        if flags & CLOSE_RANGE_CLOEXEC != 0 {
+            if let Some(e) = p.fds.get_mut(fd) {
+                e.cloexec = true;
+            }
+        } else if let Some(e) = p.fds.close(fd) {
+            closed(m, p, &e);
+        }
+    }
+    Ok(0)
+}
+
+/// `memfd_create(name, flags)`: a host memfd named `name` behind a new guest descriptor,
+/// an ordinary regular file to morph (readable, writable, `ftruncate`-able, mappable
+/// shared or private through the page cache like any file); `/proc/self/fd/N` shows it
+/// as the host names it, `/memfd:NAME (deleted)`, as Linux does. `MFD_CLOEXEC` and
+/// `MFD_ALLOW_SEALING` are taken; any other flag is `EINVAL`, as on the Linux 6.1 morph
+/// reports (`MFD_HUGETLB`: morph's page cache reads and writes the file with `pread` and
+/// `pwrite`, which a hugetlbfs file refuses; `MFD_NOEXEC_SEAL` and `MFD_EXEC` came in
+/// 6.3). Seals cannot be added (`F_ADD_SEALS` is `EINVAL`): the host would not see the
+/// guest's writable mappings, which live in the page cache. A name of more than 249
+/// bytes is `EINVAL`.
+pub(super) fn sys_memfd_create(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MFD_CLOEXEC: u32 = 1;
+    const MFD_ALLOW_SEALING: u32 = 2;
+    const MFD_NAME_MAX_LEN: usize = 249;
+    let flags = a[1];
+    if flags & !(MFD_CLOEXEC | MFD_ALLOW_SEALING) != 0 {
+        return Err(EINVAL);
+    }
+    let name = p.aspace.read_cstr(a[0], MFD_NAME_MAX_LEN + 1).map_err(efault)?;
+    if name.len() > MFD_NAME_MAX_LEN {
+        return Err(EINVAL);
+    }
+    let name = std::ffi::CString::new(name).map_err(|_| EINVAL)?;
+    let fd = host::memfd_create(&name, libc::MFD_CLOEXEC | (flags & MFD_ALLOW_SEALING))?;
+    p.fds.install(FdEntry::new(fd, flags & MFD_CLOEXEC != 0), 0).ok_or(EMFILE)
 }
 
 /// After guest descriptor `e` was closed: the process's record locks on its file go, as

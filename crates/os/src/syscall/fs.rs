@@ -1,4 +1,4 @@
-//! Path operations: the working directory, links, renames, directories, modes, extended attributes and file times.
+//! Path operations: the working directory, links, renames, directories, modes, owners, extended attributes and file times.
 
 use super::common::*;
 use super::file::at_dir;
@@ -12,6 +12,7 @@ table! {
         12 chdir "s" sys_chdir;
         14 mknod "sox" sys_mknod;
         15 chmod "so" sys_chmod;
+        16 lchown "sdd" |m, p, a| chown_common(m, p, [AT_FDCWD as u32, a[0]], id16(a[1]), id16(a[2]), AT_SYMLINK_NOFOLLOW);
         30 utime "sp" sys_utime;
         38 rename "ss" sys_rename;
         39 mkdir "so" sys_mkdir;
@@ -20,17 +21,29 @@ table! {
         83 symlink "ss" sys_symlink;
         85 readlink "sbu" sys_readlink;
         94 fchmod "fo" sys_fchmod;
+        95 fchown "fdd" |m, p, a| fchown(m, p, a[0], id16(a[1]), id16(a[2]));
         133 fchdir "f" sys_fchdir;
+        182 chown "sdd" |m, p, a| chown_common(m, p, [AT_FDCWD as u32, a[0]], id16(a[1]), id16(a[2]), 0);
         183 getcwd "pu" sys_getcwd;
+        198 lchown32 "sdd" |m, p, a| chown_common(m, p, [AT_FDCWD as u32, a[0]], a[1], a[2], AT_SYMLINK_NOFOLLOW);
+        207 fchown32 "fdd" |m, p, a| fchown(m, p, a[0], a[1], a[2]);
+        212 chown32 "sdd" |m, p, a| chown_common(m, p, [AT_FDCWD as u32, a[0]], a[1], a[2], 0);
+        226 setxattr "ssBuu" |m, p, a| set_xattr(m, p, Xattr::Path(a[0], true), a[1], Some([a[2], a[3], a[4]]));
+        227 lsetxattr "ssBuu" |m, p, a| set_xattr(m, p, Xattr::Path(a[0], false), a[1], Some([a[2], a[3], a[4]]));
+        228 fsetxattr "fsBuu" |m, p, a| set_xattr(m, p, Xattr::Fd(a[0]), a[1], Some([a[2], a[3], a[4]]));
         229 getxattr "sspu" sys_getxattr;
         230 lgetxattr "sspu" sys_lgetxattr;
         231 fgetxattr "fspu" sys_fgetxattr;
         232 listxattr "spu" sys_getxattr;
         233 llistxattr "spu" sys_lgetxattr;
         234 flistxattr "fpu" sys_fgetxattr;
+        235 removexattr "ss" |m, p, a| set_xattr(m, p, Xattr::Path(a[0], true), a[1], None);
+        236 lremovexattr "ss" |m, p, a| set_xattr(m, p, Xattr::Path(a[0], false), a[1], None);
+        237 fremovexattr "fs" |m, p, a| set_xattr(m, p, Xattr::Fd(a[0]), a[1], None);
         271 utimes "sp" sys_utimes;
         296 mkdirat "fso" sys_mkdirat;
         297 mknodat "fsox" sys_mknodat;
+        298 fchownat "fsddF" |m, p, a| chown_common(m, p, [a[0], a[1]], a[2], a[3], a[4]);
         299 futimesat "fsp" sys_futimesat;
         301 unlinkat "fsx" sys_unlinkat;
         302 renameat "fsfs" sys_renameat;
@@ -39,6 +52,7 @@ table! {
         305 readlinkat "fsbu" sys_readlinkat;
         306 fchmodat "fso" sys_fchmodat;
         320 utimensat "fspx" sys_utimensat;
+        353 renameat2 "fsfsu" sys_renameat2;
         412 utimensat_time64 "fspx" sys_utimensat_time64;
     }
 }
@@ -190,13 +204,23 @@ pub(super) fn cached_file_at(cache: &PageCache, dir: &OwnedFd, name: &std::ffi::
     cache.is_cached(key).then_some(key)
 }
 
-pub(super) fn rename_common(m: &mut FileCtx<'_>, p: &Process, a: [u32; 4]) -> SysResult {
+/// `renameat2`'s flags.
+const RENAME_NOREPLACE: u32 = 1;
+const RENAME_EXCHANGE: u32 = 2;
+const RENAME_WHITEOUT: u32 = 4;
+
+/// Renames (`olddirfd`, `oldpath`, `newdirfd`, `newpath` in `a`) with `renameat2`'s
+/// `flags` (checked by the caller), which the host applies to the two names resolved
+/// inside the root.
+pub(super) fn rename_common(m: &mut FileCtx<'_>, p: &Process, a: [u32; 4], flags: u32) -> SysResult {
     let (old, new) = (read_path(p, a[1])?, read_path(p, a[3])?);
     let (od, on) = at_parent(m.vfs, p, a[0], &old)?;
     let (nd, nn) = at_parent(m.vfs, p, a[2], &new)?;
-    // A cached file that the rename replaces loses its last name, as with unlink.
-    let replaced = cached_file_at(m.cache, &nd, &nn);
-    let r = host::renameat(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn)?;
+    // A cached file that the rename replaces loses its last name, as with unlink; an
+    // exchange keeps both names, and a rename that may not replace replaces nothing.
+    let replaces = flags & (RENAME_NOREPLACE | RENAME_EXCHANGE) == 0;
+    let replaced = if replaces { cached_file_at(m.cache, &nd, &nn) } else { None };
+    let r = host::renameat2(od.as_raw_fd(), &on, nd.as_raw_fd(), &nn, flags)?;
     if let Some(key) = replaced {
         m.cache.forget_if_unlinked(m.phys, key);
     }
@@ -204,11 +228,27 @@ pub(super) fn rename_common(m: &mut FileCtx<'_>, p: &Process, a: [u32; 4]) -> Sy
 }
 
 pub(super) fn sys_rename(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    rename_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1]])
+    rename_common(m, p, [AT_FDCWD as u32, a[0], AT_FDCWD as u32, a[1]], 0)
 }
 
 pub(super) fn sys_renameat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    rename_common(m, p, [a[0], a[1], a[2], a[3]])
+    rename_common(m, p, [a[0], a[1], a[2], a[3]], 0)
+}
+
+/// `renameat2(olddirfd, oldpath, newdirfd, newpath, flags)`: `RENAME_NOREPLACE` fails
+/// with `EEXIST` instead of replacing, `RENAME_EXCHANGE` swaps the two names,
+/// `RENAME_WHITEOUT` leaves a whiteout (a 0:0 character device, which opens nothing) at
+/// the old name and needs the privilege Linux asks for. Unknown flags, and an exchange
+/// combined with either of the others, are `EINVAL` before any path is looked at, as
+/// Linux checks them.
+pub(super) fn sys_renameat2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let flags = a[4];
+    if flags & !(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT) != 0
+        || (flags & RENAME_EXCHANGE != 0 && flags & (RENAME_NOREPLACE | RENAME_WHITEOUT) != 0)
+    {
+        return Err(EINVAL);
+    }
+    rename_common(m, p, [a[0], a[1], a[2], a[3]], flags)
 }
 
 pub(super) fn link_common(sys: special::Sys<'_>, p: &Process, a: [u32; 5]) -> SysResult {
@@ -304,6 +344,42 @@ pub(super) fn sys_fchmod(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     host::fchmod(fd.as_raw_fd(), a[1] & 0o7777)
 }
 
+// ----- owners --------------------------------------------------------------------------
+
+/// An id of the 16-bit calls (`lchown`, `fchown`, `chown`): the low half of the
+/// argument, and 0xffff is -1 ("unchanged"), as Linux widens `old_uid_t`.
+fn id16(v: u32) -> u32 {
+    match v as u16 {
+        u16::MAX => u32::MAX,
+        id => u32::from(id),
+    }
+}
+
+/// `fchownat(dirfd, path, uid, gid, flags)` (`at` is `dirfd`, `path`) and the path
+/// calls: the object is resolved inside the root (its last symbolic link not followed
+/// with `AT_SYMLINK_NOFOLLOW`, the descriptor itself with `AT_EMPTY_PATH` and an
+/// empty path) and changed by the host, as `chmod` is. The guest's ids are the host
+/// user's (see `ids.rs`), so the host grants what Linux would grant the same user; an
+/// id of -1 leaves it unchanged. morph's own `/dev` and `/proc` objects and host devices
+/// cannot change (`EPERM`, see [`changeable`]).
+fn chown_common(m: &mut FileCtx<'_>, p: &mut Process, at: [u32; 2], uid: u32, gid: u32, flags: u32) -> SysResult {
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let path = read_path(p, at[1])?;
+    let fd = changeable(m.vfs, at_target(m.sys(), p, at[0], &path, flags)?)?;
+    // With AT_EMPTY_PATH the host changes exactly the object opened inside the root,
+    // an `O_PATH` descriptor of a symbolic link too (the link itself, for lchown).
+    host::fchown_empty_path(fd.as_raw_fd(), uid, gid)
+}
+
+/// `fchown(fd, uid, gid)`: on the host descriptor behind the guest's, so that an
+/// `O_PATH` descriptor is `EBADF` as on Linux.
+fn fchown(m: &mut FileCtx<'_>, p: &mut Process, fd: u32, uid: u32, gid: u32) -> SysResult {
+    let fd = changeable_fd(m.vfs, p, fd)?;
+    host::fchown(fd.as_raw_fd(), uid, gid)
+}
+
 // ----- extended attributes --------------------------------------------------------------
 
 // Extended attributes: the guest's file system has none (`EOPNOTSUPP`, which `ls` and
@@ -323,6 +399,57 @@ pub(super) fn sys_lgetxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) 
 
 pub(super) fn sys_fgetxattr(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.fds.get(a[0]).ok_or(EBADF)?;
+    Err(EOPNOTSUPP)
+}
+
+/// What a `set`/`remove` extended-attribute call names: a path (and whether its last
+/// symbolic link is followed) or a descriptor.
+enum Xattr {
+    Path(u32, bool),
+    Fd(u32),
+}
+
+/// The `setxattr` and `removexattr` families (`set` = value, size, flags for a set):
+/// the arguments are read and checked in Linux's order (flags `EINVAL`, the name
+/// `EFAULT` or `ERANGE` when empty or longer than 255 bytes, the value `E2BIG` past 64
+/// KiB or `EFAULT`), then the object is found (`ENOENT` and the rest as for any path;
+/// `EBADF` for a descriptor that is not open, or is `O_PATH`), and then, as the
+/// guest's file system holds no extended attributes, nothing can be stored or removed:
+/// `EOPNOTSUPP`, what Linux says for a file system without them.
+fn set_xattr(m: &mut FileCtx<'_>, p: &mut Process, what: Xattr, name: u32, set: Option<[u32; 3]>) -> SysResult {
+    const XATTR_CREATE: u32 = 1;
+    const XATTR_REPLACE: u32 = 2;
+    const XATTR_NAME_MAX: usize = 255;
+    const XATTR_SIZE_MAX: u32 = 65536;
+    if let Some([_, _, flags]) = set
+        && flags & !(XATTR_CREATE | XATTR_REPLACE) != 0
+    {
+        return Err(EINVAL);
+    }
+    let n = p.aspace.read_cstr(name, XATTR_NAME_MAX + 1).map_err(efault)?;
+    if n.is_empty() || n.len() > XATTR_NAME_MAX {
+        return Err(ERANGE);
+    }
+    if let Some([value, size, _]) = set
+        && size != 0
+    {
+        if size > XATTR_SIZE_MAX {
+            return Err(E2BIG);
+        }
+        p.aspace.check_read(value, size).map_err(efault)?;
+    }
+    match what {
+        Xattr::Path(path, follow) => {
+            let path = read_path(p, path)?;
+            path_object(m.sys(), p, &p.cwd, &path, follow)?;
+        }
+        Xattr::Fd(fd) => {
+            let e = p.fds.get(fd).ok_or(EBADF)?;
+            if host::getfl(e.host.as_raw_fd())? & libc::O_PATH != 0 {
+                return Err(EBADF);
+            }
+        }
+    }
     Err(EOPNOTSUPP)
 }
 

@@ -103,12 +103,16 @@ pub(super) fn do_mmap(
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
     fill_snapshot(m.sys(), p, fd);
     let raw = entry.host.as_raw_fd();
+    // An O_PATH descriptor's mode reads as -1: it maps nothing (EBADF, as on Linux).
     let (accmode, name) = entry.host.map_info.get_or_init(|| {
         (
-            host::getfl(raw).map_or(-1, |fl| fl & libc::O_ACCMODE),
+            host::getfl(raw).map_or(-1, |fl| if fl & libc::O_PATH != 0 { -1 } else { fl & libc::O_ACCMODE }),
             m.vfs.guest_path_of(&entry.host).unwrap_or_default().into(),
         )
     });
+    if *accmode == -1 {
+        return Err(EBADF);
+    }
     if *accmode == libc::O_WRONLY || (shared && prot.has(Prot::WRITE) && *accmode != libc::O_RDWR) {
         return Err(EACCES);
     }

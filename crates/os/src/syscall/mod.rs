@@ -43,7 +43,9 @@ macro_rules! table {
     };
 }
 
+pub(crate) mod children;
 mod common;
+mod copy;
 mod file;
 mod fs;
 pub(crate) mod futex;
@@ -51,8 +53,10 @@ mod ids;
 mod io;
 mod mm;
 pub(crate) mod net;
+mod prctl;
 pub(crate) mod proc;
 pub(crate) mod rseq;
+mod sched;
 mod signal;
 mod stat;
 pub mod strace;
@@ -62,12 +66,16 @@ mod wait;
 /// Every family's table; together they are the system call table.
 pub static TABLES: &[&[Syscall]] = &[
     file::TABLE,
+    copy::TABLE,
     fs::TABLE,
     stat::TABLE,
     mm::TABLE,
     time::TABLE,
     ids::TABLE,
     proc::TABLE,
+    children::TABLE,
+    sched::TABLE,
+    prctl::TABLE,
     futex::TABLE,
     signal::TABLE,
     rseq::TABLE,

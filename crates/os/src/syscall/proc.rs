@@ -1,4 +1,5 @@
-//! Processes: fork, exec, exit, wait, ids, groups and sessions.
+//! Processes: fork, exec, exit, times, ids, groups and sessions (waiting for children
+//! is `children`, scheduling `sched`, `prctl`'s attributes `prctl`).
 //!
 //! `fork` copies the address space copy-on-write (file-backed pages stay shared with
 //! the page cache) and shares open file descriptions. `vfork` is a `fork` whose parent
@@ -15,14 +16,13 @@ use super::common::*;
 use super::mm::install_tls;
 use crate::layout::Kernel;
 use crate::loader::LoadError;
-use crate::process::{Blocked, Pid, SigAction, SigInfo, Wait};
+use crate::process::{Blocked, Comm, Pid, SigAction, SigInfo, Wait};
 
 table! {
     /// Processes.
     pub(super) TABLE: Task {
         1 exit "d" sys_exit;
         2 fork "" sys_fork;
-        7 waitpid "dpx" sys_waitpid;
         11 execve "sae" sys_execve;
         20 getpid "" sys_getpid;
         43 times "p" sys_times;
@@ -33,13 +33,10 @@ table! {
         77 getrusage "dp" sys_getrusage;
         96 getpriority "dd" sys_getpriority;
         97 setpriority "ddd" sys_setpriority;
-        114 wait4 "dpxp" sys_wait4;
         120 clone "Cpppp" sys_clone;
         132 getpgid "d" sys_getpgid;
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
-        241 sched_setaffinity "dup" sys_sched_setaffinity;
-        242 sched_getaffinity "dup" sys_sched_getaffinity;
         252 exit_group "d" sys_exit_group;
         435 clone3 "pu" sys_clone3;
     }
@@ -172,7 +169,8 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         sigactions: p.sigactions,
         sigmask: p.sigmask,
         umask: p.umask,
-        nice: p.nice,
+        // SCHED_RESET_ON_FORK resets a negative nice value too.
+        nice: if p.attrs.reset_on_fork { p.nice.max(0) } else { p.nice },
         rlimits: p.rlimits,
         exit: None,
         pgid: p.pgid,
@@ -187,6 +185,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         robust_list: (0, 0),
         // A registration is inherited by fork, not by a child sharing the memory.
         rseq: if flags & CLONE_VM != 0 { Default::default() } else { p.rseq },
+        attrs: p.attrs.for_child(),
         threads: Vec::new(),
         thread_exited: false,
         leader_exit: None,
@@ -202,6 +201,11 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         start_icount: p.cpu.icount,
         child_icount: 0,
         cmdline: p.cmdline.clone(),
+        // A `CLONE_PARENT` child is its caller's sibling: the same parent thread.
+        parent_tid: if flags & CLONE_PARENT != 0 { p.parent_tid } else { p.tid },
+        job: Default::default(),
+        dumpable: p.dumpable,
+        child_subreaper: false,
     };
     let setup = |p: &mut Process, child: &mut Process| -> Result<(), Errno> {
         if flags & CLONE_PARENT_SETTID != 0 && !lend && !share_vm {
@@ -323,6 +327,7 @@ fn load_errno(e: &LoadError) -> Errno {
 
 fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
+    let comm = Comm::of_path(&path);
     let mut total = 0;
     let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
@@ -335,18 +340,26 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let cwd = p.cwd.clone();
     free_low_window(m, p);
     let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;
-    // The point of no return: the old image goes, with the group's other threads; the
-    // calling thread becomes the leader.
+    // The point of no return: the old image goes, with the group's other threads
+    // (their children get their parent-death signals and the caller as parent thread);
+    // the calling thread becomes the leader.
+    let caller = p.tid;
     for t in std::mem::take(&mut p.threads) {
         m.tasks.tids.remove(&t.tid);
         m.futexes.cancel(t.tid);
         p.dead_threads_icount += t.cpu.icount;
+        m.tasks.parent_thread_exited(p, t.tid, p.pid);
     }
     if p.tid != p.pid {
         m.tasks.tids.remove(&p.tid);
         m.tasks.tids.insert(p.pid, p.pid);
         p.tid = p.pid;
+        for q in m.tasks.procs.values_mut().filter(|q| q.ppid == p.pid && q.parent_tid == caller) {
+            q.parent_tid = p.pid;
+        }
     }
+    p.attrs.comm = comm;
+    p.dumpable = true;
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
     p.rseq = Default::default();
@@ -399,44 +412,6 @@ fn free_low_window(m: &mut TaskCtx<'_>, p: &mut Process) {
     }
 }
 
-/// Does child (`pid`, `pgid`) match `wait4`'s pid argument for a caller in `own_pgid`?
-fn wait_matches(want: i32, own_pgid: Pid, pid: Pid, pgid: Pid) -> bool {
-    match want {
-        -1 => true,
-        0 => pgid == own_pgid,
-        w if w > 0 => pid == w as Pid,
-        w => pgid == w.unsigned_abs(),
-    }
-}
-
-fn sys_wait4(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let (want, status, options, rusage) = (a[0] as i32, a[1], a[2], a[3]);
-    if options & !(WNOHANG | WUNTRACED | WCONTINUED | 0x4000_0000 | 0x8000_0000 | 0x2000_0000) != 0 {
-        return Err(EINVAL);
-    }
-    let found = m.tasks.zombies.iter().find(|(k, z)| z.ppid == p.pid && wait_matches(want, p.pgid, **k, z.pgid));
-    if let Some((&cpid, z)) = found {
-        let st = z.status.wait_status();
-        if status != 0 {
-            p.aspace.write_u32(status, st).map_err(efault)?;
-        }
-        if rusage != 0 {
-            p.aspace.write_bytes(rusage, &rusage_bytes(z.icount)).map_err(efault)?;
-        }
-        p.child_icount += z.icount;
-        m.tasks.zombies.remove(&cpid);
-        return Ok(cpid);
-    }
-    if !m.tasks.procs.values().any(|c| c.ppid == p.pid && wait_matches(want, p.pgid, c.pid, c.pgid)) {
-        return Err(ECHILD);
-    }
-    if options & WNOHANG != 0 {
-        return Ok(0);
-    }
-    p.blocked = Some(Blocked { wait: Wait::Child, deadline: None, restartable: true });
-    Err(ERESTARTSYS)
-}
-
 /// Clock ticks of `n` guest instructions (see [`INSNS_PER_TICK`]), as a 32-bit `clock_t`.
 fn ticks(n: u64) -> u32 {
     (n / INSNS_PER_TICK) as u32
@@ -457,7 +432,7 @@ fn sys_times(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
 }
 
 /// The i386 `struct rusage` (72 bytes) with the user time of `n` guest instructions.
-fn rusage_bytes(n: u64) -> [u8; 72] {
+pub(super) fn rusage_bytes(n: u64) -> [u8; 72] {
     let usec = u128::from(n) * 10_000 / u128::from(INSNS_PER_TICK);
     let mut b = [0u8; 72];
     b[0..4].copy_from_slice(&((usec / 1_000_000) as u32).to_le_bytes());
@@ -477,10 +452,6 @@ fn sys_getrusage(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResul
     };
     p.aspace.write_bytes(a[1], &rusage_bytes(n)).map_err(efault)?;
     Ok(0)
-}
-
-fn sys_waitpid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    sys_wait4(m, p, &[a[0], a[1], a[2], 0, 0, 0])
 }
 
 fn sys_setpgid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -573,51 +544,8 @@ fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     Ok(p.pid)
 }
 
-// ----- processor affinity -------------------------------------------------------------
-
-/// Bytes of the modeled kernel's CPU mask (`cpumask_size()` of an i386 kernel built for
-/// up to 32 processors). The machine has one processor, CPU 0: every guest thread runs
-/// on the one host thread the machine lives in, interleaved by its scheduler (and the
-/// CPUID it reports is a single-core Crusoe's). Programs that size themselves to the
-/// machine (`nproc`, `sort`, `xz -T0`, `os.cpu_count()`) see that, not the host's.
-const CPUMASK_BYTES: u32 = 4;
-
-/// The thread `pid` of an affinity call names (0: the caller), or `ESRCH`.
-fn affinity_target(m: &TaskCtx<'_>, pid: u32) -> SysResult {
-    if pid == 0 || (pid as i32 > 0 && m.tasks.tids.contains_key(&pid)) { Ok(pid) } else { Err(ESRCH) }
-}
-
-/// `sched_getaffinity(pid, len, mask)`: CPU 0 alone; returns the bytes written, as the
-/// kernel does (`EINVAL` for a length that is not a whole number of 32-bit words or
-/// holds no CPU).
-fn sys_sched_getaffinity(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let len = a[1];
-    if len == 0 || !len.is_multiple_of(4) {
-        return Err(EINVAL);
-    }
-    affinity_target(m, a[0])?;
-    let n = len.min(CPUMASK_BYTES);
-    let mut mask = vec![0u8; n as usize];
-    mask[0] = 1;
-    p.aspace.write_bytes(a[2], &mask).map_err(efault)?;
-    Ok(n)
-}
-
-/// `sched_setaffinity(pid, len, mask)`: any mask that allows CPU 0 (the only one) is
-/// accepted and changes nothing; one that does not is `EINVAL`, as a mask of no online
-/// CPU is on Linux. The mask is read as the kernel reads it: at most the kernel's mask
-/// size, zeros after a shorter one.
-fn sys_sched_setaffinity(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let n = a[1].min(CPUMASK_BYTES);
-    let mut mask = vec![0u8; n as usize];
-    p.aspace.read_bytes(a[2], &mut mask).map_err(efault)?;
-    affinity_target(m, a[0])?;
-    if mask.first().is_some_and(|b| b & 1 != 0) { Ok(0) } else { Err(EINVAL) }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::loader::shebang;
 
     #[test]
@@ -629,13 +557,5 @@ mod tests {
         );
         assert_eq!(shebang(b"#!\n"), None);
         assert_eq!(shebang(b"\x7fELF"), None);
-    }
-
-    #[test]
-    fn wait_selectors() {
-        assert!(wait_matches(-1, 5, 7, 9));
-        assert!(wait_matches(0, 5, 7, 5) && !wait_matches(0, 5, 7, 6));
-        assert!(wait_matches(7, 5, 7, 9) && !wait_matches(8, 5, 7, 9));
-        assert!(wait_matches(-9, 5, 7, 9) && !wait_matches(-9, 5, 7, 5));
     }
 }

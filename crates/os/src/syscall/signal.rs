@@ -74,17 +74,25 @@ fn sigbit(sig: i32) -> u64 {
 impl TaskCtx<'_> {
     /// Delivers pending, unblocked signals to `p`: default actions, or one handler
     /// frame per call. A blocked system call is interrupted (`EINTR`) or, with
-    /// `SA_RESTART` on a restartable call, re-run after the handler.
+    /// `SA_RESTART` on a restartable call, re-run after the handler. A stop signal's
+    /// default action stops the group (see [`crate::process::JobControl`]); a call it
+    /// interrupts goes on waiting once the group is continued, as Linux restarts it.
     pub(crate) fn deliver_signals(&mut self, p: &mut Process) {
         if matches!(p.blocked.as_ref().map(|b| &b.wait), Some(Wait::Vfork(_))) {
             return; // the parent of a vfork waits, signals and all, for its child
         }
+        if std::mem::take(&mut p.job.notify_continued) {
+            let (pid, ppid) = (p.pid, p.ppid);
+            self.tasks.notify_job_change(p, pid, ppid, CLD_CONTINUED, SIGCONT);
+        }
         while p.exit.is_none() {
-            let ready = p.deliverable();
+            // A stopped group takes nothing but `SIGKILL` until it is continued.
+            let ready = p.deliverable() & if p.job.stopped { sigbit(SIGKILL) } else { u64::MAX };
             if ready == 0 {
                 return;
             }
-            let sig = ready.trailing_zeros() as i32 + 1;
+            // `SIGKILL` first: Linux makes it end the group as it is sent.
+            let sig = if ready & sigbit(SIGKILL) != 0 { SIGKILL } else { ready.trailing_zeros() as i32 + 1 };
             p.pending &= !sigbit(sig);
             let info = p.siginfo[(sig - 1) as usize];
             let act = p.sigactions[(sig - 1) as usize];
@@ -103,9 +111,14 @@ impl TaskCtx<'_> {
                     p.exit = Some(ExitStatus::Signal(sig));
                     p.blocked = None;
                 }
+                DefaultAction::Stop => {
+                    p.job = crate::process::JobControl { stopped: true, stop_report: sig, ..Default::default() };
+                    let (pid, ppid) = (p.pid, p.ppid);
+                    self.tasks.notify_job_change(p, pid, ppid, CLD_STOPPED, sig);
+                }
                 // Discarded; a wait in pause/sigsuspend goes on (only a handled signal
-                // ends it).
-                DefaultAction::Ignore | DefaultAction::Stop | DefaultAction::Continue => {}
+                // ends it). `SIGCONT` did its work when it was sent.
+                DefaultAction::Ignore | DefaultAction::Continue => {}
             }
         }
     }
@@ -640,6 +653,9 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
     let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);
+    }
+    if pid != p.pid {
+        m.tasks.notify_continued(p, pid);
     }
     Ok(0)
 }
