@@ -256,7 +256,6 @@ pub fn memfd_create(name: &CStr, flags: u32) -> Result<OwnedFd, Errno> {
     owned(i64::from(unsafe { libc::memfd_create(name.as_ptr(), flags) }))
 }
 
-/// `poll(fds, ms)`: how many are ready.
 /// A new host eventfd with counter `initval` (`semaphore`: `EFD_SEMAPHORE`),
 /// close-on-exec.
 pub fn eventfd(initval: u32, semaphore: bool) -> Result<OwnedFd, Errno> {
@@ -265,6 +264,27 @@ pub fn eventfd(initval: u32, semaphore: bool) -> Result<OwnedFd, Errno> {
     let fd = check(unsafe { libc::eventfd(initval, flags) })?;
     // SAFETY: a fresh descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// A new host inotify instance, close-on-exec and non-blocking (a guest read that would
+/// block waits in the scheduler).
+pub fn inotify_init() -> Result<OwnedFd, Errno> {
+    // SAFETY: inotify_init1 touches no memory; a descriptor it returns is ours alone.
+    let fd = check(unsafe { libc::inotify_init1(libc::IN_CLOEXEC | libc::IN_NONBLOCK) })?;
+    // SAFETY: a fresh descriptor nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// `inotify_add_watch(fd, path, mask)`: the watch descriptor.
+pub fn inotify_add_watch(fd: RawFd, path: &CStr, mask: u32) -> Result<u32, Errno> {
+    // SAFETY: a valid C string, only read.
+    check(unsafe { libc::inotify_add_watch(fd, path.as_ptr(), mask) })
+}
+
+/// `inotify_rm_watch(fd, wd)`.
+pub fn inotify_rm_watch(fd: RawFd, wd: i32) -> Result<u32, Errno> {
+    // SAFETY: touches no memory.
+    check(unsafe { libc::inotify_rm_watch(fd, wd) })
 }
 
 /// A new host timerfd on `clock`, close-on-exec.
@@ -336,6 +356,7 @@ pub fn epoll_wait(epfd: RawFd, max: usize) -> Result<Vec<u8>, Errno> {
     Ok(out)
 }
 
+/// `poll(fds, ms)`: how many are ready.
 pub fn poll(fds: &mut [libc::pollfd], ms: i32) -> Result<usize, Errno> {
     // SAFETY: poll reads and writes `fds.len()` pollfds of our slice.
     let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };

@@ -53,6 +53,7 @@ mod ids;
 mod io;
 mod mm;
 pub(crate) mod net;
+mod notify;
 mod prctl;
 pub(crate) mod proc;
 pub(crate) mod rseq;
@@ -68,6 +69,7 @@ pub static TABLES: &[&[Syscall]] = &[
     file::TABLE,
     copy::TABLE,
     fs::TABLE,
+    notify::TABLE,
     stat::TABLE,
     mm::TABLE,
     time::TABLE,
