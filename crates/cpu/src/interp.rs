@@ -877,8 +877,7 @@ fn segment_refused(cpu: &Cpu, mem: &AddressSpace, ins: &Instruction) -> bool {
     let cmps =
         matches!(ins.mnemonic(), iced_x86::Mnemonic::Cmpsb | iced_x86::Mnemonic::Cmpsw | iced_x86::Mnemonic::Cmpsd);
     if cmps && crate::host::amd_like() && cpu.segment_usable(crate::state::seg::ES, false) {
-        let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
-        let edi = get_reg(cpu, if a16 { Register::DI } else { Register::EDI });
+        let edi = get_reg(cpu, if isa::string_a16(ins) { Register::DI } else { Register::EDI });
         let at = edi.wrapping_add(cpu.seg_base[crate::state::seg::ES]);
         if mem.check_read(at, ins.memory_size().size() as u32).is_err() {
             return false;
@@ -894,8 +893,7 @@ fn rep_without_count(cpu: &Cpu, ins: &Instruction) -> bool {
     if !(rep && ins.is_string_instruction()) {
         return false;
     }
-    let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
-    get_reg(cpu, if a16 { Register::CX } else { Register::ECX }) == 0
+    get_reg(cpu, if isa::string_a16(ins) { Register::CX } else { Register::ECX }) == 0
 }
 
 /// With EFLAGS.AC set (Linux runs user mode with CR0.AM), whether an access of `ins` is

@@ -74,21 +74,9 @@ pub(super) fn branch(c: &mut Ctx<'_>) -> Res<Flow> {
                 ecx
             };
             let zf = c.cpu.eflags & ZF != 0;
-            // On AMD hosts a `rep` prefix picks the condition of a `loope`/`loopne`, as
-            // it does a `cmps`'s: F3 `loope`, F2 `loopne`, the last of the two if both
-            // (measured with either operand and address size, both conditions and both
-            // prefixes; `host::amd_like`; the translator picks its host opcode so too,
-            // `loop_condition`).
+            // On AMD hosts a `rep` prefix picks the condition (`isa::loop_condition`).
             let m = match m {
-                M::Loope | M::Loopne if crate::host::amd_like() => {
-                    if ins.has_repe_prefix() {
-                        M::Loope
-                    } else if ins.has_repne_prefix() {
-                        M::Loopne
-                    } else {
-                        m
-                    }
-                }
+                M::Loope | M::Loopne => crate::isa::loop_condition(ins),
                 _ => m,
             };
             let take = ecx != 0

@@ -1,6 +1,6 @@
 //! The interpreter's string instructions.
 
-use iced_x86::{Mnemonic as M, OpKind, Register};
+use iced_x86::{Mnemonic as M, Register};
 
 use super::{Ctx, Res, read_sized, seg_base, set_arith, set_reg, write_sized};
 use crate::alu::{self, mask};
@@ -78,7 +78,7 @@ pub(super) fn string(c: &mut Ctx<'_>) -> Res<()> {
     let es_base = c.cpu.seg_base[seg::ES];
     // The address-size prefix: SI, DI and CX instead of ESI, EDI and ECX (their upper
     // halves kept; the low halves wrap at 64 KiB).
-    let a16 = ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI));
+    let a16 = crate::isa::string_a16(ins);
     let width = if a16 { 0xffff } else { u32::MAX };
     let get = |cpu: &Cpu, r: usize| cpu.gpr[r] & width;
     let set = |cpu: &mut Cpu, r: usize, v: u32| cpu.gpr[r] = (cpu.gpr[r] & !width) | (v & width);

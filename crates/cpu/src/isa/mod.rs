@@ -145,6 +145,29 @@ pub fn operand_written(ins: &Instruction, i: u32) -> bool {
         )
 }
 
+/// The condition a `loope` or `loopne` (any operand and address size) runs with: its
+/// own, or, on an AMD host, the one its last `rep` prefix picks (F3 `loope`, F2
+/// `loopne`, measured: `host::amd_like`). The interpreter and the translator both ask
+/// this, so they follow one model.
+pub fn loop_condition(ins: &Instruction) -> M {
+    let own = ins.mnemonic();
+    if !crate::host::amd_like() {
+        own
+    } else if ins.has_repe_prefix() {
+        M::Loope
+    } else if ins.has_repne_prefix() {
+        M::Loopne
+    } else {
+        own
+    }
+}
+
+/// Whether string instruction `ins` addresses with SI, DI and CX (an address-size
+/// prefix) rather than ESI, EDI and ECX.
+pub fn string_a16(ins: &Instruction) -> bool {
+    ins.op_kinds().any(|k| matches!(k, OpKind::MemorySegSI | OpKind::MemorySegDI | OpKind::MemoryESDI))
+}
+
 /// How the translator lowers `ins`: its form's [`Lower`], refined for this instance
 /// (where the host encoding of the form cannot express it, the helper runs it).
 pub fn lowering(ins: &Instruction) -> Lower {

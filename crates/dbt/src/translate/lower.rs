@@ -774,23 +774,11 @@ pub(super) fn ecx_branch(ins: &Instruction) -> Option<u8> {
     }
 }
 
-/// The host opcode that runs a `loope` or `loopne` on ECX as the interpreter does: its
-/// own condition, or, on an AMD host, the one its last `rep` prefix picks (F3 `loope`,
-/// F2 `loopne`; see `morph_cpu`'s `branch`). Chosen here rather than by copying the
-/// prefix onto the host's instruction, so that both engines follow one model.
+/// The host opcode that runs a `loope` or `loopne` on ECX with the condition the
+/// interpreter's model gives it (`isa::loop_condition`: on an AMD host, the one its
+/// `rep` prefix picks), rather than the prefix copied onto the host's instruction.
 fn loop_condition(ins: &Instruction) -> u8 {
-    const LOOPE: u8 = 0xe1;
-    const LOOPNE: u8 = 0xe0;
-    let own = if ins.code() == Code::Loope_rel8_32_ECX { LOOPE } else { LOOPNE };
-    if !morph_cpu::host::amd_like() {
-        own
-    } else if ins.has_repe_prefix() {
-        LOOPE
-    } else if ins.has_repne_prefix() {
-        LOOPNE
-    } else {
-        own
-    }
+    if isa::loop_condition(ins) == M::Loope { 0xe1 } else { 0xe0 }
 }
 
 /// Rewrites the memory operand of `h` (a copy of `ins`) into the process window,
