@@ -8,7 +8,7 @@ use std::time::Instant;
 use morph_cpu::{Exit, FaultKind};
 use morph_mem::{MapKind, MemFaultKind};
 
-use crate::host::{ids, poll_now};
+use crate::host::poll_now;
 use crate::kernel::{FIRST_PID, Machine, RunError};
 use crate::linux::*;
 use crate::process::{ExitStatus, FdTable, Pid, Process, SigInfo, Wait, Zombie};
@@ -253,7 +253,8 @@ impl Machine {
         self.tasks_mut().exited_icount += p.group_icount();
         self.reparent_children(&p);
         let icount = p.group_icount() + p.child_icount;
-        let z = Zombie { ppid: p.ppid, pgid: p.pgid, status, icount, exit_signal: p.exit_signal };
+        let z =
+            Zombie { ppid: p.ppid, pgid: p.pgid, status, icount, exit_signal: p.exit_signal, uid: p.attrs.creds.uid };
         if self.notify_exit(p.pid, &z) {
             self.tasks_mut().zombies.insert(p.pid, z);
         }
@@ -265,7 +266,7 @@ impl Machine {
     /// the reaper told of each, or go with `p` if there is no reaper (init reaps them).
     fn reparent_children(&mut self, p: &Process) {
         let reaper = self.tasks().reaper_for(p.ppid);
-        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], ..SigInfo::default() };
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
         for c in self.tasks_mut().procs.values_mut().filter(|c| c.ppid == p.pid) {
             for sig in c.pdeath_signals() {
                 c.raise_group(sig, info);
@@ -295,7 +296,7 @@ impl Machine {
             ExitStatus::Code(c) => (CLD_EXITED, c),
             ExitStatus::Signal(s) => (CLD_KILLED, s),
         };
-        let info = SigInfo { code, pid_or_addr: pid, uid: ids()[0], status: st, fault: false };
+        let info = SigInfo { code, pid_or_addr: pid, uid: z.uid, status: st, fault: false };
         let Some(parent) = self.tasks_mut().procs.get_mut(&z.ppid) else { return false };
         let act = parent.sigactions[(SIGCHLD - 1) as usize];
         let keep = !(z.exit_signal == SIGCHLD && (act.handler == SIG_IGN || act.flags & SA_NOCLDWAIT != 0));

@@ -206,11 +206,68 @@ impl Comm {
     }
 }
 
+/// A thread's credentials (Linux's `struct cred`, its ids): the real, effective, saved
+/// and file-system user and group ids. The machine's first thread has the host
+/// process's; `setuid` and its relatives change them under Linux's rules
+/// (`syscall/creds.rs`). A thread is privileged (`CAP_SETUID`, `CAP_SETGID`, …) while
+/// its effective user id is 0: Linux's capability rules with the default securebits, for
+/// a first process that starts as root with every capability or as another user with
+/// none (`cap_emulate_setxuid`: the effective set goes with `euid` 0, the permitted set
+/// once no id is 0 — and then no id can become 0 again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Creds {
+    /// Real user id.
+    pub uid: u32,
+    /// Effective user id.
+    pub euid: u32,
+    /// Saved set-user-id.
+    pub suid: u32,
+    /// File-system user id.
+    pub fsuid: u32,
+    /// Real group id.
+    pub gid: u32,
+    /// Effective group id.
+    pub egid: u32,
+    /// Saved set-group-id.
+    pub sgid: u32,
+    /// File-system group id.
+    pub fsgid: u32,
+}
+
+impl Creds {
+    /// The host process's ids, every saved and file-system id its effective one.
+    pub fn host() -> Creds {
+        let [uid, euid, gid, egid] = crate::host::ids();
+        Creds { uid, euid, suid: euid, fsuid: euid, gid, egid, sgid: egid, fsgid: egid }
+    }
+
+    /// Whether the thread holds the capabilities the id-changing calls ask for.
+    pub fn privileged(&self) -> bool {
+        self.euid == 0
+    }
+
+    /// Whether a thread with these ids may send a signal to one with `target`'s (Linux's
+    /// `kill_ok_by_cred`): privileged, or its real or effective user id is the target's
+    /// real or saved one.
+    pub fn may_signal(&self, target: &Creds) -> bool {
+        self.privileged() || [self.uid, self.euid].iter().any(|&u| u == target.uid || u == target.suid)
+    }
+
+    /// After `execve` of a program without set-id bits: the saved ids become the
+    /// effective ones (Linux's `commit_creds` from `bprm`), the file-system ids follow.
+    pub fn exec(&mut self) {
+        (self.suid, self.fsuid) = (self.euid, self.euid);
+        (self.sgid, self.fsgid) = (self.egid, self.egid);
+    }
+}
+
 /// What `prctl` and the `sched_*` calls set for one thread (Linux keeps these in the
-/// `task_struct`). A new thread or fork child starts with a copy
+/// `task_struct`), and its credentials. A new thread or fork child starts with a copy
 /// ([`ThreadAttrs::for_child`]); exec keeps them but the name.
 #[derive(Clone, Copy, Debug)]
 pub struct ThreadAttrs {
+    /// Its user and group ids.
+    pub creds: Creds,
     /// The thread's name.
     pub comm: Comm,
     /// `PR_SET_PDEATHSIG`: the signal this thread's process gets when the parent
@@ -242,6 +299,7 @@ impl ThreadAttrs {
     /// inherits (from the host process, for the machine's first process).
     pub fn new(comm: Comm, policy: u32, rt_priority: u32, no_new_privs: bool, timer_slack_ns: u32) -> ThreadAttrs {
         ThreadAttrs {
+            creds: Creds::host(),
             comm,
             pdeath_signal: 0,
             policy,
@@ -672,6 +730,8 @@ pub struct Zombie {
     /// The signal its parent was sent at its exit: `SIGCHLD` for a fork child (`wait`
     /// tells "clone" children, with any other, apart: `__WCLONE`, `__WALL`).
     pub exit_signal: i32,
+    /// Its real user id (the `si_uid` of the reports of its end).
+    pub uid: u32,
 }
 
 /// `argv` as `/proc/<pid>/cmdline` shows it: each argument NUL-terminated.

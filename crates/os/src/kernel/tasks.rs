@@ -84,11 +84,16 @@ impl Tasks {
     }
 
     /// Queues `sig` for every process `target` names (`kill` semantics: a pid, 0 for
-    /// the caller's group, -1 for all, -pgid). `p` is the caller (not in the table
-    /// while it runs). Returns how many processes were signalled.
-    pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> usize {
-        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], ..SigInfo::default() };
-        let mut n = 0;
+    /// the caller's group, -1 for all, -pgid) that `p`'s credentials may signal
+    /// (`Creds::may_signal`, or `SIGCONT` within the session). `p` is the caller (not
+    /// in the table while it runs). Returns how many processes were signalled; `EPERM`
+    /// if the pid, or every process of the group, named was refused (with -1, refusals
+    /// are not errors: Linux's `kill_something_info`).
+    pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> Result<usize, crate::vfs::Errno> {
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
+        let (mut n, mut denied) = (0, 0);
+        let sender = (p.attrs.creds, p.sid);
+        let permitted = |q: &Process| sender.0.may_signal(&q.attrs.creds) || (sig == SIGCONT && q.sid == sender.1);
         // A thread id names its group.
         let target = match self.tids.get(&(target as Pid)) {
             Some(&pid) if target > 0 => pid as i32,
@@ -103,7 +108,9 @@ impl Tasks {
         let self_hit = hit(p);
         let mut continued = Vec::new();
         for q in self.procs.values_mut() {
-            if hit(q) {
+            if hit(q) && !permitted(q) {
+                denied += 1;
+            } else if hit(q) {
                 n += 1;
                 if sig != 0 {
                     q.raise_group(sig, info);
@@ -122,7 +129,12 @@ impl Tasks {
         for pid in continued {
             self.notify_continued(p, pid);
         }
-        n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)))
+        let n = n + usize::from(target > 0 && self.zombies.contains_key(&(target as Pid)));
+        match (n, denied) {
+            (0, d) if d > 0 && target != -1 => Err(EPERM),
+            (0, d) => Ok(d),
+            (n, _) => Ok(n),
+        }
     }
 
     /// Process `pid` (not the caller `p`) was continued by a signal `p` sent: its
@@ -140,13 +152,19 @@ impl Tasks {
     /// ignores it or has `SA_NOCLDSTOP` (its `wait` learns it all the same). `p` is the
     /// running process, which may be the parent.
     pub(crate) fn notify_job_change(&mut self, p: &mut Process, child: Pid, ppid: Pid, code: i32, status: i32) {
-        let parent = if ppid == p.pid { Some(p) } else { self.procs.get_mut(&ppid) };
-        let Some(parent) = parent else { return };
-        let act = parent.sigactions[(SIGCHLD - 1) as usize];
+        let act = match if ppid == p.pid { Some(&*p) } else { self.procs.get(&ppid) } {
+            Some(parent) => parent.sigactions[(SIGCHLD - 1) as usize],
+            None => return,
+        };
         if act.handler == SIG_IGN || act.flags & SA_NOCLDSTOP != 0 {
             return;
         }
-        let info = SigInfo { code, pid_or_addr: child, uid: ids()[0], status, fault: false };
+        // The child's real user id (Linux's `do_notify_parent_cldstop`).
+        let uid =
+            if child == p.pid { Some(p.attrs.creds.uid) } else { self.procs.get(&child).map(|c| c.attrs.creds.uid) };
+        let parent = if ppid == p.pid { Some(p) } else { self.procs.get_mut(&ppid) };
+        let Some(parent) = parent else { return };
+        let info = SigInfo { code, pid_or_addr: child, uid: uid.unwrap_or(ids()[0]), status, fault: false };
         parent.raise_group(SIGCHLD, info);
     }
 
@@ -155,7 +173,7 @@ impl Tasks {
     /// group) becomes their parent thread, as Linux hands a dead thread's children to
     /// another thread of its group.
     pub(crate) fn parent_thread_exited(&mut self, p: &Process, tid: Pid, reaper: Pid) {
-        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: ids()[0], ..SigInfo::default() };
+        let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
         for q in self.procs.values_mut().filter(|q| q.ppid == p.pid && q.parent_tid == tid) {
             for sig in q.pdeath_signals() {
                 q.raise_group(sig, info);

@@ -153,7 +153,7 @@ pub(super) fn maps(q: &Process) -> String {
 
 /// `status` of the process (`pid` its id, `t` its leader) or of thread `pid` (`t`).
 pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
-    let id = ids();
+    let c = t.attrs.creds;
     let (size, rss) = memory(q);
     let (ign, cgt) = dispositions(q);
     let (st, st_name) = state(t);
@@ -164,8 +164,8 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
     let _ = writeln!(s, "Umask:\t{:04o}", q.umask);
     let _ = writeln!(s, "State:\t{st} ({st_name})");
     let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, pid, q.ppid);
-    let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", id[0], id[1], id[1], id[1]);
-    let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", id[2], id[3], id[3], id[3]);
+    let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", c.uid, c.euid, c.suid, c.fsuid);
+    let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", c.gid, c.egid, c.sgid, c.fsgid);
     let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
     let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
     let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());

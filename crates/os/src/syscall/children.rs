@@ -123,6 +123,8 @@ struct Found {
     pid: Pid,
     event: Event,
     icount: u64,
+    /// The child's real user id (the `si_uid` of `waitid`'s report).
+    uid: u32,
 }
 
 /// Looks for a report for `p`'s wait `w` and takes it (unless `WNOWAIT`): a zombie is
@@ -137,14 +139,14 @@ fn wait_common(m: &mut TaskCtx<'_>, p: &mut Process, w: ChildWait) -> Result<Opt
         return Err(ERESTARTSYS);
     };
     let keep = w.options & WNOWAIT != 0;
-    let icount = match event {
+    let (icount, uid) = match event {
         Event::Exited(_) => {
-            let icount = m.tasks.zombies.get(&pid).map_or(0, |z| z.icount);
+            let (icount, uid) = m.tasks.zombies.get(&pid).map_or((0, ids()[0]), |z| (z.icount, z.uid));
             if !keep {
                 m.tasks.zombies.remove(&pid);
                 p.child_icount += icount;
             }
-            icount
+            (icount, uid)
         }
         Event::Stopped(_) | Event::Continued => {
             let Some(q) = m.tasks.procs.get_mut(&pid) else { return Err(ECHILD) };
@@ -154,10 +156,10 @@ fn wait_common(m: &mut TaskCtx<'_>, p: &mut Process, w: ChildWait) -> Result<Opt
                     _ => q.job.continued_report = false,
                 }
             }
-            q.group_icount() + q.child_icount
+            (q.group_icount() + q.child_icount, q.attrs.creds.uid)
         }
     };
-    Ok(Some(Found { pid, event, icount }))
+    Ok(Some(Found { pid, event, icount, uid }))
 }
 
 /// `wait4(pid, status, options, rusage)`: `pid` -1 any child, > 0 that child, 0 the
@@ -214,7 +216,7 @@ fn sys_waitid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
         let mut b = [0u8; 24];
         if let Ok(Some(f)) = &found {
             let (code, status) = f.event.code_and_status();
-            for (i, v) in [SIGCHLD as u32, 0, code as u32, f.pid, ids()[0], status as u32].into_iter().enumerate() {
+            for (i, v) in [SIGCHLD as u32, 0, code as u32, f.pid, f.uid, status as u32].into_iter().enumerate() {
                 b[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
             }
         }

@@ -1,24 +1,16 @@
-//! Who and where the guest runs: user and group ids (and supplementary groups), `uname`, resource limits, `sysinfo`, `getrandom`.
+//! Who and where the guest runs: supplementary groups (the ids are `creds.rs`'), `uname`, resource limits, `sysinfo`, `getrandom`.
 
 use super::common::*;
 
 table! {
     /// Identity, limits and system information.
     pub(super) TABLE: Files {
-        24 getuid "" |_, _, _| Ok(ids()[0]);
-        47 getgid "" |_, _, _| Ok(ids()[2]);
-        49 geteuid "" |_, _, _| Ok(ids()[1]);
-        50 getegid "" |_, _, _| Ok(ids()[3]);
         75 setrlimit "dp" sys_setrlimit;
         76 getrlimit "dp" sys_old_getrlimit;
         80 getgroups "dp" |_, p, a| sys_getgroups(p, a, true);
         116 sysinfo "p" sys_sysinfo;
         122 uname "p" sys_uname;
         191 ugetrlimit "dp" sys_getrlimit;
-        199 getuid32 "" |_, _, _| Ok(ids()[0]);
-        200 getgid32 "" |_, _, _| Ok(ids()[2]);
-        201 geteuid32 "" |_, _, _| Ok(ids()[1]);
-        202 getegid32 "" |_, _, _| Ok(ids()[3]);
         205 getgroups32 "dp" |_, p, a| sys_getgroups(p, a, false);
         340 prlimit64 "ddpp" sys_prlimit64;
         355 getrandom "pux" sys_getrandom;

@@ -46,6 +46,7 @@ macro_rules! table {
 pub(crate) mod children;
 mod common;
 mod copy;
+mod creds;
 mod file;
 mod fs;
 pub(crate) mod futex;
@@ -74,6 +75,7 @@ pub static TABLES: &[&[Syscall]] = &[
     mm::TABLE,
     time::TABLE,
     ids::TABLE,
+    creds::TABLE,
     proc::TABLE,
     children::TABLE,
     sched::TABLE,

@@ -359,6 +359,7 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
         }
     }
     p.attrs.comm = comm;
+    p.attrs.creds.exec();
     p.dumpable = true;
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
@@ -484,13 +485,16 @@ fn sys_setpgid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult 
 }
 
 /// The processes `getpriority`/`setpriority` name: (which, who) = process, group or
-/// user (every process runs as the same user), `who` 0 meaning the caller's.
+/// user (by real user id), `who` 0 meaning the caller's.
 fn priority_targets(m: &TaskCtx<'_>, p: &Process, which: u32, who: u32) -> Result<Vec<Pid>, Errno> {
     let all = std::iter::once(p).chain(m.tasks.procs.values());
     let v: Vec<Pid> = match which {
         PRIO_PROCESS => all.filter(|q| q.pid == if who == 0 { p.pid } else { who }).map(|q| q.pid).collect(),
         PRIO_PGRP => all.filter(|q| q.pgid == if who == 0 { p.pgid } else { who }).map(|q| q.pid).collect(),
-        PRIO_USER => all.filter(|_| who == 0 || who == ids()[0]).map(|q| q.pid).collect(),
+        PRIO_USER => {
+            let uid = if who == 0 { p.attrs.creds.uid } else { who };
+            all.filter(|q| q.attrs.creds.uid == uid).map(|q| q.pid).collect()
+        }
         _ => return Err(EINVAL),
     };
     if v.is_empty() { Err(ESRCH) } else { Ok(v) }
@@ -506,6 +510,7 @@ fn sys_getpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
 fn sys_setpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let pids = priority_targets(m, p, a[0], a[1])?;
     let want = (a[2] as i32).clamp(-20, 19);
+    let privileged = p.attrs.creds.privileged();
     for pid in pids {
         let q = if pid == p.pid {
             &mut *p
@@ -514,8 +519,8 @@ fn sys_setpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
         } else {
             continue; // gone since priority_targets listed it
         };
-        // Raising priority needs CAP_SYS_NICE: only root has it here.
-        if want < q.nice && ids()[1] != 0 {
+        // Raising priority needs CAP_SYS_NICE: a privileged caller's (see `Creds`).
+        if want < q.nice && !privileged {
             return Err(EACCES);
         }
         q.nice = want;

@@ -72,8 +72,8 @@ fn sys_sched_setparam(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sys
 
 /// Sets the policy (`None`: keeps it, and its reset-on-fork flag) and the priority at
 /// `param`, as Linux's `__sched_setscheduler` checks them: a valid policy, a priority
-/// 1..=99 under a real-time policy and 0 under any other; without privilege (morph's
-/// rule: the host user is root), a real-time policy only within `RLIMIT_RTPRIO`, no way
+/// 1..=99 under a real-time policy and 0 under any other; without privilege (an
+/// effective user id other than 0, see `Creds`), a real-time policy only within `RLIMIT_RTPRIO`, no way
 /// back from `SCHED_IDLE` beyond `RLIMIT_NICE`, and `SCHED_RESET_ON_FORK` not cleared
 /// (`EPERM`). A real-time thread's timer slack is 0; a thread leaving a real-time
 /// policy gets its default back (Linux 6.7 and later).
@@ -82,6 +82,7 @@ fn set_scheduler(m: &mut TaskCtx<'_>, p: &mut Process, pid: u32, policy: Option<
         return Err(EINVAL);
     }
     let prio = p.aspace.read_u32(param).map_err(efault)?;
+    let privileged = p.attrs.creds.privileged();
     let (q, tid) = thread_of(m, p, pid)?;
     let (rtprio_limit, nice_limit, nice) = (q.rlimits[RLIMIT_RTPRIO].0, q.rlimits[RLIMIT_NICE].0, q.nice);
     let t = q.thread_attrs_mut(tid).ok_or(ESRCH)?;
@@ -93,7 +94,7 @@ fn set_scheduler(m: &mut TaskCtx<'_>, p: &mut Process, pid: u32, policy: Option<
     if !valid_policy(policy) || prio > MAX_RT_PRIORITY || policy == SCHED_DEADLINE || realtime(policy) != (prio != 0) {
         return Err(EINVAL);
     }
-    if ids()[1] != 0 {
+    if !privileged {
         let rt_denied = realtime(policy)
             && ((policy != t.policy && rtprio_limit == 0)
                 || u64::from(prio) > rtprio_limit.max(u64::from(t.rt_priority)));

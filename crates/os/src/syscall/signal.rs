@@ -623,7 +623,7 @@ fn sys_kill(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if !(0..=64).contains(&sig) {
         return Err(EINVAL);
     }
-    if m.tasks.kill(p, a[0] as i32, sig) == 0 { Err(ESRCH) } else { Ok(0) }
+    if m.tasks.kill(p, a[0] as i32, sig)? == 0 { Err(ESRCH) } else { Ok(0) }
 }
 
 fn sys_tkill(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -649,8 +649,13 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
     if tgid.is_some_and(|g| g != pid) {
         return Err(ESRCH);
     }
-    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: crate::host::ids()[0], ..SigInfo::default() };
+    let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
+    let (sender, sid) = (p.attrs.creds, p.sid);
     let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
+    let target = q.thread_attrs(tid).ok_or(ESRCH)?.creds;
+    if !(sender.may_signal(&target) || (sig == SIGCONT && q.sid == sid)) {
+        return Err(EPERM);
+    }
     if sig != 0 && !q.raise_thread(tid, sig, info) {
         return Err(ESRCH);
     }

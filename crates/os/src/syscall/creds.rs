@@ -1,0 +1,227 @@
+//! Credentials: a thread's user and group ids read and changed as Linux's
+//! `kernel/sys.c` does (`setuid`, `setreuid`, `setresuid`, `setfsuid` and the group
+//! ones, each also in its 16-bit form). The ids live per thread in
+//! [`crate::process::Creds`]; glibc makes a change every thread's (its `SIGSETXID`
+//! round), as on Linux.
+//!
+//! What the ids govern in morph: what the guest reads back (these calls, `/proc`'s
+//! `status`, the `uid` of the signals it sends), what its children and new threads
+//! inherit, which id changes are permitted, and which processes its signals may reach
+//! (`Creds::may_signal`). Files are opened, read and written by the host process (inside
+//! the guest root), so the host's permission checks apply whatever ids the guest has
+//! taken: a guest that gives up root keeps root's access to files.
+
+use super::common::*;
+use crate::process::Creds;
+
+table! {
+    /// User and group ids.
+    pub(super) TABLE: Files {
+        23 setuid "d" |_, p, a| set_id(p, Which::User, Set::One(wide(a[0], true)));
+        24 getuid "" |_, p, _| Ok(narrow(p.attrs.creds.uid));
+        46 setgid "d" |_, p, a| set_id(p, Which::Group, Set::One(wide(a[0], true)));
+        47 getgid "" |_, p, _| Ok(narrow(p.attrs.creds.gid));
+        49 geteuid "" |_, p, _| Ok(narrow(p.attrs.creds.euid));
+        50 getegid "" |_, p, _| Ok(narrow(p.attrs.creds.egid));
+        70 setreuid "dd" |_, p, a| set_id(p, Which::User, Set::Re(wide(a[0], true), wide(a[1], true)));
+        71 setregid "dd" |_, p, a| set_id(p, Which::Group, Set::Re(wide(a[0], true), wide(a[1], true)));
+        138 setfsuid "d" |_, p, a| Ok(set_fs(p, Which::User, wide(a[0], true)));
+        139 setfsgid "d" |_, p, a| Ok(set_fs(p, Which::Group, wide(a[0], true)));
+        164 setresuid "ddd" |_, p, a| set_id(p, Which::User, res(a, true));
+        165 getresuid "ppp" |_, p, a| get_res(p, a, Which::User, true);
+        170 setresgid "ddd" |_, p, a| set_id(p, Which::Group, res(a, true));
+        171 getresgid "ppp" |_, p, a| get_res(p, a, Which::Group, true);
+        199 getuid32 "" |_, p, _| Ok(p.attrs.creds.uid);
+        200 getgid32 "" |_, p, _| Ok(p.attrs.creds.gid);
+        201 geteuid32 "" |_, p, _| Ok(p.attrs.creds.euid);
+        202 getegid32 "" |_, p, _| Ok(p.attrs.creds.egid);
+        203 setreuid32 "dd" |_, p, a| set_id(p, Which::User, Set::Re(a[0], a[1]));
+        204 setregid32 "dd" |_, p, a| set_id(p, Which::Group, Set::Re(a[0], a[1]));
+        208 setresuid32 "ddd" |_, p, a| set_id(p, Which::User, res(a, false));
+        209 getresuid32 "ppp" |_, p, a| get_res(p, a, Which::User, false);
+        210 setresgid32 "ddd" |_, p, a| set_id(p, Which::Group, res(a, false));
+        211 getresgid32 "ppp" |_, p, a| get_res(p, a, Which::Group, false);
+        213 setuid32 "d" |_, p, a| set_id(p, Which::User, Set::One(a[0]));
+        214 setgid32 "d" |_, p, a| set_id(p, Which::Group, Set::One(a[0]));
+        215 setfsuid32 "d" |_, p, a| Ok(set_fs(p, Which::User, a[0]));
+        216 setfsgid32 "d" |_, p, a| Ok(set_fs(p, Which::Group, a[0]));
+    }
+}
+
+/// "No change" in the calls that take it, and the one id that is never valid.
+const NONE: u32 = u32::MAX;
+
+/// The id the 16-bit calls report for one that does not fit (Linux's `overflowuid`
+/// and `overflowgid`).
+const OVERFLOW_ID: u32 = 65534;
+
+/// A 16-bit call's argument as an id: `(u16)-1` is -1 (Linux's `low2highuid`).
+fn wide(v: u32, narrow: bool) -> u32 {
+    let v = if narrow { v & 0xffff } else { v };
+    if narrow && v == 0xffff { NONE } else { v }
+}
+
+/// An id as a 16-bit call reports it (Linux's `high2lowuid`).
+fn narrow(id: u32) -> u32 {
+    if id > 0xffff { OVERFLOW_ID } else { id }
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    User,
+    Group,
+}
+
+/// The ids one call asks for (`NONE`: unchanged, where the call allows it).
+#[derive(Clone, Copy)]
+enum Set {
+    /// `setuid`/`setgid`.
+    One(u32),
+    /// `setreuid`/`setregid`: real and effective.
+    Re(u32, u32),
+    /// `setresuid`/`setresgid`: real, effective and saved.
+    Res(u32, u32, u32),
+}
+
+fn res(a: &[u32; 6], narrow: bool) -> Set {
+    Set::Res(wide(a[0], narrow), wide(a[1], narrow), wide(a[2], narrow))
+}
+
+/// The real, effective, saved and file-system ids of one kind.
+fn ids_of(c: &Creds, w: Which) -> [u32; 4] {
+    match w {
+        Which::User => [c.uid, c.euid, c.suid, c.fsuid],
+        Which::Group => [c.gid, c.egid, c.sgid, c.fsgid],
+    }
+}
+
+fn store(c: &mut Creds, w: Which, [r, e, s, f]: [u32; 4]) {
+    match w {
+        Which::User => (c.uid, c.euid, c.suid, c.fsuid) = (r, e, s, f),
+        Which::Group => (c.gid, c.egid, c.sgid, c.fsgid) = (r, e, s, f),
+    }
+}
+
+/// The ids after a change asked by `set`, by a thread with ids `old` that is
+/// `privileged` or not, as `kernel/sys.c` decides them (the file-system id follows the
+/// effective one).
+fn changed(old: [u32; 4], set: Set, privileged: bool) -> Result<[u32; 4], Errno> {
+    let [r, e, s, _] = old;
+    let is_old = |v: u32| v == r || v == e || v == s;
+    match set {
+        Set::One(id) => {
+            if id == NONE {
+                return Err(EINVAL);
+            }
+            if privileged {
+                Ok([id, id, id, id])
+            } else if id == r || id == s {
+                Ok([r, id, s, id])
+            } else {
+                Err(EPERM)
+            }
+        }
+        Set::Re(nr, ne) => {
+            // Unprivileged: the real id may become the effective one, the effective id
+            // the real or saved one.
+            if !privileged && ((nr != NONE && nr != r && nr != e) || (ne != NONE && !is_old(ne))) {
+                return Err(EPERM);
+            }
+            let new_r = if nr == NONE { r } else { nr };
+            let new_e = if ne == NONE { e } else { ne };
+            // The saved id takes the new effective one when the real id is set, or the
+            // effective one set to something other than the old real id.
+            let new_s = if nr != NONE || (ne != NONE && ne != r) { new_e } else { s };
+            Ok([new_r, new_e, new_s, new_e])
+        }
+        Set::Res(nr, ne, ns) => {
+            if !privileged && [nr, ne, ns].iter().any(|&v| v != NONE && !is_old(v)) {
+                return Err(EPERM);
+            }
+            let pick = |v: u32, old: u32| if v == NONE { old } else { v };
+            let new_e = pick(ne, e);
+            Ok([pick(nr, r), new_e, pick(ns, s), new_e])
+        }
+    }
+}
+
+fn set_id(p: &mut Process, w: Which, set: Set) -> SysResult {
+    let c = &mut p.attrs.creds;
+    // Both kinds ask for a capability that goes with the effective *user* id.
+    let new = changed(ids_of(c, w), set, c.privileged())?;
+    store(c, w, new);
+    Ok(0)
+}
+
+/// `setfsuid`/`setfsgid`: the old file-system id, whether or not it changed (never an
+/// error): it changes to a valid id that is one of the thread's ids, or to any valid id
+/// for a privileged thread.
+fn set_fs(p: &mut Process, w: Which, id: u32) -> u32 {
+    let c = &mut p.attrs.creds;
+    let [r, e, s, f] = ids_of(c, w);
+    if id != NONE && (c.privileged() || [r, e, s, f].contains(&id)) {
+        store(c, w, [r, e, s, id]);
+    }
+    f
+}
+
+/// `getresuid`/`getresgid`: the real, effective and saved ids to three pointers, each
+/// 16 bits wide in the old calls.
+fn get_res(p: &mut Process, a: &[u32; 6], w: Which, narrow_ids: bool) -> SysResult {
+    let ids = ids_of(&p.attrs.creds, w);
+    for (i, &ptr) in a[..3].iter().enumerate() {
+        let r = if narrow_ids {
+            p.aspace.write_bytes(ptr, &(narrow(ids[i]) as u16).to_le_bytes())
+        } else {
+            p.aspace.write_bytes(ptr, &ids[i].to_le_bytes())
+        };
+        r.map_err(efault)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ROOT: [u32; 4] = [0, 0, 0, 0];
+
+    #[test]
+    fn setuid_by_root_sets_every_id_and_by_a_user_only_the_effective_one() {
+        assert_eq!(changed(ROOT, Set::One(1000), true), Ok([1000; 4]));
+        assert_eq!(changed([1000, 0, 0, 0], Set::One(1000), false), Ok([1000, 1000, 0, 1000]));
+        assert_eq!(changed([1000, 1000, 0, 1000], Set::One(0), false), Ok([1000, 0, 0, 0]));
+        assert_eq!(changed([1000; 4], Set::One(0), false), Err(EPERM));
+        assert_eq!(changed(ROOT, Set::One(NONE), true), Err(EINVAL));
+    }
+
+    #[test]
+    fn setreuid_moves_the_saved_id_as_linux_does() {
+        // seteuid(1000) as root (glibc's seteuid is setresuid, but setreuid(-1, 1000)
+        // sets the saved id: 1000 is not the old real id).
+        assert_eq!(changed(ROOT, Set::Re(NONE, 1000), true), Ok([0, 1000, 1000, 1000]));
+        // Setting the effective id back to the real one keeps the saved id.
+        assert_eq!(changed([1000, 2000, 2000, 2000], Set::Re(NONE, 1000), false), Ok([1000, 1000, 2000, 1000]));
+        // Swapping real and effective.
+        assert_eq!(changed([1000, 2000, 2000, 2000], Set::Re(2000, 1000), false), Ok([2000, 1000, 1000, 1000]));
+        assert_eq!(changed([1000, 1000, 1000, 1000], Set::Re(NONE, 3000), false), Err(EPERM));
+        assert_eq!(changed([1000, 2000, 3000, 2000], Set::Re(3000, NONE), false), Err(EPERM));
+    }
+
+    #[test]
+    fn setresuid_takes_any_of_the_old_ids_unprivileged() {
+        assert_eq!(changed([1, 2, 3, 2], Set::Res(3, 1, 2), false), Ok([3, 1, 2, 1]));
+        assert_eq!(changed([1, 2, 3, 2], Set::Res(NONE, NONE, NONE), false), Ok([1, 2, 3, 2]));
+        assert_eq!(changed([1, 2, 3, 2], Set::Res(4, NONE, NONE), false), Err(EPERM));
+        assert_eq!(changed(ROOT, Set::Res(4, 5, 6), true), Ok([4, 5, 6, 5]));
+    }
+
+    #[test]
+    fn sixteen_bit_ids_widen_and_narrow_as_linux_s() {
+        assert_eq!(wide(0xffff, true), NONE);
+        assert_eq!(wide(0x1_0005, true), 5);
+        assert_eq!(wide(0xffff, false), 0xffff);
+        assert_eq!(narrow(70000), OVERFLOW_ID);
+        assert_eq!(narrow(1000), 1000);
+    }
+}
