@@ -38,6 +38,10 @@
 #define SYS_setfsuid	215
 #define SYS_setfsgid	216
 #define SYS_waitid	284
+#define SYS_getgroups16	80
+#define SYS_setgroups16	81
+#define SYS_getgroups	205
+#define SYS_setgroups	206
 
 #define SIGCONT_	18
 #define P_PID_		1
@@ -85,7 +89,7 @@ static void status_lines(void)
 		char *end = strchr(line, '\n');
 		if (end)
 			*end = 0;
-		if (!strncmp(line, "Uid:", 4) || !strncmp(line, "Gid:", 4))
+		if (!strncmp(line, "Uid:", 4) || !strncmp(line, "Gid:", 4) || !strncmp(line, "Groups:", 7))
 			printf("status %s\n", line);
 		if (!end)
 			break;
@@ -118,7 +122,45 @@ static void unprivileged(unsigned me)
 	show("after refusals");
 	TRY(rt_syscall(SYS_setuid16, 0xffff));
 	TRY(rt_syscall(SYS_setuid16, 0));
+	TRY(rt_syscall(SYS_setgroups, 0, 0));
+	TRY(rt_syscall(SYS_setgroups, 70000, 0));
 	TRY(rt_syscall(SYS_setreuid16, 0xffff, 0xffff));
+}
+
+static void print_groups(const char *what)
+{
+	unsigned g[8];
+	long n = rt_syscall(SYS_getgroups, 8, g);
+	printf("%s: %s:", what, res(n));
+	for (long i = 0; i < n; i++)
+		printf(" %u", g[i]);
+	printf("\n");
+}
+
+/* setgroups and getgroups, 32- and 16-bit, by a privileged caller. */
+static void groups_test(void)
+{
+	unsigned g3[] = { 50, 30, 90 };
+	TRY(rt_syscall(SYS_setgroups, 3, g3));
+	print_groups("setgroups(50, 30, 90)");
+	unsigned g1[1];
+	TRY(rt_syscall(SYS_getgroups, 1, g1));
+	TRY(rt_syscall(SYS_getgroups, 0, 0));
+	TRY(rt_syscall(SYS_getgroups, -1, g1));
+	TRY(rt_syscall(SYS_setgroups, 70000, g3));
+	TRY(rt_syscall(SYS_setgroups, 1, 0));
+	unsigned bad[] = { 4, 0xffffffffu };
+	TRY(rt_syscall(SYS_setgroups, 2, bad));
+	unsigned short h[] = { 7, 0xffff };
+	TRY(rt_syscall(SYS_setgroups16, 2, h));
+	TRY(rt_syscall(SYS_setgroups16, 1, h));
+	unsigned short h2[4] = { 1, 1, 1, 1 };
+	TRY(rt_syscall(SYS_getgroups16, 4, h2));
+	printf("getgroups16: %u %u\n", h2[0], h2[1]);
+	print_groups("setgroups16(7)");
+	status_lines();
+	TRY(rt_syscall(SYS_setgroups, 0, 0));
+	print_groups("setgroups(0)");
 }
 
 /* Root giving up its ids step by step, in a child. */
@@ -128,6 +170,7 @@ static void privileged(char **argv)
 	status_lines();
 	long pid = sys_fork();
 	if (pid == 0) {
+		groups_test();
 		TRY(rt_syscall(SYS_setresgid, 100, 200, 300));
 		TRY(rt_syscall(SYS_setresuid, 1000, 0, 2000));
 		show("setresuid(1000, 0, 2000)");

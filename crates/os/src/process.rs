@@ -65,6 +65,9 @@ pub struct Process {
     pub tid: Pid,
     /// Parent's pid.
     pub ppid: Pid,
+    /// The supplementary group ids (`setgroups`): per process here, per thread on Linux,
+    /// where glibc's `setgroups` makes every thread's the same all the same.
+    pub groups: std::rc::Rc<[u32]>,
     /// *Per thread*: CPU state.
     pub cpu: Cpu,
     /// Address space.

@@ -340,6 +340,7 @@ impl Machine {
             pid,
             tid: pid,
             ppid: 1,
+            groups: host::groups().into(),
             cpu,
             aspace,
             fds,

@@ -166,7 +166,9 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
     let _ = writeln!(s, "Tgid:\t{}\nNgid:\t0\nPid:\t{}\nPPid:\t{}\nTracerPid:\t0", q.pid, pid, q.ppid);
     let _ = writeln!(s, "Uid:\t{}\t{}\t{}\t{}", c.uid, c.euid, c.suid, c.fsuid);
     let _ = writeln!(s, "Gid:\t{}\t{}\t{}\t{}", c.gid, c.egid, c.sgid, c.fsgid);
-    let _ = writeln!(s, "FDSize:\t{}\nGroups:\t", crate::process::MAX_FDS);
+    let groups: Vec<String> = q.groups.iter().map(u32::to_string).collect();
+    // Linux's trailing space after the list, even an empty one.
+    let _ = writeln!(s, "FDSize:\t{}\nGroups:\t{} ", crate::process::MAX_FDS, groups.join(" "));
     let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
     let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
     let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", t.pending, 0);

@@ -25,6 +25,7 @@ table! {
         50 getegid "" |_, p, _| Ok(narrow(p.attrs.creds.egid));
         70 setreuid "dd" |_, p, a| set_id(p, Which::User, Set::Re(wide(a[0], true), wide(a[1], true)));
         71 setregid "dd" |_, p, a| set_id(p, Which::Group, Set::Re(wide(a[0], true), wide(a[1], true)));
+        81 setgroups "dp" |_, p, a| set_groups(p, a, true);
         138 setfsuid "d" |_, p, a| Ok(set_fs(p, Which::User, wide(a[0], true)));
         139 setfsgid "d" |_, p, a| Ok(set_fs(p, Which::Group, wide(a[0], true)));
         164 setresuid "ddd" |_, p, a| set_id(p, Which::User, res(a, true));
@@ -37,6 +38,7 @@ table! {
         202 getegid32 "" |_, p, _| Ok(p.attrs.creds.egid);
         203 setreuid32 "dd" |_, p, a| set_id(p, Which::User, Set::Re(a[0], a[1]));
         204 setregid32 "dd" |_, p, a| set_id(p, Which::Group, Set::Re(a[0], a[1]));
+        206 setgroups32 "dp" |_, p, a| set_groups(p, a, false);
         208 setresuid32 "ddd" |_, p, a| set_id(p, Which::User, res(a, false));
         209 getresuid32 "ppp" |_, p, a| get_res(p, a, Which::User, false);
         210 setresgid32 "ddd" |_, p, a| set_id(p, Which::Group, res(a, false));
@@ -163,6 +165,39 @@ fn set_fs(p: &mut Process, w: Which, id: u32) -> u32 {
         store(c, w, [r, e, s, id]);
     }
     f
+}
+
+/// Linux's `NGROUPS_MAX`.
+const NGROUPS_MAX: u32 = 65536;
+
+/// `setgroups(size, list)`: the supplementary groups, for a privileged caller (`EPERM`
+/// otherwise, checked before the size: `EINVAL` beyond `NGROUPS_MAX`), read as 16-bit ids
+/// by the old call (`(u16)-1` is -1), kept sorted.
+fn set_groups(p: &mut Process, a: &[u32; 6], narrow_ids: bool) -> SysResult {
+    let n = a[0];
+    if !p.attrs.creds.privileged() {
+        return Err(EPERM);
+    }
+    if n > NGROUPS_MAX {
+        return Err(EINVAL);
+    }
+    let width = if narrow_ids { 2 } else { 4 };
+    let mut bytes = vec![0u8; (n * width) as usize];
+    p.aspace.read_bytes(a[1], &mut bytes).map_err(efault)?;
+    let mut groups: Vec<u32> = bytes
+        .chunks_exact(width as usize)
+        .map(|c| match c {
+            [a, b] => wide(u32::from(u16::from_le_bytes([*a, *b])), true),
+            _ => u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+        })
+        .collect();
+    // An invalid id (-1) is refused; Linux keeps the list sorted.
+    if groups.contains(&NONE) {
+        return Err(EINVAL);
+    }
+    groups.sort_unstable();
+    p.groups = groups.into();
+    Ok(0)
 }
 
 /// `getresuid`/`getresgid`: the real, effective and saved ids to three pointers, each

@@ -17,12 +17,12 @@ table! {
     }
 }
 
-/// `getgroups(size, list)`: the supplementary groups (the host user's, as the ids are),
+/// `getgroups(size, list)`: the supplementary groups (at first the host user's, as the ids are),
 /// their number when `size` is 0, `EINVAL` when `size` is negative or too small. The
 /// 16-bit call (`narrow`) reports an id above 65535 as the overflow group, 65534.
 fn sys_getgroups(p: &mut Process, a: &[u32; 6], narrow: bool) -> SysResult {
     let size = a[0] as i32;
-    let groups = crate::host::groups();
+    let groups = p.groups.clone();
     let n = u32::try_from(groups.len()).map_err(|_| EINVAL)?;
     if size < 0 || (size != 0 && (size as u32) < n) {
         return Err(EINVAL);

@@ -159,6 +159,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         pid,
         tid: pid,
         ppid: if flags & CLONE_PARENT != 0 { p.ppid } else { p.pid },
+        groups: p.groups.clone(),
         cpu,
         aspace,
         fds: p.fds.clone(),
