@@ -30,7 +30,41 @@ pub struct Vfs {
     /// The root's `dev` or `proc` is a mount point (the host's own, as when the root is
     /// `/`): opens must check that they did not end up inside one.
     mounted_special: bool,
+    /// The machine's `/dev/shm`: a directory of its own on the host (POSIX shared memory
+    /// and semaphores, `shm_open` and `sem_open`, live there), empty at start and
+    /// removed with the machine, as a tmpfs is at boot. See [`Shm`].
+    shm: Shm,
 }
+
+/// The machine's `/dev/shm`: mode 1777 like Linux's, inside a private (0700) host
+/// temporary directory, preferably in the host's own `/dev/shm` (a tmpfs), so that no
+/// other host user reaches it. Paths below it resolve inside it (`RESOLVE_IN_ROOT`: a
+/// symbolic link there cannot lead out of it).
+struct Shm {
+    dir: OwnedFd,
+    path: PathBuf,
+    /// Removes the directory and what the guests left in it when the machine ends.
+    _keep: tempfile::TempDir,
+}
+
+impl Shm {
+    fn new() -> std::io::Result<Shm> {
+        let parent = tempfile::Builder::new()
+            .prefix("morph-shm-")
+            .tempdir_in("/dev/shm")
+            .or_else(|_| tempfile::Builder::new().prefix("morph-shm-").tempdir())?;
+        let path = parent.path().join("shm");
+        std::fs::create_dir(&path)?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o1777))?;
+        let c = CString::new(path.as_os_str().as_encoded_bytes())?;
+        let dir = host::open(&c, libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0)
+            .map_err(std::io::Error::from_raw_os_error)?;
+        Ok(Shm { dir, path, _keep: parent })
+    }
+}
+
+/// The guest's `/dev/shm`.
+const SHM: &[u8] = b"/dev/shm";
 
 impl Vfs {
     /// A file system rooted at `root` (a host directory).
@@ -54,7 +88,7 @@ impl Vfs {
         let root_dev = dev(&root_path);
         let mounted_special =
             [root_path.join("dev"), root_path.join("proc")].iter().any(|d| dev(d).is_some_and(|d| Some(d) != root_dev));
-        Ok(Vfs { root, root_path, mounted_special })
+        Ok(Vfs { root, root_path, mounted_special, shm: Shm::new()? })
     }
 
     /// The host directory that is the guest's `/`.
@@ -104,11 +138,17 @@ impl Vfs {
     }
 
     /// True if the normalized absolute guest path is `/dev`, `/proc` or below them:
-    /// morph's own trees, never the root's.
+    /// morph's own trees, never the root's (but for `/dev/shm`, a directory of files
+    /// that this file system serves).
     pub fn is_special(norm: &[u8]) -> bool {
-        [&b"/dev"[..], b"/proc"]
-            .iter()
-            .any(|top| norm.strip_prefix(*top).is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/')))
+        [&b"/dev"[..], b"/proc"].iter().any(|top| under(norm, top)) && !under(norm, SHM)
+    }
+
+    /// The part of a normalized guest path below `/dev/shm`, relative (`.` for
+    /// `/dev/shm` itself), if it is there.
+    fn in_shm(norm: &[u8]) -> Option<Vec<u8>> {
+        let rest = norm.strip_prefix(SHM).filter(|_| under(norm, SHM))?;
+        Some(if rest.is_empty() { b".".to_vec() } else { rest[1..].to_vec() })
     }
 
     /// Opens a guest path with host `open` flags and mode, resolved inside the root.
@@ -121,11 +161,22 @@ impl Vfs {
         if Self::is_special(&Self::normalize(cwd, path).0) {
             return Err(if flags & libc::O_CREAT != 0 { linux::EACCES } else { linux::ENOENT });
         }
-        let abs = Self::absolute(cwd, path);
+        let (norm, slash) = Self::normalize(cwd, path);
+        // Below /dev/shm: resolved inside that directory, from the path's lexical form
+        // (a `..` there does not go back through a symbolic link).
+        let (base, abs) = match Self::in_shm(&norm) {
+            Some(mut rest) => {
+                if slash {
+                    rest.push(b'/');
+                }
+                (&self.shm.dir, rest)
+            }
+            None => (&self.root, Self::absolute(cwd, path)),
+        };
         let c = CString::new(abs).map_err(|_| linux::EINVAL)?;
         let mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
         let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
-        let fd = host::openat2(self.root.as_raw_fd(), &c, (flags | libc::O_CLOEXEC) as u64, mode, resolve)?;
+        let fd = host::openat2(base.as_raw_fd(), &c, (flags | libc::O_CLOEXEC) as u64, mode, resolve)?;
         if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(g.as_bytes())) {
             return Err(linux::ENOENT); // a link led into the host's own /dev or /proc
         }
@@ -217,15 +268,25 @@ impl Vfs {
     /// the root. Objects without a path (pipes, sockets) and files outside the root
     /// (behind a descriptor the guest inherited) are not.
     pub fn holds(&self, fd: &impl AsRawFd) -> bool {
-        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).is_ok_and(|p| p.starts_with(&self.root_path))
+        std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            .is_ok_and(|p| p.starts_with(&self.root_path) || p.starts_with(&self.shm.path))
     }
 
     /// The guest path of an open directory (for `getcwd` after `chdir`).
     pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<String, Errno> {
         let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;
+        if let Ok(rel) = host.strip_prefix(&self.shm.path) {
+            let rel = rel.to_string_lossy();
+            return Ok(if rel.is_empty() { "/dev/shm".into() } else { format!("/dev/shm/{rel}") });
+        }
         let rel = host.strip_prefix(&self.root_path).map_err(|_| linux::ENOENT)?;
         Ok(format!("/{}", rel.to_string_lossy()))
     }
+}
+
+/// Whether normalized `path` is `top` or below it.
+fn under(path: &[u8], top: &[u8]) -> bool {
+    path.strip_prefix(top).is_some_and(|rest| rest.is_empty() || rest.first() == Some(&b'/'))
 }
 
 /// Opens again the object an `O_PATH` descriptor names (a new open file description
@@ -251,5 +312,9 @@ mod tests {
         assert_eq!(n("/", ".."), ("/".into(), false));
         assert!(Vfs::is_special(b"/dev") && Vfs::is_special(b"/proc/1/maps"));
         assert!(!Vfs::is_special(b"/devices") && !Vfs::is_special(b"/") && !Vfs::is_special(b"/procfs/x"));
+        assert!(!Vfs::is_special(b"/dev/shm") && !Vfs::is_special(b"/dev/shm/sem.x") && Vfs::is_special(b"/dev/shmx"));
+        assert_eq!(Vfs::in_shm(b"/dev/shm"), Some(b".".to_vec()));
+        assert_eq!(Vfs::in_shm(b"/dev/shm/a/b"), Some(b"a/b".to_vec()));
+        assert_eq!(Vfs::in_shm(b"/dev/shmx"), None);
     }
 }

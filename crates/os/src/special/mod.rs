@@ -586,6 +586,7 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             ("full", DT_CHR),
             ("null", DT_CHR),
             ("random", DT_CHR),
+            ("shm", DT_DIR),
             ("stderr", DT_LNK),
             ("stdin", DT_LNK),
             ("stdout", DT_LNK),
