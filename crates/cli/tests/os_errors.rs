@@ -142,7 +142,7 @@ fn host_dev_and_proc_stay_hidden_without_root() {
         &dir,
     );
     no_panic(&r);
-    assert_eq!(r.stdout, "fd full null random stderr stdin stdout tty urandom zero \n0\n", "{r:?}");
+    assert_eq!(r.stdout, "fd full null random shm stderr stdin stdout tty urandom zero \n0\n", "{r:?}");
     assert_eq!(r.stderr.matches("No such file or directory").count(), 3, "{r:?}");
 }
 
@@ -248,7 +248,7 @@ fn proc_self() {
     );
     no_panic(&r);
     assert_eq!(
-        r.stdout, "/usr/bin/busybox\n1\nbb\n0\n1\n2\n10\ncmdline\ncomm\ncwd\nexe\nfd\nmaps\nroot\nstat\nstatus\ntask\n",
+        r.stdout, "/usr/bin/busybox\n1\nbb\n0\n1\n2\n11\ncmdline\ncomm\ncwd\nexe\nfd\nmaps\nroot\nstat\nstatus\ntask\n",
         "{r:?}"
     );
     // (`cd /proc/self/fd` went to the shell's own: `ls` lists the shell's descriptors.)

@@ -64,6 +64,9 @@ pub struct OpenFile {
     /// (Linux shows the path when `maps` is read: a file renamed or deleted between two
     /// mappings keeps its first name here).
     pub map_info: OnceCell<(i32, Rc<str>)>,
+    /// For a descriptor morph serves itself (a signalfd, a pidfd): what it refers to,
+    /// and the readiness its host descriptor shows.
+    pub served: Option<Served>,
 }
 
 /// What morph keeps beside a host socket, shared like the socket itself (see
@@ -97,6 +100,7 @@ impl OpenFile {
             kind: FileKind::Host,
             socket: SocketState::default(),
             map_info: OnceCell::new(),
+            served: None,
         }
     }
 
@@ -116,6 +120,7 @@ impl OpenFile {
             kind: FileKind::Host,
             socket: SocketState::default(),
             map_info: OnceCell::new(),
+            served: None,
         }
     }
 
@@ -147,9 +152,108 @@ impl OpenFile {
         }
     }
 
+    /// A descriptor morph serves itself (see [`Served`]), guest `O_NONBLOCK` if
+    /// `guest_nonblock`.
+    pub fn served(what: ServedKind, guest_nonblock: bool) -> Result<OpenFile, crate::vfs::Errno> {
+        let event = host::eventfd(0, false)?;
+        host::set_nonblocking(event.as_raw_fd(), true)?;
+        let epoll = host::epoll_create()?;
+        let mut ev = [0u8; 12];
+        ev[..4].copy_from_slice(&(libc::EPOLLIN as u32).to_le_bytes());
+        host::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, event.as_raw_fd(), Some(ev))?;
+        let mut f = OpenFile::nonblocking(epoll, guest_nonblock);
+        // Never readable or writable through the host: a read is morph's, a write
+        // fails as the host's epoll refuses it (`EINVAL`, as Linux's objects do).
+        f.pollable = false;
+        SERVED.with(|n| n.set(n.get() + 1));
+        f.served = Some(Served { what, event, ready: Cell::new(false) });
+        Ok(f)
+    }
+
     /// The guest's `O_NONBLOCK`.
     pub fn guest_nonblock(&self) -> bool {
         self.nonblock.get()
+    }
+}
+
+/// A descriptor morph serves itself: a signalfd (`syscall/signal.rs`) or a pidfd
+/// (`syscall/proc.rs`). What it reads (a signalfd's `signalfd_siginfo` records) is
+/// morph's, and so is when it is ready, which depends on guest state (the reader's
+/// pending signals, the process the pidfd refers to); the host descriptor the guest
+/// holds is an epoll instance watching a host eventfd morph makes readable exactly
+/// while the object is ready ([`Served::set_ready`], brought up to date before a guest
+/// looks: `syscall::refresh_served`). So `poll`, `select` and `epoll` (a guest epoll
+/// instance is a host one, and epoll instances nest) see the object's readiness as
+/// they see any host descriptor's; the epoll instance is never writable, refuses
+/// `write` with `EINVAL`, `pread` with `ESPIPE` and seeks as a no-op, as a signalfd
+/// does. (A pidfd's `POLLHUP` once its process is reaped cannot be shown: an epoll
+/// instance reports `POLLIN` alone.)
+pub struct Served {
+    /// What it refers to.
+    pub what: ServedKind,
+    /// The host eventfd the host descriptor (an epoll instance) watches: readable, with
+    /// a count of 1, exactly while `ready`.
+    event: OwnedFd,
+    ready: Cell<bool>,
+}
+
+/// What a served descriptor refers to.
+pub enum ServedKind {
+    /// A signalfd: the signals it reads (never `SIGKILL` or `SIGSTOP`), changed by
+    /// `signalfd4` on it.
+    Signal(Cell<u64>),
+    /// A pidfd: the process (thread group) `pid`, or with `thread` (`PIDFD_THREAD`) the
+    /// thread `pid`.
+    Pid {
+        /// The process or thread id (pids are never reused in a machine).
+        pid: Pid,
+        /// `PIDFD_THREAD`.
+        thread: bool,
+    },
+}
+
+thread_local! {
+    /// How many served descriptors exist (in this thread's machines): when none do,
+    /// there is nothing to bring up to date.
+    static SERVED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Whether any served descriptor exists.
+pub fn any_served() -> bool {
+    SERVED.with(Cell::get) > 0
+}
+
+impl Served {
+    /// Makes the host descriptor readable or not (an edge only when this changes).
+    pub fn set_ready(&self, ready: bool) {
+        if self.ready.get() == ready {
+            return;
+        }
+        let fd = self.event.as_raw_fd();
+        let done = if ready {
+            host::write(fd, &1u64.to_ne_bytes()).is_ok()
+        } else {
+            let mut b = [0u8; 8];
+            // Non-blocking; a count of 0 (never, while `ready`) reads as EAGAIN.
+            host::read(fd, &mut b).is_ok()
+        };
+        if done {
+            self.ready.set(ready);
+        }
+    }
+
+    /// What `readlink("/proc/<pid>/fd/N")` says of it (Linux's anonymous inodes).
+    pub fn link(&self) -> &'static str {
+        match self.what {
+            ServedKind::Signal(_) => "anon_inode:[signalfd]",
+            ServedKind::Pid { .. } => "anon_inode:[pidfd]",
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        SERVED.with(|n| n.set(n.get().saturating_sub(1)));
     }
 }
 

@@ -210,6 +210,52 @@ pub fn copy_file_range(
     check(r as i64).map(|n| n as usize)
 }
 
+/// `splice(fd_in, off_in, fd_out, off_out, len, flags)`: an offset `None` is the
+/// descriptor's file position (which the host advances), `Some` an offset the host
+/// reads and moves past what was moved; how many bytes were moved.
+pub fn splice(
+    fd_in: RawFd,
+    off_in: Option<&mut i64>,
+    fd_out: RawFd,
+    off_out: Option<&mut i64>,
+    len: usize,
+    flags: u32,
+) -> Result<usize, Errno> {
+    let ip = off_in.map_or(std::ptr::null_mut(), |o| o as *mut i64);
+    let op = off_out.map_or(std::ptr::null_mut(), |o| o as *mut i64);
+    // SAFETY: each offset pointer is NULL or the caller's i64, which the host reads and
+    // writes; the bytes move between two descriptors.
+    let r = unsafe { libc::splice(fd_in, ip, fd_out, op, len, flags) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `tee(fd_in, fd_out, len, flags)`: how many bytes were duplicated.
+pub fn tee(fd_in: RawFd, fd_out: RawFd, len: usize, flags: u32) -> Result<usize, Errno> {
+    // SAFETY: tee moves bytes between two descriptors and touches no memory.
+    let r = unsafe { libc::tee(fd_in, fd_out, len, flags) };
+    check(r as i64).map(|n| n as usize)
+}
+
+/// `sync_file_range(fd, offset, nbytes, flags)`: the host kernel makes Linux's checks on
+/// the same kind of object (`EBADF`, `EINVAL`, `ESPIPE` for a pipe or a socket).
+pub fn sync_file_range(fd: RawFd, offset: i64, nbytes: i64, flags: u32) -> Result<u32, Errno> {
+    // SAFETY: sync_file_range touches no memory.
+    check(unsafe { libc::sync_file_range(fd, offset, nbytes, flags) })
+}
+
+/// `fcntl(fd, F_GETPIPE_SZ)`: a pipe's capacity in bytes.
+pub fn pipe_size(fd: RawFd) -> Result<u32, Errno> {
+    // SAFETY: F_GETPIPE_SZ takes no argument and touches no memory.
+    check(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) })
+}
+
+/// `read(fd, buf)`.
+pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
+    // SAFETY: read writes at most `buf.len()` bytes into `buf`.
+    let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+    check(r as i64).map(|n| n as usize)
+}
+
 /// `posix_fadvise(fd, offset, len, advice)`: the host kernel makes Linux's checks on
 /// the same kind of object (`EBADF`, `ESPIPE` for a pipe, `EINVAL`).
 pub fn fadvise(fd: RawFd, offset: i64, len: i64, advice: i32) -> Result<u32, Errno> {
@@ -423,6 +469,18 @@ pub fn pwrite_in_place(fd: RawFd, buf: InPlace, off: i64) -> Result<u32, Errno> 
     check(unsafe { libc::pwrite(fd, buf.0.iov_base, buf.0.iov_len, off) } as i64)
 }
 
+/// `preadv2(fd, bufs, off, flags)` into guest memory (`off` -1: at the file position).
+pub fn preadv2_in_place(fd: RawFd, bufs: &[InPlace], off: i64, flags: i32) -> Result<u32, Errno> {
+    // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
+    check(unsafe { libc::preadv2(fd, bufs.as_ptr().cast(), bufs.len() as i32, off, flags) } as i64)
+}
+
+/// `pwritev2(fd, bufs, off, flags)` from guest memory (`off` -1: at the file position).
+pub fn pwritev2_in_place(fd: RawFd, bufs: &[InPlace], off: i64, flags: i32) -> Result<u32, Errno> {
+    // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
+    check(unsafe { libc::pwritev2(fd, bufs.as_ptr().cast(), bufs.len() as i32, off, flags) } as i64)
+}
+
 /// `readv(fd, bufs)` into guest memory.
 pub fn readv_in_place(fd: RawFd, bufs: &[InPlace]) -> Result<u32, Errno> {
     // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
@@ -458,6 +516,63 @@ pub fn send_in_place(fd: RawFd, bufs: &[InPlace], flags: i32) -> Result<u32, Err
 pub fn getdents64_in_place(fd: RawFd, buf: InPlace) -> Result<u32, Errno> {
     // SAFETY: `buf` lies in a guest window (see `InPlace`).
     check(unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.0.iov_base, buf.0.iov_len) })
+}
+
+/// `vmsplice(fd, bufs, flags)` from a pipe into guest memory (a copy, as Linux makes it).
+pub fn vmsplice_in_place(fd: RawFd, bufs: &[InPlace], flags: u32) -> Result<u32, Errno> {
+    // SAFETY: every buffer lies in a guest window (see `InPlace`), whose layout is iovec's.
+    check(unsafe { libc::vmsplice(fd, bufs.as_ptr().cast(), bufs.len(), flags) } as i64)
+}
+
+/// `vmsplice(fd, iov, flags)` into a pipe of copies of guest bytes: each of `segs` is
+/// (the guest address of its first byte, the bytes), its copy placed at the same offset
+/// within a page, so that the pipe takes the same page fragments (and slots) as from
+/// the guest's own pages; `tail`, a guest range the guest may not read, follows (the
+/// host stops there, as Linux stops at the guest's fault). The copies are fresh
+/// anonymous pages, unmapped here after the call while the pipe holds its own
+/// references to them: no later store of the guest, and no reuse of morph's memory,
+/// changes what the pipe holds.
+pub fn vmsplice_copies(fd: RawFd, segs: &[(u32, Vec<u8>)], tail: Option<InPlace>, flags: u32) -> Result<u32, Errno> {
+    const PAGE: usize = 4096;
+    let start = |va: u32| va as usize % PAGE;
+    let spans: Vec<usize> = segs.iter().map(|(va, b)| (start(*va) + b.len()).div_ceil(PAGE) * PAGE).collect();
+    let total: usize = spans.iter().sum();
+    let base = if total == 0 {
+        std::ptr::null_mut()
+    } else {
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        // SAFETY: a new private anonymous mapping where the host chooses: no memory of
+        // ours is touched.
+        let m =
+            unsafe { libc::mmap(std::ptr::null_mut(), total, prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
+        if m == libc::MAP_FAILED {
+            return Err(host_errno());
+        }
+        m.cast::<u8>()
+    };
+    let mut iov = Vec::with_capacity(segs.len() + 1);
+    let mut at = 0;
+    for ((va, bytes), span) in segs.iter().zip(&spans) {
+        // SAFETY: `at + start(va) + bytes.len() <= at + span <= total`: the copy lies in
+        // the mapping just made, which nothing else refers to.
+        let dst = unsafe { base.add(at + start(*va)) };
+        // SAFETY: as above; the source is a distinct Rust slice.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) };
+        iov.push(libc::iovec { iov_base: dst.cast(), iov_len: bytes.len() });
+        at += span;
+    }
+    if let Some(t) = tail {
+        iov.push(t.0);
+    }
+    // SAFETY: the iovecs name the mapping above and a range of a guest window (see
+    // `InPlace`); vmsplice only reads them (and takes references to their pages).
+    let r = check(unsafe { libc::vmsplice(fd, iov.as_ptr(), iov.len(), flags) } as i64);
+    if total > 0 {
+        // SAFETY: the mapping made above, no longer used here; the pages the pipe took
+        // stay alive by its references.
+        unsafe { libc::munmap(base.cast(), total) };
+    }
+    r
 }
 
 /// `ioctl(fd, request, &buf)` for the requests that fill at most 64 bytes (`TCGETS`,

@@ -129,7 +129,10 @@ impl Machine {
         p.fire_timers(now);
         let Some(b) = &p.blocked else { return true };
         let ready = match &b.wait {
-            Wait::Fds(fds) => !fds.is_empty() && poll_now(fds),
+            Wait::Fds(fds) => {
+                syscall::refresh_served(self.tasks(), p);
+                !fds.is_empty() && poll_now(fds)
+            }
             Wait::Child(w) => syscall::children::wait_may_end(self.tasks(), p.pid, w),
             Wait::Vfork(child) => {
                 !self.tasks().procs.contains_key(child) || self.tasks().procs[child].vfork_parent.is_none()
@@ -200,6 +203,7 @@ impl Machine {
             if p.thread_exited {
                 return;
             }
+            p.fire_cpu_timers();
             let t0 = Instant::now();
             self.task_ctx().deliver_signals(p);
             self.stats_mut().os_ns += t0.elapsed().as_nanos() as u64;
@@ -210,7 +214,7 @@ impl Machine {
             if used >= self.config().slice {
                 return;
             }
-            let budget = self.config().slice - used;
+            let budget = (self.config().slice - used).min(p.cpu_timer_budget().unwrap_or(u64::MAX));
             let t0 = Instant::now();
             let exit = self.engine_mut().run(&mut p.cpu, &mut p.aspace, p.pid, budget);
             let t1 = Instant::now();

@@ -150,6 +150,10 @@ pub struct Process {
     /// POSIX interval timers (`timer_create`), by timer id; not inherited by `fork`,
     /// deleted by `exec`.
     pub timers: Vec<Option<IntervalTimer>>,
+    /// `setitimer`'s CPU-time timers, `ITIMER_VIRTUAL` then `ITIMER_PROF`, on the
+    /// group's guest instructions (its CPU time, see [`INSNS_PER_TICK`]; system time is
+    /// 0, so the two count alike): not inherited by `fork`, kept by `exec`.
+    pub cpu_timers: [CpuTimer; 2],
     /// The signal sent to the parent at exit (`SIGCHLD` for `fork`).
     pub exit_signal: i32,
     /// Guest instructions at the start of the current run, for the `times` accounting.
@@ -171,6 +175,20 @@ pub struct Process {
     /// `PR_SET_CHILD_SUBREAPER`: orphaned descendants are reparented to this process
     /// instead of to init. Not inherited by fork, kept by exec.
     pub child_subreaper: bool,
+    /// `membarrier`'s registrations for the address space (Linux's `MEMBARRIER_STATE_*`
+    /// bits of the `mm`): copied by fork, shared with the processes sharing the space,
+    /// cleared by exec (`membarrier`, `syscall/proc.rs`).
+    pub membarrier: u32,
+}
+
+/// A CPU-time interval timer (`ITIMER_VIRTUAL`, `ITIMER_PROF`), in guest instructions of
+/// the thread group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimer {
+    /// The group's instruction count at which it fires (`None`: disarmed).
+    pub due: Option<u64>,
+    /// Its period (0: it fires once).
+    pub interval: u64,
 }
 
 /// A thread's name (Linux's `comm`): at most 15 bytes, NUL-padded to 16, as
@@ -212,11 +230,8 @@ impl Comm {
 /// A thread's credentials (Linux's `struct cred`, its ids): the real, effective, saved
 /// and file-system user and group ids. The machine's first thread has the host
 /// process's; `setuid` and its relatives change them under Linux's rules
-/// (`syscall/creds.rs`). A thread is privileged (`CAP_SETUID`, `CAP_SETGID`, …) while
-/// its effective user id is 0: Linux's capability rules with the default securebits, for
-/// a first process that starts as root with every capability or as another user with
-/// none (`cap_emulate_setxuid`: the effective set goes with `euid` 0, the permitted set
-/// once no id is 0 — and then no id can become 0 again).
+/// (`syscall/creds.rs`), as far as the thread's capabilities ([`Caps`]: `CAP_SETUID`,
+/// `CAP_SETGID`) allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Creds {
     /// Real user id.
@@ -244,23 +259,119 @@ impl Creds {
         Creds { uid, euid, suid: euid, fsuid: euid, gid, egid, sgid: egid, fsgid: egid }
     }
 
-    /// Whether the thread holds the capabilities the id-changing calls ask for.
-    pub fn privileged(&self) -> bool {
-        self.euid == 0
-    }
-
-    /// Whether a thread with these ids may send a signal to one with `target`'s (Linux's
-    /// `kill_ok_by_cred`): privileged, or its real or effective user id is the target's
-    /// real or saved one.
-    pub fn may_signal(&self, target: &Creds) -> bool {
-        self.privileged() || [self.uid, self.euid].iter().any(|&u| u == target.uid || u == target.suid)
-    }
-
     /// After `execve` of a program without set-id bits: the saved ids become the
     /// effective ones (Linux's `commit_creds` from `bprm`), the file-system ids follow.
     pub fn exec(&mut self) {
         (self.suid, self.fsuid) = (self.euid, self.euid);
         (self.sgid, self.fsgid) = (self.egid, self.egid);
+    }
+}
+
+/// A thread's capability sets (Linux's `cred->cap_*`), one bit per capability. The
+/// machine's first thread has the host process's (a root morph's are root's; another
+/// user's usually none); `capset` may only drop them, the user-id calls change them
+/// as Linux's default securebits have it (see [`Caps::fix_setuid`]) and `execve`
+/// recomputes them ([`Caps::exec`]); `syscall/creds.rs`. The ambient set is always
+/// empty (`PR_CAP_AMBIENT` is not modeled), and so are the securebits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caps {
+    /// What the thread may use now.
+    pub effective: u64,
+    /// What it may make effective.
+    pub permitted: u64,
+    /// What it keeps across `execve` (with the bounding set, for root).
+    pub inheritable: u64,
+    /// The bounding set: the host's (`PR_CAPBSET_DROP` is not modeled).
+    pub bounding: u64,
+}
+
+impl Caps {
+    /// `CAP_KILL`: signal any process.
+    pub const KILL: u32 = 5;
+    /// `CAP_SETGID`: any group ids, supplementary groups.
+    pub const SETGID: u32 = 6;
+    /// `CAP_SETUID`: any user ids.
+    pub const SETUID: u32 = 7;
+    /// `CAP_SYS_NICE`: raise priorities, real-time policies.
+    pub const SYS_NICE: u32 = 23;
+
+    /// The capabilities that go with the file-system user id (Linux's `CAP_FS_SET`:
+    /// `CAP_CHOWN`, `CAP_DAC_OVERRIDE`, `CAP_DAC_READ_SEARCH`, `CAP_FOWNER`,
+    /// `CAP_FSETID`, `CAP_LINUX_IMMUTABLE`, `CAP_MKNOD`, `CAP_MAC_OVERRIDE`).
+    const FS_SET: u64 = 0x1f | 1 << 9 | 1 << 27 | 1 << 32;
+
+    /// The host process's sets, read once from its `/proc/self/status` (none if it
+    /// cannot be read).
+    pub fn host() -> Caps {
+        static HOST: std::sync::OnceLock<Caps> = std::sync::OnceLock::new();
+        *HOST.get_or_init(|| {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+            let set = |name: &str| {
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+                    .unwrap_or(0)
+            };
+            Caps {
+                effective: set("CapEff:"),
+                permitted: set("CapPrm:"),
+                inheritable: set("CapInh:"),
+                bounding: set("CapBnd:"),
+            }
+        })
+    }
+
+    /// Whether capability `cap` is effective.
+    pub fn has(&self, cap: u32) -> bool {
+        cap < 64 && self.effective >> cap & 1 != 0
+    }
+
+    /// Whether a thread with these capabilities and ids `ids` may send a signal to one
+    /// with ids `target` (Linux's `kill_ok_by_cred`): `CAP_KILL`, or its real or
+    /// effective user id is the target's real or saved one.
+    pub fn may_signal(&self, ids: &Creds, target: &Creds) -> bool {
+        self.has(Caps::KILL) || [ids.uid, ids.euid].iter().any(|&u| u == target.uid || u == target.suid)
+    }
+
+    /// After a change of the user ids from `old` to `new` by `setuid`, `setreuid` or
+    /// `setresuid` (Linux's `cap_emulate_setxuid`): a thread that no longer has 0 as any
+    /// of its real, effective and saved ids loses its permitted and effective sets; one
+    /// whose effective id leaves 0 loses its effective set, and one whose effective id
+    /// becomes 0 gets its permitted set as effective.
+    pub fn fix_setuid(&mut self, old: &Creds, new: &Creds) {
+        let any_root = |c: &Creds| c.uid == 0 || c.euid == 0 || c.suid == 0;
+        if any_root(old) && !any_root(new) {
+            self.permitted = 0;
+            self.effective = 0;
+        }
+        if old.euid == 0 && new.euid != 0 {
+            self.effective = 0;
+        }
+        if old.euid != 0 && new.euid == 0 {
+            self.effective = self.permitted;
+        }
+    }
+
+    /// After `setfsuid` changed the file-system user id from `old` to `new`: leaving
+    /// 0 drops the file-system capabilities from the effective set, becoming 0 raises
+    /// the permitted ones.
+    pub fn fix_setfsuid(&mut self, old: u32, new: u32) {
+        if old == 0 && new != 0 {
+            self.effective &= !Caps::FS_SET;
+        }
+        if old != 0 && new == 0 {
+            self.effective |= self.permitted & Caps::FS_SET;
+        }
+    }
+
+    /// After `execve` of a program with no file capabilities and no set-id bits, by a
+    /// thread with ids `creds` (Linux's `cap_bprm_creds_from_file` with its root
+    /// rules): root (real or effective) is permitted the bounding and inheritable
+    /// sets, with them effective if its effective id is 0; anyone else keeps none.
+    pub fn exec(&mut self, creds: &Creds) {
+        self.permitted = if creds.euid == 0 || creds.uid == 0 { self.bounding | self.inheritable } else { 0 };
+        self.effective = if creds.euid == 0 { self.permitted } else { 0 };
     }
 }
 
@@ -271,6 +382,8 @@ impl Creds {
 pub struct ThreadAttrs {
     /// Its user and group ids.
     pub creds: Creds,
+    /// Its capabilities.
+    pub caps: Caps,
     /// The thread's name.
     pub comm: Comm,
     /// `PR_SET_PDEATHSIG`: the signal this thread's process gets when the parent
@@ -303,6 +416,7 @@ impl ThreadAttrs {
     pub fn new(comm: Comm, policy: u32, rt_priority: u32, no_new_privs: bool, timer_slack_ns: u32) -> ThreadAttrs {
         ThreadAttrs {
             creds: Creds::host(),
+            caps: Caps::host(),
             comm,
             pdeath_signal: 0,
             policy,
@@ -763,6 +877,27 @@ impl Process {
     pub fn raise(&mut self, sig: i32, info: SigInfo) {
         self.prepare_signal(sig);
         raise_into(&mut self.pending, &mut self.siginfo, sig, info);
+    }
+
+    /// Guest instructions the group may run before its next CPU-time timer is due (the
+    /// scheduler's budget stops there, so that the timer fires at the same instruction
+    /// in every run), if one is armed.
+    pub fn cpu_timer_budget(&self) -> Option<u64> {
+        let now = self.group_icount();
+        self.cpu_timers.iter().filter_map(|t| t.due).map(|d| d.saturating_sub(now).max(1)).min()
+    }
+
+    /// Sends `SIGVTALRM`/`SIGPROF` for the CPU-time timers that are due, re-arming the
+    /// periodic ones from when they were due (expirations missed meanwhile are one
+    /// signal, as Linux's).
+    pub fn fire_cpu_timers(&mut self) {
+        let now = self.group_icount();
+        for (i, sig) in [(0, crate::linux::SIGVTALRM), (1, crate::linux::SIGPROF)] {
+            let t = self.cpu_timers[i];
+            let Some(due) = t.due.filter(|&d| now >= d) else { continue };
+            self.cpu_timers[i].due = (t.interval != 0).then(|| due + t.interval * ((now - due) / t.interval + 1));
+            self.raise_group(sig, SigInfo { code: SI_KERNEL, ..SigInfo::default() });
+        }
     }
 
     /// Raises the signals of the `alarm` and interval timers that are due at `now`, and

@@ -376,6 +376,7 @@ impl Machine {
             holds_vm: false,
             alarm: None,
             alarm_interval: std::time::Duration::ZERO,
+            cpu_timers: Default::default(),
             timers: Vec::new(),
             exit_signal: SIGCHLD,
             start_icount: 0,
@@ -385,6 +386,7 @@ impl Machine {
             job: Default::default(),
             dumpable: true,
             child_subreaper: false,
+            membarrier: 0,
         };
         self.stats.processes += 1;
         self.tasks.procs.insert(pid, p);

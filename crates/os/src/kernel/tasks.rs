@@ -92,8 +92,10 @@ impl Tasks {
     pub(crate) fn kill(&mut self, p: &mut Process, target: i32, sig: i32) -> Result<usize, crate::vfs::Errno> {
         let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
         let (mut n, mut denied) = (0, 0);
-        let sender = (p.attrs.creds, p.sid);
-        let permitted = |q: &Process| sender.0.may_signal(&q.attrs.creds) || (sig == SIGCONT && q.sid == sender.1);
+        let sender = (p.attrs, p.sid);
+        let permitted = |q: &Process| {
+            sender.0.caps.may_signal(&sender.0.creds, &q.attrs.creds) || (sig == SIGCONT && q.sid == sender.1)
+        };
         // A thread id names its group.
         let target = match self.tids.get(&(target as Pid)) {
             Some(&pid) if target > 0 => pid as i32,

@@ -360,6 +360,9 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
 /// an inherited descriptor) `(unreachable)/` and its last component, in the spirit of
 /// Linux's `getcwd` for a directory outside a chroot: no host directory is shown.
 fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
+    if let Some(s) = &e.host.served {
+        return s.link().into();
+    }
     match &e.host.kind {
         FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
         FileKind::Snapshot(s) => s.path.clone().into_bytes(),

@@ -173,6 +173,10 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
     let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
     let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", t.pending, 0);
     let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", t.sigmask, ign, cgt);
+    let c = t.attrs.caps;
+    let _ =
+        writeln!(s, "CapInh:\t{:016x}\nCapPrm:\t{:016x}\nCapEff:\t{:016x}", c.inheritable, c.permitted, c.effective);
+    let _ = writeln!(s, "CapBnd:\t{:016x}\nCapAmb:\t{:016x}", c.bounding, 0);
     s
 }
 

@@ -194,8 +194,9 @@ fn sys_waitpid(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult 
 }
 
 /// `waitid(idtype, id, infop, options, rusage)`: `P_ALL`, `P_PID` (id > 0) or `P_PGID`
-/// (id 0: the caller's group); `P_PIDFD` names a pidfd, which morph never makes, so a
-/// descriptor is `EBADF` (a negative one `EINVAL`, as on Linux). At least one of
+/// (id 0: the caller's group) or `P_PIDFD` (the process a pidfd names: `EBADF` for a
+/// descriptor that is no pidfd, `EINVAL` for a negative one; a non-blocking pidfd makes
+/// a wait that would block `EAGAIN`, as on Linux). At least one of
 /// `WEXITED`, `WSTOPPED`, `WCONTINUED`. It returns 0 and fills `si_signo` (`SIGCHLD`),
 /// `si_errno`, `si_code`, `si_pid`, `si_uid` and `si_status`, leaving the rest of the
 /// `siginfo_t`; with nothing to report (`WNOHANG`), and on an error, those six fields
@@ -237,14 +238,25 @@ fn waitid_common(
     if options & !known != 0 || options & (WEXITED | WSTOPPED | WCONTINUED) == 0 {
         return Err(EINVAL);
     }
+    let mut nonblock = false;
     let who = match idtype {
         P_ALL => WaitFor::Any,
         P_PID if id > 0 => WaitFor::Pid(id as Pid),
         P_PGID if id == 0 => WaitFor::Group(p.pgid),
         P_PGID if id > 0 => WaitFor::Group(id as Pid),
-        P_PIDFD if id >= 0 => return Err(EBADF),
+        P_PIDFD if id >= 0 => {
+            let (pid, _, nb) = super::proc::pidfd_of(p, id as u32)?;
+            nonblock = nb;
+            WaitFor::Pid(pid)
+        }
         _ => return Err(EINVAL),
     };
+    if nonblock && options & WNOHANG == 0 {
+        return match wait_common(m, p, ChildWait { who, options: options | WNOHANG })? {
+            None => Err(EAGAIN),
+            found => Ok(found),
+        };
+    }
     wait_common(m, p, ChildWait { who, options })
 }
 

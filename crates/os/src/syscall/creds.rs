@@ -1,18 +1,20 @@
 //! Credentials: a thread's user and group ids read and changed as Linux's
 //! `kernel/sys.c` does (`setuid`, `setreuid`, `setresuid`, `setfsuid` and the group
-//! ones, each also in its 16-bit form). The ids live per thread in
+//! ones, each also in its 16-bit form), and the capability sets that go with them
+//! (`capget`, `capset`, at the end; the sets are [`crate::process::Caps`], which the
+//! user-id calls adjust as Linux does). The ids live per thread in
 //! [`crate::process::Creds`]; glibc makes a change every thread's (its `SIGSETXID`
 //! round), as on Linux.
 //!
 //! What the ids govern in morph: what the guest reads back (these calls, `/proc`'s
 //! `status`, the `uid` of the signals it sends), what its children and new threads
 //! inherit, which id changes are permitted, and which processes its signals may reach
-//! (`Creds::may_signal`). Files are opened, read and written by the host process (inside
+//! (`Caps::may_signal`). Files are opened, read and written by the host process (inside
 //! the guest root), so the host's permission checks apply whatever ids the guest has
 //! taken: a guest that gives up root keeps root's access to files.
 
 use super::common::*;
-use crate::process::Creds;
+use crate::process::{Caps, Creds, Pid};
 
 table! {
     /// User and group ids.
@@ -32,6 +34,8 @@ table! {
         165 getresuid "ppp" |_, p, a| get_res(p, a, Which::User, true);
         170 setresgid "ddd" |_, p, a| set_id(p, Which::Group, res(a, true));
         171 getresgid "ppp" |_, p, a| get_res(p, a, Which::Group, true);
+        184 capget "pp" sys_capget;
+        185 capset "pp" sys_capset;
         199 getuid32 "" |_, p, _| Ok(p.attrs.creds.uid);
         200 getgid32 "" |_, p, _| Ok(p.attrs.creds.gid);
         201 geteuid32 "" |_, p, _| Ok(p.attrs.creds.euid);
@@ -72,6 +76,16 @@ fn narrow(id: u32) -> u32 {
 enum Which {
     User,
     Group,
+}
+
+impl Which {
+    /// The capability that lets a thread set any id of this kind.
+    fn cap(self) -> u32 {
+        match self {
+            Which::User => Caps::SETUID,
+            Which::Group => Caps::SETGID,
+        }
+    }
 }
 
 /// The ids one call asks for (`NONE`: unchanged, where the call allows it).
@@ -148,10 +162,14 @@ fn changed(old: [u32; 4], set: Set, privileged: bool) -> Result<[u32; 4], Errno>
 }
 
 fn set_id(p: &mut Process, w: Which, set: Set) -> SysResult {
+    let old = p.attrs.creds;
+    let capable = p.attrs.caps.has(w.cap());
     let c = &mut p.attrs.creds;
-    // Both kinds ask for a capability that goes with the effective *user* id.
-    let new = changed(ids_of(c, w), set, c.privileged())?;
+    let new = changed(ids_of(c, w), set, capable)?;
     store(c, w, new);
+    if let Which::User = w {
+        p.attrs.caps.fix_setuid(&old, &p.attrs.creds);
+    }
     Ok(0)
 }
 
@@ -159,10 +177,14 @@ fn set_id(p: &mut Process, w: Which, set: Set) -> SysResult {
 /// error): it changes to a valid id that is one of the thread's ids, or to any valid id
 /// for a privileged thread.
 fn set_fs(p: &mut Process, w: Which, id: u32) -> u32 {
+    let capable = p.attrs.caps.has(w.cap());
     let c = &mut p.attrs.creds;
     let [r, e, s, f] = ids_of(c, w);
-    if id != NONE && (c.privileged() || [r, e, s, f].contains(&id)) {
+    if id != NONE && (capable || [r, e, s, f].contains(&id)) {
         store(c, w, [r, e, s, id]);
+        if let Which::User = w {
+            p.attrs.caps.fix_setfsuid(f, id);
+        }
     }
     f
 }
@@ -175,7 +197,7 @@ const NGROUPS_MAX: u32 = 65536;
 /// by the old call (`(u16)-1` is -1), kept sorted.
 fn set_groups(p: &mut Process, a: &[u32; 6], narrow_ids: bool) -> SysResult {
     let n = a[0];
-    if !p.attrs.creds.privileged() {
+    if !p.attrs.caps.has(Caps::SETGID) {
         return Err(EPERM);
     }
     if n > NGROUPS_MAX {
@@ -212,6 +234,107 @@ fn get_res(p: &mut Process, a: &[u32; 6], w: Which, narrow_ids: bool) -> SysResu
         };
         r.map_err(efault)?;
     }
+    Ok(0)
+}
+
+// ----- capabilities ----------------------------------------------------------------------
+//
+// Capabilities: `capget` and `capset`, on the per-thread sets of
+// `crate::process::Caps` (the host process's for the first thread, changed by the
+// user-id calls and `execve` as Linux changes them, and by `capset`, which may only
+// drop what the thread holds).
+
+/// `_LINUX_CAPABILITY_VERSION_1`: 32-bit sets, one `__user_cap_data_struct`.
+const VERSION_1: u32 = 0x1998_0330;
+/// `_LINUX_CAPABILITY_VERSION_2` (deprecated) and `_3`: 64-bit sets, two structs.
+const VERSION_2: u32 = 0x2007_1026;
+const VERSION_3: u32 = 0x2008_0522;
+/// `CAP_SETPCAP`: lets `capset` add to the inheritable set what is not permitted.
+const CAP_SETPCAP: u32 = 8;
+/// Every capability the kernel knows (`CAP_VALID_MASK`, up to `CAP_CHECKPOINT_RESTORE`,
+/// 40): `capset` ignores the bits past it.
+const VALID: u64 = (1 << 41) - 1;
+
+/// The header's version (`cap_validate_magic`): how many 32-bit words of each set the
+/// data holds; an unknown version is `EINVAL` with the kernel's preferred one (3)
+/// written back.
+fn words(p: &mut Process, header: u32) -> Result<usize, Errno> {
+    match p.aspace.read_u32(header).map_err(efault)? {
+        VERSION_1 => Ok(1),
+        VERSION_2 | VERSION_3 => Ok(2),
+        _ => {
+            p.aspace.write_u32(header, VERSION_3).map_err(efault)?;
+            Err(EINVAL)
+        }
+    }
+}
+
+/// `capget(header, data)`: the effective, permitted and inheritable sets of thread
+/// `header->pid` (0: the caller; any thread may be asked about). A null `data` only
+/// checks the version (and succeeds when it is unknown, having written the preferred
+/// one: how libcap asks for it). Errors in Linux's order: the header (`EFAULT`), the
+/// version (`EINVAL`), a negative pid (`EINVAL`), no such thread (`ESRCH`), the data
+/// (`EFAULT`).
+fn sys_capget(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let words = words(p, a[0]);
+    if a[1] == 0 {
+        return match words {
+            Ok(_) | Err(EINVAL) => Ok(0),
+            Err(e) => Err(e),
+        };
+    }
+    let words = words?;
+    let pid = p.aspace.read_u32(a[0] + 4).map_err(efault)? as i32;
+    if pid < 0 {
+        return Err(EINVAL);
+    }
+    let caps = if pid == 0 || pid as Pid == p.tid {
+        p.attrs.caps
+    } else {
+        let tid = pid as Pid;
+        let sys = m.sys();
+        let q = std::iter::once(&*p).chain(sys.procs.values()).find(|q| q.tids().any(|t| t == tid)).ok_or(ESRCH)?;
+        q.thread_attrs(tid).ok_or(ESRCH)?.caps
+    };
+    let mut b = Vec::with_capacity(12 * words);
+    for w in 0..words {
+        for set in [caps.effective, caps.permitted, caps.inheritable] {
+            b.extend_from_slice(&((set >> (32 * w)) as u32).to_le_bytes());
+        }
+    }
+    p.aspace.write_bytes(a[1], &b).map_err(efault)?;
+    Ok(0)
+}
+
+/// `capset(header, data)`: new sets for the calling thread (pid 0 or its own id, else
+/// `EPERM`), as Linux's `cap_capset` allows them: the inheritable set within the old
+/// inheritable and permitted ones (unless `CAP_SETPCAP` is effective) and within the
+/// old inheritable and bounding ones, the permitted set within the old one, the
+/// effective set within the new permitted one (`EPERM` otherwise). A version-1 header
+/// sets the upper 32 capabilities' bits to 0; bits past the last capability are
+/// ignored. Errors in Linux's order: the version
+/// (`EINVAL`), the pid (`EPERM`), the data (`EFAULT`), the sets (`EPERM`).
+fn sys_capset(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let words = words(p, a[0])?;
+    let pid = p.aspace.read_u32(a[0] + 4).map_err(efault)?;
+    if pid != 0 && pid != p.tid {
+        return Err(EPERM);
+    }
+    let mut b = vec![0u8; 12 * words];
+    p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
+    let word = |i: usize| u64::from(u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes")));
+    let set = |k: usize| if words == 2 { (word(k) | word(3 + k) << 32) & VALID } else { word(k) };
+    let (effective, permitted, inheritable) = (set(0), set(1), set(2));
+    let old = p.attrs.caps;
+    let within = |new: u64, allowed: u64| new & !allowed == 0;
+    if (!old.has(CAP_SETPCAP) && !within(inheritable, old.inheritable | old.permitted))
+        || !within(inheritable, old.inheritable | old.bounding)
+        || !within(permitted, old.permitted)
+        || !within(effective, permitted)
+    {
+        return Err(EPERM);
+    }
+    p.attrs.caps = Caps { effective, permitted, inheritable, ..old };
     Ok(0)
 }
 

@@ -36,11 +36,17 @@ table! {
         250 fadvise64 "fqud" sys_fadvise64;
         272 fadvise64_64 "fqqd" sys_fadvise64_64;
         295 openat "fsOo" sys_openat;
+        314 sync_file_range "fqqx" sys_sync_file_range;
         324 fallocate "fdqq" sys_fallocate;
         330 dup3 "ffx" sys_dup3;
+        333 preadv "fvuuu" |m, p, a| preadv(m, p, a, false);
+        334 pwritev "fVuuu" |m, p, a| pwritev(m, p, a, false);
         344 syncfs "f" sys_syncfs;
         356 memfd_create "su" sys_memfd_create;
+        378 preadv2 "fvuuux" |m, p, a| preadv(m, p, a, true);
+        379 pwritev2 "fVuuux" |m, p, a| pwritev(m, p, a, true);
         436 close_range "uuu" sys_close_range;
+        437 openat2 "fspu" sys_openat2;
     }
 }
 
@@ -117,6 +123,9 @@ pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
     let buf = InPlace::window(&p.aspace, a[1], len);
+    if let Some(r) = super::signal::signalfd_read(p, a[0], &[buf], valid) {
+        return r;
+    }
     if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
@@ -157,6 +166,44 @@ pub(super) fn sys_pwrite64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
     guest_in(p, a[1], len)?;
     let n = host::pwrite_in_place(fd, InPlace::window(&p.aspace, a[1], len), off)?;
     wrote(m.cache, m.phys, p, a[0], Some(off as u64), n);
+    grew(m, p, a[0]);
+    Ok(n)
+}
+
+/// The offset of `preadv`/`pwritev` (`a[3]` low, `a[4]` high: `EINVAL` if negative)
+/// or of their `2` forms, where -1 means the file position (`None`), with their flags
+/// (`RWF_*`, checked by the host).
+fn vector_offset(a: &[u32; 6], two: bool) -> Result<(Option<i64>, i32), Errno> {
+    let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
+    match (off, two) {
+        (-1, true) => Ok((None, a[5] as i32)),
+        (o, _) if o < 0 => Err(EINVAL),
+        (o, true) => Ok((Some(o), a[5] as i32)),
+        (o, false) => Ok((Some(o), 0)),
+    }
+}
+
+/// `preadv(fd, iov, n, pos_lo, pos_hi)` and `preadv2(…, flags)`: `readv` at an offset (the
+/// file position unchanged), or at the file position for `preadv2`'s -1.
+fn preadv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6], two: bool) -> SysResult {
+    let (off, flags) = vector_offset(a, two)?;
+    let fd = host_fd(p, a[0])?;
+    let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
+    if let Some(r) = read_special(m, p, a[0], &v, valid) {
+        return r;
+    }
+    sync_before_read(m.cache, m.phys, p, a[0]);
+    host::preadv2_in_place(fd, &v, off.unwrap_or(-1), flags)
+}
+
+/// `pwritev(fd, iov, n, pos_lo, pos_hi)` and `pwritev2(…, flags)`: `writev` at an offset,
+/// or at the file position for `pwritev2`'s -1.
+fn pwritev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6], two: bool) -> SysResult {
+    let (off, flags) = vector_offset(a, two)?;
+    let fd = host_fd(p, a[0])?;
+    let v = iovecs(p, a[1], a[2], false)?;
+    let n = host::pwritev2_in_place(fd, &v, off.unwrap_or(-1), flags)?;
+    wrote(m.cache, m.phys, p, a[0], off.map(|o| o as u64), n);
     grew(m, p, a[0]);
     Ok(n)
 }
@@ -258,6 +305,30 @@ pub(super) fn sys_fdatasync(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) 
 
 pub(super) fn sys_syncfs(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     sync_fd(m, p, a[0], false, true)
+}
+
+/// `sync_file_range(fd, offset_lo, offset_hi, nbytes_lo, nbytes_hi, flags)`: i386 passes
+/// the 64-bit offset and count in two registers each (`sys_ia32_sync_file_range`). The
+/// host's call on the host descriptor makes Linux's checks (`EBADF`, then `EINVAL` for
+/// unknown flags, a negative offset or a range past the largest offset, then `ESPIPE`
+/// for what is neither a file, a directory nor a block device) and starts or waits for
+/// the host file's write-out. Stores made through shared mappings of the file live in
+/// the machine's page cache until written back, so a call that asks for write-out
+/// (`SYNC_FILE_RANGE_WRITE`) and passes those checks writes them back first, as
+/// `fsync` does (the whole file's: it covers the range).
+pub(super) fn sys_sync_file_range(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const SYNC_FILE_RANGE_WRITE: u32 = 2;
+    const VALID: u32 = 7;
+    let (offset, nbytes, flags) = (pair(a[1], a[2]), pair(a[3], a[4]), a[5]);
+    let e = p.fds.get(a[0]).ok_or(EBADF)?;
+    let valid = flags & !VALID == 0 && offset >= 0 && offset.checked_add(nbytes).is_some_and(|end| end >= offset);
+    if valid
+        && flags & SYNC_FILE_RANGE_WRITE != 0
+        && let Some(key) = e.file()
+    {
+        m.cache.write_back(m.phys, key).map_err(|_| EIO)?;
+    }
+    host::sync_file_range(e.host.as_raw_fd(), offset, nbytes, flags)
 }
 
 /// `sync`: the stores made through shared mappings of every file are written back
@@ -382,6 +453,9 @@ pub(super) fn iovecs_valid(
 pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
     let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
+    if let Some(r) = super::signal::signalfd_read(p, a[0], &v, valid) {
+        return r;
+    }
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
@@ -426,6 +500,12 @@ pub(super) fn open_common(
         Resolved::Path(abs) => open_host(m, p, &abs, host_flags, mode, flags)?,
         Resolved::Node(n) => special::open(m.sys(), p, n, flags, mode)?,
     };
+    install_opened(m, p, file, flags)
+}
+
+/// Installs a file just opened with guest `open` flags `flags` (`O_TRUNC`: the page
+/// cache learns the new length): the new descriptor.
+fn install_opened(m: &mut FileCtx<'_>, p: &mut Process, file: OpenFile, flags: u32) -> SysResult {
     let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
     if flags & O_TRUNC != 0
         && let Some(key) = entry.file()
@@ -449,11 +529,22 @@ pub(super) fn open_host(
     mode: u32,
     flags: u32,
 ) -> Result<OpenFile, Errno> {
+    open_host_with(p, host_flags, flags, |fl| m.vfs.open("/", abs, fl, mode))
+}
+
+/// [`open_host`] with the host open made by `open`, given the host flags (`openat2`'s
+/// resolutions open relative to other directories, with other `RESOLVE_*` flags).
+fn open_host_with(
+    p: &mut Process,
+    host_flags: i32,
+    flags: u32,
+    open: impl FnOnce(i32) -> Result<OwnedFd, Errno>,
+) -> Result<OpenFile, Errno> {
     let guest_nb = flags & O_NONBLOCK != 0;
     // An O_PATH open opens nothing (and takes no other flag).
     let path_only = host_flags & libc::O_PATH != 0;
     let nb = if path_only { 0 } else { libc::O_NONBLOCK };
-    match m.vfs.open("/", abs, host_flags | nb, mode) {
+    match open(host_flags | nb) {
         Ok(fd) if path_only => {
             // It reads, writes, maps and locks nothing: no file for the page cache or
             // the record locks (closing it drops none, as on Linux).
@@ -969,5 +1060,466 @@ pub(crate) fn read_special(
             }
             Some(Ok(valid))
         }
+    }
+}
+
+// ----- openat2 ------------------------------------------------------------------------
+//
+// `openat2(dirfd, path, how, size)`: `openat` with a `struct open_how` (64-bit flags,
+// mode and `RESOLVE_*` flags restricting how the path resolves), every argument
+// checked as Linux 6 checks it.
+//
+// Without `RESOLVE_*` flags it is `openat` (the same code). With them, the path is
+// resolved where Linux would resolve it, with the restrictions applied by the host
+// kernel itself where the path is an ordinary one of the root, and by morph on the
+// way through its own `/dev` and `/proc`:
+//
+// * `RESOLVE_BENEATH` and `RESOLVE_IN_ROOT`: the host's `openat2` relative to the host
+//   directory behind the guest's (which lies inside the root, so the scope keeps the
+//   guest inside it too), with the same flag; an absolute path is `EXDEV` for
+//   `RESOLVE_BENEATH` before the directory is looked at, as in Linux.
+// * otherwise (only `RESOLVE_NO_XDEV`, `RESOLVE_NO_SYMLINKS`, `RESOLVE_NO_MAGICLINKS`,
+//   `RESOLVE_CACHED`): morph's usual resolution (the guest path, joined to the
+//   directory's, resolved from the root with `RESOLVE_IN_ROOT`) with the guest's
+//   flags added. The starting directory's own path is canonical (no links), so only
+//   `RESOLVE_NO_XDEV` could see a difference: a mount crossed on the way from the
+//   root to the directory. When the directory is on another mount than the root, the
+//   host resolves relative to the directory itself with `RESOLVE_NO_XDEV`, which can
+//   leave neither that mount nor so the root.
+// * `RESOLVE_NO_MAGICLINKS` is always on for the host (the host's `/proc` is never the
+//   guest's); `RESOLVE_CACHED` asks the host's dentry cache, which holds the guest's
+//   files.
+//
+// A path that goes through `/dev` or `/proc` (lexically, as morph resolves them
+// always; see `crate::special`) is walked here one component at a time: morph's
+// `/dev` and `/proc` are separate mounts to `RESOLVE_NO_XDEV` (as devtmpfs and procfs
+// are, with their own device numbers in `stat`), `/proc/self` and `/dev/stdin`,
+// `/dev/stdout`, `/dev/stderr`, `/dev/fd` are symbolic links, and `/proc/<pid>/fd/N`,
+// `exe`, `cwd` and `root` magic links, each refused as Linux refuses it (`ELOOP`,
+// `EXDEV`; `EAGAIN` for a magic link under `RESOLVE_CACHED`, which Linux's procfs
+// cannot follow from its cache). Past a magic link no restriction is left that Linux
+// would apply, and the path is opened as `openat` opens it. `RESOLVE_CACHED` finds
+// morph's own objects always in memory.
+
+const RESOLVE_NO_XDEV: u64 = 0x01;
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
+const RESOLVE_IN_ROOT: u64 = 0x10;
+const RESOLVE_CACHED: u64 = 0x20;
+const SCOPED: u64 = RESOLVE_BENEATH | RESOLVE_IN_ROOT;
+
+/// `OPEN_HOW_SIZE_VER0`, the size of the only `struct open_how` there is.
+const OPEN_HOW_SIZE: u32 = 24;
+
+const O_DSYNC: u64 = 0o10000;
+const FASYNC: u64 = 0o20000;
+const O_DIRECT: u64 = 0o40000;
+const O_NOATIME: u64 = 0o1000000;
+const O_SYNC_BIT: u64 = 0o4000000;
+const O_TMPFILE_BIT: u64 = 0o20000000;
+
+/// The open flags `openat2` takes (Linux's `VALID_OPEN_FLAGS`; `O_NDELAY` is
+/// `O_NONBLOCK`).
+const VALID_OPEN_FLAGS: u64 = (O_ACCMODE
+    | O_CREAT
+    | O_EXCL
+    | O_NOCTTY
+    | O_TRUNC
+    | O_APPEND
+    | O_NONBLOCK
+    | O_LARGEFILE
+    | O_DIRECTORY
+    | O_NOFOLLOW
+    | O_CLOEXEC
+    | O_PATH) as u64
+    | O_DSYNC
+    | FASYNC
+    | O_DIRECT
+    | O_NOATIME
+    | O_SYNC_BIT
+    | O_TMPFILE_BIT;
+
+/// Links followed in one resolution before `ELOOP` (Linux's `MAXSYMLINKS`).
+const MAX_LINKS: u32 = 40;
+
+/// Linux's `build_open_flags` checks, in its order (`flags` without `O_CLOEXEC`).
+fn check_how(flags: u64, mode: u64, resolve: u64) -> Result<(), Errno> {
+    let (o, s) = (|f: u32| u64::from(f), flags);
+    if s & !VALID_OPEN_FLAGS != 0 || resolve & !0x3f != 0 || resolve & SCOPED == SCOPED {
+        return Err(EINVAL);
+    }
+    let creates = s & (o(O_CREAT) | O_TMPFILE_BIT) != 0;
+    if (creates && mode & !0o7777 != 0) || (!creates && mode != 0) {
+        return Err(EINVAL);
+    }
+    if s & o(O_DIRECTORY | O_CREAT) == o(O_DIRECTORY | O_CREAT) {
+        return Err(EINVAL);
+    }
+    // O_TMPFILE needs O_DIRECTORY and an access mode that writes (1, 2 or 3).
+    if s & O_TMPFILE_BIT != 0 && (s & o(O_DIRECTORY) == 0 || s & o(O_ACCMODE) == 0) {
+        return Err(EINVAL);
+    }
+    if s & o(O_PATH) != 0 && s & !o(O_DIRECTORY | O_NOFOLLOW | O_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    if resolve & RESOLVE_CACHED != 0 && s & (o(O_TRUNC | O_CREAT) | O_TMPFILE_BIT) != 0 {
+        return Err(EAGAIN);
+    }
+    Ok(())
+}
+
+/// Reads the guest's `struct open_how` of `size` bytes at `ptr` as Linux's
+/// `copy_struct_from_user` does: bytes past the structure this kernel knows must be
+/// zero (`E2BIG`, `EFAULT` where they cannot be read, page by page), then the
+/// structure itself (`EFAULT`). Returns (flags, mode, resolve).
+fn read_how(p: &Process, ptr: u32, size: u32) -> Result<(u64, u64, u64), Errno> {
+    let mut at = ptr.wrapping_add(OPEN_HOW_SIZE);
+    let mut left = size - OPEN_HOW_SIZE;
+    while left > 0 {
+        let n = left.min(PAGE_SIZE - at % PAGE_SIZE);
+        let mut b = vec![0u8; n as usize];
+        p.aspace.read_bytes(at, &mut b).map_err(efault)?;
+        if b.iter().any(|&x| x != 0) {
+            return Err(E2BIG);
+        }
+        at = at.wrapping_add(n);
+        left -= n;
+    }
+    let mut how = [0u8; 24];
+    p.aspace.read_bytes(ptr, &mut how).map_err(efault)?;
+    let word = |i: usize| u64::from_le_bytes(how[8 * i..8 * i + 8].try_into().unwrap_or_default());
+    Ok((word(0), word(1), word(2)))
+}
+
+pub(super) fn sys_openat2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (dirfd, path_ptr, how_ptr, size) = (a[0], a[1], a[2], a[3]);
+    if size < OPEN_HOW_SIZE {
+        return Err(EINVAL);
+    }
+    if size > PAGE_SIZE {
+        return Err(E2BIG);
+    }
+    let (mut flags, mode, resolve) = read_how(p, how_ptr, size)?;
+    // The x86-64 kernel that runs i386 programs forces O_LARGEFILE (not with O_PATH).
+    if flags & u64::from(O_PATH) == 0 {
+        flags |= u64::from(O_LARGEFILE);
+    }
+    check_how(flags & !u64::from(O_CLOEXEC), mode, resolve)?;
+    let path = read_path(p, path_ptr)?;
+    if path.is_empty() {
+        return Err(ENOENT);
+    }
+    // Valid flags and mode fit in 32 bits.
+    let (flags, mode) = (flags as u32, mode as u32);
+    if resolve == 0 {
+        let dir = at_dir(m.vfs, p, dirfd, &path)?;
+        return open_common(m, p, &dir, &path, flags, mode);
+    }
+    if resolve & RESOLVE_BENEATH != 0 && path[0] == b'/' {
+        return Err(EXDEV);
+    }
+    let start = start_dir(m.vfs, p, dirfd, &path, resolve)?;
+    let follow = flags & O_NOFOLLOW == 0 && flags & (O_CREAT | O_EXCL) != O_CREAT | O_EXCL;
+    if Vfs::is_special(start.path.as_bytes()) || meets_special(&start.path, &path, resolve) {
+        return match walk(m.sys(), p, &start.path, &path, resolve, follow)? {
+            Walked::Magic => open_common(m, p, &start.path, &path, flags, mode),
+            Walked::Path(f) => {
+                let mode = mode & !p.umask;
+                match special::resolve(m.sys(), p, "/", &f, follow)? {
+                    Resolved::Node(n) => {
+                        let file = special::open(m.sys(), p, n, flags, mode)?;
+                        install_opened(m, p, file, flags)
+                    }
+                    // Back in the root (out of /proc by `..`): the host resolves the
+                    // rest with the guest's flags.
+                    Resolved::Path(abs) => {
+                        let root = Start { path: "/".into(), fd: None };
+                        open_at(m, p, &root, &abs, resolve & !SCOPED, flags, mode)
+                    }
+                }
+            }
+        };
+    }
+    open_at(m, p, &start, &path, resolve, flags, mode & !p.umask)
+}
+
+/// Where a resolution starts: the guest path of a directory, and the guest's host
+/// descriptor of it if the guest gave one.
+struct Start {
+    path: String,
+    fd: Option<std::rc::Rc<OpenFile>>,
+}
+
+/// The directory `path` resolves from: the working directory or `dirfd`'s (`EBADF`,
+/// `ENOTDIR` as `*at` calls find them), also for an absolute path with
+/// `RESOLVE_IN_ROOT`, which makes it the root.
+fn start_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8], resolve: u64) -> Result<Start, Errno> {
+    if resolve & RESOLVE_IN_ROOT == 0 || dirfd as i32 == AT_FDCWD {
+        let dir = at_dir(vfs, p, dirfd, path)?;
+        let fd = (path[0] != b'/' && dirfd as i32 != AT_FDCWD).then(|| p.fds.get(dirfd).map(|e| e.host.clone()));
+        return Ok(Start { path: dir, fd: fd.flatten() });
+    }
+    // at_dir with a relative path: the descriptor's directory.
+    let dir = at_dir(vfs, p, dirfd, b".")?;
+    Ok(Start { path: dir, fd: p.fds.get(dirfd).map(|e| e.host.clone()) })
+}
+
+/// Opens `path` (from `start`) with the host's `openat2` and the guest's `RESOLVE_*`
+/// flags (see the module documentation), then installs it as `openat` does.
+fn open_at(
+    m: &mut FileCtx<'_>,
+    p: &mut Process,
+    start: &Start,
+    path: &[u8],
+    resolve: u64,
+    flags: u32,
+    mode: u32,
+) -> SysResult {
+    let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE)) as i32;
+    let mode = if flags & O_CREAT != 0 || u64::from(flags) & O_TMPFILE_BIT != 0 { u64::from(mode & 0o7777) } else { 0 };
+    let extra = libc::RESOLVE_NO_MAGICLINKS | (resolve & (RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_CACHED));
+    let c = std::ffi::CString::new(path).map_err(|_| EINVAL)?;
+    // The directory the host resolves from, and how.
+    let (dir, c, how) = if resolve & SCOPED != 0 {
+        (dir_fd(m.vfs, start)?, c, extra | (resolve & SCOPED))
+    } else {
+        let root = m.vfs.open("/", b"/", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let dir = match path[0] != b'/' && resolve & RESOLVE_NO_XDEV != 0 {
+            true => Some(dir_fd(m.vfs, start)?),
+            false => None,
+        };
+        match dir {
+            // On another mount than the root: from the directory itself, which
+            // RESOLVE_NO_XDEV keeps on its mount.
+            Some(d) if matches!((mount_id(d.as_raw_fd()), mount_id(root.as_raw_fd())), (Some(x), Some(y)) if x != y) => {
+                (d, c, extra)
+            }
+            _ => {
+                let abs = std::ffi::CString::new(Vfs::absolute(&start.path, path)).map_err(|_| EINVAL)?;
+                (root, abs, extra | libc::RESOLVE_IN_ROOT)
+            }
+        }
+    };
+    let vfs = m.vfs;
+    let file = open_host_with(p, host_flags, flags, |fl| {
+        let fd = host::openat2(dir.as_raw_fd(), &c, (fl | libc::O_CLOEXEC) as u64, mode, how)?;
+        // A link that led to the host's own /dev or /proc: not the guest's (see vfs.rs).
+        if vfs.guest_path_of(&fd).is_ok_and(|g| Vfs::is_special(g.as_bytes())) {
+            return Err(ENOENT);
+        }
+        Ok(fd)
+    })?;
+    install_opened(m, p, file, flags)
+}
+
+/// A host descriptor of the directory a resolution starts from: the guest's own
+/// descriptor (a new reference to it) or its path opened inside the root.
+fn dir_fd(vfs: &Vfs, start: &Start) -> Result<OwnedFd, Errno> {
+    match &start.fd {
+        Some(f) => host::dup_cloexec(f.as_raw_fd(), 0),
+        None => vfs.open("/", start.path.as_bytes(), libc::O_PATH | libc::O_DIRECTORY, 0),
+    }
+}
+
+/// The host mount a host descriptor is on (`statx`'s `stx_mnt_id`).
+fn mount_id(fd: i32) -> Option<u64> {
+    let mut b = [0u8; 256];
+    host::statx_fd(fd, libc::STATX_MNT_ID, &mut b).ok()?;
+    let mask = u32::from_le_bytes(b[0..4].try_into().ok()?);
+    (mask & libc::STATX_MNT_ID != 0).then(|| u64::from_le_bytes(b[0x90..0x98].try_into().unwrap_or_default()))
+}
+
+/// A path's components.
+fn comps(s: &[u8]) -> Vec<Vec<u8>> {
+    s.split(|&b| b == b'/').filter(|c| !c.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
+fn joined(c: &[Vec<u8>]) -> Vec<u8> {
+    if c.is_empty() {
+        return b"/".to_vec();
+    }
+    let mut v = Vec::new();
+    for x in c {
+        v.push(b'/');
+        v.extend_from_slice(x);
+    }
+    v
+}
+
+/// The mount a guest path (its components) lies on, as `RESOLVE_NO_XDEV` sees them:
+/// morph's `/dev`, morph's `/proc`, or the root's.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Mount {
+    Dev,
+    Proc,
+    Root,
+}
+
+fn mount_of(c: &[Vec<u8>]) -> Mount {
+    match c.first().map(Vec::as_slice) {
+        Some(b"dev") => Mount::Dev,
+        Some(b"proc") => Mount::Proc,
+        _ => Mount::Root,
+    }
+}
+
+/// The scope's root and the components a resolution starts from.
+fn origin(start: &str, path: &[u8], resolve: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let root = if resolve & SCOPED != 0 { comps(start.as_bytes()) } else { Vec::new() };
+    let cur = if path.first() == Some(&b'/') { root.clone() } else { comps(start.as_bytes()) };
+    (root, cur)
+}
+
+/// Whether `path` from `start`, taken lexically (`..` stopping at the scope's root),
+/// passes through `/dev` or `/proc`.
+fn meets_special(start: &str, path: &[u8], resolve: u64) -> bool {
+    let (root, mut cur) = origin(start, path, resolve);
+    for c in comps(path) {
+        match c.as_slice() {
+            b"." => {}
+            b".." => {
+                if cur.len() > root.len() {
+                    cur.pop();
+                }
+            }
+            _ => {
+                cur.push(c);
+                if mount_of(&cur) != Mount::Root {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// What a walk through morph's `/dev` and `/proc` ended with.
+enum Walked {
+    /// The guest path it names (links expanded but a last one not followed; a final
+    /// `/` kept).
+    Path(Vec<u8>),
+    /// A magic link that no restriction forbids: the path resolves as `openat`
+    /// resolves it.
+    Magic,
+}
+
+/// Whether a link of morph's `/proc` (its path) is a magic link: `/proc/<pid>/exe`,
+/// `cwd`, `root` and `fd/N` are; `/proc/self` and the links in `/dev` are not.
+fn is_magic(link: &str) -> bool {
+    let c: Vec<&str> = link.split('/').filter(|c| !c.is_empty()).collect();
+    c.first() == Some(&"proc")
+        && c.get(1).is_some_and(|pid| pid.bytes().all(|b| b.is_ascii_digit()))
+        && matches!(c.get(2..), Some(["exe" | "cwd" | "root"]) | Some(["fd", _]))
+}
+
+/// Walks `path` from `start` one component at a time (lexically, as morph resolves
+/// `/dev` and `/proc`), applying the `RESOLVE_*` restrictions where Linux's path walk
+/// does: `..` above a `RESOLVE_BENEATH` scope is `EXDEV` (a `RESOLVE_IN_ROOT` scope and
+/// `/` keep it at the root); with `RESOLVE_NO_XDEV` a step onto or off morph's `/dev` or
+/// `/proc`, or an absolute link's jump to the root from another mount, is `EXDEV`; a
+/// followed link is `ELOOP` under `RESOLVE_NO_SYMLINKS` (and after [`MAX_LINKS`]); a
+/// followed magic link is `EAGAIN` under `RESOLVE_CACHED`, then `ELOOP` under
+/// `RESOLVE_NO_MAGICLINKS`, then `EXDEV` under `RESOLVE_NO_XDEV` (unless it is the last
+/// component and leads to an object of the same tree) or a scope.
+fn walk(
+    sys: special::Sys<'_>,
+    p: &Process,
+    start: &str,
+    path: &[u8],
+    resolve: u64,
+    follow: bool,
+) -> Result<Walked, Errno> {
+    let has = |f: u64| resolve & f != 0;
+    let (root, mut cur) = origin(start, path, resolve);
+    let slash = path.ends_with(b"/");
+    let mut todo: std::collections::VecDeque<Vec<u8>> = comps(path).into();
+    let mut links = 0;
+    while let Some(c) = todo.pop_front() {
+        let last = todo.is_empty();
+        match c.as_slice() {
+            b"." => {}
+            b".." => {
+                if cur.len() <= root.len() {
+                    if has(RESOLVE_BENEATH) {
+                        return Err(EXDEV);
+                    }
+                    continue;
+                }
+                let from = mount_of(&cur);
+                cur.pop();
+                if has(RESOLVE_NO_XDEV) && mount_of(&cur) != from {
+                    return Err(EXDEV);
+                }
+            }
+            _ => {
+                let from = mount_of(&cur);
+                cur.push(c);
+                if has(RESOLVE_NO_XDEV) && mount_of(&cur) != from {
+                    return Err(EXDEV);
+                }
+                let here = joined(&cur);
+                if !Vfs::is_special(&here) {
+                    continue;
+                }
+                let Resolved::Node(Node::Link(link, target, _)) = special::resolve(sys, p, "/", &here, false)? else {
+                    continue;
+                };
+                if last && !follow && !slash {
+                    continue;
+                }
+                links += 1;
+                if has(RESOLVE_NO_SYMLINKS) || links > MAX_LINKS {
+                    return Err(ELOOP);
+                }
+                if is_magic(&link) {
+                    if has(RESOLVE_CACHED) {
+                        return Err(EAGAIN);
+                    }
+                    if has(RESOLVE_NO_MAGICLINKS) {
+                        return Err(ELOOP);
+                    }
+                    if has(RESOLVE_NO_XDEV) && !(last && same_tree(sys, p, &here, mount_of(&cur))) {
+                        return Err(EXDEV);
+                    }
+                    if has(SCOPED) {
+                        return Err(EXDEV);
+                    }
+                    return Ok(Walked::Magic);
+                }
+                cur.pop(); // a link's target is relative to its directory
+                if target.first() == Some(&b'/') {
+                    if has(RESOLVE_BENEATH) || (has(RESOLVE_NO_XDEV) && mount_of(&cur) != mount_of(&root)) {
+                        return Err(EXDEV);
+                    }
+                    cur = root.clone();
+                }
+                for t in comps(&target).into_iter().rev() {
+                    todo.push_front(t);
+                }
+            }
+        }
+    }
+    let mut f = joined(&cur);
+    if slash && !cur.is_empty() {
+        f.push(b'/');
+    }
+    Ok(Walked::Path(f))
+}
+
+/// Whether the magic link at `here` leads to an object of `tree`, one of morph's own
+/// (a `/proc` file or directory, a device of `/dev`), so that following it crosses no
+/// mount.
+fn same_tree(sys: special::Sys<'_>, p: &Process, here: &[u8], tree: Mount) -> bool {
+    let in_tree = |path: &str| mount_of(&comps(path.as_bytes())) == tree;
+    match special::resolve(sys, p, "/", here, true) {
+        Ok(Resolved::Node(Node::Fd(e))) => match &e.host.kind {
+            FileKind::Snapshot(s) => in_tree(&s.path),
+            FileKind::Dir(d) => in_tree(&d.path),
+            FileKind::Device(_) | FileKind::Random(_) => tree == Mount::Dev,
+            FileKind::Host => false,
+        },
+        Ok(Resolved::Node(Node::Dir(d))) => in_tree(&d),
+        _ => false,
     }
 }

@@ -45,6 +45,7 @@ table! {
         411 timerfd_settime64 "dxpp" |_, p, a| timerfd_settime(p, a, true);
         413 pselect6_time64 "dppppp" sys_pselect6_64;
         414 ppoll_time64 "pdppu" sys_ppoll64;
+        441 epoll_pwait2 "dpdppu" sys_epoll_pwait2;
     }
 }
 
@@ -117,15 +118,21 @@ fn sys_epoll_ctl(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult 
 }
 
 fn epoll_wait(p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let t = a[3] as i32;
+    epoll_wait_for(p, a, (t >= 0).then(|| Duration::from_millis(t as u64)))
+}
+
+/// `epoll_wait` with a timeout (`None`: forever).
+fn epoll_wait_for(p: &mut Process, a: &[u32; 6], timeout: Option<Duration>) -> SysResult {
     let max = a[2] as i32;
     if max <= 0 || max > i32::MAX / 12 {
         return Err(EINVAL);
     }
     let epfd = host_fd(p, a[0])?;
     let ready = host::epoll_wait(epfd, max as usize)?;
-    let t = a[3] as i32;
-    if ready.is_empty() && t != 0 && p.resumed != Some(true) {
-        let deadline = (t > 0).then(|| Instant::now() + Duration::from_millis(t as u64));
+    if ready.is_empty() && timeout != Some(Duration::ZERO) && p.resumed != Some(true) {
+        // A deadline past what the clock can say is none.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         return block_on(p, vec![libc::pollfd { fd: epfd, events: libc::POLLIN, revents: 0 }], deadline, false);
     }
     p.aspace.write_bytes(a[1], &ready).map_err(efault)?;
@@ -142,6 +149,19 @@ fn sys_epoll_pwait(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResul
     }
     temp_mask(p, a[4])?;
     let r = epoll_wait(p, a);
+    end_temp_mask(p, r)
+}
+
+/// `epoll_pwait2(epfd, events, maxevents, timeout, sigmask, sigsetsize)`: `epoll_pwait`
+/// with a `struct __kernel_timespec` (64-bit seconds and nanoseconds; `NULL` waits
+/// forever), read and checked first (`EFAULT`, `EINVAL`), as Linux does.
+fn sys_epoll_pwait2(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let timeout = if a[3] == 0 { None } else { Some(read_timespec(p, a[3], true)?) };
+    if a[4] != 0 && a[5] != 8 {
+        return Err(EINVAL);
+    }
+    temp_mask(p, a[4])?;
+    let r = epoll_wait_for(p, a, timeout);
     end_temp_mask(p, r)
 }
 

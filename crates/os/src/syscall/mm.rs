@@ -12,10 +12,15 @@ table! {
         91 munmap "pu" sys_munmap;
         125 mprotect "puP" sys_mprotect;
         144 msync "xux" sys_msync;
+        150 mlock "pu" |_, p, a| mlock(p, a[0], a[1], false);
+        151 munlock "pu" sys_munlock;
+        152 mlockall "x" sys_mlockall;
+        153 munlockall "" |_, _, _| Ok(0);
         163 mremap "puuRp" sys_mremap;
         192 mmap2 "puPMfg" sys_mmap2;
         219 madvise "puD" sys_madvise;
         243 set_thread_area "p" sys_set_thread_area;
+        376 mlock2 "pux" sys_mlock2;
     }
 }
 
@@ -322,6 +327,124 @@ pub(super) fn sys_madvise(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
         }
     }
     if covered < len { Err(ENOMEM) } else { Ok(0) }
+}
+
+// ----- mlock and its relatives -----------------------------------------------------
+//
+// Locking pages in memory is a residency promise morph keeps trivially for the guest
+// (its memory is the host process's; nothing of it is paged out by morph), and no
+// `/proc` file morph makes reports locked memory (`VmLck`), so no lock is recorded on
+// the mappings: the calls make Linux's checks and report Linux's errors. Not modeled,
+// for want of that record: `RLIMIT_MEMLOCK` counting pages locked by earlier calls
+// (each call is checked alone, as a first one is), and `MCL_FUTURE` applying the limit
+// to later mappings.
+
+/// `CAP_IPC_LOCK`: locks past `RLIMIT_MEMLOCK`.
+const CAP_IPC_LOCK: u32 = 14;
+const RLIMIT_MEMLOCK: usize = 8;
+
+/// Whether `p` may lock memory at all (Linux's `can_do_mlock`): a memory-lock limit
+/// above 0, or `CAP_IPC_LOCK`.
+fn can_lock(p: &Process) -> bool {
+    p.rlimits[RLIMIT_MEMLOCK].0 != 0 || p.attrs.caps.has(CAP_IPC_LOCK)
+}
+
+/// The pages `[start, end)` a lock call names: its start rounded down to a page, its
+/// length with the start's offset rounded up, in the 64-bit arithmetic of the kernel a
+/// 32-bit process runs on (nothing wraps; a range past 4 GiB has unmapped pages).
+fn lock_range(start: u32, len: u32) -> (u64, u64) {
+    let off = u64::from(start & (PAGE_SIZE - 1));
+    let first = u64::from(start & !(PAGE_SIZE - 1));
+    (first, first + morph_mem::page_align_up(u64::from(len) + off))
+}
+
+/// The mappings over `[start, end)`: `ENOMEM` if a page of it is unmapped (Linux's
+/// `apply_vma_lock_flags`).
+fn locked_parts(p: &Process, start: u64, end: u64) -> Result<Vec<morph_mem::Vma>, Errno> {
+    if start == end {
+        return Ok(Vec::new());
+    }
+    let parts: Vec<morph_mem::Vma> =
+        p.aspace.vmas().filter(|v| u64::from(v.end) > start && u64::from(v.start) < end).cloned().collect();
+    let mut at = start;
+    for v in &parts {
+        if u64::from(v.start) > at {
+            return Err(ENOMEM);
+        }
+        at = u64::from(v.end);
+    }
+    if at < end { Err(ENOMEM) } else { Ok(parts) }
+}
+
+/// Whether the pages of `v` before `end` (within a locked range) can all be brought in, as `mlock`
+/// brings them (Linux's `__mm_populate`, whose failure is `ENOMEM`): not under
+/// `PROT_NONE`, and for a file mapping, not past the page holding the file's end.
+fn populates(v: &morph_mem::Vma, end: u64) -> bool {
+    if v.prot.0 == 0 {
+        return false;
+    }
+    let morph_mem::MapKind::File { page, file, .. } = &v.kind else { return true };
+    let to = end.min(u64::from(v.end));
+    let to_off = u64::from(*page) * u64::from(PAGE_SIZE) + (to - u64::from(v.start));
+    file.metadata().is_ok_and(|md| to_off <= morph_mem::page_align_up(md.len()))
+}
+
+/// `mlock(start, len)` and `mlock2` (`on_fault`: `MLOCK_ONFAULT`, which brings nothing
+/// in). Linux's checks in its order: may the caller lock at all (`EPERM`), the pages
+/// against `RLIMIT_MEMLOCK` unless `CAP_IPC_LOCK` (`ENOMEM`), a page unmapped
+/// (`ENOMEM`), a page that cannot be brought in (`ENOMEM`).
+fn mlock(p: &mut Process, start: u32, len: u32, on_fault: bool) -> SysResult {
+    if !can_lock(p) {
+        return Err(EPERM);
+    }
+    let (first, end) = lock_range(start, len);
+    let limit = p.rlimits[RLIMIT_MEMLOCK].0 / u64::from(PAGE_SIZE);
+    if (end - first) / u64::from(PAGE_SIZE) > limit && !p.attrs.caps.has(CAP_IPC_LOCK) {
+        return Err(ENOMEM);
+    }
+    let parts = locked_parts(p, first, end)?;
+    if !on_fault && !parts.iter().all(|v| populates(v, end)) {
+        return Err(ENOMEM);
+    }
+    Ok(0)
+}
+
+fn sys_mlock2(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MLOCK_ONFAULT: u32 = 1;
+    if a[2] & !MLOCK_ONFAULT != 0 {
+        return Err(EINVAL);
+    }
+    mlock(p, a[0], a[1], a[2] & MLOCK_ONFAULT != 0)
+}
+
+/// `munlock(start, len)`: any caller; `ENOMEM` for an unmapped page in the range.
+fn sys_munlock(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (first, end) = lock_range(a[0], a[1]);
+    locked_parts(p, first, end)?;
+    Ok(0)
+}
+
+/// `mlockall(flags)`: `MCL_CURRENT`, `MCL_FUTURE`, `MCL_ONFAULT` (not alone). Linux's
+/// checks in its order: the flags (`EINVAL`), may the caller lock at all (`EPERM`),
+/// with `MCL_CURRENT` every mapped page against `RLIMIT_MEMLOCK` unless
+/// `CAP_IPC_LOCK` (`ENOMEM`). Pages that cannot be brought in are no error here.
+fn sys_mlockall(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const MCL_CURRENT: u32 = 1;
+    const MCL_FUTURE: u32 = 2;
+    const MCL_ONFAULT: u32 = 4;
+    let flags = a[0];
+    if flags == 0 || flags & !(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0 || flags == MCL_ONFAULT {
+        return Err(EINVAL);
+    }
+    if !can_lock(p) {
+        return Err(EPERM);
+    }
+    let limit = p.rlimits[RLIMIT_MEMLOCK].0 / u64::from(PAGE_SIZE);
+    let total: u64 = p.aspace.vmas().map(|v| u64::from(v.end - v.start) / u64::from(PAGE_SIZE)).sum();
+    if flags & MCL_CURRENT != 0 && total > limit && !p.attrs.caps.has(CAP_IPC_LOCK) {
+        return Err(ENOMEM);
+    }
+    Ok(0)
 }
 
 pub(super) fn sys_set_thread_area(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {

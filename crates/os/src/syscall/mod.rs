@@ -107,6 +107,33 @@ pub fn lookup(nr: u32) -> Option<&'static Syscall> {
 /// prepared (more than one fault's batch).
 const RECLAIM_IN_CALL: u32 = 64;
 
+/// The calls that ask whether descriptors are ready (the `poll`, `select` and `epoll`
+/// families): before one, the caller's signalfds and pidfds show what is ready for it.
+const ASK_READINESS: [u32; 11] = [82, 142, 168, 255, 256, 308, 309, 319, 413, 414, 441];
+
+/// Brings the readiness the host shows for `p`'s signalfds and pidfds (descriptors
+/// morph serves itself, see [`crate::files::Served`]) up to date: a signalfd is ready
+/// while a signal it reads is pending for `p`'s running thread, a pidfd once what it
+/// names has ended. Done before `p` asks (a call of the `poll` family, or the
+/// scheduler polling the descriptors `p` waits on).
+pub(crate) fn refresh_served(tasks: &crate::kernel::tasks::Tasks, p: &Process) {
+    use crate::files::{Served, ServedKind};
+    if !crate::files::any_served() {
+        return;
+    }
+    for (_, e) in p.fds.iter() {
+        match &e.host.served {
+            Some(s @ Served { what: ServedKind::Signal(mask), .. }) => {
+                s.set_ready(signal::signalfd_ready(p, mask.get()))
+            }
+            Some(s @ Served { what: ServedKind::Pid { pid, thread }, .. }) => {
+                s.set_ready(proc::pidfd_ended(tasks, p, *pid, *thread));
+            }
+            None => {}
+        }
+    }
+}
+
 /// Handles the system call the process just made (number in EAX, arguments in EBX,
 /// ECX, EDX, ESI, EDI, EBP); the result goes to EAX.
 pub fn dispatch(m: &mut Machine, p: &mut Process) {
@@ -116,6 +143,9 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     *m.stats_mut().syscalls.entry(nr).or_default() += 1;
     let row = lookup(nr);
     let traced = m.config().strace.then(|| strace::Call::before(p, nr, row, &args));
+    if ASK_READINESS.contains(&nr) {
+        refresh_served(m.tasks(), p);
+    }
     // Only this call's failures count below.
     m.phys().take_starved();
     m.phys().take_host_starved();

@@ -8,12 +8,17 @@
 //! group (see [`Process`]), and `CLONE_VM` without either makes a process that shares
 //! the caller's address space (`Process::vm_share`; with `CLONE_FILES`, `CLONE_FS` or
 //! `CLONE_SIGHAND` too it is not supported: `-ENOSYS`, counted).
+//!
+//! Also here: descriptors that refer to processes (pidfds) and `membarrier`'s
+//! registrations, per address space (sections at the end).
 
 use morph_cpu::Cpu;
 use morph_mem::AddressSpace;
 
 use super::common::*;
 use super::mm::install_tls;
+use crate::files::{Served, ServedKind};
+use crate::kernel::tasks::Tasks;
 use crate::layout::Kernel;
 use crate::loader::LoadError;
 use crate::process::{Blocked, Comm, Pid, SigAction, SigInfo, Wait};
@@ -38,7 +43,11 @@ table! {
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
         252 exit_group "d" sys_exit_group;
+        375 membarrier "ddd" sys_membarrier;
+        424 pidfd_send_signal "fdpx" sys_pidfd_send_signal;
+        434 pidfd_open "dx" sys_pidfd_open;
         435 clone3 "pu" sys_clone3;
+        438 pidfd_getfd "ffx" sys_pidfd_getfd;
     }
 }
 
@@ -197,6 +206,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         holds_vm: false,
         alarm: None,
         alarm_interval: std::time::Duration::ZERO,
+        cpu_timers: Default::default(),
         timers: Vec::new(),
         exit_signal: (flags & CSIGNAL) as i32,
         start_icount: p.cpu.icount,
@@ -207,6 +217,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         job: Default::default(),
         dumpable: p.dumpable,
         child_subreaper: false,
+        membarrier: p.membarrier,
     };
     let setup = |p: &mut Process, child: &mut Process| -> Result<(), Errno> {
         if flags & CLONE_PARENT_SETTID != 0 && !lend && !share_vm {
@@ -361,6 +372,8 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     }
     p.attrs.comm = comm;
     p.attrs.creds.exec();
+    p.attrs.caps.exec(&p.attrs.creds);
+    p.membarrier = 0;
     p.dumpable = true;
     p.clear_child_tid = 0;
     p.robust_list = (0, 0);
@@ -511,7 +524,7 @@ fn sys_getpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
 fn sys_setpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let pids = priority_targets(m, p, a[0], a[1])?;
     let want = (a[2] as i32).clamp(-20, 19);
-    let privileged = p.attrs.creds.privileged();
+    let privileged = p.attrs.caps.has(crate::process::Caps::SYS_NICE);
     for pid in pids {
         let q = if pid == p.pid {
             &mut *p
@@ -520,7 +533,7 @@ fn sys_setpriority(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
         } else {
             continue; // gone since priority_targets listed it
         };
-        // Raising priority needs CAP_SYS_NICE: a privileged caller's (see `Creds`).
+        // Raising priority needs CAP_SYS_NICE.
         if want < q.nice && !privileged {
             return Err(EACCES);
         }
@@ -550,6 +563,336 @@ fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     Ok(p.pid)
 }
 
+// ----- pidfds ----------------------------------------------------------------------------
+//
+// Descriptors that refer to processes: `pidfd_open`, `pidfd_send_signal` and
+// `pidfd_getfd` (and `waitid`'s `P_PIDFD`, in `children.rs`, through `pidfd_of`).
+//
+// A pidfd is a descriptor morph serves itself (`crate::files::Served`) naming a
+// process, or with `PIDFD_THREAD` a thread, by its id: a machine never hands out an
+// id twice, so the id names it alone, as Linux's `struct pid` does. It is readable
+// (`poll`, `select`, `epoll`) once the process has exited (a zombie, or reaped), or the
+// thread has; it cannot be read or written (`EINVAL`). Where the host's stand-in
+// differs from Linux's pidfd: no `POLLHUP` once the process is reaped, `pread` is
+// `ESPIPE` (Linux: `EINVAL`) and `lseek` succeeds (Linux: `ESPIPE`), `F_GETFL` does
+// not show `PIDFD_THREAD` (`O_EXCL`).
+
+const PIDFD_NONBLOCK: u32 = O_NONBLOCK;
+const PIDFD_THREAD: u32 = O_EXCL;
+const PIDFD_SIGNAL_THREAD: u32 = 1;
+const PIDFD_SIGNAL_THREAD_GROUP: u32 = 2;
+const PIDFD_SIGNAL_PROCESS_GROUP: u32 = 4;
+const CAP_SYS_PTRACE: u32 = 19;
+
+/// Whether what a pidfd names has ended (Linux's `pidfd_poll` readable): the thread
+/// `pid` (`thread`) is gone, or the process `pid` is (a zombie or reaped: a group
+/// whose leader thread alone has exited lives on). `p` is the caller, which the
+/// table does not hold while it runs.
+pub(super) fn pidfd_ended(tasks: &Tasks, p: &Process, pid: Pid, thread: bool) -> bool {
+    if thread { !tasks.tids.contains_key(&pid) } else { pid != p.pid && !tasks.procs.contains_key(&pid) }
+}
+
+/// The id and `PIDFD_THREAD` of pidfd `fd`, and whether it is non-blocking: `EBADF`
+/// for no descriptor or one that is not a pidfd (Linux's `pidfd_get_pid`).
+pub(super) fn pidfd_of(p: &Process, fd: u32) -> Result<(Pid, bool, bool), Errno> {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    match &e.host.served {
+        Some(Served { what: ServedKind::Pid { pid, thread }, .. }) => Ok((*pid, *thread, e.host.guest_nonblock())),
+        _ => Err(EBADF),
+    }
+}
+
+/// `pidfd_open(pid, flags)`: a pidfd (close-on-exec) for process `pid`, or with
+/// `PIDFD_THREAD` for thread `pid`; `PIDFD_NONBLOCK`. Linux's checks in its order:
+/// the flags and a pid not above 0 (`EINVAL`), an id nothing has (`ESRCH`: a zombie
+/// still has its id), a thread that leads no group without `PIDFD_THREAD` (`EINVAL`).
+fn sys_pidfd_open(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (pid, flags) = (a[0] as i32, a[1]);
+    if flags & !(PIDFD_NONBLOCK | PIDFD_THREAD) != 0 || pid <= 0 {
+        return Err(EINVAL);
+    }
+    let (pid, thread) = (pid as Pid, flags & PIDFD_THREAD != 0);
+    // A group whose leader thread has exited still has its leader's task (a zombie).
+    let process = pid == p.pid || m.tasks.procs.contains_key(&pid) || m.tasks.zombies.contains_key(&pid);
+    if !process {
+        if !m.tasks.tids.contains_key(&pid) {
+            return Err(ESRCH);
+        }
+        if !thread {
+            return Err(EINVAL);
+        }
+    }
+    let file = OpenFile::served(ServedKind::Pid { pid, thread }, flags & PIDFD_NONBLOCK != 0)?;
+    let fd = p.fds.install(FdEntry::of(file, true), 0).ok_or(EMFILE)?;
+    super::refresh_served(m.tasks, p);
+    Ok(fd)
+}
+
+/// Where a signal a pidfd sends goes (Linux's `pid_type` for it).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    Thread,
+    Process,
+    Group,
+}
+
+/// The id a descriptor names for `pidfd_send_signal`: a pidfd's, or a `/proc/<pid>`
+/// directory's (Linux takes those too); with whether it is a thread's.
+fn target_of(p: &Process, fd: u32) -> Result<(Pid, bool), Errno> {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    if let Some(Served { what: ServedKind::Pid { pid, thread }, .. }) = &e.host.served {
+        return Ok((*pid, *thread));
+    }
+    if let FileKind::Dir(d) = &e.host.kind
+        && let Some(pid) = d.path.strip_prefix("/proc/").and_then(|n| n.parse::<Pid>().ok())
+    {
+        return Ok((pid, false));
+    }
+    Err(EBADF)
+}
+
+/// `pidfd_send_signal(pidfd, sig, info, flags)`: as `kill` (or `rt_sigqueueinfo`,
+/// with `info`) to the process the pidfd names; to its thread with
+/// `PIDFD_SIGNAL_THREAD` (the default for a `PIDFD_THREAD` pidfd), to the process
+/// group its id names with `PIDFD_SIGNAL_PROCESS_GROUP`. Linux's checks in its order:
+/// the flags (unknown, or more than one: `EINVAL`), the descriptor (`EBADF`), the
+/// `siginfo` (`EFAULT`; its `si_signo` not `sig`: `EINVAL`; a code only the kernel
+/// gives, to another than the caller's own thread or to a group: `EPERM`), the target
+/// (`ESRCH` once reaped), the signal (`EINVAL`), the permission (`EPERM`). A zombie
+/// takes the signal and drops it.
+fn sys_pidfd_send_signal(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (sig, flags) = (a[1] as i32, a[3]);
+    let all = PIDFD_SIGNAL_THREAD | PIDFD_SIGNAL_THREAD_GROUP | PIDFD_SIGNAL_PROCESS_GROUP;
+    if flags & !all != 0 || flags.count_ones() > 1 {
+        return Err(EINVAL);
+    }
+    let (pid, thread) = target_of(p, a[0])?;
+    let scope = match flags {
+        PIDFD_SIGNAL_THREAD => Scope::Thread,
+        PIDFD_SIGNAL_THREAD_GROUP => Scope::Process,
+        PIDFD_SIGNAL_PROCESS_GROUP => Scope::Group,
+        _ if thread => Scope::Thread,
+        _ => Scope::Process,
+    };
+    let info = if a[2] != 0 {
+        let info = super::signal::queued_info(p, a[2])?;
+        if p.aspace.read_u32(a[2]).map_err(efault)? as i32 != sig {
+            return Err(EINVAL);
+        }
+        if (pid != p.tid || scope > Scope::Process) && (info.code >= 0 || info.code == SI_TKILL) {
+            return Err(EPERM);
+        }
+        info
+    } else {
+        let code = if scope == Scope::Thread { SI_TKILL } else { SI_USER };
+        SigInfo { code, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() }
+    };
+    match scope {
+        Scope::Group => send_to_group(m, p, pid, sig, info),
+        _ => send_to(m, p, pid, scope == Scope::Thread, sig, info),
+    }
+}
+
+/// Whether `p` may signal a thread with credentials `target` in session `sid`
+/// (Linux's `check_kill_permission`).
+fn may_signal(p: &Process, target: &crate::process::Creds, sid: Pid, sig: i32) -> bool {
+    p.attrs.caps.may_signal(&p.attrs.creds, target) || (sig == SIGCONT && sid == p.sid)
+}
+
+/// Sends `sig` to the process `pid` or (`thread`) the thread `pid`: `ESRCH` if there
+/// is none (a zombie, or a group whose leader thread has exited, for the leader,
+/// takes the signal and drops it), `EINVAL` for a bad signal, `EPERM`.
+fn send_to(m: &mut TaskCtx<'_>, p: &mut Process, pid: Pid, thread: bool, sig: i32, info: SigInfo) -> SysResult {
+    let group = if thread { m.tasks.tids.get(&pid).copied() } else { None };
+    let group = group.or_else(|| (pid == p.pid || m.tasks.procs.contains_key(&pid)).then_some(pid));
+    let Some(group) = group else {
+        // Not reaped yet: the signal is checked, then dropped.
+        let z = m.tasks.zombies.get(&pid).ok_or(ESRCH)?;
+        if !(0..=64).contains(&sig) {
+            return Err(EINVAL);
+        }
+        let c = &p.attrs.creds;
+        return if p.attrs.caps.has(crate::process::Caps::KILL) || [c.uid, c.euid].contains(&z.uid) {
+            Ok(0)
+        } else {
+            Err(EPERM)
+        };
+    };
+    if !(0..=64).contains(&sig) {
+        return Err(EINVAL);
+    }
+    let q = if group == p.pid { &*p } else { m.tasks.procs.get(&group).ok_or(ESRCH)? };
+    let creds = q.thread_attrs(pid).map_or(q.attrs.creds, |t| t.creds);
+    if !may_signal(p, &creds, q.sid, sig) {
+        return Err(EPERM);
+    }
+    if sig == 0 {
+        return Ok(0);
+    }
+    let q = if group == p.pid { &mut *p } else { m.tasks.procs.get_mut(&group).ok_or(ESRCH)? };
+    if !thread {
+        q.raise_group(sig, info);
+    } else if !q.raise_thread(pid, sig, info) {
+        // The leader thread has exited (a zombie task): the signal is dropped.
+        return Ok(0);
+    }
+    if group != p.pid {
+        m.tasks.notify_continued(p, group);
+    }
+    Ok(0)
+}
+
+/// Sends `sig` to every process of process group `pgid` (Linux's `kill_pgrp_info`):
+/// `ESRCH` if it has none, else success if one took it, else the last error.
+fn send_to_group(m: &mut TaskCtx<'_>, p: &mut Process, pgid: Pid, sig: i32, info: SigInfo) -> SysResult {
+    let mut members: Vec<Pid> = m.tasks.procs.values().filter(|q| q.pgid == pgid).map(|q| q.pid).collect();
+    if p.pgid == pgid {
+        members.push(p.pid);
+    }
+    let zombies = m.tasks.zombies.values().filter(|z| z.pgid == pgid).count();
+    if members.is_empty() && zombies == 0 {
+        return Err(ESRCH);
+    }
+    let (mut ok, mut last) = (zombies > 0 && (0..=64).contains(&sig), Ok(0));
+    for pid in members {
+        last = send_to(m, p, pid, false, sig, info);
+        ok |= last.is_ok();
+    }
+    if ok { Ok(0) } else { last }
+}
+
+/// `pidfd_getfd(pidfd, targetfd, flags)`: a duplicate (close-on-exec) of descriptor
+/// `targetfd` of the process the pidfd names (the same open file description). Linux's
+/// checks in its order: the flags (`EINVAL`), the pidfd (`EBADF`), the thread it names
+/// gone or exiting (`ESRCH`), ptrace's access check (`EPERM`: another process is open to
+/// a caller with its real ids as all of the target's, the target dumpable and its
+/// permitted capabilities among the caller's, or to `CAP_SYS_PTRACE`), the descriptor
+/// (`EBADF`).
+fn sys_pidfd_getfd(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    if a[2] != 0 {
+        return Err(EINVAL);
+    }
+    let (tid, _, _) = pidfd_of(p, a[0])?;
+    let group = *m.tasks.tids.get(&tid).ok_or(ESRCH)?;
+    let entry = if group == p.pid {
+        p.fds.get(a[1]).ok_or(EBADF)?.clone()
+    } else {
+        let q = m.tasks.procs.get(&group).ok_or(ESRCH)?;
+        let t = q.thread_attrs(tid).copied().unwrap_or(q.attrs);
+        let (me, them) = (&p.attrs.creds, &t.creds);
+        let ptrace = p.attrs.caps.has(CAP_SYS_PTRACE);
+        let same_ids = [them.uid, them.euid, them.suid].iter().all(|&u| u == me.uid)
+            && [them.gid, them.egid, them.sgid].iter().all(|&g| g == me.gid);
+        let allowed = ptrace || (same_ids && q.dumpable && t.caps.permitted & !p.attrs.caps.permitted == 0);
+        if !allowed {
+            return Err(EPERM);
+        }
+        q.fds.get(a[1]).ok_or(EBADF)?.clone()
+    };
+    p.fds.install(FdEntry { host: entry.host, cloexec: true }, 0).ok_or(EMFILE)
+}
+
+// ----- membarrier ------------------------------------------------------------------------
+//
+// `membarrier`: memory barriers on every thread that runs the caller's memory.
+//
+// Every guest thread runs on the one host thread, one at a time: a thread switched
+// out has passed a full barrier (the switch), and one switched back in sees every
+// store made meanwhile; a restartable sequence of a thread switched out is aborted
+// when it runs again (`rseq.rs`). So each barrier is already in place when asked for,
+// and what is left is Linux's bookkeeping: which commands are known, which need a
+// registration of the address space first (`EPERM` without one), and the
+// registrations themselves (`Process::membarrier`: copied by fork, shared by
+// processes sharing the address space, cleared by exec).
+
+const CMD_QUERY: i32 = 0;
+const CMD_GLOBAL: i32 = 1 << 0;
+const CMD_GLOBAL_EXPEDITED: i32 = 1 << 1;
+const CMD_REGISTER_GLOBAL_EXPEDITED: i32 = 1 << 2;
+const CMD_PRIVATE_EXPEDITED: i32 = 1 << 3;
+const CMD_REGISTER_PRIVATE_EXPEDITED: i32 = 1 << 4;
+const CMD_PRIVATE_EXPEDITED_SYNC_CORE: i32 = 1 << 5;
+const CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE: i32 = 1 << 6;
+const CMD_PRIVATE_EXPEDITED_RSEQ: i32 = 1 << 7;
+const CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ: i32 = 1 << 8;
+const CMD_GET_REGISTRATIONS: i32 = 1 << 9;
+/// Every command `CMD_QUERY` reports (Linux's `MEMBARRIER_CMD_BITMASK`).
+const CMD_BITMASK: i32 = (1 << 10) - 1;
+/// `MEMBARRIER_CMD_FLAG_CPU`: `cpu_id` names the one CPU (for `PRIVATE_EXPEDITED_RSEQ`).
+const FLAG_CPU: u32 = 1;
+
+// The address space's state (Linux's `MEMBARRIER_STATE_*`): a registration sets a
+// command's bit and its `READY` bit.
+const PRIVATE_EXPEDITED_READY: u32 = 1 << 0;
+const PRIVATE_EXPEDITED: u32 = 1 << 1;
+const GLOBAL_EXPEDITED_READY: u32 = 1 << 2;
+const GLOBAL_EXPEDITED: u32 = 1 << 3;
+const SYNC_CORE_READY: u32 = 1 << 4;
+const SYNC_CORE: u32 = 1 << 5;
+const RSEQ_READY: u32 = 1 << 6;
+const RSEQ: u32 = 1 << 7;
+
+/// `membarrier(cmd, flags, cpu_id)`. Linux's checks in its order: the flags (0, or
+/// `MEMBARRIER_CMD_FLAG_CPU` for `PRIVATE_EXPEDITED_RSEQ`: `EINVAL`), then the command
+/// (unknown: `EINVAL`; a private expedited one without its registration: `EPERM`).
+/// `QUERY` returns the commands known; `GET_REGISTRATIONS` the registration commands
+/// the address space has had.
+fn sys_membarrier(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let (cmd, flags) = (a[0] as i32, a[1]);
+    let flags_ok = match cmd {
+        CMD_PRIVATE_EXPEDITED_RSEQ => flags == 0 || flags == FLAG_CPU,
+        _ => flags == 0,
+    };
+    if !flags_ok {
+        return Err(EINVAL);
+    }
+    // The barrier itself is in place (see the module documentation); a `cpu_id` out of
+    // range is no error on Linux either.
+    let state = p.membarrier;
+    let need = |ready: u32| if state & ready != 0 { Ok(0) } else { Err(EPERM) };
+    match cmd {
+        CMD_QUERY => Ok(CMD_BITMASK as u32),
+        CMD_GLOBAL | CMD_GLOBAL_EXPEDITED => Ok(0),
+        CMD_PRIVATE_EXPEDITED => need(PRIVATE_EXPEDITED_READY),
+        CMD_PRIVATE_EXPEDITED_SYNC_CORE => need(SYNC_CORE_READY),
+        CMD_PRIVATE_EXPEDITED_RSEQ => need(RSEQ_READY),
+        CMD_REGISTER_GLOBAL_EXPEDITED => membarrier_register(m, p, GLOBAL_EXPEDITED | GLOBAL_EXPEDITED_READY),
+        CMD_REGISTER_PRIVATE_EXPEDITED => membarrier_register(m, p, PRIVATE_EXPEDITED | PRIVATE_EXPEDITED_READY),
+        // As Linux: these mark the plain private expedited command too, not its READY.
+        CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE => {
+            membarrier_register(m, p, PRIVATE_EXPEDITED | SYNC_CORE | SYNC_CORE_READY)
+        }
+        CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ => membarrier_register(m, p, PRIVATE_EXPEDITED | RSEQ | RSEQ_READY),
+        CMD_GET_REGISTRATIONS => Ok(membarrier_registrations(p.membarrier)),
+        _ => Err(EINVAL),
+    }
+}
+
+/// Records a registration for `p`'s address space, and so for every process sharing it.
+fn membarrier_register(m: &mut TaskCtx<'_>, p: &mut Process, state: u32) -> SysResult {
+    p.membarrier |= state;
+    if let Some(key) = p.vm_share {
+        for q in m.tasks.procs.values_mut().filter(|q| q.vm_share == Some(key)) {
+            q.membarrier |= state;
+        }
+    }
+    Ok(0)
+}
+
+/// The registration commands behind `state` (Linux's `membarrier_get_registrations`:
+/// a state bit, ready or not, reports its command).
+fn membarrier_registrations(state: u32) -> u32 {
+    [
+        (GLOBAL_EXPEDITED | GLOBAL_EXPEDITED_READY, CMD_REGISTER_GLOBAL_EXPEDITED),
+        (PRIVATE_EXPEDITED | PRIVATE_EXPEDITED_READY, CMD_REGISTER_PRIVATE_EXPEDITED),
+        (SYNC_CORE | SYNC_CORE_READY, CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE),
+        (RSEQ | RSEQ_READY, CMD_REGISTER_PRIVATE_EXPEDITED_RSEQ),
+    ]
+    .iter()
+    .filter(|(bits, _)| state & bits != 0)
+    .fold(0, |r, &(_, cmd)| r | cmd as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::loader::shebang;
@@ -563,5 +906,18 @@ mod tests {
         );
         assert_eq!(shebang(b"#!\n"), None);
         assert_eq!(shebang(b"\x7fELF"), None);
+    }
+
+    #[test]
+    fn registrations_report_linuxs_commands() {
+        use super::*;
+        assert_eq!(membarrier_registrations(0), 0);
+        // SYNC_CORE's registration marks the private expedited command too.
+        assert_eq!(
+            membarrier_registrations(PRIVATE_EXPEDITED | SYNC_CORE | SYNC_CORE_READY),
+            (CMD_REGISTER_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE) as u32
+        );
+        let global = membarrier_registrations(GLOBAL_EXPEDITED | GLOBAL_EXPEDITED_READY);
+        assert_eq!(global, CMD_REGISTER_GLOBAL_EXPEDITED as u32);
     }
 }

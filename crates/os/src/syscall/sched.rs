@@ -82,7 +82,7 @@ fn set_scheduler(m: &mut TaskCtx<'_>, p: &mut Process, pid: u32, policy: Option<
         return Err(EINVAL);
     }
     let prio = p.aspace.read_u32(param).map_err(efault)?;
-    let privileged = p.attrs.creds.privileged();
+    let privileged = p.attrs.caps.has(crate::process::Caps::SYS_NICE);
     let (q, tid) = thread_of(m, p, pid)?;
     let (rtprio_limit, nice_limit, nice) = (q.rlimits[RLIMIT_RTPRIO].0, q.rlimits[RLIMIT_NICE].0, q.nice);
     let t = q.thread_attrs_mut(tid).ok_or(ESRCH)?;

@@ -1,4 +1,5 @@
-//! Signals: dispositions, masks, delivery frames and sigreturn.
+//! Signals: dispositions, masks, delivery frames and sigreturn; queued signals,
+//! timers, and signals read from a descriptor (`signalfd`, at the end).
 //!
 //! Delivery happens on the way back to user mode (before the scheduler lets a process
 //! run, and after each system call): the lowest deliverable signal either takes its
@@ -25,8 +26,10 @@ use morph_cpu::state::{flags, seg};
 
 use super::common::*;
 use super::wait;
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+use crate::files::{Served, ServedKind};
 use crate::process::{Blocked, IntervalTimer, SigInfo, Wait};
 
 table! {
@@ -53,6 +56,8 @@ table! {
         262 timer_getoverrun "d" sys_timer_getoverrun;
         263 timer_delete "d" sys_timer_delete;
         270 tgkill "ddd" sys_tgkill;
+        321 signalfd "fpu" |_, p, a| signalfd(p, a[0], a[1], a[2], 0);
+        327 signalfd4 "fpux" |_, p, a| signalfd(p, a[0], a[1], a[2], a[3]);
         335 rt_tgsigqueueinfo "dddp" sys_rt_tgsigqueueinfo;
         408 timer_gettime64 "dp" sys_timer_gettime64;
         409 timer_settime64 "dxpp" sys_timer_settime64;
@@ -650,10 +655,10 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
         return Err(ESRCH);
     }
     let info = SigInfo { code: SI_TKILL, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
-    let (sender, sid) = (p.attrs.creds, p.sid);
+    let (sender, sid) = (p.attrs, p.sid);
     let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     let target = q.thread_attrs(tid).ok_or(ESRCH)?.creds;
-    if !(sender.may_signal(&target) || (sig == SIGCONT && q.sid == sid)) {
+    if !(sender.caps.may_signal(&sender.creds, &target) || (sig == SIGCONT && q.sid == sid)) {
         return Err(EPERM);
     }
     if sig != 0 && !q.raise_thread(tid, sig, info) {
@@ -671,7 +676,7 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
 /// becomes the signal sent). The rest of a caller's structure is not kept: no signal
 /// layout Linux copies to a 32-bit process has fields past the sixth word for the
 /// codes a caller may use.
-fn queued_info(p: &Process, at: u32) -> Result<SigInfo, Errno> {
+pub(super) fn queued_info(p: &Process, at: u32) -> Result<SigInfo, Errno> {
     let mut b = [0u8; SIGINFO_SIZE as usize];
     p.aspace.read_bytes(at, &mut b).map_err(efault)?;
     let word = |off: usize| u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]);
@@ -774,18 +779,36 @@ fn itimer_real(p: &Process) -> [u8; 16] {
     b
 }
 
-/// Which timer: only `ITIMER_REAL` runs on host time; the CPU-time timers are not
-/// modeled (guest CPU time is not host time: `timer_create` refuses those clocks too).
-fn itimer_which(which: u32) -> Result<(), Errno> {
+/// A CPU-time timer (`ITIMER_VIRTUAL`, `ITIMER_PROF`) as `struct itimerval`: its period
+/// and what is left, in guest CPU time (`INSNS_PER_TICK` instructions per 10 ms).
+fn itimer_cpu(p: &Process, i: usize) -> [u8; 16] {
+    let t = p.cpu_timers[i];
+    let left = t.due.map_or(0, |d| d.saturating_sub(p.group_icount()).max(1));
+    let tv = |insns: u64| {
+        let usec = u128::from(insns) * 10_000 / u128::from(INSNS_PER_TICK);
+        let usec = usec.min(i32::MAX as u128 * 1_000_000);
+        [(usec / 1_000_000) as u32, (usec % 1_000_000) as u32]
+    };
+    let mut b = [0u8; 16];
+    for (k, w) in tv(t.interval).into_iter().chain(tv(left)).enumerate() {
+        b[4 * k..4 * k + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    b
+}
+
+/// Which timer: `ITIMER_REAL` on host time, or the index of a CPU-time one, which run
+/// on the group's guest instructions (its CPU time, as `times` counts it).
+fn itimer_which(which: u32) -> Result<Option<usize>, Errno> {
     match which {
-        ITIMER_REAL => Ok(()),
-        ITIMER_VIRTUAL | ITIMER_PROF => Err(EINVAL),
+        ITIMER_REAL => Ok(None),
+        ITIMER_VIRTUAL => Ok(Some(0)),
+        ITIMER_PROF => Ok(Some(1)),
         _ => Err(EINVAL),
     }
 }
 
 fn sys_setitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    itimer_which(a[0])?;
+    let cpu = itimer_which(a[0])?;
     // A null new value disarms the timer (Linux reads it as zeros).
     let mut b = [0u8; 16];
     if a[1] != 0 {
@@ -799,8 +822,17 @@ fn sys_setitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResul
     };
     let (interval, value) = (tv(w(0), w(1))?, tv(w(2), w(3))?);
     if a[2] != 0 {
-        let old = itimer_real(p);
+        let old = cpu.map_or_else(|| itimer_real(p), |i| itimer_cpu(p, i));
         p.aspace.write_bytes(a[2], &old).map_err(efault)?;
+    }
+    if let Some(i) = cpu {
+        // Guest CPU time in instructions, a partial instruction rounded up.
+        let insns = |d: Duration| (d.as_micros() * u128::from(INSNS_PER_TICK)).div_ceil(10_000) as u64;
+        // Linux adds a tick to the value (`set_cpu_itimer`'s `TICK_NSEC`): morph's
+        // kernel ticks at 100 Hz of guest CPU time.
+        let due = (!value.is_zero()).then(|| p.group_icount() + insns(value) + INSNS_PER_TICK);
+        p.cpu_timers[i] = crate::process::CpuTimer { due, interval: if due.is_some() { insns(interval) } else { 0 } };
+        return Ok(0);
     }
     p.alarm = (!value.is_zero()).then(|| Instant::now() + value);
     p.alarm_interval = if value.is_zero() { Duration::ZERO } else { interval };
@@ -808,8 +840,7 @@ fn sys_setitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResul
 }
 
 fn sys_getitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    itimer_which(a[0])?;
-    let v = itimer_real(p);
+    let v = itimer_which(a[0])?.map_or_else(|| itimer_real(p), |i| itimer_cpu(p, i));
     p.aspace.write_bytes(a[1], &v).map_err(efault)?;
     Ok(0)
 }
@@ -937,4 +968,320 @@ fn sys_timer_delete(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRe
     timer_mut(p, a[0])?;
     p.timers[a[0] as usize] = None;
     Ok(0)
+}
+
+// ----- signalfd ------------------------------------------------------------------------
+//
+// A signalfd is a descriptor morph serves itself (`crate::files::Served`): it holds
+// a set of signals, and a `read` (or `readv`) takes pending signals of that set from
+// the *reader* (the calling thread's own, then those sent to its process that another
+// thread holds blocked, as Linux takes the thread's queue then the shared one) and
+// copies out one 128-byte `struct signalfd_siginfo` each, as Linux's
+// `signalfd_copyinfo` fills it from the `siginfo`. A signal is taken whatever the
+// thread's mask (programs block the set so that no handler takes them first, as on
+// Linux). With nothing pending a read fails with `EAGAIN` (`O_NONBLOCK`) or waits
+// like `sigtimedwait` (`Wait::SigWait`: a signal sent to the process goes to the
+// waiting thread), a restartable wait that a handled signal interrupts (`EINTR`, or a
+// re-run under `SA_RESTART`). The descriptor is readable (`poll`, `select`, `epoll`)
+// while a signal of its set is pending for the thread that looks.
+
+/// `struct signalfd_siginfo`'s size: a read takes as many signals as whole records
+/// fit.
+const RECORD: usize = 128;
+
+/// `si_code` of a `SIGIO` queued for a descriptor (`SI_SIGIO`).
+const SI_SIGIO: i32 = -5;
+
+/// `signalfd4(ufd, mask, sizemask, flags)` (`signalfd` is flags 0): a new signalfd
+/// reading `mask` (`ufd` -1), or a new mask for signalfd `ufd`. Linux's checks in its
+/// order: the mask's size (8: `EINVAL`), the mask (`EFAULT`), the flags
+/// (`SFD_NONBLOCK`, `SFD_CLOEXEC`: `EINVAL`), then the descriptor (`EBADF`, and
+/// `EINVAL` for one that is not a signalfd; its flags stay as they were). `SIGKILL`
+/// and `SIGSTOP` are left out of the mask silently.
+fn signalfd(p: &mut Process, ufd: u32, mask: u32, size: u32, flags: u32) -> SysResult {
+    if size != 8 {
+        return Err(EINVAL);
+    }
+    let mask = p.aspace.read_u64(mask).map_err(efault)? & !UNBLOCKABLE;
+    if flags & !(O_CLOEXEC | O_NONBLOCK) != 0 {
+        return Err(EINVAL);
+    }
+    if ufd as i32 == -1 {
+        let file = OpenFile::served(ServedKind::Signal(Cell::new(mask)), flags & O_NONBLOCK != 0)?;
+        let fd = p.fds.install(FdEntry::of(file, flags & O_CLOEXEC != 0), 0).ok_or(EMFILE)?;
+        refresh_signalfds(p);
+        return Ok(fd);
+    }
+    match &p.fds.get(ufd).ok_or(EBADF)?.host.served {
+        Some(Served { what: ServedKind::Signal(m), .. }) => m.set(mask),
+        _ => return Err(EINVAL),
+    }
+    refresh_signalfds(p);
+    Ok(ufd)
+}
+
+/// A `read` or `readv` of guest descriptor `fd` into `bufs` (of which the first
+/// `valid` bytes may be written): `None` if `fd` is not a signalfd. Linux's order: a
+/// buffer with no room for one record is `EINVAL`; with nothing pending `EAGAIN` (or a
+/// wait); a record that cannot be copied out is `EFAULT` (its signal lost, as on
+/// Linux) unless records before it were, whose length is returned.
+pub(crate) fn signalfd_read(p: &mut Process, fd: u32, bufs: &[InPlace], valid: u32) -> Option<SysResult> {
+    let e = p.fds.get(fd)?;
+    let Some(Served { what: ServedKind::Signal(mask), .. }) = &e.host.served else { return None };
+    let (mask, nonblock) = (mask.get(), e.host.guest_nonblock());
+    let total: usize = bufs.iter().map(InPlace::len).sum();
+    let count = total / RECORD;
+    if count == 0 {
+        return Some(Err(EINVAL));
+    }
+    let mut done = 0;
+    while done < count {
+        let Some((sig, info)) = dequeue(p, mask) else { break };
+        let record = record(sig, &info);
+        if write_record(p, bufs, valid, done * RECORD, &record).is_err() {
+            refresh_signalfds(p);
+            return Some(if done == 0 { Err(EFAULT) } else { Ok((done * RECORD) as u32) });
+        }
+        done += 1;
+    }
+    refresh_signalfds(p);
+    if done > 0 {
+        return Some(Ok((done * RECORD) as u32));
+    }
+    if nonblock {
+        return Some(Err(EAGAIN));
+    }
+    p.blocked = Some(Blocked { wait: Wait::SigWait(mask), deadline: None, restartable: true });
+    Some(Err(ERESTARTSYS))
+}
+
+/// Copies `record` into the guest buffers `bufs` at byte `at` of their concatenation;
+/// nothing past the first `valid` bytes (the rest lies after a fault).
+fn write_record(p: &mut Process, bufs: &[InPlace], valid: u32, at: usize, record: &[u8]) -> Result<(), MemFault> {
+    if at + record.len() > valid as usize {
+        // Linux copies what it can before the fault; the call's result is the same.
+        return Err(MemFault { addr: 0, write: true, kind: MemFaultKind::Unmapped });
+    }
+    let (mut skip, mut rest) = (at, record);
+    for b in bufs {
+        if rest.is_empty() {
+            break;
+        }
+        if skip >= b.len() {
+            skip -= b.len();
+            continue;
+        }
+        let n = (b.len() - skip).min(rest.len());
+        let va = b.va(&p.aspace).wrapping_add(skip as u32);
+        p.aspace.write_bytes(va, &rest[..n])?;
+        rest = &rest[n..];
+        skip = 0;
+    }
+    Ok(())
+}
+
+/// The signal of `set` Linux takes first (`next_signal`): a synchronous one (a
+/// fault's: `SIGSEGV`, `SIGBUS`, `SIGILL`, `SIGTRAP`, `SIGFPE`, `SIGSYS`), else the
+/// lowest.
+fn next_signal(set: u64) -> Option<i32> {
+    let sync = [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGSYS].iter().fold(0, |m, &s| m | sigbit(s));
+    let s = if set & sync != 0 { set & sync } else { set };
+    (s != 0).then(|| s.trailing_zeros() as i32 + 1)
+}
+
+/// Signals of `mask` sent to `p`'s process that a thread other than the running one
+/// holds blocked (morph's form of Linux's shared queue, as `Process::take_signal`
+/// has it): each thread's, thread-directed ones (`tkill`) left out.
+fn shared(t: &crate::process::Thread, mask: u64) -> u64 {
+    let mut set = t.pending & mask & t.sigmask;
+    let mut s = set;
+    while s != 0 {
+        let sig = s.trailing_zeros() as i32 + 1;
+        s &= s - 1;
+        if t.siginfo[(sig - 1) as usize].code == SI_TKILL {
+            set &= !sigbit(sig);
+        }
+    }
+    set
+}
+
+/// Takes the pending signal of `mask` a read returns next, with its `siginfo`.
+fn dequeue(p: &mut Process, mask: u64) -> Option<(i32, SigInfo)> {
+    if let Some(sig) = next_signal(p.pending & mask) {
+        p.pending &= !sigbit(sig);
+        return Some((sig, p.siginfo[(sig - 1) as usize]));
+    }
+    for t in &mut p.threads {
+        if let Some(sig) = next_signal(shared(t, mask)) {
+            t.pending &= !sigbit(sig);
+            return Some((sig, t.siginfo[(sig - 1) as usize]));
+        }
+    }
+    None
+}
+
+/// Whether a read by `p`'s running thread would find a signal of `mask` (Linux's
+/// `signalfd_poll`).
+pub(super) fn signalfd_ready(p: &Process, mask: u64) -> bool {
+    p.pending & mask != 0 || p.threads.iter().any(|t| shared(t, mask) != 0)
+}
+
+/// Brings the readiness of `p`'s signalfds up to date for its running thread.
+fn refresh_signalfds(p: &Process) {
+    if !crate::files::any_served() {
+        return;
+    }
+    for (_, e) in p.fds.iter() {
+        if let Some(s @ Served { what: ServedKind::Signal(mask), .. }) = &e.host.served {
+            s.set_ready(signalfd_ready(p, mask.get()));
+        }
+    }
+}
+
+/// Which fields of a `siginfo` a signal and code carry (Linux's `siginfo_layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    Kill,
+    Timer,
+    Poll,
+    Fault,
+    FaultMce,
+    Chld,
+    Rt,
+    Sys,
+}
+
+fn layout(sig: i32, code: i32) -> Layout {
+    if code > SI_USER && code < SI_KERNEL {
+        // The codes each signal has of its own (`sig_specific_sicodes`): up to its
+        // `NSIG*`.
+        let own = match sig {
+            SIGILL => Some((11, Layout::Fault)),
+            SIGFPE => Some((15, Layout::Fault)),
+            SIGSEGV => Some((10, Layout::Fault)),
+            SIGBUS => Some((5, Layout::Fault)),
+            SIGTRAP => Some((6, Layout::Fault)),
+            SIGCHLD => Some((6, Layout::Chld)),
+            SIGIO => Some((6, Layout::Poll)),
+            SIGSYS => Some((2, Layout::Sys)),
+            _ => None,
+        };
+        match own {
+            // BUS_MCEERR_AR and BUS_MCEERR_AO carry the address's low bit too; the
+            // other special fault codes are read as plain faults by signalfd.
+            Some((limit, l)) if code <= limit => {
+                if sig == SIGBUS && (4..=5).contains(&code) {
+                    Layout::FaultMce
+                } else {
+                    l
+                }
+            }
+            _ if code <= 6 => Layout::Poll,
+            _ => Layout::Kill,
+        }
+    } else if code == SI_TIMER {
+        Layout::Timer
+    } else if code == SI_SIGIO {
+        Layout::Poll
+    } else if code < 0 {
+        Layout::Rt
+    } else {
+        Layout::Kill
+    }
+}
+
+/// The `struct signalfd_siginfo` of `sig` with `info`, as Linux's `signalfd_copyinfo`
+/// fills it. morph's `SigInfo` keeps the three words after `si_code` of the 32-bit
+/// `siginfo_t` (see `signal.rs`): by layout, the sender's pid, uid and value; a timer's
+/// id, overrun and value; a fault's address; `SIGCHLD`'s pid, uid and status; a
+/// `SIGIO`'s band and descriptor; a `SIGSYS`'s call address, number and architecture.
+/// The CPU times of `SIGCHLD` (`ssi_utime`, `ssi_stime`) and `ssi_errno` are not kept:
+/// zeros. A 64-bit field holding a 32-bit value (`ssi_ptr`, `ssi_addr`) has it
+/// zero-extended, as the 64-bit kernel reads a 32-bit process's.
+fn record(sig: i32, info: &SigInfo) -> [u8; RECORD] {
+    let mut b = [0u8; RECORD];
+    let mut put = |off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
+    put(0, sig as u32);
+    put(8, info.code as u32);
+    let (word1, word2, word3) = (info.pid_or_addr, info.uid, info.status as u32);
+    // ssi_pid 12, ssi_uid 16, ssi_fd 20, ssi_tid 24, ssi_band 28, ssi_overrun 32,
+    // ssi_status 40, ssi_int 44, ssi_ptr 48 (u64), ssi_addr 72 (u64), ssi_addr_lsb 80
+    // (u16), ssi_syscall 84, ssi_call_addr 88 (u64), ssi_arch 96.
+    match layout(sig, info.code) {
+        Layout::Kill => {
+            put(12, word1);
+            put(16, word2);
+        }
+        Layout::Timer => {
+            put(24, word1);
+            put(32, word2);
+            put(44, word3);
+            put(48, word3);
+        }
+        Layout::Poll => {
+            put(28, word1);
+            put(20, word2);
+        }
+        Layout::Fault => put(72, word1),
+        Layout::FaultMce => {
+            put(72, word1);
+            b[80..82].copy_from_slice(&(word2 as u16).to_le_bytes());
+        }
+        Layout::Chld => {
+            put(12, word1);
+            put(16, word2);
+            put(40, word3);
+        }
+        Layout::Rt => {
+            put(12, word1);
+            put(16, word2);
+            put(44, word3);
+            put(48, word3);
+        }
+        Layout::Sys => {
+            put(88, word1);
+            put(84, word2);
+            put(96, word3);
+        }
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_linuxs() {
+        assert_eq!(layout(SIGUSR1, SI_USER), Layout::Kill);
+        assert_eq!(layout(SIGUSR1, SI_KERNEL), Layout::Kill);
+        assert_eq!(layout(SIGUSR1, SI_TKILL), Layout::Rt);
+        assert_eq!(layout(SIGUSR1, -1), Layout::Rt);
+        assert_eq!(layout(SIGALRM, SI_TIMER), Layout::Timer);
+        assert_eq!(layout(SIGIO, SI_SIGIO), Layout::Poll);
+        assert_eq!(layout(SIGUSR1, 3), Layout::Poll);
+        assert_eq!(layout(SIGUSR1, 7), Layout::Kill);
+        assert_eq!(layout(SIGSEGV, 1), Layout::Fault);
+        assert_eq!(layout(SIGSEGV, 11), Layout::Kill);
+        assert_eq!(layout(SIGBUS, 4), Layout::FaultMce);
+        assert_eq!(layout(SIGCHLD, 1), Layout::Chld);
+        assert_eq!(layout(SIGSYS, 1), Layout::Sys);
+        assert_eq!(layout(SIGSYS, 3), Layout::Poll);
+    }
+
+    #[test]
+    fn synchronous_signals_come_first() {
+        assert_eq!(next_signal(sigbit(SIGUSR1) | sigbit(SIGSEGV)), Some(SIGSEGV));
+        assert_eq!(next_signal(sigbit(SIGUSR2) | sigbit(SIGINT)), Some(SIGINT));
+        assert_eq!(next_signal(0), None);
+    }
+
+    #[test]
+    fn a_queued_value_lands_in_int_and_ptr() {
+        let info = SigInfo { code: -1, pid_or_addr: 7, uid: 1000, status: -7, fault: false };
+        let r = record(SIGUSR1, &info);
+        let w = |o: usize| u32::from_le_bytes(r[o..o + 4].try_into().expect("4 bytes"));
+        assert_eq!((w(0), w(8) as i32, w(12), w(16), w(44) as i32), (SIGUSR1 as u32, -1, 7, 1000, -7));
+        assert_eq!(u64::from_le_bytes(r[48..56].try_into().expect("8 bytes")), 0xffff_fff9);
+    }
 }

@@ -32,6 +32,16 @@ pub(crate) fn ready_or_block(p: &mut Process, fd: u32, events: i16) -> Result<()
     if poll_now(&[pfd]) {
         return Ok(());
     }
+    // Never ready for what it is not open for (a pipe's read end for writing): Linux
+    // refuses such a call with `EBADF` before it could wait.
+    let wrong = match crate::host::getfl(e.host.as_raw_fd()).map(|f| f & libc::O_ACCMODE) {
+        Ok(libc::O_RDONLY) => events & libc::POLLOUT != 0,
+        Ok(libc::O_WRONLY) => events & libc::POLLIN != 0,
+        _ => false,
+    };
+    if wrong {
+        return Err(EBADF);
+    }
     if e.host.guest_nonblock() {
         return Err(EAGAIN);
     }
@@ -93,10 +103,12 @@ pub(crate) fn host_writev(p: &Process, fd: u32, v: &[InPlace]) -> SysResult {
     }
 }
 
-/// Reads a `timespec` (32-bit or 64-bit fields).
+/// Reads a `timespec` (32-bit or 64-bit fields). Of a 64-bit `tv_nsec` Linux takes the
+/// low 32 bits for an i386 program (`get_timespec64`: padding in compat mode, dropped by
+/// a 32-bit kernel's `long`).
 pub(super) fn read_timespec(p: &Process, ptr: u32, wide: bool) -> Result<Duration, Errno> {
     let (s, ns) = if wide {
-        (p.aspace.read_u64(ptr).map_err(efault)? as i64, p.aspace.read_u64(ptr + 8).map_err(efault)? as i64)
+        (p.aspace.read_u64(ptr).map_err(efault)? as i64, i64::from(p.aspace.read_u64(ptr + 8).map_err(efault)? as u32))
     } else {
         (
             i64::from(p.aspace.read_u32(ptr).map_err(efault)? as i32),
