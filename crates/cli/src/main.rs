@@ -83,8 +83,9 @@ enum KernelArg {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Execution engine.
-    #[arg(long, value_enum, default_value = "interp")]
+    /// Execution engine (the translator by default; `interp` is the reference
+    /// interpreter, some 20-40 times slower).
+    #[arg(long, value_enum, default_value = "dbt")]
     engine: Engine,
     /// Translation cache key policy (dbt engine).
     #[arg(long, default_value = "physical", value_parser = key_parser())]
