@@ -1,0 +1,3 @@
+#include <stdio.h>
+int f(int);
+int main(){printf("%d\n",f(10));return 0;}
