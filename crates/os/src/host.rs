@@ -249,6 +249,20 @@ pub fn pipe_size(fd: RawFd) -> Result<u32, Errno> {
     check(unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) })
 }
 
+/// `fcntl(fd, F_SETPIPE_SZ, size)`: the capacity the host gave the pipe.
+pub fn set_pipe_size(fd: RawFd, size: u32) -> Result<u32, Errno> {
+    // SAFETY: F_SETPIPE_SZ takes an integer and touches no memory.
+    check(unsafe { libc::fcntl(fd, libc::F_SETPIPE_SZ, size as libc::c_int) })
+}
+
+/// `clock_getres(clock)`.
+pub fn clock_getres(clock: i32) -> Result<libc::timespec, Errno> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_getres writes one timespec into our local.
+    check(unsafe { libc::clock_getres(clock, &mut ts) })?;
+    Ok(ts)
+}
+
 /// `read(fd, buf)`.
 pub fn read(fd: RawFd, buf: &mut [u8]) -> Result<usize, Errno> {
     // SAFETY: read writes at most `buf.len()` bytes into `buf`.

@@ -763,6 +763,8 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     const F_GETFL: u32 = 3;
     const F_SETFL: u32 = 4;
     const F_DUPFD_CLOEXEC: u32 = 1030;
+    const F_SETPIPE_SZ: u32 = 1031;
+    const F_GETPIPE_SZ: u32 = 1032;
     let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
@@ -799,6 +801,9 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
         }
         F_GETLK | F_SETLK | F_SETLKW => record_lock(m, p, &e, a[1], a[2], false),
         F_GETLK64 | F_SETLK64 | F_SETLKW64 => record_lock(m, p, &e, a[1] - 7, a[2], true),
+        // morph's pipes are the host's: their capacity is (`EBADF` for anything else).
+        F_SETPIPE_SZ => host::set_pipe_size(e.host.as_raw_fd(), a[2]),
+        F_GETPIPE_SZ => host::pipe_size(e.host.as_raw_fd()),
         _ => Err(EINVAL),
     }
 }
