@@ -77,6 +77,20 @@ fn not_compared(code: &[u8], sse: bool) -> Option<&'static str> {
     if ins.mnemonic() == Mnemonic::Maskmovq && faults && !amd() {
         return Some("maskmovq faulting on [di] or on its segment: whether it enters MMX state first, measured on AMD");
     }
+    if ins.mnemonic() == Mnemonic::Maskmovdqu && faults && !amd() {
+        // With a 16-bit address DI points into the unmapped low pages: AMD reports the
+        // operand's start, Intel its first byte the mask selects.
+        return Some(
+            "maskmovdqu's faulting address (its start on AMD, the first byte written on Intel): measured on AMD",
+        );
+    }
+    // `0F 0D /r` with a register operand: #UD on AMD, which morph models (a prefetch of
+    // no memory); a hint NOP on Intel.
+    let reg_0f0d = matches!(ins.code(), Code::Reservednop_rm16_r16_0F0D | Code::Reservednop_rm32_r32_0F0D)
+        && ins.op0_kind() == OpKind::Register;
+    if reg_0f0d && !amd() {
+        return Some("0F 0D with a register operand: #UD on AMD (modeled), a NOP on Intel");
+    }
     let bcd = matches!(
         ins.mnemonic(),
         Mnemonic::Daa | Mnemonic::Das | Mnemonic::Aaa | Mnemonic::Aas | Mnemonic::Aad | Mnemonic::Aam
@@ -370,27 +384,36 @@ fn segments_and_descriptors_as_on_the_hardware() {
         }
     }
     // Accesses running past the 4 GiB limit of the flat segments: `#SS(0)` through SS
-    // (EBP- or ESP-based operands, stack slots), `#GP(0)` through the others; an address
-    // computed past it wraps and is no fault.
+    // (EBP- or ESP-based operands, stack slots), `#GP(0)` through the others, on AMD
+    // hosts, as morph models them; an Intel host (Sapphire Rapids, stop 50) makes no
+    // limit check there and raises the page fault at the access's address instead.
+    if amd() {
+        for text in [
+            "bdffffffff 8b4500",     // mov eax, [ebp]: #SS
+            "bbfeffffff 8b03",       // mov eax, [ebx]: #GP
+            "bbfeffffff 8903",       // a write: #GP
+            "bbfeffffff ff33",       // push dword [ebx]: #GP
+            "bdffffffff ff7500",     // push dword [ebp]: #SS
+            "bbfeffffff d903",       // fld dword [ebx]: #GP
+            "bdfdffffff dd4500",     // fld qword [ebp]: #SS
+            "bc02000000 50",         // push with ESP 2: #SS
+            "bcfeffffff 58",         // pop: #SS
+            "bcfdffffff c3",         // ret: #SS
+            "bc02000000 e800000000", // call: #SS
+            "befeffffff a5",         // movsd from [esi]: #GP
+            "bffeffffff ab",         // stosd to [edi]: #GP
+            "bdfeffffff c9",         // leave: #SS
+        ] {
+            codes.push(hex(text));
+        }
+    }
+    // An address computed past the limit wraps and is no fault; accesses that end at it
+    // fault on their page.
     for text in [
-        "bdffffffff 8b4500",     // mov eax, [ebp]: #SS
-        "bbfeffffff 8b03",       // mov eax, [ebx]: #GP
-        "bbfeffffff 8903",       // a write: #GP
-        "bdffffffff 8b4501",     // [ebp + 1] = 0: a page fault at 0
-        "bdffffffff 8a4500",     // one byte at 0xffffffff: a page fault there
-        "bbfeffffff 668b03",     // two bytes ending at 0xffffffff: a page fault
-        "bbfeffffff ff33",       // push dword [ebx]: #GP
-        "bdffffffff ff7500",     // push dword [ebp]: #SS
-        "bbfeffffff d903",       // fld dword [ebx]: #GP
-        "bdfdffffff dd4500",     // fld qword [ebp]: #SS
-        "bc02000000 50",         // push with ESP 2: #SS
-        "bcfeffffff 58",         // pop: #SS
-        "bcfdffffff c3",         // ret: #SS
-        "bc02000000 e800000000", // call: #SS
-        "befeffffff a5",         // movsd from [esi]: #GP
-        "bffeffffff ab",         // stosd to [edi]: #GP
-        "bdfeffffff c9",         // leave: #SS
-        "bc1000000060",          // pusha below 0 wraps: a page fault at 0xc
+        "bdffffffff 8b4501", // [ebp + 1] = 0: a page fault at 0
+        "bdffffffff 8a4500", // one byte at 0xffffffff: a page fault there
+        "bbfeffffff 668b03", // two bytes ending at 0xffffffff: a page fault
+        "bc1000000060",      // pusha below 0 wraps: a page fault at 0xc
         // iret with EFLAGS.NT set (by popf): #GP(0), before any read
         "9c810c2400400000 9d 682b000000 6800080000 6802020000 6823000000 680d000030 cf",
         "9c810c2400400000 9d bc00102030 cf",
