@@ -32,8 +32,10 @@ pub struct Vfs {
     mounted_special: bool,
     /// The machine's `/dev/shm`: a directory of its own on the host (POSIX shared memory
     /// and semaphores, `shm_open` and `sem_open`, live there), empty at start and
-    /// removed with the machine, as a tmpfs is at boot. See [`Shm`].
-    shm: Shm,
+    /// removed with the machine, as a tmpfs is at boot. See [`Shm`]. `None` if the host
+    /// gave no temporary directory for it: `/dev/shm` is then missing (`ENOENT`), as
+    /// on a system that mounts none, and the machine runs all the same.
+    shm: Option<Shm>,
 }
 
 /// The machine's `/dev/shm`: mode 1777 like Linux's, inside a private (0700) host
@@ -88,7 +90,12 @@ impl Vfs {
         let root_dev = dev(&root_path);
         let mounted_special =
             [root_path.join("dev"), root_path.join("proc")].iter().any(|d| dev(d).is_some_and(|d| Some(d) != root_dev));
-        Ok(Vfs { root, root_path, mounted_special, shm: Shm::new()? })
+        Ok(Vfs { root, root_path, mounted_special, shm: Shm::new().ok() })
+    }
+
+    /// Whether the machine has its `/dev/shm`.
+    pub fn has_shm(&self) -> bool {
+        self.shm.is_some()
     }
 
     /// The host directory that is the guest's `/`.
@@ -169,7 +176,7 @@ impl Vfs {
                 if slash {
                     rest.push(b'/');
                 }
-                (&self.shm.dir, rest)
+                (&self.shm.as_ref().ok_or(linux::ENOENT)?.dir, rest)
             }
             None => (&self.root, Self::absolute(cwd, path)),
         };
@@ -269,13 +276,13 @@ impl Vfs {
     /// (behind a descriptor the guest inherited) are not.
     pub fn holds(&self, fd: &impl AsRawFd) -> bool {
         std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-            .is_ok_and(|p| p.starts_with(&self.root_path) || p.starts_with(&self.shm.path))
+            .is_ok_and(|p| p.starts_with(&self.root_path) || self.shm.as_ref().is_some_and(|s| p.starts_with(&s.path)))
     }
 
     /// The guest path of an open directory (for `getcwd` after `chdir`).
     pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<String, Errno> {
         let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;
-        if let Ok(rel) = host.strip_prefix(&self.shm.path) {
+        if let Some(rel) = self.shm.as_ref().and_then(|s| host.strip_prefix(&s.path).ok()) {
             let rel = rel.to_string_lossy();
             return Ok(if rel.is_empty() { "/dev/shm".into() } else { format!("/dev/shm/{rel}") });
         }

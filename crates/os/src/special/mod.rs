@@ -584,7 +584,7 @@ const DT_LNK: u8 = 10;
 fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
     let named = |v: &[(&str, u8)]| v.iter().map(|(n, t)| (n.as_bytes().to_vec(), *t)).collect::<Vec<_>>();
     if path == "/dev" {
-        return named(&[
+        let mut v = named(&[
             ("fd", DT_LNK),
             ("full", DT_CHR),
             ("null", DT_CHR),
@@ -597,6 +597,8 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             ("urandom", DT_CHR),
             ("zero", DT_CHR),
         ]);
+        v.retain(|(n, _)| n != b"shm" || m.vfs.has_shm());
+        return v;
     }
     if path == "/proc" {
         let mut pids: Vec<Pid> = m.procs.keys().copied().chain([p.pid]).collect();
