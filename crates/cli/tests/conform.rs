@@ -172,6 +172,10 @@ impl Case {
     /// and DF random.
     fn starting(code: Vec<u8>, rng: &mut Rng) -> Case {
         let (a, c, d, bp) = (rng.next(), rng.next() & 0x7ff, rng.next(), rng.next());
+        // Not in the top 32 MiB, where the native harness's stack lies somewhere different
+        // in every run (ASLR): a `leave` or an EBP-based access there found it mapped in
+        // one run of six thousand sequences (stop 50), and morph's layout differs.
+        let bp = if bp >= 0xfe00_0000 { bp & 0x7fff_ffff } else { bp };
         let regs = [a, c, d, DATA, STACK + 0x800, bp, DATA + 0x100, DATA + 0x200];
         Case { code, regs, eflags: (rng.next() & 0xcd5) | 0x202 }
     }
