@@ -327,11 +327,14 @@ impl Caps {
         cap < 64 && self.effective >> cap & 1 != 0
     }
 
-    /// Whether a thread with these capabilities and ids `ids` may send a signal to one
-    /// with ids `target` (Linux's `kill_ok_by_cred`): `CAP_KILL`, or its real or
-    /// effective user id is the target's real or saved one.
-    pub fn may_signal(&self, ids: &Creds, target: &Creds) -> bool {
-        self.has(Caps::KILL) || [ids.uid, ids.euid].iter().any(|&u| u == target.uid || u == target.suid)
+    /// Whether a thread with these capabilities and ids `ids`, in session `sid`, may send
+    /// `sig` to one with ids `target` in session `target_sid` (Linux's
+    /// `check_kill_permission`): `CAP_KILL`, its real or effective user id the target's
+    /// real or saved one, or `SIGCONT` within the session.
+    pub fn may_signal(&self, ids: &Creds, sid: Pid, target: &Creds, target_sid: Pid, sig: i32) -> bool {
+        self.has(Caps::KILL)
+            || [ids.uid, ids.euid].iter().any(|&u| u == target.uid || u == target.suid)
+            || (sig == crate::linux::SIGCONT && sid == target_sid)
     }
 
     /// After a change of the user ids from `old` to `new` by `setuid`, `setreuid` or

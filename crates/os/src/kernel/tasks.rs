@@ -85,7 +85,7 @@ impl Tasks {
 
     /// Queues `sig` for every process `target` names (`kill` semantics: a pid, 0 for
     /// the caller's group, -1 for all, -pgid) that `p`'s credentials may signal
-    /// (`Creds::may_signal`, or `SIGCONT` within the session). `p` is the caller (not
+    /// (`Caps::may_signal`). `p` is the caller (not
     /// in the table while it runs). Returns how many processes were signalled; `EPERM`
     /// if the pid, or every process of the group, named was refused (with -1, refusals
     /// are not errors: Linux's `kill_something_info`).
@@ -93,9 +93,7 @@ impl Tasks {
         let info = SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..SigInfo::default() };
         let (mut n, mut denied) = (0, 0);
         let sender = (p.attrs, p.sid);
-        let permitted = |q: &Process| {
-            sender.0.caps.may_signal(&sender.0.creds, &q.attrs.creds) || (sig == SIGCONT && q.sid == sender.1)
-        };
+        let permitted = |q: &Process| sender.0.caps.may_signal(&sender.0.creds, sender.1, &q.attrs.creds, q.sid, sig);
         // A thread id names its group.
         let target = match self.tids.get(&(target as Pid)) {
             Some(&pid) if target > 0 => pid as i32,

@@ -696,7 +696,7 @@ fn sys_pidfd_send_signal(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
 /// Whether `p` may signal a thread with credentials `target` in session `sid`
 /// (Linux's `check_kill_permission`).
 fn may_signal(p: &Process, target: &crate::process::Creds, sid: Pid, sig: i32) -> bool {
-    p.attrs.caps.may_signal(&p.attrs.creds, target) || (sig == SIGCONT && sid == p.sid)
+    p.attrs.caps.may_signal(&p.attrs.creds, p.sid, target, sid, sig)
 }
 
 /// Sends `sig` to the process `pid` or (`thread`) the thread `pid`: `ESRCH` if there

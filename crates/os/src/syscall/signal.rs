@@ -658,7 +658,7 @@ fn thread_kill(m: &mut TaskCtx<'_>, p: &mut Process, tgid: Option<u32>, tid: u32
     let (sender, sid) = (p.attrs, p.sid);
     let q = if pid == p.pid { &mut *p } else { m.tasks.procs.get_mut(&pid).ok_or(ESRCH)? };
     let target = q.thread_attrs(tid).ok_or(ESRCH)?.creds;
-    if !(sender.caps.may_signal(&sender.creds, &target) || (sig == SIGCONT && q.sid == sid)) {
+    if !sender.caps.may_signal(&sender.creds, sid, &target, q.sid, sig) {
         return Err(EPERM);
     }
     if sig != 0 && !q.raise_thread(tid, sig, info) {
