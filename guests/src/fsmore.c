@@ -21,7 +21,9 @@
  *   close_range: closing (a record lock released, a pipe's writer gone), close-on-exec,
  *     CLOSE_RANGE_UNSHARE, the errors;
  *   memfd_create: read, write, ftruncate, shared and private mappings, its name in
- *     /proc/self/fd, the errors.
+ *     /proc/self/fd, the errors;
+ *   umask: the modes mkdir, open(O_CREAT), mknod (a FIFO) and bind (a socket's name)
+ *     give under masks other than the usual 022 (the guest's mask, not morph's).
  */
 #include "rt.h"
 
@@ -663,6 +665,58 @@ static void memfds(void)
 	sys_close(m);
 }
 
+#define SYS_mknod 14
+
+/* The permission bits of `path`, printed (and the name removed). */
+static void mode_of(const char *what, const char *path, int dir)
+{
+	struct stat64 st;
+	long r = sys_stat64(path, &st);
+	if (r < 0)
+		printf("%s: stat %s\n", what, res(r));
+	else
+		printf("%s: %04o\n", what, (unsigned)st.st_mode & 07777);
+	if (dir)
+		rt_syscall(SYS_rmdir, path);
+	else
+		sys_unlink(path);
+}
+
+static void umasks(void)
+{
+	printf("-- umask\n");
+	static const int masks[] = { 0, 002, 077, 0777, 0123 };
+	for (unsigned i = 0; i < sizeof masks / sizeof masks[0]; i++) {
+		long old = sys_umask(masks[i]);
+		printf("umask %03o (was %03lo)\n", masks[i], old);
+		show("mkdir 0777", rt_syscall(SYS_mkdir, D "um.d", 0777));
+		mode_of(" dir", D "um.d", 1);
+		show("mkdir 02775", rt_syscall(SYS_mkdir, D "um.d", 02775));
+		mode_of(" dir", D "um.d", 1);
+		long fd = sys_open(D "um.f", O_RDWR | O_CREAT | O_EXCL, 0666);
+		show("open O_CREAT 0666", fd < 0 ? fd : 0);
+		if (fd >= 0)
+			sys_close((int)fd);
+		mode_of(" file", D "um.f", 0);
+		fd = sys_open(D "um.f", O_RDWR | O_CREAT | O_EXCL, 04755);
+		show("open O_CREAT 04755", fd < 0 ? fd : 0);
+		if (fd >= 0)
+			sys_close((int)fd);
+		mode_of(" file", D "um.f", 0);
+		show("mknod fifo 0666", rt_syscall(SYS_mknod, D "um.p", 0010000 | 0666, 0));
+		mode_of(" fifo", D "um.p", 0);
+		int s = (int)sys_socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un a;
+		memset(&a, 0, sizeof a);
+		a.sun_family = AF_UNIX;
+		strcpy(a.sun_path, D "um.s");
+		show("bind", sys_bind(s, &a, sizeof a));
+		mode_of(" socket", D "um.s", 0);
+		sys_close(s);
+	}
+	sys_umask(022);
+}
+
 int main(void)
 {
 	for (unsigned i = 0; i < sizeof big; i++)
@@ -679,6 +733,7 @@ int main(void)
 	allocs();
 	close_ranges();
 	memfds();
+	umasks();
 	const char *names[] = { "own", "link", "dangling", "xa", "ra", "rb", "rc", "in", "out", "app", "big", "copy",
 				"cin", "cout", "fa", "cr", "fromm" };
 	for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {

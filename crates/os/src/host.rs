@@ -59,19 +59,46 @@ unsafe impl Zeroed for libc::sigset_t {}
 // ----- descriptors -------------------------------------------------------------------
 
 /// `open(path, flags, mode)` (`O_CLOEXEC` is the caller's to add).
+/// A `mode` is taken as it is (the guest's umask applied by the caller; see `with_umask`).
 pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
     // SAFETY: a valid C string.
-    owned(i64::from(unsafe { libc::open(path.as_ptr(), flags, mode) }))
+    let call = || owned(i64::from(unsafe { libc::open(path.as_ptr(), flags, mode) }));
+    if mode == 0 { call() } else { with_umask(0, call) }
 }
 
 /// `openat2(dir, path, {flags, mode, resolve})`.
 pub fn openat2(dir: RawFd, path: &CStr, flags: u64, mode: u64, resolve: u64) -> Result<OwnedFd, Errno> {
     let mut how = libc::open_how::zeroed();
     (how.flags, how.mode, how.resolve) = (flags, mode, resolve);
-    // SAFETY: a valid C string and an open_how of the size given.
-    owned(unsafe {
-        libc::syscall(libc::SYS_openat2, dir, path.as_ptr(), &how as *const libc::open_how, size_of::<libc::open_how>())
-    })
+    let call = || {
+        // SAFETY: a valid C string and an open_how of the size given.
+        owned(unsafe {
+            libc::syscall(
+                libc::SYS_openat2,
+                dir,
+                path.as_ptr(),
+                &how as *const libc::open_how,
+                size_of::<libc::open_how>(),
+            )
+        })
+    };
+    if mode == 0 { call() } else { with_umask(0, call) }
+}
+
+/// Runs `f` (a host call that may create a file, directory, node or socket name for
+/// the guest) under the host umask `mask`, then puts morph's back. The guest's own
+/// umask is the guest kernel's to apply: callers pass modes it already masked, with
+/// `mask` 0, or, for a call that takes no mode (`bind`), the guest's umask itself.
+/// Under morph's umask (022 from the shell, typically) a guest that set 002 got 0755
+/// directories where Linux makes 0775 (Python's `test_os`, `test_subprocess`). The
+/// umask is the process's; the OS layer makes host calls on one thread.
+pub fn with_umask<T>(mask: u32, f: impl FnOnce() -> T) -> T {
+    // SAFETY: umask only swaps the process's file-creation mask.
+    let old = unsafe { libc::umask(mask as libc::mode_t) };
+    let r = f();
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    r
 }
 
 /// `fcntl(fd, F_GETFL)`.
@@ -610,16 +637,17 @@ pub fn unlinkat(dir: RawFd, name: &CStr, flags: i32) -> Result<u32, Errno> {
     check(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) })
 }
 
-/// `mkdirat(dir, name, mode)`.
+/// `mkdirat(dir, name, mode)`, `mode` taken as it is (the guest's umask applied by the
+/// caller; see `with_umask`).
 pub fn mkdirat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
     // SAFETY: a valid C string.
-    check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) })
+    with_umask(0, || check(unsafe { libc::mkdirat(dir, name.as_ptr(), mode) }))
 }
 
-/// `mknodat(dir, name, mode, 0)`.
+/// `mknodat(dir, name, mode, 0)`, `mode` taken as it is (as `mkdirat`'s).
 pub fn mknodat(dir: RawFd, name: &CStr, mode: u32) -> Result<u32, Errno> {
     // SAFETY: a valid C string.
-    check(unsafe { libc::mknodat(dir, name.as_ptr(), mode, 0) })
+    with_umask(0, || check(unsafe { libc::mknodat(dir, name.as_ptr(), mode, 0) }))
 }
 
 /// `renameat2(old_dir, old, new_dir, new, flags)` (`flags` 0 is `renameat`).

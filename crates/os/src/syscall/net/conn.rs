@@ -71,7 +71,8 @@ pub(super) fn sys_bind(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sys
         return autobind(m.net, f.as_raw_fd());
     }
     let h = host_addr(m, p, addr, Use::Bind)?;
-    host::bind(f.as_raw_fd(), &h.bytes)?;
+    // A socket's name in the file system gets `0777 & !umask`, the guest's.
+    host::with_umask(p.umask, || host::bind(f.as_raw_fd(), &h.bytes))?;
     if let Some((dir, guest)) = h.unix {
         // The host name holds the directory's descriptor number: keeping the directory
         // open with the socket keeps the name unique.
