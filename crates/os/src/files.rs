@@ -296,15 +296,40 @@ impl FdEntry {
 }
 
 /// The guest descriptor table.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct FdTable {
     slots: Vec<Option<FdEntry>>,
+    /// One more than the highest descriptor the process may have: its `RLIMIT_NOFILE`
+    /// (the soft limit, at most [`NR_OPEN`]).
+    limit: usize,
 }
 
-/// The most descriptors a process may have open (`RLIMIT_NOFILE`).
+impl Default for FdTable {
+    fn default() -> FdTable {
+        FdTable { slots: Vec::new(), limit: MAX_FDS }
+    }
+}
+
+/// The descriptor limit of a table before its process's `RLIMIT_NOFILE` is applied.
 pub const MAX_FDS: usize = 1024;
 
+/// Linux's ceiling on `RLIMIT_NOFILE` (`fs.nr_open`'s default).
+pub const NR_OPEN: u64 = 1 << 20;
+
 impl FdTable {
+    /// Sets the limit to `RLIMIT_NOFILE`'s soft value `soft`: descriptors at or above it
+    /// cannot be made (those already open stay, as on Linux).
+    pub fn set_limit(&mut self, soft: u64) {
+        self.limit = soft.min(NR_OPEN) as usize;
+    }
+    /// One more than the highest descriptor allowed.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+    /// One more than the highest descriptor open (0: none).
+    pub fn end(&self) -> u32 {
+        self.slots.iter().rposition(Option::is_some).map_or(0, |i| i as u32 + 1)
+    }
     /// The entry of guest descriptor `fd`.
     pub fn get(&self, fd: u32) -> Option<&FdEntry> {
         self.slots.get(fd as usize).and_then(Option::as_ref)
@@ -316,7 +341,7 @@ impl FdTable {
     /// Installs `e` at the lowest free descriptor ≥ `min`.
     pub fn install(&mut self, e: FdEntry, min: u32) -> Option<u32> {
         let start = min as usize;
-        let i = (start..MAX_FDS).find(|&i| self.slots.get(i).is_none_or(Option::is_none))?;
+        let i = (start..self.limit).find(|&i| self.slots.get(i).is_none_or(Option::is_none))?;
         self.set(i as u32, e);
         Some(i as u32)
     }

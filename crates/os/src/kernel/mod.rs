@@ -330,6 +330,7 @@ impl Machine {
                 *r = lim;
             }
         }
+        fds.set_limit(rlimits[7].0); // RLIMIT_NOFILE
         let mut cpu = Cpu::with_segments(self.cfg.kernel.user_segments());
         cpu.model = self.cfg.engine.cpu;
         cpu.eip = img.entry;

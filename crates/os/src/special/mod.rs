@@ -632,10 +632,9 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             tids.into_iter().map(|t| (t.to_string().into_bytes(), DT_DIR)).collect()
         }
         (Some("task"), Some(_)) => named(&[("comm", DT_REG), ("stat", DT_REG), ("status", DT_REG)]),
-        _ => (0..crate::process::MAX_FDS as u32)
-            .filter(|&n| q.fds.get(n).is_some())
-            .map(|n| (n.to_string().into_bytes(), DT_LNK))
-            .collect(),
+        _ => {
+            (0..q.fds.end()).filter(|&n| q.fds.get(n).is_some()).map(|n| (n.to_string().into_bytes(), DT_LNK)).collect()
+        }
     }
 }
 

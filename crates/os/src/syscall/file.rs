@@ -729,7 +729,7 @@ pub(super) fn sys_dup2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
     if a[0] == a[1] {
         return Ok(a[1]);
     }
-    if a[1] as usize >= crate::process::MAX_FDS {
+    if a[1] as usize >= p.fds.limit() {
         return Err(EBADF);
     }
     e.cloexec = false;
@@ -745,7 +745,7 @@ pub(super) fn sys_dup3(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
         return Err(EINVAL);
     }
     let mut e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
-    if a[1] as usize >= crate::process::MAX_FDS {
+    if a[1] as usize >= p.fds.limit() {
         return Err(EBADF);
     }
     e.cloexec = a[2] & O_CLOEXEC != 0;
@@ -768,6 +768,9 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
     match a[1] {
         F_DUPFD | F_DUPFD_CLOEXEC => {
+            if a[2] as usize >= p.fds.limit() {
+                return Err(EINVAL);
+            }
             let mut e = e;
             e.cloexec = a[1] == F_DUPFD_CLOEXEC;
             p.fds.install(e, a[2]).ok_or(EMFILE)

@@ -83,11 +83,22 @@ pub(super) fn sys_setrlimit(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) 
     if cur > max {
         return Err(EINVAL);
     }
-    if max > old.1 && ids()[1] != 0 {
+    if (max > old.1 && ids()[1] != 0) || (r == RLIMIT_NOFILE && max > crate::files::NR_OPEN) {
         return Err(EPERM);
     }
-    p.rlimits[r] = (cur, max);
+    set_rlimit(p, r, (cur, max));
     Ok(0)
+}
+
+/// `RLIMIT_NOFILE`.
+const RLIMIT_NOFILE: usize = 7;
+
+/// Sets limit `r`; `RLIMIT_NOFILE`'s is the descriptor table's too.
+fn set_rlimit(p: &mut Process, r: usize, lim: (u64, u64)) {
+    p.rlimits[r] = lim;
+    if r == RLIMIT_NOFILE {
+        p.fds.set_limit(lim.0);
+    }
 }
 
 pub(super) fn sys_prlimit64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -102,10 +113,10 @@ pub(super) fn sys_prlimit64(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) 
         if cur > max {
             return Err(EINVAL);
         }
-        if max > old.1 && ids()[1] != 0 {
+        if (max > old.1 && ids()[1] != 0) || (r == RLIMIT_NOFILE && max > crate::files::NR_OPEN) {
             return Err(EPERM);
         }
-        p.rlimits[r] = (cur, max);
+        set_rlimit(p, r, (cur, max));
     }
     if a[3] != 0 {
         let mut b = old.0.to_le_bytes().to_vec();

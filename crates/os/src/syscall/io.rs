@@ -426,8 +426,7 @@ fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>)
 /// descriptor beyond them is opened, then the smallest power of two above the highest
 /// (Linux's `alloc_fdtable`; its table never shrinks, this follows the highest open one).
 fn fd_table_size(p: &Process) -> u32 {
-    let highest = (0..crate::process::MAX_FDS as u32).rev().find(|&fd| p.fds.get(fd).is_some());
-    highest.map_or(64, |h| (h + 1).next_power_of_two().max(64))
+    p.fds.end().next_power_of_two().max(64)
 }
 
 /// Reads a `timeval` (`select`'s timeout), normalised as Linux does: whole seconds in
