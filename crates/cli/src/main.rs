@@ -353,7 +353,7 @@ fn find_program(root: &std::path::Path, name: &str, cwd: &str) -> String {
 fn check_executable(machine: &Machine, path: &str, cwd: &str) -> anyhow::Result<()> {
     use std::os::fd::AsRawFd;
     // O_PATH: opening a FIFO for reading would block until a writer came.
-    let Ok(fd) = machine.vfs().open(cwd, path.as_bytes(), libc::O_PATH, 0) else { return Ok(()) };
+    let Ok(fd) = machine.vfs().open(cwd.as_bytes(), path.as_bytes(), libc::O_PATH, 0) else { return Ok(()) };
     let Ok(meta) = std::fs::File::from(fd.try_clone()?).metadata() else { return Ok(()) };
     if !meta.is_file() {
         return Ok(());

@@ -75,7 +75,7 @@ pub struct Process {
     /// Descriptors.
     pub fds: FdTable,
     /// Current directory, as a guest path.
-    pub cwd: String,
+    pub cwd: Vec<u8>,
     /// The executable's guest path (`/proc/self/exe`).
     pub exe: String,
     /// Start of the heap.

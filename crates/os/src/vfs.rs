@@ -16,6 +16,7 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::host;
@@ -104,11 +105,11 @@ impl Vfs {
     }
 
     /// Joins a guest path to the guest working directory (no resolution).
-    pub fn absolute(cwd: &str, path: &[u8]) -> Vec<u8> {
+    pub fn absolute(cwd: &[u8], path: &[u8]) -> Vec<u8> {
         if path.first() == Some(&b'/') {
             path.to_vec()
         } else {
-            let mut p = cwd.as_bytes().to_vec();
+            let mut p = cwd.to_vec();
             if p.last() != Some(&b'/') {
                 p.push(b'/');
             }
@@ -120,7 +121,7 @@ impl Vfs {
     /// The absolute guest path `path` names from `cwd`, with `.`, `..` and repeated
     /// slashes removed lexically (`..` at `/` stays at `/`); the flag says whether the
     /// path ended in a slash (then it must name a directory).
-    pub fn normalize(cwd: &str, path: &[u8]) -> (Vec<u8>, bool) {
+    pub fn normalize(cwd: &[u8], path: &[u8]) -> (Vec<u8>, bool) {
         let abs = Self::absolute(cwd, path);
         let mut parts: Vec<&[u8]> = Vec::new();
         for c in abs.split(|&b| b == b'/') {
@@ -161,7 +162,7 @@ impl Vfs {
     /// Opens a guest path with host `open` flags and mode, resolved inside the root.
     /// Paths in `/dev` and `/proc` are not found here (the system-call layer serves
     /// them, see [`crate::special`]).
-    pub fn open(&self, cwd: &str, path: &[u8], flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
+    pub fn open(&self, cwd: &[u8], path: &[u8], flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
         if path.is_empty() {
             return Err(linux::ENOENT);
         }
@@ -184,7 +185,7 @@ impl Vfs {
         let mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
         let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
         let fd = host::openat2(base.as_raw_fd(), &c, (flags | libc::O_CLOEXEC) as u64, mode, resolve)?;
-        if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(g.as_bytes())) {
+        if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(&g)) {
             return Err(linux::ENOENT); // a link led into the host's own /dev or /proc
         }
         Ok(fd)
@@ -198,7 +199,7 @@ impl Vfs {
     /// other end and freeze the whole machine; opening a device could act on it.
     pub fn open_regular(
         &self,
-        cwd: &str,
+        cwd: &[u8],
         path: &[u8],
         flags: i32,
         refuse: impl Fn(u32) -> Errno,
@@ -216,7 +217,7 @@ impl Vfs {
     /// read-only, never blocking; anything but a regular file is `EACCES` as in Linux's
     /// `execve`, except a directory, which is `EISDIR` here so that morph's own error
     /// line can say so (the guest gets `EACCES`).
-    pub fn open_exec(&self, cwd: &str, path: &[u8]) -> Result<OwnedFd, Errno> {
+    pub fn open_exec(&self, cwd: &[u8], path: &[u8]) -> Result<OwnedFd, Errno> {
         self.open_regular(cwd, path, libc::O_RDONLY, |k| if k == libc::S_IFDIR { linux::EISDIR } else { linux::EACCES })
     }
 
@@ -228,7 +229,7 @@ impl Vfs {
     /// `.`, `..` or naming `/` opens the directory it names, inside the root, and
     /// returns it with `.`. A bare `..` passed to a host `*at` call beside the root's
     /// descriptor would name the root's host parent.
-    pub fn parent(&self, cwd: &str, path: &[u8]) -> Result<(OwnedFd, CString), Errno> {
+    pub fn parent(&self, cwd: &[u8], path: &[u8]) -> Result<(OwnedFd, CString), Errno> {
         if path.is_empty() {
             return Err(linux::ENOENT);
         }
@@ -240,17 +241,17 @@ impl Vfs {
             }
             t
         };
-        if Self::is_special(&Self::normalize("/", trimmed).0) {
+        if Self::is_special(&Self::normalize(b"/", trimmed).0) {
             return Err(linux::EACCES); // morph's /dev and /proc take no new names
         }
         let cut = trimmed.iter().rposition(|&b| b == b'/').unwrap_or(0);
         let (dir, name) = (&trimmed[..cut.max(1)], &trimmed[cut + 1..]);
         if matches!(name, b"" | b"." | b"..") {
             // The directory the whole path names (resolved by openat2 inside the root).
-            let dirfd = self.open("/", trimmed, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            let dirfd = self.open(b"/", trimmed, libc::O_PATH | libc::O_DIRECTORY, 0)?;
             return Ok((dirfd, c".".to_owned()));
         }
-        let dirfd = self.open("/", dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let dirfd = self.open(b"/", dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
         Ok((dirfd, CString::new(name).map_err(|_| linux::EINVAL)?))
     }
 
@@ -280,14 +281,20 @@ impl Vfs {
     }
 
     /// The guest path of an open directory (for `getcwd` after `chdir`).
-    pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<String, Errno> {
+    /// Its bytes as the host gives them: a name need not be UTF-8.
+    pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<Vec<u8>, Errno> {
         let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;
-        if let Some(rel) = self.shm.as_ref().and_then(|s| host.strip_prefix(&s.path).ok()) {
-            let rel = rel.to_string_lossy();
-            return Ok(if rel.is_empty() { "/dev/shm".into() } else { format!("/dev/shm/{rel}") });
+        let (top, rel): (&[u8], _) = match self.shm.as_ref().and_then(|s| host.strip_prefix(&s.path).ok()) {
+            Some(rel) => (b"/dev/shm", rel),
+            None => (b"", host.strip_prefix(&self.root_path).map_err(|_| linux::ENOENT)?),
+        };
+        let rel = rel.as_os_str().as_bytes();
+        let mut g = top.to_vec();
+        if !rel.is_empty() || g.is_empty() {
+            g.push(b'/');
+            g.extend_from_slice(rel);
         }
-        let rel = host.strip_prefix(&self.root_path).map_err(|_| linux::ENOENT)?;
-        Ok(format!("/{}", rel.to_string_lossy()))
+        Ok(g)
     }
 }
 
@@ -310,7 +317,7 @@ mod tests {
     #[test]
     fn normalize_is_lexical() {
         let n = |cwd: &str, p: &str| {
-            let (v, d) = Vfs::normalize(cwd, p.as_bytes());
+            let (v, d) = Vfs::normalize(cwd.as_bytes(), p.as_bytes());
             (String::from_utf8(v).unwrap(), d)
         };
         assert_eq!(n("/tmp", "../dev//null"), ("/dev/null".into(), false));

@@ -201,7 +201,7 @@ impl TaskCtx<'_> {
     /// Loads `path` into a fresh address space with a new layout (exec).
     pub(crate) fn load_image(
         &mut self,
-        cwd: &str,
+        cwd: &[u8],
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],

@@ -233,7 +233,7 @@ impl Machine {
     /// Loads `path` into a fresh address space with a new layout; used by spawn.
     fn load_image(
         &mut self,
-        cwd: &str,
+        cwd: &[u8],
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
@@ -303,7 +303,7 @@ impl Machine {
         // read is left for the loader to report).
         let (path, argv) = loader::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
             let mut head = [0u8; 256];
-            let n = match self.vfs.open_exec(cwd, path) {
+            let n = match self.vfs.open_exec(cwd.as_bytes(), path) {
                 Ok(fd) => host::pread(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut head, 0).unwrap_or(0),
                 Err(_) => 0,
             };
@@ -315,7 +315,7 @@ impl Machine {
             errno,
         })?;
         let path = String::from_utf8_lossy(&path).into_owned();
-        let (aspace, img) = self.load_image(cwd, &path, &argv, envp)?;
+        let (aspace, img) = self.load_image(cwd.as_bytes(), &path, &argv, envp)?;
         let mut fds = FdTable::default();
         for fd in 0..3 {
             if let Ok(d) = host::dup_cloexec(fd, 3) {
@@ -345,7 +345,7 @@ impl Machine {
             cpu,
             aspace,
             fds,
-            cwd: cwd.to_string(),
+            cwd: cwd.as_bytes().to_vec(),
             exe: img.exe.clone(),
             brk_start: img.brk,
             brk: img.brk,
@@ -410,7 +410,7 @@ impl ImageLoader<'_> {
     /// Loads `path` into a fresh address space with a new layout (spawn and exec).
     fn load(
         &mut self,
-        cwd: &str,
+        cwd: &[u8],
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
@@ -419,7 +419,7 @@ impl ImageLoader<'_> {
         let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
         let vfs = self.vfs;
         let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
-        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok();
+        let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok().map(|g| String::from_utf8_lossy(&g).into_owned());
         let args =
             LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids(), cpu: self.cfg.engine.cpu };
         let img = match loader::load(&args, &mut aspace, self.cache, self.rng) {

@@ -144,7 +144,7 @@ impl DirState {
 
 /// Resolves a guest path (relative to `dir`) that may lie in `/dev` or `/proc`;
 /// `follow` says whether a final symbolic link is followed.
-pub fn resolve(m: Sys<'_>, p: &Process, dir: &str, path: &[u8], follow: bool) -> Result<Resolved, Errno> {
+pub fn resolve(m: Sys<'_>, p: &Process, dir: &[u8], path: &[u8], follow: bool) -> Result<Resolved, Errno> {
     if path.is_empty() {
         return Err(ENOENT);
     }
@@ -164,7 +164,7 @@ pub fn resolve(m: Sys<'_>, p: &Process, dir: &str, path: &[u8], follow: bool) ->
                 return Ok(Resolved::Node(n));
             }
             Step::Again(v) => {
-                norm = Vfs::normalize("/", &v).0;
+                norm = Vfs::normalize(b"/", &v).0;
                 if !Vfs::is_special(&norm) {
                     if slash {
                         norm.push(b'/');
@@ -183,7 +183,7 @@ pub fn exec_path(m: Sys<'_>, p: &Process, path: &[u8]) -> Result<Vec<u8>, Errno>
     match resolve(m, p, &p.cwd, path, true)? {
         Resolved::Path(v) => Ok(v),
         Resolved::Node(Node::Fd(e)) if matches!(e.host.kind, FileKind::Host) => {
-            m.vfs.guest_path_of(e.host.as_ref()).map(String::into_bytes).map_err(|_| EACCES)
+            m.vfs.guest_path_of(e.host.as_ref()).map_err(|_| EACCES)
         }
         Resolved::Node(_) => Err(EACCES),
     }
@@ -290,12 +290,12 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
     let base = format!("/proc/{pid}");
     let Some(&what) = c.get(2) else { return Ok(Step::Node(Node::Dir(base))) };
     let rest = &c[3..];
-    let into_root = |target: &str| -> Step {
+    let into_root = |target: &[u8]| -> Step {
         if rest.is_empty() && !follow {
             let path = format!("{base}/{}", String::from_utf8_lossy(what));
-            Step::Node(Node::Link(path, target.as_bytes().to_vec(), 0o777))
+            Step::Node(Node::Link(path, target.to_vec(), 0o777))
         } else {
-            Step::Again(join(target.trim_end_matches('/').as_bytes(), rest))
+            Step::Again(join(trim_slashes(target), rest))
         }
     };
     match what {
@@ -303,10 +303,10 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
             if !rest.is_empty() {
                 return Err(ENOTDIR);
             }
-            Ok(into_root(&q.exe))
+            Ok(into_root(q.exe.as_bytes()))
         }
         b"cwd" => Ok(into_root(&q.cwd)),
-        b"root" => Ok(into_root("/")),
+        b"root" => Ok(into_root(b"/")),
         b"fd" => {
             let Some(&n) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("{base}/fd")))) };
             let e = parse_num(n).and_then(|n| q.fds.get(n)).ok_or(ENOENT)?.clone();
@@ -329,7 +329,7 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
                 FileKind::Dir(d) => Ok(Step::Again(join(d.path.as_bytes(), rest))),
                 FileKind::Host if host_mode(e.host.as_raw_fd()) == Some(libc::S_IFDIR) => {
                     let dir = m.vfs.guest_path_of(e.host.as_ref())?;
-                    Ok(Step::Again(join(dir.trim_end_matches('/').as_bytes(), rest)))
+                    Ok(Step::Again(join(trim_slashes(&dir), rest)))
                 }
                 _ => Err(ENOTDIR),
             }
@@ -368,9 +368,13 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
         FileKind::Snapshot(s) => s.path.clone().into_bytes(),
         FileKind::Dir(d) => d.path.clone().into_bytes(),
         FileKind::Host => {
+            // Inside the root or /dev/shm: the guest's path, byte for byte.
+            if let Ok(g) = m.vfs.guest_path_of(e.host.as_ref()) {
+                return g;
+            }
             let host = std::fs::read_link(format!("/proc/self/fd/{}", e.host.as_raw_fd())).unwrap_or_default();
             match host.strip_prefix(m.vfs.root_path()) {
-                Ok(rel) => format!("/{}", rel.display()).into_bytes(),
+                Ok(rel) => [&b"/"[..], rel.as_os_str().as_encoded_bytes()].concat(),
                 Err(_) if !host.is_absolute() => host.into_os_string().into_encoded_bytes(),
                 // A memfd's name (`/memfd:NAME (deleted)`) is no path, inside the root
                 // or out, whatever the root.
@@ -388,6 +392,12 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
             }
         }
     }
+}
+
+/// `path` without its trailing slashes (`/` itself: empty).
+fn trim_slashes(path: &[u8]) -> &[u8] {
+    let end = path.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1);
+    &path[..end]
 }
 
 // ----- opening ---------------------------------------------------------------------

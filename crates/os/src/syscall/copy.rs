@@ -357,7 +357,7 @@ fn splice_source(
     out: Option<i32>,
     len: u32,
 ) -> Result<Option<OwnedFd>, Errno> {
-    let dir = |m: &FileCtx<'_>| m.vfs.open("/", b"/", libc::O_RDONLY | libc::O_DIRECTORY, 0).map(Some);
+    let dir = |m: &FileCtx<'_>| m.vfs.open(b"/", b"/", libc::O_RDONLY | libc::O_DIRECTORY, 0).map(Some);
     match &e.host.kind {
         FileKind::Dir(_) => dir(m),
         FileKind::Snapshot(s) if !matches!(s.file, special::ProcFile::Machine(_)) => dir(m),

@@ -339,7 +339,7 @@ pub(super) fn sys_sync_file_range(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32
 pub(super) fn sys_sync(m: &mut FileCtx<'_>, _: &mut Process, _: &[u32; 6]) -> SysResult {
     let _ = m.cache.write_back_all(m.phys);
     // syncfs takes no O_PATH descriptor: the root is opened for reading.
-    if let Ok(root) = m.vfs.open("/", b"/", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
+    if let Ok(root) = m.vfs.open(b"/", b"/", libc::O_RDONLY | libc::O_DIRECTORY, 0) {
         let _ = host::fsync(root.as_raw_fd(), false, true);
     }
     Ok(0)
@@ -479,7 +479,7 @@ pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
 pub(super) fn open_common(
     m: &mut FileCtx<'_>,
     p: &mut Process,
-    dir: &str,
+    dir: &[u8],
     path: &[u8],
     flags: u32,
     mode: u32,
@@ -529,7 +529,7 @@ pub(super) fn open_host(
     mode: u32,
     flags: u32,
 ) -> Result<OpenFile, Errno> {
-    open_host_with(p, host_flags, flags, |fl| m.vfs.open("/", abs, fl, mode))
+    open_host_with(p, host_flags, flags, |fl| m.vfs.open(b"/", abs, fl, mode))
 }
 
 /// [`open_host`] with the host open made by `open`, given the host flags (`openat2`'s
@@ -572,13 +572,13 @@ fn open_host_with(
 }
 
 /// The directory a `*at` call's relative path starts from, as a guest path.
-pub(super) fn at_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8]) -> Result<String, Errno> {
+pub(super) fn at_dir(vfs: &Vfs, p: &Process, dirfd: u32, path: &[u8]) -> Result<Vec<u8>, Errno> {
     if path.first() == Some(&b'/') || dirfd as i32 == AT_FDCWD {
         return Ok(p.cwd.clone());
     }
     let e = p.fds.get(dirfd).ok_or(EBADF)?;
     match &e.host.kind {
-        FileKind::Dir(d) => Ok(d.path.clone()),
+        FileKind::Dir(d) => Ok(d.path.clone().into_bytes()),
         FileKind::Host => vfs.guest_path_of(e.host.as_ref()),
         _ => Err(ENOTDIR),
     }
@@ -1229,12 +1229,12 @@ pub(super) fn sys_openat2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
     }
     let start = start_dir(m.vfs, p, dirfd, &path, resolve)?;
     let follow = flags & O_NOFOLLOW == 0 && flags & (O_CREAT | O_EXCL) != O_CREAT | O_EXCL;
-    if Vfs::is_special(start.path.as_bytes()) || meets_special(&start.path, &path, resolve) {
+    if Vfs::is_special(&start.path) || meets_special(&start.path, &path, resolve) {
         return match walk(m.sys(), p, &start.path, &path, resolve, follow)? {
             Walked::Magic => open_common(m, p, &start.path, &path, flags, mode),
             Walked::Path(f) => {
                 let mode = mode & !p.umask;
-                match special::resolve(m.sys(), p, "/", &f, follow)? {
+                match special::resolve(m.sys(), p, b"/", &f, follow)? {
                     Resolved::Node(n) => {
                         let file = special::open(m.sys(), p, n, flags, mode)?;
                         install_opened(m, p, file, flags)
@@ -1242,7 +1242,7 @@ pub(super) fn sys_openat2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
                     // Back in the root (out of /proc by `..`): the host resolves the
                     // rest with the guest's flags.
                     Resolved::Path(abs) => {
-                        let root = Start { path: "/".into(), fd: None };
+                        let root = Start { path: b"/".to_vec(), fd: None };
                         open_at(m, p, &root, &abs, resolve & !SCOPED, flags, mode)
                     }
                 }
@@ -1255,7 +1255,7 @@ pub(super) fn sys_openat2(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
 /// Where a resolution starts: the guest path of a directory, and the guest's host
 /// descriptor of it if the guest gave one.
 struct Start {
-    path: String,
+    path: Vec<u8>,
     fd: Option<std::rc::Rc<OpenFile>>,
 }
 
@@ -1292,7 +1292,7 @@ fn open_at(
     let (dir, c, how) = if resolve & SCOPED != 0 {
         (dir_fd(m.vfs, start)?, c, extra | (resolve & SCOPED))
     } else {
-        let root = m.vfs.open("/", b"/", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let root = m.vfs.open(b"/", b"/", libc::O_PATH | libc::O_DIRECTORY, 0)?;
         let dir = match path[0] != b'/' && resolve & RESOLVE_NO_XDEV != 0 {
             true => Some(dir_fd(m.vfs, start)?),
             false => None,
@@ -1313,7 +1313,7 @@ fn open_at(
     let file = open_host_with(p, host_flags, flags, |fl| {
         let fd = host::openat2(dir.as_raw_fd(), &c, (fl | libc::O_CLOEXEC) as u64, mode, how)?;
         // A link that led to the host's own /dev or /proc: not the guest's (see vfs.rs).
-        if vfs.guest_path_of(&fd).is_ok_and(|g| Vfs::is_special(g.as_bytes())) {
+        if vfs.guest_path_of(&fd).is_ok_and(|g| Vfs::is_special(&g)) {
             return Err(ENOENT);
         }
         Ok(fd)
@@ -1326,7 +1326,7 @@ fn open_at(
 fn dir_fd(vfs: &Vfs, start: &Start) -> Result<OwnedFd, Errno> {
     match &start.fd {
         Some(f) => host::dup_cloexec(f.as_raw_fd(), 0),
-        None => vfs.open("/", start.path.as_bytes(), libc::O_PATH | libc::O_DIRECTORY, 0),
+        None => vfs.open(b"/", &start.path, libc::O_PATH | libc::O_DIRECTORY, 0),
     }
 }
 
@@ -1373,15 +1373,15 @@ fn mount_of(c: &[Vec<u8>]) -> Mount {
 }
 
 /// The scope's root and the components a resolution starts from.
-fn origin(start: &str, path: &[u8], resolve: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-    let root = if resolve & SCOPED != 0 { comps(start.as_bytes()) } else { Vec::new() };
-    let cur = if path.first() == Some(&b'/') { root.clone() } else { comps(start.as_bytes()) };
+fn origin(start: &[u8], path: &[u8], resolve: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let root = if resolve & SCOPED != 0 { comps(start) } else { Vec::new() };
+    let cur = if path.first() == Some(&b'/') { root.clone() } else { comps(start) };
     (root, cur)
 }
 
 /// Whether `path` from `start`, taken lexically (`..` stopping at the scope's root),
 /// passes through `/dev` or `/proc`.
-fn meets_special(start: &str, path: &[u8], resolve: u64) -> bool {
+fn meets_special(start: &[u8], path: &[u8], resolve: u64) -> bool {
     let (root, mut cur) = origin(start, path, resolve);
     for c in comps(path) {
         match c.as_slice() {
@@ -1433,7 +1433,7 @@ fn is_magic(link: &str) -> bool {
 fn walk(
     sys: special::Sys<'_>,
     p: &Process,
-    start: &str,
+    start: &[u8],
     path: &[u8],
     resolve: u64,
     follow: bool,
@@ -1470,7 +1470,7 @@ fn walk(
                 if !Vfs::is_special(&here) {
                     continue;
                 }
-                let Resolved::Node(Node::Link(link, target, _)) = special::resolve(sys, p, "/", &here, false)? else {
+                let Resolved::Node(Node::Link(link, target, _)) = special::resolve(sys, p, b"/", &here, false)? else {
                     continue;
                 };
                 if last && !follow && !slash {
@@ -1520,7 +1520,7 @@ fn walk(
 /// mount.
 fn same_tree(sys: special::Sys<'_>, p: &Process, here: &[u8], tree: Mount) -> bool {
     let in_tree = |path: &str| mount_of(&comps(path.as_bytes())) == tree;
-    match special::resolve(sys, p, "/", here, true) {
+    match special::resolve(sys, p, b"/", here, true) {
         Ok(Resolved::Node(Node::Fd(e))) => match &e.host.kind {
             FileKind::Snapshot(s) => in_tree(&s.path),
             FileKind::Dir(d) => in_tree(&d.path),

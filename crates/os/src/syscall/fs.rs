@@ -64,7 +64,7 @@ pub(super) fn sys_umask(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 }
 
 pub(super) fn sys_getcwd(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let mut s = p.cwd.clone().into_bytes();
+    let mut s = p.cwd.clone();
     s.push(0);
     if s.len() > a[1] as usize {
         return Err(ERANGE);
@@ -77,10 +77,10 @@ pub(super) fn sys_chdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let path = read_path(p, a[0])?;
     p.cwd = match special::resolve(m.sys(), p, &p.cwd, &path, true)? {
         Resolved::Path(abs) => {
-            let fd = m.vfs.open("/", &abs, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            let fd = m.vfs.open(b"/", &abs, libc::O_PATH | libc::O_DIRECTORY, 0)?;
             m.vfs.guest_path_of(&fd)?
         }
-        Resolved::Node(Node::Dir(d)) => d,
+        Resolved::Node(Node::Dir(d)) => d.into_bytes(),
         Resolved::Node(Node::Fd(e)) => dir_of_entry(m.vfs, &e)?,
         Resolved::Node(_) => return Err(ENOTDIR),
     };
@@ -88,9 +88,9 @@ pub(super) fn sys_chdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 }
 
 /// The guest path of the directory an open file description is (for `fchdir`).
-pub(super) fn dir_of_entry(vfs: &Vfs, e: &FdEntry) -> Result<String, Errno> {
+pub(super) fn dir_of_entry(vfs: &Vfs, e: &FdEntry) -> Result<Vec<u8>, Errno> {
     match &e.host.kind {
-        FileKind::Dir(d) => Ok(d.path.clone()),
+        FileKind::Dir(d) => Ok(d.path.clone().into_bytes()),
         FileKind::Host => {
             let st = host_stat_fd(e.host.as_raw_fd())?;
             if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
@@ -111,7 +111,7 @@ pub(super) fn sys_fchdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
 pub(super) fn readlink_common(
     sys: special::Sys<'_>,
     p: &mut Process,
-    dir: &str,
+    dir: &[u8],
     path: &[u8],
     buf: u32,
     size: u32,
@@ -123,7 +123,7 @@ pub(super) fn readlink_common(
         Resolved::Node(Node::Link(_, t, _)) => t,
         Resolved::Node(_) => return Err(EINVAL),
         Resolved::Path(abs) => {
-            let (dir, name) = sys.vfs.parent("/", &abs)?;
+            let (dir, name) = sys.vfs.parent(b"/", &abs)?;
             let mut buf = vec![0u8; 4096];
             let n = host::readlinkat(dir.as_raw_fd(), &name, &mut buf)?;
             buf.truncate(n);
@@ -147,7 +147,7 @@ pub(super) fn sys_readlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6])
     readlink_common(m.sys(), p, &dir, &path, a[2], a[3])
 }
 
-pub(super) fn unlink_common(m: &mut FileCtx<'_>, p: &Process, dir: &str, path: &[u8], flags: u32) -> SysResult {
+pub(super) fn unlink_common(m: &mut FileCtx<'_>, p: &Process, dir: &[u8], path: &[u8], flags: u32) -> SysResult {
     let (d, name) = m.vfs.parent(dir, path)?;
     let f = if flags & AT_REMOVEDIR != 0 { libc::AT_REMOVEDIR } else { 0 };
     if let Some(e) = crate::vfs::Vfs::rmdir_not_a_name(path).filter(|_| f != 0) {
@@ -532,7 +532,7 @@ pub(super) fn utimes_common(
             Resolved::Path(abs) => abs,
             Resolved::Node(n) => return changeable(m.vfs, special::object(n)?).map(|_| 0),
         };
-        let (d, name) = m.vfs.parent("/", &abs)?;
+        let (d, name) = m.vfs.parent(b"/", &abs)?;
         return host::utimensat(d.as_raw_fd(), Some(&name), tp, libc::AT_SYMLINK_NOFOLLOW);
     }
     let fd = changeable(m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;

@@ -26,7 +26,7 @@ table! {
 
 /// Opens a guest path as `O_PATH` (following or not the last symlink) for the
 /// stat/access family.
-pub(super) fn open_path(vfs: &Vfs, dir: &str, path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
+pub(super) fn open_path(vfs: &Vfs, dir: &[u8], path: &[u8], follow: bool) -> Result<OwnedFd, Errno> {
     let mut flags = libc::O_PATH;
     if !follow {
         flags |= libc::O_NOFOLLOW;
@@ -38,12 +38,12 @@ pub(super) fn open_path(vfs: &Vfs, dir: &str, path: &[u8], follow: bool) -> Resu
 pub(super) fn path_object(
     sys: special::Sys<'_>,
     p: &Process,
-    dir: &str,
+    dir: &[u8],
     path: &[u8],
     follow: bool,
 ) -> Result<Object, Errno> {
     match special::resolve(sys, p, dir, path, follow)? {
-        Resolved::Path(abs) => open_path(sys.vfs, "/", &abs, follow).map(Object::Host),
+        Resolved::Path(abs) => open_path(sys.vfs, b"/", &abs, follow).map(Object::Host),
         Resolved::Node(n) => special::object(n),
     }
 }
@@ -81,7 +81,7 @@ pub(super) fn changeable_fd(vfs: &Vfs, p: &Process, fd: u32) -> Result<OwnedFd, 
 pub(super) fn stat_path(
     sys: special::Sys<'_>,
     p: &Process,
-    dir: &str,
+    dir: &[u8],
     path: &[u8],
     follow: bool,
 ) -> Result<libc::stat, Errno> {
