@@ -5,8 +5,9 @@
  *     (the caller's own ids, and -1), a symbolic link changed itself;
  *   extended attributes: setxattr/lsetxattr/fsetxattr, removexattr and relatives, the
  *     errors that come before the attribute is looked at (flags, name, size, value,
- *     path, descriptor); morph's file system has no attributes, so a successful call
- *     is not compared (it is EOPNOTSUPP under morph);
+ *     path, descriptor); the user. namespace stored, read, listed and removed on a
+ *     file and a directory (XATTR_CREATE, XATTR_REPLACE, small buffers), refused on a
+ *     symbolic link, a device and a pipe, other namespaces;
  *   renameat2: RENAME_NOREPLACE, RENAME_EXCHANGE (a shared mapping keeps its file),
  *     the flag errors;
  *   sync;
@@ -38,6 +39,10 @@
 #define SYS_setxattr 226
 #define SYS_lsetxattr 227
 #define SYS_fsetxattr 228
+#define SYS_getxattr 229
+#define SYS_lgetxattr 230
+#define SYS_fgetxattr 231
+#define SYS_listxattr 232
 #define SYS_removexattr 235
 #define SYS_lremovexattr 236
 #define SYS_fremovexattr 237
@@ -97,6 +102,7 @@ static const char *res(long r)
 	case 29: return "ESPIPE";
 	case 34: return "ERANGE";
 	case 38: return "ENOSYS";
+	case 61: return "ENODATA";
 	case 75: return "EOVERFLOW";
 	case 95: return "EOPNOTSUPP";
 	default: snprintf(b, 24, "%ld", r); return b;
@@ -222,6 +228,52 @@ static void xattrs(void)
 	show("fremovexattr bad fd", rt_syscall(SYS_fremovexattr, 99, "user.a"));
 	show("fremovexattr bad fd, name unreadable", rt_syscall(SYS_fremovexattr, 99, 16));
 	show("fremovexattr O_PATH", rt_syscall(SYS_fremovexattr, op, "user.a"));
+	/* the user. namespace, stored */
+	char v[64];
+	show("setxattr user.a", rt_syscall(SYS_setxattr, D "xa", "user.a", "hello", 5, 0));
+	show("getxattr size", rt_syscall(SYS_getxattr, D "xa", "user.a", 0, 0));
+	memset(v, 0, sizeof v);
+	show("getxattr", rt_syscall(SYS_getxattr, D "xa", "user.a", v, sizeof v));
+	printf("value \"%s\"\n", v);
+	show("getxattr buffer too small", rt_syscall(SYS_getxattr, D "xa", "user.a", v, 2));
+	show("getxattr missing", rt_syscall(SYS_getxattr, D "xa", "user.zz", v, sizeof v));
+	show("setxattr XATTR_CREATE existing", rt_syscall(SYS_setxattr, D "xa", "user.a", "x", 1, 1));
+	show("setxattr XATTR_REPLACE missing", rt_syscall(SYS_setxattr, D "xa", "user.b", "x", 1, 2));
+	show("setxattr empty value", rt_syscall(SYS_setxattr, D "xa", "user.b", "", 0, 1));
+	show("fsetxattr user.c", rt_syscall(SYS_fsetxattr, fd, "user.c", "ccc", 3, 0));
+	memset(v, 0, sizeof v);
+	show("fgetxattr user.c", rt_syscall(SYS_fgetxattr, fd, "user.c", v, sizeof v));
+	printf("value \"%s\"\n", v);
+	char list[1024];
+	long n = rt_syscall(SYS_listxattr, D "xa", list, sizeof list);
+	printf("listxattr user names:");
+	for (long i = 0; i < n; i += (long)strlen(list + i) + 1)
+		if (strncmp(list + i, "user.", 5) == 0)
+			printf(" %s", list + i);
+	printf("\n");
+	show("listxattr buffer too small", rt_syscall(SYS_listxattr, D "xa", list, 3));
+	show("getxattr trusted.", rt_syscall(SYS_getxattr, D "xa", "trusted.none", v, sizeof v));
+	show("getxattr unknown namespace", rt_syscall(SYS_getxattr, D "xa", "bogus.a", v, sizeof v));
+	show("setxattr unknown namespace", rt_syscall(SYS_setxattr, D "xa", "bogus.a", "x", 1, 0));
+	rt_syscall(SYS_symlink, "xa", D "xl");
+	show("lgetxattr on a link", rt_syscall(SYS_lgetxattr, D "xl", "user.a", v, sizeof v));
+	show("lsetxattr on a link", rt_syscall(SYS_lsetxattr, D "xl", "user.a", "x", 1, 0));
+	show("getxattr through a link", rt_syscall(SYS_getxattr, D "xl", "user.a", v, sizeof v));
+	sys_unlink(D "xl");
+	show("getxattr /dev/null", rt_syscall(SYS_getxattr, "/dev/null", "user.a", v, sizeof v));
+	show("setxattr /dev/null", rt_syscall(SYS_setxattr, "/dev/null", "user.a", "x", 1, 0));
+	int pp[2];
+	sys_pipe(pp);
+	show("fgetxattr pipe", rt_syscall(SYS_fgetxattr, pp[0], "user.a", v, sizeof v));
+	show("fsetxattr pipe", rt_syscall(SYS_fsetxattr, pp[1], "user.a", "x", 1, 0));
+	sys_close(pp[0]);
+	sys_close(pp[1]);
+	show("setxattr directory", rt_syscall(SYS_setxattr, "fsmore.d", "user.d", "dd", 2, 0));
+	show("getxattr directory", rt_syscall(SYS_getxattr, "fsmore.d", "user.d", v, sizeof v));
+	show("removexattr directory", rt_syscall(SYS_removexattr, "fsmore.d", "user.d"));
+	show("removexattr user.a", rt_syscall(SYS_removexattr, D "xa", "user.a"));
+	show("removexattr again", rt_syscall(SYS_removexattr, D "xa", "user.a"));
+	show("fremovexattr user.c", rt_syscall(SYS_fremovexattr, fd, "user.c"));
 	sys_close(op);
 	sys_close(fd);
 }

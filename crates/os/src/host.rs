@@ -941,3 +941,58 @@ pub fn raise_default(sig: i32) {
         libc::raise(sig);
     }
 }
+
+/// An extended-attribute call on the object `path` names (followed to the end, as
+/// `/proc/self/fd/N` of an `O_PATH` descriptor is) or on descriptor `fd`.
+pub enum XattrAt<'a> {
+    Path(&'a CStr),
+    Fd(RawFd),
+}
+
+/// `getxattr`/`fgetxattr`: the value's length (the size needed if `buf` is empty).
+pub fn getxattr(at: XattrAt<'_>, name: &CStr, buf: &mut [u8]) -> Result<u32, Errno> {
+    let (p, n) = (buf.as_mut_ptr().cast(), buf.len());
+    // SAFETY: a valid C string for the name (and path), and `n` writable bytes at `p`.
+    let r = unsafe {
+        match at {
+            XattrAt::Path(path) => libc::getxattr(path.as_ptr(), name.as_ptr(), p, n),
+            XattrAt::Fd(fd) => libc::fgetxattr(fd, name.as_ptr(), p, n),
+        }
+    };
+    check_size(r)
+}
+
+/// `listxattr`/`flistxattr`: the names, each NUL-terminated (the size needed if `buf`
+/// is empty).
+pub fn listxattr(at: XattrAt<'_>, buf: &mut [u8]) -> Result<u32, Errno> {
+    let (p, n) = (buf.as_mut_ptr().cast(), buf.len());
+    // SAFETY: a valid C string for the path, and `n` writable bytes at `p`.
+    let r = unsafe {
+        match at {
+            XattrAt::Path(path) => libc::listxattr(path.as_ptr(), p, n),
+            XattrAt::Fd(fd) => libc::flistxattr(fd, p, n),
+        }
+    };
+    check_size(r)
+}
+
+/// `setxattr`/`fsetxattr` with `value` and `flags`, or, without a value,
+/// `removexattr`/`fremovexattr`.
+pub fn setxattr(at: XattrAt<'_>, name: &CStr, value: Option<(&[u8], i32)>) -> Result<u32, Errno> {
+    // SAFETY: valid C strings, and `value`'s bytes readable.
+    let r = unsafe {
+        match (at, value) {
+            (XattrAt::Path(path), Some((v, f))) => {
+                libc::setxattr(path.as_ptr(), name.as_ptr(), v.as_ptr().cast(), v.len(), f)
+            }
+            (XattrAt::Fd(fd), Some((v, f))) => libc::fsetxattr(fd, name.as_ptr(), v.as_ptr().cast(), v.len(), f),
+            (XattrAt::Path(path), None) => libc::removexattr(path.as_ptr(), name.as_ptr()),
+            (XattrAt::Fd(fd), None) => libc::fremovexattr(fd, name.as_ptr()),
+        }
+    };
+    check(r)
+}
+
+fn check_size(r: isize) -> Result<u32, Errno> {
+    check(r as i64)
+}

@@ -30,6 +30,7 @@ pub const ENOSYS: i32 = 38;
 pub const ELOOP: i32 = 40;
 pub const EXDEV: i32 = 18;
 pub const EOVERFLOW: i32 = 75;
+pub const ENODATA: i32 = 61;
 
 // Signals.
 pub const SIGHUP: i32 = 1;

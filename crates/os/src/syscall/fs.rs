@@ -34,9 +34,9 @@ table! {
         229 getxattr "sspu" sys_getxattr;
         230 lgetxattr "sspu" sys_lgetxattr;
         231 fgetxattr "fspu" sys_fgetxattr;
-        232 listxattr "spu" sys_getxattr;
-        233 llistxattr "spu" sys_lgetxattr;
-        234 flistxattr "fpu" sys_fgetxattr;
+        232 listxattr "spu" sys_listxattr;
+        233 llistxattr "spu" sys_llistxattr;
+        234 flistxattr "fpu" sys_flistxattr;
         235 removexattr "ss" |m, p, a| set_xattr(m, p, Xattr::Path(a[0], true), a[1], None);
         236 lremovexattr "ss" |m, p, a| set_xattr(m, p, Xattr::Path(a[0], false), a[1], None);
         237 fremovexattr "fs" |m, p, a| set_xattr(m, p, Xattr::Fd(a[0]), a[1], None);
@@ -382,28 +382,158 @@ fn fchown(m: &mut FileCtx<'_>, p: &mut Process, fd: u32, uid: u32, gid: u32) -> 
 
 // ----- extended attributes --------------------------------------------------------------
 
-// Extended attributes: the guest's file system has none (`EOPNOTSUPP`, which `ls` and
-// `cp` take as "no ACL, no security label"), so the host's labels never show and
-// never vary a run. The object must exist.
+// Extended attributes: the guest sees the `user.` namespace of the files inside the
+// root, the host's own attributes there (get, set, list, remove); the other namespaces
+// hold nothing for it (`security.`, `system.` and `trusted.` read as empty,
+// `ENODATA`, and cannot be set, `EOPNOTSUPP`; an unknown one is `EOPNOTSUPP`, as Linux
+// says), so the host's security labels and ACLs never show and never vary a run.
+// morph's own `/dev` and `/proc` objects and objects outside the root hold none
+// (`EOPNOTSUPP`). As Linux, `user.` attributes belong to regular files and directories
+// only: on anything else reading one is `ENODATA` and writing one `EPERM`.
+
+/// The name of an extended attribute in the `user.` namespace.
+fn user_name(n: &[u8]) -> bool {
+    n.starts_with(b"user.")
+}
+
+/// What a call on a namespace other than `user.` gets: `ENODATA` for reading one of
+/// Linux's (empty here), `EOPNOTSUPP` for writing one or for an unknown namespace.
+fn other_namespace(n: &[u8], write: bool) -> Errno {
+    let known = [&b"security."[..], b"system.", b"trusted."].iter().any(|k| n.starts_with(k));
+    if known && !write { ENODATA } else { EOPNOTSUPP }
+}
+
+/// The host object an extended-attribute call reaches: a path the host follows to it
+/// (`/proc/self/fd/N`, holding the descriptor open) or a descriptor, with its file
+/// type; `None` if it holds no attributes for the guest.
+struct XattrObject {
+    fd: OwnedFd,
+    via: Option<std::ffi::CString>,
+    kind: u32,
+}
+
+impl XattrObject {
+    fn at(&self) -> host::XattrAt<'_> {
+        match &self.via {
+            Some(p) => host::XattrAt::Path(p),
+            None => host::XattrAt::Fd(self.fd.as_raw_fd()),
+        }
+    }
+    /// Whether `user.` attributes apply (Linux: regular files and directories).
+    fn user_ok(&self) -> bool {
+        self.kind == libc::S_IFREG || self.kind == libc::S_IFDIR
+    }
+}
+
+/// The object of an extended-attribute call on path `path` (its last link followed or
+/// not) or on guest descriptor `fd` (`EBADF` if not open, or open `O_PATH`).
+fn xattr_object(m: &mut FileCtx<'_>, p: &Process, what: &Xattr) -> Result<Option<XattrObject>, Errno> {
+    let fd = match *what {
+        Xattr::Path(path, follow) => {
+            let path = read_path(p, path)?;
+            match path_object(m.sys(), p, &p.cwd, &path, follow)? {
+                Object::Host(fd) => fd,
+                // A device of morph's /dev: no regular file, so no `user.` attribute
+                // (nothing asks the host).
+                Object::Device(fd) => {
+                    let kind = host_stat_fd(fd.as_raw_fd())?.st_mode & libc::S_IFMT;
+                    return Ok(Some(XattrObject { fd, via: None, kind }));
+                }
+                Object::Synthetic(_) => return Ok(None),
+            }
+        }
+        Xattr::Fd(fd) => {
+            let e = p.fds.get(fd).ok_or(EBADF)?;
+            if host::getfl(e.host.as_raw_fd())? & libc::O_PATH != 0 {
+                return Err(EBADF);
+            }
+            host::dup_cloexec(e.host.as_raw_fd(), 3)?
+        }
+    };
+    let kind = host_stat_fd(fd.as_raw_fd())?.st_mode & libc::S_IFMT;
+    // A file or directory outside the root (behind an inherited descriptor) is the
+    // host's; anything else (a pipe, a socket) has no `user.` attributes anyway.
+    let file = kind == libc::S_IFREG || kind == libc::S_IFDIR;
+    if file && !m.vfs.holds(&fd) {
+        return Ok(None);
+    }
+    let via = match what {
+        // An `O_PATH` descriptor: the host's calls by path reach the object through it.
+        Xattr::Path(..) => {
+            Some(std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?)
+        }
+        Xattr::Fd(_) => None,
+    };
+    Ok(Some(XattrObject { fd, via, kind }))
+}
+
+/// The `getxattr` family: `what` names the object, `name` the attribute, the value
+/// goes to `buf` (`size` bytes; 0 asks for the size).
+fn get_xattr(m: &mut FileCtx<'_>, p: &mut Process, what: Xattr, name: u32, buf: u32, size: u32) -> SysResult {
+    const XATTR_NAME_MAX: usize = 255;
+    const XATTR_SIZE_MAX: u32 = 65536;
+    let n = p.aspace.read_cstr(name, XATTR_NAME_MAX + 1).map_err(efault)?;
+    if n.is_empty() || n.len() > XATTR_NAME_MAX {
+        return Err(ERANGE);
+    }
+    let o = xattr_object(m, p, &what)?.ok_or(EOPNOTSUPP)?;
+    if !user_name(&n) {
+        return Err(other_namespace(&n, false));
+    }
+    if !o.user_ok() {
+        return Err(ENODATA);
+    }
+    let c = std::ffi::CString::new(n).map_err(|_| EINVAL)?;
+    let mut v = vec![0u8; size.min(XATTR_SIZE_MAX) as usize];
+    let len = host::getxattr(o.at(), &c, &mut v)?;
+    if size != 0 {
+        p.aspace.write_bytes(buf, &v[..len as usize]).map_err(efault)?;
+    }
+    Ok(len)
+}
+
+/// The `listxattr` family: the `user.` names of the object, NUL-terminated, to `buf`
+/// (`size` bytes; 0 asks for the size; `ERANGE` if they do not fit).
+fn list_xattr(m: &mut FileCtx<'_>, p: &mut Process, what: Xattr, buf: u32, size: u32) -> SysResult {
+    let Some(o) = xattr_object(m, p, &what)?.filter(|o| o.user_ok()) else { return Ok(0) };
+    let mut all = vec![0u8; host::listxattr(o.at(), &mut [])? as usize];
+    let len = host::listxattr(o.at(), &mut all)? as usize;
+    let names: Vec<u8> = all[..len].split_inclusive(|&b| b == 0).filter(|n| user_name(n)).flatten().copied().collect();
+    if size != 0 {
+        if names.len() > size as usize {
+            return Err(ERANGE);
+        }
+        p.aspace.write_bytes(buf, &names).map_err(efault)?;
+    }
+    Ok(names.len() as u32)
+}
+
 pub(super) fn sys_getxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let path = read_path(p, a[0])?;
-    path_object(m.sys(), p, &p.cwd, &path, true)?;
-    Err(EOPNOTSUPP)
+    get_xattr(m, p, Xattr::Path(a[0], true), a[1], a[2], a[3])
 }
 
 pub(super) fn sys_lgetxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let path = read_path(p, a[0])?;
-    path_object(m.sys(), p, &p.cwd, &path, false)?;
-    Err(EOPNOTSUPP)
+    get_xattr(m, p, Xattr::Path(a[0], false), a[1], a[2], a[3])
 }
 
-pub(super) fn sys_fgetxattr(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    p.fds.get(a[0]).ok_or(EBADF)?;
-    Err(EOPNOTSUPP)
+pub(super) fn sys_fgetxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    get_xattr(m, p, Xattr::Fd(a[0]), a[1], a[2], a[3])
 }
 
-/// What a `set`/`remove` extended-attribute call names: a path (and whether its last
-/// symbolic link is followed) or a descriptor.
+pub(super) fn sys_listxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    list_xattr(m, p, Xattr::Path(a[0], true), a[1], a[2])
+}
+
+pub(super) fn sys_llistxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    list_xattr(m, p, Xattr::Path(a[0], false), a[1], a[2])
+}
+
+pub(super) fn sys_flistxattr(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    list_xattr(m, p, Xattr::Fd(a[0]), a[1], a[2])
+}
+
+/// What an extended-attribute call names: a path (and whether its last symbolic link
+/// is followed) or a descriptor.
 enum Xattr {
     Path(u32, bool),
     Fd(u32),
@@ -413,9 +543,8 @@ enum Xattr {
 /// the arguments are read and checked in Linux's order (flags `EINVAL`, the name
 /// `EFAULT` or `ERANGE` when empty or longer than 255 bytes, the value `E2BIG` past 64
 /// KiB or `EFAULT`), then the object is found (`ENOENT` and the rest as for any path;
-/// `EBADF` for a descriptor that is not open, or is `O_PATH`), and then, as the
-/// guest's file system holds no extended attributes, nothing can be stored or removed:
-/// `EOPNOTSUPP`, what Linux says for a file system without them.
+/// `EBADF` for a descriptor that is not open, or is `O_PATH`), then the namespace and
+/// the file type are checked (see above) and the host sets or removes the attribute.
 fn set_xattr(m: &mut FileCtx<'_>, p: &mut Process, what: Xattr, name: u32, set: Option<[u32; 3]>) -> SysResult {
     const XATTR_CREATE: u32 = 1;
     const XATTR_REPLACE: u32 = 2;
@@ -430,27 +559,25 @@ fn set_xattr(m: &mut FileCtx<'_>, p: &mut Process, what: Xattr, name: u32, set: 
     if n.is_empty() || n.len() > XATTR_NAME_MAX {
         return Err(ERANGE);
     }
-    if let Some([value, size, _]) = set
+    let mut value = Vec::new();
+    if let Some([ptr, size, _]) = set
         && size != 0
     {
         if size > XATTR_SIZE_MAX {
             return Err(E2BIG);
         }
-        p.aspace.check_read(value, size).map_err(efault)?;
+        value = vec![0u8; size as usize];
+        p.aspace.read_bytes(ptr, &mut value).map_err(efault)?;
     }
-    match what {
-        Xattr::Path(path, follow) => {
-            let path = read_path(p, path)?;
-            path_object(m.sys(), p, &p.cwd, &path, follow)?;
-        }
-        Xattr::Fd(fd) => {
-            let e = p.fds.get(fd).ok_or(EBADF)?;
-            if host::getfl(e.host.as_raw_fd())? & libc::O_PATH != 0 {
-                return Err(EBADF);
-            }
-        }
+    let o = xattr_object(m, p, &what)?.ok_or(EOPNOTSUPP)?;
+    if !user_name(&n) {
+        return Err(other_namespace(&n, true));
     }
-    Err(EOPNOTSUPP)
+    if !o.user_ok() {
+        return Err(EPERM);
+    }
+    let c = std::ffi::CString::new(n).map_err(|_| EINVAL)?;
+    host::setxattr(o.at(), &c, set.map(|[_, _, flags]| (&value[..], flags as i32)))
 }
 
 // ----- file times ----------------------------------------------------------------------
