@@ -11,8 +11,7 @@
  *   RESOLVE_NO_SYMLINKS, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_XDEV (/dev and /proc are
  *     mounts of their own), RESOLVE_CACHED where Linux's answer does not depend on
  *     what its caches hold.
- * Not compared: a link of /proc opened itself (O_PATH|O_NOFOLLOW), which morph's /proc
- * cannot open (ELOOP, as for openat).
+ * A link of /proc opened itself (O_PATH|O_NOFOLLOW) is in fdexact.c.
  */
 #include "rt.h"
 

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use morph_mem::FileKey;
 
 use crate::host;
-use crate::linux::Pid;
+use crate::linux::{O_LARGEFILE, Pid};
 
 /// What kind of object an open file description is, where morph must treat it
 /// specially (see [`crate::special`]).
@@ -29,6 +29,12 @@ pub enum FileKind {
     /// A directory of morph's own (`/dev`, `/proc`, ...): listed by morph; the host
     /// descriptor is an empty memfd.
     Dir(DirState),
+    /// A symbolic link of morph's own (`/proc/self`, `/proc/<pid>/fd/N`, `/dev/stdin`,
+    /// ...) opened itself (`O_PATH | O_NOFOLLOW`), as Linux opens any link: `fstat` and
+    /// `readlinkat(fd, "")` show the link. The host descriptor is an `O_PATH` one of an
+    /// empty memfd, which reads, writes, seeks, maps and polls nothing (`EBADF`,
+    /// `POLLNVAL`), as Linux's `O_PATH` descriptors do.
+    Link(LinkState),
 }
 
 /// An open file description: a host descriptor plus the state the guest sees on it.
@@ -67,6 +73,13 @@ pub struct OpenFile {
     /// For a descriptor morph serves itself (a signalfd, a pidfd): what it refers to,
     /// and the readiness its host descriptor shows.
     pub served: Option<Served>,
+    /// The flags of the guest's open that `F_GETFL` shows and the host description may
+    /// not hold: `O_LARGEFILE` (morph, a 64-bit process, has it on everything it opens;
+    /// Linux forces it only for 64-bit processes, so a 32-bit one sees it where it asked
+    /// for it, `openat2` adds it, or the kernel sets it itself, as for a memfd, and
+    /// never on a pipe or a socket), and for morph's own objects, whose host descriptors
+    /// are memfds, `O_DIRECTORY` and `O_NOFOLLOW` as the guest gave them.
+    pub open_flags: u32,
 }
 
 /// What morph keeps beside a host socket, shared like the socket itself (see
@@ -101,6 +114,7 @@ impl OpenFile {
             socket: SocketState::default(),
             map_info: OnceCell::new(),
             served: None,
+            open_flags: 0,
         }
     }
 
@@ -121,6 +135,7 @@ impl OpenFile {
             socket: SocketState::default(),
             map_info: OnceCell::new(),
             served: None,
+            open_flags: 0,
         }
     }
 
@@ -132,13 +147,21 @@ impl OpenFile {
     /// the host's description, shared with whoever started morph, keeps its flags.
     /// A socket cannot be opened again: it is used as it is, with `MSG_DONTWAIT` on each
     /// transfer (`dontwait`). Anything else (a regular file, `/dev/null`), or an object
-    /// that cannot be opened again, is used as it is.
+    /// that cannot be opened again, is used as it is. The guest sees the `O_LARGEFILE`
+    /// of the host's description, which whoever opened it chose (see `open_flags`).
     pub fn inherited(fd: OwnedFd) -> OpenFile {
         let raw = fd.as_raw_fd();
         let (Ok(st), Ok(fl)) = (host::fstat(raw), host::getfl(raw)) else {
             return OpenFile::new(fd);
         };
-        let kind = st.st_mode & libc::S_IFMT;
+        let mut f = OpenFile::inherited_as(fd, st.st_mode & libc::S_IFMT, fl);
+        f.open_flags = fl as u32 & O_LARGEFILE;
+        f
+    }
+
+    /// [`OpenFile::inherited`] for a host descriptor of file type `kind` and flags `fl`.
+    fn inherited_as(fd: OwnedFd, kind: u32, fl: i32) -> OpenFile {
+        let raw = fd.as_raw_fd();
         if !(kind == libc::S_IFIFO || (kind == libc::S_IFCHR && host::isatty(raw))) {
             return OpenFile::new(fd);
         }
@@ -166,13 +189,18 @@ impl OpenFile {
         // fails as the host's epoll refuses it (`EINVAL`, as Linux's objects do).
         f.pollable = false;
         SERVED.with(|n| n.set(n.get() + 1));
-        f.served = Some(Served { what, event, ready: Cell::new(false) });
+        f.served = Some(Served { what, event, ready: Cell::new(false), hangup: Cell::new(false) });
         Ok(f)
     }
 
     /// The guest's `O_NONBLOCK`.
     pub fn guest_nonblock(&self) -> bool {
         self.nonblock.get()
+    }
+
+    /// Whether it is a pidfd (see [`Served`]).
+    pub fn is_pidfd(&self) -> bool {
+        matches!(self.served, Some(Served { what: ServedKind::Pid { .. }, .. }))
     }
 }
 
@@ -186,8 +214,9 @@ impl OpenFile {
 /// instance is a host one, and epoll instances nest) see the object's readiness as
 /// they see any host descriptor's; the epoll instance is never writable, refuses
 /// `write` with `EINVAL`, `pread` with `ESPIPE` and seeks as a no-op, as a signalfd
-/// does. (A pidfd's `POLLHUP` once its process is reaped cannot be shown: an epoll
-/// instance reports `POLLIN` alone.)
+/// does. A pidfd's `POLLHUP` once its process is reaped (`hangup`) cannot be shown by
+/// an epoll instance, which reports `POLLIN` alone: `poll` and `ppoll` add it, a guest
+/// epoll instance watching the pidfd does not see it.
 pub struct Served {
     /// What it refers to.
     pub what: ServedKind,
@@ -195,6 +224,9 @@ pub struct Served {
     /// a count of 1, exactly while `ready`.
     event: OwnedFd,
     ready: Cell<bool>,
+    /// A pidfd's process has been reaped (or its thread is gone): Linux's pidfd shows
+    /// `POLLHUP` beside `POLLIN`.
+    pub hangup: Cell<bool>,
 }
 
 /// What a served descriptor refers to.
@@ -430,6 +462,17 @@ pub struct Snapshot {
 
 /// A directory listing: names and `d_type`s.
 pub(crate) type Listing = Vec<(Vec<u8>, u8)>;
+
+/// A symbolic link of morph's own opened itself (see [`FileKind::Link`]).
+#[derive(Debug)]
+pub struct LinkState {
+    /// Its guest path.
+    pub path: String,
+    /// What it reads as.
+    pub target: Vec<u8>,
+    /// Its permission bits.
+    pub mode: u32,
+}
 
 /// The state of an open directory of morph's own.
 #[derive(Debug)]

@@ -36,6 +36,7 @@ struct InFlight {
     id: Option<(u64, u64)>,
     nonblock: bool,
     host_nonblock: bool,
+    open_flags: u32,
     /// What the file was, when that is plain data (not a `/proc` snapshot).
     kind: Option<FileKind>,
 }
@@ -92,6 +93,7 @@ impl Net {
             id: object_id(f.as_raw_fd()),
             nonblock: f.guest_nonblock(),
             host_nonblock: f.host_nonblock,
+            open_flags: f.open_flags,
             kind: match &f.kind {
                 FileKind::Host => Some(FileKind::Host),
                 FileKind::Device(n) => Some(FileKind::Device(n)),
@@ -122,6 +124,7 @@ impl Net {
         }
         let mut f = if e.host_nonblock { OpenFile::nonblocking(fd, e.nonblock) } else { OpenFile::new(fd) };
         f.nonblock.set(e.nonblock);
+        f.open_flags = e.open_flags;
         if let Some(k) = e.kind {
             f.kind = k;
         }

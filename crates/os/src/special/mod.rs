@@ -42,7 +42,7 @@ use crate::vfs::{Errno, Vfs};
 
 mod machine;
 mod text;
-pub use crate::files::{DirState, ProcFile, Snapshot, TaskFile};
+pub use crate::files::{DirState, LinkState, ProcFile, Snapshot, TaskFile};
 use crate::files::{Listing, MachineFile};
 pub use machine::{Counters, MachineView};
 pub use text::text;
@@ -313,9 +313,11 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
             let rest = &c[4..];
             if rest.is_empty() && !follow {
                 let path = format!("{base}/fd/{}", String::from_utf8_lossy(n));
-                // Linux shows how the descriptor is open: r-x for reading, -wx for writing.
-                let acc = host::getfl(e.host.as_raw_fd()).unwrap_or(-1) & libc::O_ACCMODE;
-                let mode = match acc {
+                // Linux shows how the descriptor is open: r-x for reading, -wx for writing,
+                // nothing for O_PATH.
+                let fl = host::getfl(e.host.as_raw_fd()).unwrap_or(-1);
+                let mode = match fl & libc::O_ACCMODE {
+                    _ if fl & libc::O_PATH != 0 => 0,
                     libc::O_RDONLY => 0o500,
                     libc::O_WRONLY => 0o300,
                     _ => 0o700,
@@ -367,6 +369,7 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
         FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
         FileKind::Snapshot(s) => s.path.clone().into_bytes(),
         FileKind::Dir(d) => d.path.clone().into_bytes(),
+        FileKind::Link(l) => l.path.clone().into_bytes(),
         FileKind::Host => {
             // Inside the root or /dev/shm: the guest's path, byte for byte.
             if let Ok(g) = m.vfs.guest_path_of(e.host.as_ref()) {
@@ -415,6 +418,19 @@ fn memfd() -> Result<(OwnedFd, OwnedFd), Errno> {
     Ok((ro, rw))
 }
 
+/// A link of morph's own opened itself (`O_PATH`, see [`FileKind::Link`]); `O_DIRECTORY`
+/// is `ENOTDIR`, as for any link.
+fn link_file(path: String, target: Vec<u8>, mode: u32, flags: u32) -> Result<OpenFile, Errno> {
+    if flags & O_DIRECTORY != 0 {
+        return Err(ENOTDIR);
+    }
+    let (empty, _) = memfd()?;
+    let fd = host_open(&format!("/proc/self/fd/{}", empty.as_raw_fd()), libc::O_PATH, 0)?;
+    let mut f = OpenFile::new(fd);
+    f.kind = FileKind::Link(LinkState { path, target, mode });
+    Ok(f)
+}
+
 /// An open `/proc/<pid>` text file, its text to be made at the first read.
 fn snapshot(pid: Pid, file: ProcFile, path: String) -> Result<OpenFile, Errno> {
     let (ro, rw) = memfd()?;
@@ -447,7 +463,11 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
             }
             Ok(with(memfd()?.0, FileKind::Dir(DirState::new(path))))
         }
-        Node::Link(..) => Err(ELOOP), // O_NOFOLLOW on a link
+        // O_NOFOLLOW on a link: only O_PATH opens the link itself (Linux checks
+        // O_DIRECTORY first).
+        Node::Link(path, target, mode) if flags & O_PATH != 0 => link_file(path, target, mode, flags),
+        Node::Link(..) if flags & O_DIRECTORY != 0 => Err(ENOTDIR),
+        Node::Link(..) => Err(ELOOP),
         Node::Proc(pid, f, path) => {
             if flags & O_DIRECTORY != 0 {
                 return Err(ENOTDIR);
@@ -507,6 +527,12 @@ fn reopen(vfs: &Vfs, e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Err
             }
             FileKind::Dir(DirState::new(d.path.clone()))
         }
+        // The magic link leads to the link itself, which only O_PATH opens.
+        FileKind::Link(l) if flags & O_PATH != 0 => {
+            return link_file(l.path.clone(), l.target.clone(), l.mode, flags);
+        }
+        FileKind::Link(_) if flags & O_DIRECTORY != 0 => return Err(ENOTDIR),
+        FileKind::Link(_) => return Err(ELOOP),
     };
     let fd = host_open(&format!("/proc/self/fd/{}", e.host.as_raw_fd()), host_flags, mode)?;
     let mut f = if fifo { OpenFile::nonblocking(fd, flags & O_NONBLOCK != 0) } else { OpenFile::new(fd) };
@@ -562,10 +588,18 @@ pub fn object(node: Node) -> Result<Object, Errno> {
 pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
     let dup = || host::dup_cloexec(e.host.as_raw_fd(), 0);
     Ok(match &e.host.kind {
+        // Linux's pidfd is a pidfs inode, mode 0700 with no file type; its host stand-in
+        // is an anonymous inode, 0600 (see `crate::files::Served`).
+        FileKind::Host if e.host.is_pidfd() => {
+            let mut st = host::fstat(e.host.as_raw_fd())?;
+            st.st_mode = 0o700;
+            Object::Synthetic(st)
+        }
         FileKind::Host => Object::Host(dup()?),
         FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),
         FileKind::Snapshot(s) => Object::Synthetic(synthetic(&s.path, libc::S_IFREG | 0o444, 0)),
         FileKind::Dir(d) => Object::Synthetic(synthetic(&d.path, libc::S_IFDIR | 0o555, 0)),
+        FileKind::Link(l) => Object::Synthetic(synthetic(&l.path, libc::S_IFLNK | l.mode, l.target.len() as i64)),
     })
 }
 

@@ -81,7 +81,7 @@ fn input_of(e: &FdEntry) -> Input {
     let any = |feed| Input { feed, seekable: true, positional: true };
     let stream = |feed| Input { feed, seekable: false, positional: false };
     match &e.host.kind {
-        FileKind::Dir(_) | FileKind::Snapshot(_) => any(Feed::None),
+        FileKind::Dir(_) | FileKind::Snapshot(_) | FileKind::Link(_) => any(Feed::None),
         FileKind::Random(_) => any(Feed::Random),
         FileKind::Device("zero" | "full") => any(Feed::Positional),
         FileKind::Device("tty") => stream(Feed::None),

@@ -146,8 +146,17 @@ pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     Ok(n)
 }
 
+/// `Err(e)` if guest `fd` is a pidfd. Linux's pidfd (a pidfs file) cannot seek
+/// (`ESPIPE`) and has no read or write, so its positioned transfers are `EINVAL` before
+/// their buffers are looked at; its host stand-in (see `crate::files::Served`) would
+/// seek, and refuse those with `ESPIPE`.
+fn pidfd_refuses(p: &Process, fd: u32, e: Errno) -> Result<(), Errno> {
+    if p.fds.get(fd).is_some_and(|x| x.host.is_pidfd()) { Err(e) } else { Ok(()) }
+}
+
 pub(super) fn sys_pread64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
+    pidfd_refuses(p, a[0], EINVAL)?;
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     let valid = guest_out(p, a[1], len)?;
@@ -161,6 +170,7 @@ pub(super) fn sys_pread64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
 
 pub(super) fn sys_pwrite64(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
+    pidfd_refuses(p, a[0], EINVAL)?;
     let len = a[2].min(MAX_RW);
     let off = ((u64::from(a[4]) << 32) | u64::from(a[3])) as i64;
     guest_in(p, a[1], len)?;
@@ -188,7 +198,8 @@ fn vector_offset(a: &[u32; 6], two: bool) -> Result<(Option<i64>, i32), Errno> {
 fn preadv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6], two: bool) -> SysResult {
     let (off, flags) = vector_offset(a, two)?;
     let fd = host_fd(p, a[0])?;
-    let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
+    pidfd_refuses(p, a[0], EINVAL)?;
+    let (v, valid) = iovecs_valid(p, a[1], a[2], true).map_err(|e| vector_checks(p, a[0], false, off, e))?;
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
@@ -201,7 +212,8 @@ fn preadv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6], two: bool) -> SysR
 fn pwritev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6], two: bool) -> SysResult {
     let (off, flags) = vector_offset(a, two)?;
     let fd = host_fd(p, a[0])?;
-    let v = iovecs(p, a[1], a[2], false)?;
+    pidfd_refuses(p, a[0], EINVAL)?;
+    let v = iovecs(p, a[1], a[2], false).map_err(|e| vector_checks(p, a[0], true, off, e))?;
     let n = host::pwritev2_in_place(fd, &v, off.unwrap_or(-1), flags)?;
     wrote(m.cache, m.phys, p, a[0], off.map(|o| o as u64), n);
     grew(m, p, a[0]);
@@ -450,9 +462,30 @@ pub(super) fn iovecs_valid(
     Ok((v, valid))
 }
 
+/// Linux checks that a descriptor is open for the transfer (`EBADF`) and can make it
+/// at all (`EINVAL`; `ESPIPE` for a positioned one that cannot seek) before it reads
+/// the guest's `iovec` array: after `err` (the array could not be read, or its count or
+/// a length is refused), a transfer of no buffers on the host descriptor (`at` for the
+/// positioned calls) makes those checks alone, and what it refuses is the answer. A
+/// signalfd, whose host stand-in is an epoll instance, can be read.
+fn vector_checks(p: &Process, fd: u32, write: bool, at: Option<i64>, err: Errno) -> Errno {
+    let Some(e) = p.fds.get(fd) else { return EBADF };
+    let raw = e.host.as_raw_fd();
+    if !write && at.is_none() && e.host.served.is_some() && !e.host.is_pidfd() {
+        return err;
+    }
+    let checks = match (write, at) {
+        (false, None) => host::readv_in_place(raw, &[]),
+        (true, None) => host::writev_in_place(raw, &[]),
+        (false, Some(off)) => host::preadv2_in_place(raw, &[], off, 0),
+        (true, Some(off)) => host::pwritev2_in_place(raw, &[], off, 0),
+    };
+    checks.err().unwrap_or(err)
+}
+
 pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
-    let (v, valid) = iovecs_valid(p, a[1], a[2], true)?;
+    let (v, valid) = iovecs_valid(p, a[1], a[2], true).map_err(|e| vector_checks(p, a[0], false, None, e))?;
     if let Some(r) = super::signal::signalfd_read(p, a[0], &v, valid) {
         return r;
     }
@@ -466,7 +499,7 @@ pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 
 pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
-    let v = iovecs(p, a[1], a[2], false)?;
+    let v = iovecs(p, a[1], a[2], false).map_err(|e| vector_checks(p, a[0], true, None, e))?;
     wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &v))?;
     wrote(m.cache, m.phys, p, a[0], None, n);
@@ -504,8 +537,11 @@ pub(super) fn open_common(
 }
 
 /// Installs a file just opened with guest `open` flags `flags` (`O_TRUNC`: the page
-/// cache learns the new length): the new descriptor.
-fn install_opened(m: &mut FileCtx<'_>, p: &mut Process, file: OpenFile, flags: u32) -> SysResult {
+/// cache learns the new length): the new descriptor. It keeps the flags `F_GETFL`
+/// shows as given (`OpenFile::open_flags`; `O_PATH` drops `O_LARGEFILE`).
+fn install_opened(m: &mut FileCtx<'_>, p: &mut Process, mut file: OpenFile, flags: u32) -> SysResult {
+    let kept = if flags & O_PATH != 0 { O_DIRECTORY | O_NOFOLLOW } else { O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW };
+    file.open_flags = flags & kept;
     let entry = FdEntry::of(file, flags & O_CLOEXEC != 0);
     if flags & O_TRUNC != 0
         && let Some(key) = entry.file()
@@ -664,7 +700,9 @@ pub(super) fn sys_memfd_create(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6
     }
     let name = std::ffi::CString::new(name).map_err(|_| EINVAL)?;
     let fd = host::memfd_create(&name, libc::MFD_CLOEXEC | (flags & MFD_ALLOW_SEALING))?;
-    p.fds.install(FdEntry::new(fd, flags & MFD_CLOEXEC != 0), 0).ok_or(EMFILE)
+    let mut file = OpenFile::new(fd);
+    file.open_flags = O_LARGEFILE; // Linux sets it on every memfd
+    p.fds.install(FdEntry::of(file, flags & MFD_CLOEXEC != 0), 0).ok_or(EMFILE)
 }
 
 /// After guest descriptor `e` was closed: the process's record locks on its file go, as
@@ -691,6 +729,7 @@ pub(super) fn fill_snapshot(sys: special::Sys<'_>, p: &Process, fd: u32) {
 }
 
 pub(super) fn sys_lseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    pidfd_refuses(p, a[0], ESPIPE)?;
     fill_snapshot(m.sys(), p, a[0]);
     if let Some(d) = special_dir(p, a[0]) {
         return special::seek_dir(d, i64::from(a[1] as i32), a[2]).map(|v| v as u32);
@@ -704,6 +743,7 @@ pub(super) fn sys_lseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 }
 
 pub(super) fn sys_llseek(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    pidfd_refuses(p, a[0], ESPIPE)?;
     fill_snapshot(m.sys(), p, a[0]);
     let fd = host_fd(p, a[0])?;
     let off = ((u64::from(a[1]) << 32) | u64::from(a[2])) as i64;
@@ -783,7 +823,8 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
             Ok(0)
         }
         F_GETFL => {
-            let mut fl = host::getfl(e.host.as_raw_fd())? as u32 | O_LARGEFILE;
+            // The host's O_LARGEFILE is morph's own (see `OpenFile::open_flags`).
+            let mut fl = (host::getfl(e.host.as_raw_fd())? as u32 & !O_LARGEFILE) | e.host.open_flags;
             if e.host.host_nonblock {
                 // The host descriptor is always non-blocking; the guest sees its own flag.
                 fl &= !O_NONBLOCK;
@@ -1040,7 +1081,8 @@ pub(crate) fn read_special(
 ) -> Option<SysResult> {
     let e = p.fds.get(fd)?;
     match &e.host.kind {
-        FileKind::Host | FileKind::Device(_) => None,
+        // A link opened itself: its host descriptor is O_PATH, which reads nothing.
+        FileKind::Host | FileKind::Device(_) | FileKind::Link(_) => None,
         FileKind::Snapshot(s) => {
             s.fill(m.sys(), p);
             None
@@ -1105,9 +1147,10 @@ pub(crate) fn read_special(
 // `/dev/stdout`, `/dev/stderr`, `/dev/fd` are symbolic links, and `/proc/<pid>/fd/N`,
 // `exe`, `cwd` and `root` magic links, each refused as Linux refuses it (`ELOOP`,
 // `EXDEV`; `EAGAIN` for a magic link under `RESOLVE_CACHED`, which Linux's procfs
-// cannot follow from its cache). Past a magic link no restriction is left that Linux
-// would apply, and the path is opened as `openat` opens it. `RESOLVE_CACHED` finds
-// morph's own objects always in memory.
+// cannot follow from its cache, and for a `/proc/<pid>/fd/N` even when it is opened
+// itself, which that cache never holds). Past a magic link no restriction is left that
+// Linux would apply, and the path is opened as `openat` opens it. `RESOLVE_CACHED`
+// finds morph's own objects always in memory.
 
 const RESOLVE_NO_XDEV: u64 = 0x01;
 const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
@@ -1427,9 +1470,10 @@ fn is_magic(link: &str) -> bool {
 /// `/` keep it at the root); with `RESOLVE_NO_XDEV` a step onto or off morph's `/dev` or
 /// `/proc`, or an absolute link's jump to the root from another mount, is `EXDEV`; a
 /// followed link is `ELOOP` under `RESOLVE_NO_SYMLINKS` (and after [`MAX_LINKS`]); a
-/// followed magic link is `EAGAIN` under `RESOLVE_CACHED`, then `ELOOP` under
-/// `RESOLVE_NO_MAGICLINKS`, then `EXDEV` under `RESOLVE_NO_XDEV` (unless it is the last
-/// component and leads to an object of the same tree) or a scope.
+/// `/proc/<pid>/fd/N` is `EAGAIN` under `RESOLVE_CACHED`, followed or not, and so is
+/// any other followed magic link, then `ELOOP` under `RESOLVE_NO_MAGICLINKS`, then
+/// `EXDEV` under `RESOLVE_NO_XDEV` (unless it is the last component and leads to an
+/// object of the same tree) or a scope.
 fn walk(
     sys: special::Sys<'_>,
     p: &Process,
@@ -1473,6 +1517,11 @@ fn walk(
                 let Resolved::Node(Node::Link(link, target, _)) = special::resolve(sys, p, b"/", &here, false)? else {
                     continue;
                 };
+                // A /proc/<pid>/fd/N is never found in Linux's cache (its revalidation
+                // refuses RCU walks), followed or not.
+                if has(RESOLVE_CACHED) && is_magic(&link) && link.rsplit('/').nth(1) == Some("fd") {
+                    return Err(EAGAIN);
+                }
                 if last && !follow && !slash {
                     continue;
                 }
@@ -1524,6 +1573,7 @@ fn same_tree(sys: special::Sys<'_>, p: &Process, here: &[u8], tree: Mount) -> bo
         Ok(Resolved::Node(Node::Fd(e))) => match &e.host.kind {
             FileKind::Snapshot(s) => in_tree(&s.path),
             FileKind::Dir(d) => in_tree(&d.path),
+            FileKind::Link(l) => in_tree(&l.path),
             FileKind::Device(_) | FileKind::Random(_) => tree == Mount::Dev,
             FileKind::Host => false,
         },

@@ -130,9 +130,35 @@ pub(super) fn readlink_common(
             buf
         }
     };
+    put_link(p, &target, buf, size)
+}
+
+/// Writes what a link reads as to the guest's buffer (`size` bytes at most).
+fn put_link(p: &mut Process, target: &[u8], buf: u32, size: u32) -> SysResult {
     let n = target.len().min(size as usize);
     p.aspace.write_bytes(buf, &target[..n]).map_err(efault)?;
     Ok(n as u32)
+}
+
+/// `readlinkat(fd, "")`: what the link `fd` is open on (`O_PATH | O_NOFOLLOW`) reads
+/// as; `ENOENT` if it is no link, as Linux answers.
+fn readlink_fd(p: &mut Process, fd: u32, buf: u32, size: u32) -> SysResult {
+    if size as i32 <= 0 {
+        return Err(EINVAL);
+    }
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    let target = match &e.host.kind {
+        FileKind::Link(l) => l.target.clone(),
+        // A link of the root: the host reads it (a descriptor of anything else: ENOENT).
+        FileKind::Host => {
+            let mut b = vec![0u8; 4096];
+            let n = host::readlinkat(e.host.as_raw_fd(), c"", &mut b)?;
+            b.truncate(n);
+            b
+        }
+        _ => return Err(ENOENT),
+    };
+    put_link(p, &target, buf, size)
 }
 
 pub(super) fn sys_readlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -143,6 +169,9 @@ pub(super) fn sys_readlink(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
 
 pub(super) fn sys_readlinkat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[1])?;
+    if path.is_empty() && a[0] as i32 != AT_FDCWD {
+        return readlink_fd(p, a[0], a[2], a[3]);
+    }
     let dir = at_dir(m.vfs, p, a[0], &path)?;
     readlink_common(m.sys(), p, &dir, &path, a[2], a[3])
 }

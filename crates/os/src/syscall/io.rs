@@ -282,6 +282,7 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
     p.aspace.read_bytes(ptr, &mut guest).map_err(efault)?;
     let mut host = Vec::with_capacity(n as usize);
     let mut nval = vec![false; n as usize];
+    let mut hangup = vec![false; n as usize];
     for i in 0..n as usize {
         let fd = i32::from_le_bytes(guest[8 * i..8 * i + 4].try_into().expect("4 bytes"));
         let events = i16::from_le_bytes([guest[8 * i + 4], guest[8 * i + 5]]);
@@ -289,7 +290,10 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
             -1
         } else {
             match p.fds.get(fd as u32) {
-                Some(e) => e.host.as_raw_fd(),
+                Some(e) => {
+                    hangup[i] = e.host.served.as_ref().is_some_and(|s| s.hangup.get());
+                    e.host.as_raw_fd()
+                }
                 None => {
                     nval[i] = true;
                     -1
@@ -304,6 +308,14 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
             host[i].revents = libc::POLLNVAL;
             ready += 1;
         }
+    }
+    // A reaped process's pidfd hangs up, which its host stand-in cannot show (see
+    // `crate::files::Served`); POLLHUP is reported whatever was asked.
+    for (f, _) in host.iter_mut().zip(&hangup).filter(|(_, h)| **h) {
+        if f.revents == 0 {
+            ready += 1;
+        }
+        f.revents |= libc::POLLHUP;
     }
     if ready == 0 && timeout != Some(Duration::ZERO) && p.resumed != Some(true) {
         let waits: Vec<libc::pollfd> = host.iter().copied().filter(|f| f.fd >= 0).collect();

@@ -114,8 +114,8 @@ const ASK_READINESS: [u32; 11] = [82, 142, 168, 255, 256, 308, 309, 319, 413, 41
 /// Brings the readiness the host shows for `p`'s signalfds and pidfds (descriptors
 /// morph serves itself, see [`crate::files::Served`]) up to date: a signalfd is ready
 /// while a signal it reads is pending for `p`'s running thread, a pidfd once what it
-/// names has ended. Done before `p` asks (a call of the `poll` family, or the
-/// scheduler polling the descriptors `p` waits on).
+/// names has ended (and hangs up once it is reaped). Done before `p` asks (a call of
+/// the `poll` family, or the scheduler polling the descriptors `p` waits on).
 pub(crate) fn refresh_served(tasks: &crate::kernel::tasks::Tasks, p: &Process) {
     use crate::files::{Served, ServedKind};
     if !crate::files::any_served() {
@@ -128,6 +128,7 @@ pub(crate) fn refresh_served(tasks: &crate::kernel::tasks::Tasks, p: &Process) {
             }
             Some(s @ Served { what: ServedKind::Pid { pid, thread }, .. }) => {
                 s.set_ready(proc::pidfd_ended(tasks, p, *pid, *thread));
+                s.hangup.set(proc::pidfd_reaped(tasks, p, *pid));
             }
             None => {}
         }

@@ -572,10 +572,12 @@ fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
 // process, or with `PIDFD_THREAD` a thread, by its id: a machine never hands out an
 // id twice, so the id names it alone, as Linux's `struct pid` does. It is readable
 // (`poll`, `select`, `epoll`) once the process has exited (a zombie, or reaped), or the
-// thread has; it cannot be read or written (`EINVAL`). Where the host's stand-in
-// differs from Linux's pidfd: no `POLLHUP` once the process is reaped, `pread` is
-// `ESPIPE` (Linux: `EINVAL`) and `lseek` succeeds (Linux: `ESPIPE`), `F_GETFL` does
-// not show `PIDFD_THREAD` (`O_EXCL`).
+// thread has, and hangs up (`POLLHUP`) once the process is reaped or the thread gone;
+// it cannot be read or written (`EINVAL`, also `pread` and the like), nor seek
+// (`ESPIPE`), and `fstat` shows Linux's pidfs inode mode (0700, no file type). Where the
+// host's stand-in still differs from Linux's pidfd: a guest epoll instance sees no
+// `POLLHUP`, `F_GETFL` does not show `PIDFD_THREAD` (`O_EXCL`), and `fstat`'s other
+// fields are the host's anonymous inode's (one inode number for every pidfd).
 
 const PIDFD_NONBLOCK: u32 = O_NONBLOCK;
 const PIDFD_THREAD: u32 = O_EXCL;
@@ -590,6 +592,16 @@ const CAP_SYS_PTRACE: u32 = 19;
 /// table does not hold while it runs.
 pub(super) fn pidfd_ended(tasks: &Tasks, p: &Process, pid: Pid, thread: bool) -> bool {
     if thread { !tasks.tids.contains_key(&pid) } else { pid != p.pid && !tasks.procs.contains_key(&pid) }
+}
+
+/// Whether the task a pidfd names is gone (Linux's `pidfd_poll` adds `POLLHUP`): a
+/// process reaped, a thread that leads no group exited (its task goes at once; a group
+/// leader's stays, a zombie, while the group lives or until it is reaped).
+pub(super) fn pidfd_reaped(tasks: &Tasks, p: &Process, pid: Pid) -> bool {
+    pid != p.pid
+        && !tasks.tids.contains_key(&pid)
+        && !tasks.procs.contains_key(&pid)
+        && !tasks.zombies.contains_key(&pid)
 }
 
 /// The id and `PIDFD_THREAD` of pidfd `fd`, and whether it is non-blocking: `EBADF`

@@ -74,8 +74,14 @@ pub(super) fn changeable(vfs: &crate::vfs::Vfs, o: Object) -> Result<OwnedFd, Er
 }
 
 /// The host descriptor behind guest `fd` if its metadata may change (see [`changeable`]).
+/// A link of morph's own opened itself is an `O_PATH` descriptor, which `fchmod` and
+/// `fchown` do not take (`EBADF`, as the host says for its own).
 pub(super) fn changeable_fd(vfs: &Vfs, p: &Process, fd: u32) -> Result<OwnedFd, Errno> {
-    changeable(vfs, special::object_of_fd(p.fds.get(fd).ok_or(EBADF)?)?)
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    if matches!(e.host.kind, FileKind::Link(_)) {
+        return Err(EBADF);
+    }
+    changeable(vfs, special::object_of_fd(e)?)
 }
 
 pub(super) fn stat_path(
@@ -91,7 +97,7 @@ pub(super) fn stat_path(
 /// `fstat` of guest `fd`.
 pub(super) fn fd_stat(m: &mut FileCtx<'_>, p: &Process, fd: u32) -> Result<libc::stat, Errno> {
     let e = p.fds.get(fd).ok_or(EBADF)?;
-    if !matches!(e.host.kind, FileKind::Host) {
+    if !matches!(e.host.kind, FileKind::Host) || e.host.is_pidfd() {
         return stat_of(&special::object_of_fd(e)?);
     }
     sync_before_read(m.cache, m.phys, p, fd); // stores through shared mappings update the mtime
