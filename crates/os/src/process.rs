@@ -111,6 +111,9 @@ pub struct Process {
     /// *Per thread*: set when a blocked call is re-run: `Some(true)` if its deadline
     /// passed. Cleared after that call.
     pub resumed: Option<bool>,
+    /// *Per thread*: a blocking write to a pipe or stream socket that wrote part of its
+    /// bytes and waits to write the rest (see `syscall::wait::wrote_all_or_block`).
+    pub partial_write: Option<PartialWrite>,
     /// *Per thread*: `set_tid_address` / `CLONE_CHILD_CLEARTID`: zeroed and futex-woken
     /// when the thread exits.
     pub clear_child_tid: u32,
@@ -497,6 +500,8 @@ pub struct Thread {
     pub blocked: Option<Blocked>,
     /// See [`Process::resumed`].
     pub resumed: Option<bool>,
+    /// See [`Process::partial_write`].
+    pub partial_write: Option<PartialWrite>,
     /// See [`Process::clear_child_tid`].
     pub clear_child_tid: u32,
     /// See [`Process::robust_list`].
@@ -539,6 +544,7 @@ impl Process {
         swap(&mut self.saved_mask, &mut t.saved_mask);
         swap(&mut self.blocked, &mut t.blocked);
         swap(&mut self.resumed, &mut t.resumed);
+        swap(&mut self.partial_write, &mut t.partial_write);
         swap(&mut self.clear_child_tid, &mut t.clear_child_tid);
         swap(&mut self.robust_list, &mut t.robust_list);
         swap(&mut self.rseq, &mut t.rseq);
@@ -586,6 +592,7 @@ impl Process {
             saved_mask: None,
             blocked: None,
             resumed: None,
+            partial_write: None,
             clear_child_tid: 0,
             robust_list: (0, 0),
             rseq: Rseq::default(),
@@ -818,6 +825,24 @@ pub struct Blocked {
     /// With `SA_RESTART`, a handled signal re-runs the call instead of failing it with
     /// `EINTR`.
     pub restartable: bool,
+    /// What the call returns if a handled signal interrupts it, whatever `SA_RESTART`
+    /// says: the bytes a blocking write had written before it waited (Linux returns a
+    /// partial count rather than `EINTR` once some data went).
+    pub partial: Option<u32>,
+}
+
+/// A blocking write of `len` bytes at guest `ptr` to descriptor `fd` that has written
+/// `done` of them: the call, re-run when the descriptor has room, goes on from there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PartialWrite {
+    /// The guest descriptor.
+    pub fd: u32,
+    /// The buffer's guest address.
+    pub ptr: u32,
+    /// The bytes asked for.
+    pub len: u32,
+    /// The bytes written.
+    pub done: u32,
 }
 
 /// The part of a `siginfo_t` morph fills in.

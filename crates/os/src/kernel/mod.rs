@@ -363,6 +363,7 @@ impl Machine {
             saved_mask: None,
             blocked: None,
             resumed: None,
+            partial_write: None,
             clear_child_tid: 0,
             robust_list: (0, 0),
             rseq: Default::default(),

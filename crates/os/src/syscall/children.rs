@@ -135,7 +135,7 @@ fn wait_common(m: &mut TaskCtx<'_>, p: &mut Process, w: ChildWait) -> Result<Opt
         if w.options & WNOHANG != 0 {
             return Ok(None);
         }
-        p.blocked = Some(Blocked { wait: Wait::Child(w), deadline: None, restartable: true });
+        p.blocked = Some(Blocked { wait: Wait::Child(w), deadline: None, restartable: true, partial: None });
         return Err(ERESTARTSYS);
     };
     let keep = w.options & WNOWAIT != 0;

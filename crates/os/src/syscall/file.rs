@@ -138,9 +138,15 @@ pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
     guest_in(p, a[1], len)?;
-    wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    let one = [InPlace::window(&p.aspace, a[1], len)];
-    let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &one))?;
+    // A write re-run after waiting for room goes on where it stopped (see
+    // `wait::wrote_all_or_block`).
+    let done = wait::write_progress(p, a[0], a[1], len);
+    if done == 0 {
+        wait::ready_or_block(p, a[0], libc::POLLOUT)?;
+    }
+    let one = [InPlace::window(&p.aspace, a[1].wrapping_add(done), len - done)];
+    let r = wait::host_writev(p, a[0], &one);
+    let n = wait::wrote_all_or_block(p, a[0], (a[1], len), done, r)?;
     wrote(m.cache, m.phys, p, a[0], None, n);
     grew(m, p, a[0]);
     Ok(n)
@@ -500,8 +506,24 @@ pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false).map_err(|e| vector_checks(p, a[0], true, None, e))?;
-    wait::ready_or_block(p, a[0], libc::POLLOUT)?;
-    let n = wait::wrote_or_block(p, a[0], wait::host_writev(p, a[0], &v))?;
+    let len = v.iter().map(InPlace::len).sum::<usize>().min(MAX_RW as usize) as u32;
+    let done = wait::write_progress(p, a[0], a[1], len);
+    if done == 0 {
+        wait::ready_or_block(p, a[0], libc::POLLOUT)?;
+    }
+    // The buffers' bytes after the first `done`.
+    let mut skip = done as usize;
+    let rest: Vec<InPlace> = v
+        .iter()
+        .filter_map(|b| {
+            let take = skip.min(b.len());
+            skip -= take;
+            (take < b.len())
+                .then(|| InPlace::window(&p.aspace, b.va(&p.aspace).wrapping_add(take as u32), (b.len() - take) as u32))
+        })
+        .collect();
+    let r = wait::host_writev(p, a[0], &rest);
+    let n = wait::wrote_all_or_block(p, a[0], (a[1], len), done, r)?;
     wrote(m.cache, m.phys, p, a[0], None, n);
     grew(m, p, a[0]);
     Ok(n)
@@ -874,7 +896,7 @@ const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(1);
 fn wait_for_lock(p: &mut Process) -> SysResult {
     use crate::process::{Blocked, Wait};
     let deadline = Some(std::time::Instant::now() + LOCK_RETRY);
-    p.blocked = Some(Blocked { wait: Wait::Fds(Vec::new()), deadline, restartable: false });
+    p.blocked = Some(Blocked { wait: Wait::Fds(Vec::new()), deadline, restartable: false, partial: None });
     Ok(0)
 }
 

@@ -120,7 +120,7 @@ fn futex(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> SysR
             }
             m.futexes.wait(key, p.tid, bitset);
             m.stats.futex_waits += 1;
-            p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true });
+            p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true, partial: None });
             Err(ERESTARTSYS)
         }
         FUTEX_WAKE => wake(m, p, uaddr, private, val, u32::MAX),
@@ -217,7 +217,7 @@ fn lock_pi(
     }
     m.futexes.wait(key, p.tid, u32::MAX);
     m.stats.futex_waits += 1;
-    p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true });
+    p.blocked = Some(Blocked { wait: Wait::Futex, deadline, restartable: true, partial: None });
     Err(ERESTARTSYS)
 }
 

@@ -191,6 +191,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         saved_mask: None,
         blocked: None,
         resumed: None,
+        partial_write: None,
         clear_child_tid: if flags & CLONE_CHILD_CLEARTID != 0 { ctid } else { 0 },
         robust_list: (0, 0),
         // A registration is inherited by fork, not by a child sharing the memory.
@@ -257,7 +258,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
     *m.yield_slice = m.cfg.kernel == Kernel::Linux2612;
     if flags & CLONE_VFORK != 0 {
         // The parent returns the pid once the child has exec'd or exited.
-        p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false });
+        p.blocked = Some(Blocked { wait: Wait::Vfork(pid), deadline: None, restartable: false, partial: None });
     }
     Ok(pid)
 }

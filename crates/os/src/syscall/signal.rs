@@ -135,7 +135,12 @@ impl TaskCtx<'_> {
             if matches!(b.wait, Wait::Futex) {
                 self.futexes.cancel(p.tid);
             }
-            if !(b.restartable && act.flags & SA_RESTART != 0) {
+            if let Some(n) = b.partial {
+                // A write that had written some bytes returns their count.
+                p.partial_write = None;
+                p.cpu.eip = p.cpu.eip.wrapping_add(2);
+                p.cpu.gpr[reg::EAX] = n;
+            } else if !(b.restartable && act.flags & SA_RESTART != 0) {
                 p.cpu.eip = p.cpu.eip.wrapping_add(2);
                 p.cpu.gpr[reg::EAX] = (-EINTR) as u32;
             }
@@ -530,7 +535,7 @@ fn sys_rt_sigpending(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysR
 
 /// Waits for a handled signal; always ends with `EINTR` (set by delivery).
 fn wait_for_signal(p: &mut Process) -> SysResult {
-    p.blocked = Some(Blocked { wait: Wait::Signal, deadline: None, restartable: false });
+    p.blocked = Some(Blocked { wait: Wait::Signal, deadline: None, restartable: false, partial: None });
     Err(ERESTARTSYS)
 }
 
@@ -583,7 +588,7 @@ fn sigtimedwait(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6], wide: bool) 
         }
         Some(Instant::now() + t)
     };
-    p.blocked = Some(Blocked { wait: Wait::SigWait(set), deadline, restartable: false });
+    p.blocked = Some(Blocked { wait: Wait::SigWait(set), deadline, restartable: false, partial: None });
     Err(ERESTARTSYS)
 }
 
@@ -1051,7 +1056,7 @@ pub(crate) fn signalfd_read(p: &mut Process, fd: u32, bufs: &[InPlace], valid: u
     if nonblock {
         return Some(Err(EAGAIN));
     }
-    p.blocked = Some(Blocked { wait: Wait::SigWait(mask), deadline: None, restartable: true });
+    p.blocked = Some(Blocked { wait: Wait::SigWait(mask), deadline: None, restartable: true, partial: None });
     Some(Err(ERESTARTSYS))
 }
 

@@ -16,7 +16,7 @@ pub(crate) fn block_on(
     deadline: Option<Instant>,
     restartable: bool,
 ) -> SysResult {
-    p.blocked = Some(Blocked { wait: Wait::Fds(fds), deadline, restartable });
+    p.blocked = Some(Blocked { wait: Wait::Fds(fds), deadline, restartable, partial: None });
     Err(ERESTARTSYS)
 }
 
@@ -67,6 +67,63 @@ pub(crate) fn wrote_or_block(p: &mut Process, fd: u32, r: SysResult) -> SysResul
         }
         r => r,
     }
+}
+
+/// The bytes a blocking write of `len` bytes at `ptr` to `fd` wrote before it waited,
+/// if this call is that write re-run (then it goes on from there); 0 for a new write.
+pub(crate) fn write_progress(p: &mut Process, fd: u32, ptr: u32, len: u32) -> u32 {
+    match p.partial_write.take() {
+        Some(w) if w.fd == fd && w.ptr == ptr && w.len == len => w.done,
+        _ => 0,
+    }
+}
+
+/// Whether a blocking write to host descriptor `raw` writes all its bytes, waiting for
+/// room as long as it takes (Linux's pipes, FIFOs and stream sockets), rather than
+/// what fits (a datagram is all or nothing; a regular file never waits).
+fn writes_whole(raw: i32) -> bool {
+    let Ok(st) = crate::host::fstatat(raw, c"", libc::AT_EMPTY_PATH) else { return false };
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFIFO => true,
+        libc::S_IFSOCK => crate::host::getsockopt_int(raw, libc::SOL_SOCKET, libc::SO_TYPE) == Some(libc::SOCK_STREAM),
+        _ => false,
+    }
+}
+
+/// After a write of `len` bytes at `ptr` through guest `fd` that had written `done`
+/// before this attempt, whose attempt gave `r`: Linux's blocking write to a pipe or a
+/// stream socket returns only when every byte is written, so a blocking guest whose
+/// bytes did not all fit waits for room (the call re-runs and goes on, see
+/// [`write_progress`]); a handled signal ends the wait with the count written so far
+/// (`Blocked::partial`), as does an error once some bytes went (`EPIPE` still raises
+/// `SIGPIPE`). Otherwise as [`wrote_or_block`]. Returns the total written.
+pub(crate) fn wrote_all_or_block(
+    p: &mut Process,
+    fd: u32,
+    (ptr, len): (u32, u32),
+    done: u32,
+    r: SysResult,
+) -> SysResult {
+    let e = p.fds.get(fd).ok_or(EBADF)?;
+    let (raw, nonblock) = (e.host.as_raw_fd(), e.host.guest_nonblock());
+    let total = match r {
+        Ok(n) => done + n,
+        Err(EAGAIN) if done > 0 => done,
+        Err(e) if done > 0 => {
+            if e == EPIPE {
+                let _ = wrote_or_block(p, fd, Err(EPIPE));
+            }
+            return Ok(done);
+        }
+        r => return wrote_or_block(p, fd, r),
+    };
+    if total >= len || nonblock || !writes_whole(raw) {
+        return Ok(total);
+    }
+    p.partial_write = Some(crate::process::PartialWrite { fd, ptr, len, done: total });
+    let pfd = libc::pollfd { fd: raw, events: libc::POLLOUT, revents: 0 };
+    p.blocked = Some(Blocked { wait: Wait::Fds(vec![pfd]), deadline: None, restartable: true, partial: Some(total) });
+    Err(ERESTARTSYS)
 }
 
 /// Reads from guest `fd`'s host descriptor into `v` (buffers of our window slot,
