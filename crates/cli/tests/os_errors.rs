@@ -142,7 +142,7 @@ fn host_dev_and_proc_stay_hidden_without_root() {
         &dir,
     );
     no_panic(&r);
-    assert_eq!(r.stdout, "fd full null random shm stderr stdin stdout tty urandom zero \n0\n", "{r:?}");
+    assert_eq!(r.stdout, "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero \n0\n", "{r:?}");
     assert_eq!(r.stderr.matches("No such file or directory").count(), 3, "{r:?}");
 }
 

@@ -35,6 +35,9 @@ pub enum FileKind {
     /// empty memfd, which reads, writes, seeks, maps and polls nothing (`EBADF`,
     /// `POLLNVAL`), as Linux's `O_PATH` descriptors do.
     Link(LinkState),
+    /// An end of one of the machine's pseudo-terminals (see [`crate::pty`]): the host
+    /// descriptor is the host pty's, non-blocking.
+    Pty(crate::pty::PtyEnd),
 }
 
 /// An open file description: a host descriptor plus the state the guest sees on it.

@@ -629,6 +629,53 @@ pub fn ioctl_get(fd: RawFd, request: u32) -> Result<(u32, [u8; 64]), Errno> {
     Ok((r, buf))
 }
 
+/// The size of what the argument of a terminal `ioctl` request points to (read or
+/// filled by the host; the structures are the same on i386 and x86-64), for the
+/// requests morph passes to a host pty: `None` for the others.
+pub fn tty_arg_size(request: u32) -> Option<usize> {
+    Some(match u64::from(request) {
+        libc::TCGETS | libc::TCSETS | libc::TCSETSW | libc::TCSETSF => 36,
+        libc::TCGETS2 | libc::TCSETS2 | libc::TCSETSW2 | libc::TCSETSF2 => 44,
+        libc::TIOCGWINSZ | libc::TIOCSWINSZ => 8,
+        libc::FIONREAD | libc::TIOCOUTQ | libc::TIOCPKT | libc::TIOCGPKT | libc::TIOCSPTLCK | libc::TIOCGPTLCK => 4,
+        libc::TIOCGPTN | libc::TIOCGEXCL | libc::TIOCGETD | libc::TIOCSETD => 4,
+        _ => return None,
+    })
+}
+
+/// `ioctl(fd, request, &buf)` for a request [`tty_arg_size`] knows (any other is
+/// `ENOTTY`): the host reads or fills the start of `buf`.
+pub fn ioctl_ptr(fd: RawFd, request: u32, buf: &mut [u8; 64]) -> Result<u32, Errno> {
+    if tty_arg_size(request).is_none() {
+        return Err(crate::linux::ENOTTY);
+    }
+    // SAFETY: each of these requests reads or writes at most 44 bytes of its argument.
+    check(unsafe { libc::ioctl(fd, u64::from(request), buf.as_mut_ptr()) })
+}
+
+/// `ioctl(fd, request, arg)` for the terminal requests whose argument is a value
+/// (`TCFLSH`, `TCSBRK`, `TCSBRKP`, `TCXONC`, `TIOCEXCL`, `TIOCNXCL`, `TIOCSBRK`,
+/// `TIOCCBRK`, `TIOCGPTPEER`; any other is `ENOTTY`); `TIOCGPTPEER` opens a descriptor,
+/// which the result is and the caller must own.
+pub fn ioctl_value(fd: RawFd, request: u32, arg: u32) -> Result<u32, Errno> {
+    let known = [
+        libc::TCFLSH,
+        libc::TCSBRK,
+        libc::TCSBRKP,
+        libc::TCXONC,
+        libc::TIOCEXCL,
+        libc::TIOCNXCL,
+        libc::TIOCSBRK,
+        libc::TIOCCBRK,
+        libc::TIOCGPTPEER,
+    ];
+    if !known.contains(&u64::from(request)) {
+        return Err(crate::linux::ENOTTY);
+    }
+    // SAFETY: these requests take their argument as a value, not a pointer.
+    check(unsafe { libc::ioctl(fd, u64::from(request), libc::c_ulong::from(arg)) })
+}
+
 // ----- names ---------------------------------------------------------------------------
 
 /// `unlinkat(dir, name, flags)`.

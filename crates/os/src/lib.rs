@@ -15,6 +15,7 @@ pub mod loader;
 pub mod locks;
 mod machine;
 pub mod process;
+pub mod pty;
 pub mod special;
 pub mod stop;
 pub mod syscall;

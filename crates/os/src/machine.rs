@@ -237,6 +237,17 @@ impl Machine {
     /// by its parent-death signals, and release a parent waiting in `vfork`.
     pub(crate) fn reap(&mut self, mut p: Process) {
         let status = p.exit.expect("an exited process");
+        // A session leader's end: its controlling terminal, one of the machine's ptys,
+        // is no longer the session's, and the terminal's foreground process group is
+        // hung up (Linux's `disassociate_ctty` at exit, for a pty).
+        if p.sid == p.pid
+            && let Some(pgrp) = self.ptys().leader_exited(p.pid)
+        {
+            let info = SigInfo { code: SI_KERNEL, ..SigInfo::default() };
+            for q in self.tasks_mut().procs.values_mut().filter(|q| q.pgid == pgrp) {
+                q.raise_group(SIGHUP, info);
+            }
+        }
         // Every thread ends: robust futexes it held are marked, `clear_child_tid` words
         // zeroed and woken (what a thread's own `exit` did already is not done twice).
         for tid in p.tids().collect::<Vec<_>>() {

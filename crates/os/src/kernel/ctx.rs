@@ -54,6 +54,8 @@ pub(crate) struct FileCtx<'a> {
     procs: &'a mut BTreeMap<Pid, Process>,
     /// The machine's counters, for `/proc`'s machine-wide files.
     counters: special::Counters,
+    /// The machine's pseudo-terminals.
+    pub(crate) ptys: &'a crate::pty::Ptys,
 }
 
 impl<'a> FileCtx<'a> {
@@ -62,7 +64,7 @@ impl<'a> FileCtx<'a> {
     pub(crate) fn sys(&self) -> special::Sys<'_> {
         let machine =
             special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters: self.counters };
-        special::Sys { vfs: self.vfs, procs: self.procs, machine }
+        special::Sys { vfs: self.vfs, procs: self.procs, machine, ptys: self.ptys }
     }
 
     /// The file `key` now has `len` bytes: every other process's mappings of it see the
@@ -87,6 +89,17 @@ impl<'a> FileCtx<'a> {
         let procs = &*self.procs;
         let live = |q: Pid| procs.get(&q).is_some_and(|q| q.fds.iter().any(|(_, e)| e.file() == Some(key)));
         self.locks.conflict(key, pid, start, end, write, live)
+    }
+
+    /// Raises `sig` with `info` in every process of group `pgrp`, the caller's too if it
+    /// is one (a terminal's signals to its foreground group).
+    pub(crate) fn signal_group(&mut self, p: &mut Process, pgrp: Pid, sig: i32, info: crate::process::SigInfo) {
+        for q in self.procs.values_mut().filter(|q| q.pgid == pgrp) {
+            q.raise_group(sig, info);
+        }
+        if p.pgid == pgrp {
+            p.raise_group(sig, info);
+        }
     }
 
     /// How many processes there are besides the caller.
@@ -121,6 +134,7 @@ impl Machine {
             started: self.started,
             procs: &mut self.tasks.procs,
             counters,
+            ptys: &self.ptys,
         }
     }
 }
@@ -181,6 +195,8 @@ pub(crate) struct TaskCtx<'a> {
     /// The page cache and the RNG, for [`TaskCtx::load_image`] only.
     cache: &'a mut PageCache,
     rng: &'a mut ChaCha8Rng,
+    /// The machine's pseudo-terminals (for `/dev` only).
+    ptys: &'a crate::pty::Ptys,
 }
 
 impl TaskCtx<'_> {
@@ -195,7 +211,7 @@ impl TaskCtx<'_> {
             last_pid: self.tasks.next_pid.saturating_sub(1),
         };
         let machine = special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters };
-        special::Sys { vfs: self.vfs, procs: &self.tasks.procs, machine }
+        special::Sys { vfs: self.vfs, procs: &self.tasks.procs, machine, ptys: self.ptys }
     }
 
     /// Loads `path` into a fresh address space with a new layout (exec).
@@ -226,6 +242,7 @@ impl Machine {
             yield_slice: &mut self.yield_slice,
             cache: &mut self.cache,
             rng: &mut self.rng,
+            ptys: &self.ptys,
         }
     }
 }

@@ -142,6 +142,8 @@ pub struct Machine {
     /// Advisory file locks (`fcntl` record locks, `flock`).
     locks: crate::locks::Locks,
     net: sockets::Net,
+    /// The pseudo-terminals.
+    ptys: crate::pty::Ptys,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
     yield_slice: bool,
@@ -172,6 +174,7 @@ impl Machine {
             ioctl_unknown: HashMap::new(),
             locks: crate::locks::Locks::default(),
             net: sockets::Net::default(),
+            ptys: crate::pty::Ptys::default(),
             yield_slice: false,
             trace_out: None,
         })
@@ -261,6 +264,11 @@ impl Machine {
     /// The process table, to change.
     pub(crate) fn tasks_mut(&mut self) -> &mut tasks::Tasks {
         &mut self.tasks
+    }
+
+    /// The pseudo-terminals.
+    pub(crate) fn ptys(&self) -> &crate::pty::Ptys {
+        &self.ptys
     }
 
     /// The futex waiters.

@@ -10,8 +10,10 @@
 //!
 //! | path | what it is |
 //! |---|---|
-//! | `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty` | the host's device, opened by name (`/dev/tty` fails with `ENXIO` without a controlling terminal) |
+//! | `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty` | the host's device, opened by name (`/dev/tty` fails with `ENXIO` without a controlling terminal); `/dev/tty` of a process whose session has one of the machine's ptys as its controlling terminal opens that pty's slave (named and described as `/dev/tty`) |
 //! | `/dev/random`, `/dev/urandom` | reads come from the machine's seeded RNG, so a run is reproducible |
+//! | `/dev/ptmx` | opening it makes a new pseudo-terminal, backed by a host pty (see [`crate::pty`]); its metadata are the host's `/dev/ptmx` |
+//! | `/dev/pts`, `/dev/pts/N` | the slaves of this machine's ptys whose master is open (never the host's others), by the machine's own numbers; metadata the host's, with device 136:N and inode N + 3 |
 //! | `/dev/stdin`, `/dev/stdout`, `/dev/stderr`, `/dev/fd` | links to `/proc/self/fd/0`, `1`, `2` and `/proc/self/fd` |
 //! | `/proc/self` | a link to `/proc/<pid>` of the caller |
 //! | `/proc/<pid>/exe`, `cwd`, `root` | links to the executable, working directory and `/` |
@@ -38,14 +40,16 @@ use morph_mem::{MapKind, PAGE_SIZE};
 use crate::host::{self, Zeroed, ids};
 use crate::linux::*;
 use crate::process::{FdEntry, FileKind, OpenFile, Pid, Process};
+use crate::pty::{PTS_DEV, Pty, PtyEnd, Ptys};
 use crate::vfs::{Errno, Vfs};
+use std::rc::Rc;
 
 mod machine;
 mod text;
 pub use crate::files::{DirState, LinkState, ProcFile, Snapshot, TaskFile};
 use crate::files::{Listing, MachineFile};
 pub use machine::{Counters, MachineView};
-pub use text::text;
+pub use text::{Ctty, text};
 
 /// What `/dev` and `/proc` see of the machine: its file system, its processes (the
 /// caller, while it runs, is not among them and is passed beside), and its memory,
@@ -58,6 +62,8 @@ pub struct Sys<'a> {
     pub procs: &'a std::collections::BTreeMap<Pid, Process>,
     /// Memory, clock and counters, for the machine-wide files.
     pub machine: MachineView<'a>,
+    /// The machine's pseudo-terminals.
+    pub ptys: &'a Ptys,
 }
 
 /// The device number of morph's `/proc` (procfs is 0:22 on a typical system).
@@ -96,6 +102,10 @@ pub enum Node {
     Proc(Pid, ProcFile, String),
     /// What a guest descriptor holds (a followed `/proc/<pid>/fd/N`).
     Fd(FdEntry),
+    /// `/dev/ptmx`: opening it makes a new pseudo-terminal.
+    Ptmx,
+    /// `/dev/pts/N`: the slave of one of the machine's pseudo-terminals.
+    Pts(Rc<Pty>),
 }
 
 /// What a path resolves to.
@@ -124,7 +134,7 @@ impl Snapshot {
         // A process that has gone reads as empty.
         let bytes = match self.file {
             ProcFile::Machine(f) => machine::text(m, p, f),
-            f => process(m, p, self.pid).map(|q| text(q, f)).unwrap_or_default(),
+            f => process(m, p, self.pid).map(|q| text(q, f, ctty(m, p, q))).unwrap_or_default(),
         };
         let mut done = 0;
         while done < bytes.len() {
@@ -155,7 +165,7 @@ pub fn resolve(m: Sys<'_>, p: &Process, dir: &[u8], path: &[u8], follow: bool) -
     let follow = follow || slash;
     for _ in 0..MAX_LINKS {
         let comps: Vec<&[u8]> = norm.split(|&b| b == b'/').filter(|c| !c.is_empty()).collect();
-        let step = if comps[0] == b"dev" { dev(&comps, follow)? } else { proc(m, p, &comps, follow)? };
+        let step = if comps[0] == b"dev" { dev(m, &comps, follow)? } else { proc(m, p, &comps, follow)? };
         match step {
             Step::Node(n) => {
                 if slash && !is_dir(&n) {
@@ -235,7 +245,7 @@ fn leaf(c: &[&[u8]], i: usize, n: Node) -> Result<Step, Errno> {
     if i + 1 == c.len() { Ok(Step::Node(n)) } else { Err(ENOTDIR) }
 }
 
-fn dev(c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
+fn dev(m: Sys<'_>, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
     let Some(&name) = c.get(1) else { return Ok(Step::Node(Node::Dir("/dev".into()))) };
     let fd_link = |n: &str| {
         let t = format!("/proc/self/fd{n}");
@@ -252,7 +262,27 @@ fn dev(c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
         b"stdout" => Ok(fd_link("/1")),
         b"stderr" => Ok(fd_link("/2")),
         b"fd" => Ok(fd_link("")),
+        b"ptmx" => leaf(c, 1, Node::Ptmx),
+        b"pts" => {
+            let Some(&n) = c.get(2) else { return Ok(Step::Node(Node::Dir("/dev/pts".into()))) };
+            let pty = parse_num(n).and_then(|n| m.ptys.get(n)).ok_or(ENOENT)?;
+            leaf(c, 2, Node::Pts(pty))
+        }
         _ => Err(ENOENT),
+    }
+}
+
+/// The controlling terminal of process `q` (`p` is the caller), as `/proc/<pid>/stat`
+/// shows it.
+fn ctty(m: Sys<'_>, p: &Process, q: &Process) -> Ctty {
+    let alive = |pid: Pid| process(m, p, pid).is_some();
+    match m.ptys.ctty(q.sid, alive) {
+        Some(pty) => {
+            let n = pty.n;
+            let pgrp = pty.pgrp(alive);
+            Ctty { nr: (136 << 8) | (n & 0xff) | ((n & !0xff) << 12), pgrp: if pgrp == 0 { -1 } else { pgrp as i32 } }
+        }
+        None => Ctty::default(),
     }
 }
 
@@ -367,6 +397,9 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
     }
     match &e.host.kind {
         FileKind::Random(n) | FileKind::Device(n) => format!("/dev/{n}").into_bytes(),
+        FileKind::Pty(end) if end.master => b"/dev/ptmx".to_vec(),
+        FileKind::Pty(end) if end.via_tty => b"/dev/tty".to_vec(),
+        FileKind::Pty(end) => format!("/dev/pts/{}", end.pty.n).into_bytes(),
         FileKind::Snapshot(s) => s.path.clone().into_bytes(),
         FileKind::Dir(d) => d.path.clone().into_bytes(),
         FileKind::Link(l) => l.path.clone().into_bytes(),
@@ -449,6 +482,14 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
         f
     };
     match node {
+        Node::HostDev("tty") if let Some(pty) = m.ptys.ctty(p.sid, |pid| process(m, p, pid).is_some()) => {
+            // The caller's controlling terminal, one of the machine's ptys.
+            let mut f = open_slave(m, p, pty, flags | O_NOCTTY)?;
+            if let FileKind::Pty(end) = &mut f.kind {
+                end.via_tty = true;
+            }
+            Ok(f)
+        }
         Node::HostDev(n) => {
             let fd = host_open(&format!("/dev/{n}"), host_flags | libc::O_NOCTTY, mode)?;
             Ok(with(fd, FileKind::Device(n)))
@@ -483,8 +524,48 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
             }
             snapshot(pid, f, path)
         }
-        Node::Fd(e) => reopen(m.vfs, &e, flags, mode),
+        Node::Fd(e) => match &e.host.kind {
+            // Linux opens the device again: a new pty, or the same slave.
+            FileKind::Pty(end) if end.master => open(m, p, Node::Ptmx, flags, mode),
+            FileKind::Pty(end) if end.via_tty => open(m, p, Node::HostDev("tty"), flags, mode),
+            FileKind::Pty(end) => open(m, p, Node::Pts(end.pty.clone()), flags, mode),
+            _ => reopen(m.vfs, &e, flags, mode),
+        },
+        Node::Ptmx => {
+            let (fd, pty) = m.ptys.create(host_flags)?;
+            let mut f = OpenFile::nonblocking(fd, flags & O_NONBLOCK != 0);
+            f.kind = FileKind::Pty(PtyEnd { pty, master: true, via_tty: false });
+            Ok(f)
+        }
+        Node::Pts(pty) => open_slave(m, p, pty, flags),
     }
+}
+
+/// Opens the slave of `pty` with the guest's `open` flags. Without `O_NOCTTY`, a
+/// session leader with no controlling terminal that opens it for reading makes it its
+/// session's, if it is no session's yet (Linux's `tty_open_proc_set_tty`).
+pub fn open_slave(m: Sys<'_>, p: &Process, pty: Rc<Pty>, flags: u32) -> Result<OpenFile, Errno> {
+    let host_flags = (flags & !(O_CLOEXEC | O_LARGEFILE | O_CREAT | O_EXCL | O_TRUNC)) as i32;
+    let fd = pty.open_slave(host_flags)?;
+    Ok(slave_file(m, p, pty, fd, flags))
+}
+
+/// The open file of a host slave of `pty` just opened with the guest's `open` flags
+/// (see [`open_slave`]).
+pub fn slave_file(m: Sys<'_>, p: &Process, pty: Rc<Pty>, fd: OwnedFd, flags: u32) -> OpenFile {
+    let alive = |pid: Pid| process(m, p, pid).is_some();
+    let readable = flags & O_ACCMODE != 1; // O_RDONLY or O_RDWR
+    if flags & O_NOCTTY == 0
+        && readable
+        && p.sid == p.pid
+        && pty.session(alive).is_none()
+        && m.ptys.ctty(p.sid, alive).is_none()
+    {
+        pty.set_session(p.sid, p.pgid);
+    }
+    let mut f = OpenFile::nonblocking(fd, flags & O_NONBLOCK != 0);
+    f.kind = FileKind::Pty(PtyEnd { pty, master: false, via_tty: false });
+    f
 }
 
 /// Opens again what a guest descriptor holds (a new open file description, as opening
@@ -533,6 +614,7 @@ fn reopen(vfs: &Vfs, e: &FdEntry, flags: u32, mode: u32) -> Result<OpenFile, Err
         }
         FileKind::Link(_) if flags & O_DIRECTORY != 0 => return Err(ENOTDIR),
         FileKind::Link(_) => return Err(ELOOP),
+        FileKind::Pty(_) => return Err(ENXIO), // opened by `open`
     };
     let fd = host_open(&format!("/proc/self/fd/{}", e.host.as_raw_fd()), host_flags, mode)?;
     let mut f = if fifo { OpenFile::nonblocking(fd, flags & O_NONBLOCK != 0) } else { OpenFile::new(fd) };
@@ -555,7 +637,13 @@ fn ino_of(path: &[u8]) -> u64 {
 /// The metadata of a made-up object.
 fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
     let mut st = libc::stat::zeroed();
-    st.st_dev = if path.starts_with("/proc") { PROC_DEV } else { DEV_DEV };
+    st.st_dev = if path.starts_with("/proc") {
+        PROC_DEV
+    } else if path.starts_with("/dev/pts") {
+        PTS_DEV
+    } else {
+        DEV_DEV
+    };
     st.st_ino = ino_of(path.as_bytes());
     st.st_mode = mode;
     st.st_nlink = if mode & libc::S_IFMT == libc::S_IFDIR { 2 } else { 1 };
@@ -581,6 +669,8 @@ pub fn object(node: Node) -> Result<Object, Errno> {
         // Size 0, as Linux reports for /proc files.
         Node::Proc(_, _, path) => Object::Synthetic(synthetic(&path, libc::S_IFREG | 0o444, 0)),
         Node::Fd(e) => object_of_fd(&e)?,
+        Node::Ptmx => Object::Device(host_open("/dev/ptmx", libc::O_PATH, 0)?),
+        Node::Pts(pty) => Object::Synthetic(pty.slave_stat(None)?),
     })
 }
 
@@ -600,6 +690,9 @@ pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
         FileKind::Snapshot(s) => Object::Synthetic(synthetic(&s.path, libc::S_IFREG | 0o444, 0)),
         FileKind::Dir(d) => Object::Synthetic(synthetic(&d.path, libc::S_IFDIR | 0o555, 0)),
         FileKind::Link(l) => Object::Synthetic(synthetic(&l.path, libc::S_IFLNK | l.mode, l.target.len() as i64)),
+        FileKind::Pty(end) if end.master => Object::Device(dup()?),
+        FileKind::Pty(end) if end.via_tty => Object::Device(host_open("/dev/tty", libc::O_PATH, 0)?),
+        FileKind::Pty(end) => Object::Synthetic(end.pty.slave_stat(Some(e.host.as_raw_fd()))?),
     })
 }
 
@@ -632,6 +725,8 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             ("fd", DT_LNK),
             ("full", DT_CHR),
             ("null", DT_CHR),
+            ("ptmx", DT_CHR),
+            ("pts", DT_DIR),
             ("random", DT_CHR),
             ("shm", DT_DIR),
             ("stderr", DT_LNK),
@@ -652,6 +747,9 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             named(&[("loadavg", DT_REG), ("meminfo", DT_REG), ("self", DT_LNK), ("stat", DT_REG), ("uptime", DT_REG)]);
         v.extend(pids.into_iter().map(|pid| (pid.to_string().into_bytes(), DT_DIR)));
         return v;
+    }
+    if path == "/dev/pts" {
+        return m.ptys.list().into_iter().map(|n| (n.to_string().into_bytes(), DT_CHR)).collect();
     }
     let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let Some(q) = parts.get(1).and_then(|s| s.parse().ok()).and_then(|pid| process(m, p, pid)) else {

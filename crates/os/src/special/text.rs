@@ -75,19 +75,36 @@ fn leader(q: &Process) -> TaskView {
     task(q, q.pid).unwrap_or_else(|| current(q))
 }
 
+/// The controlling terminal of a process, as `stat` shows it: its device number
+/// (Linux's encoding, 0 for none) and its foreground process group (-1 for none).
+#[derive(Clone, Copy, Debug)]
+pub struct Ctty {
+    /// `tty_nr`.
+    pub nr: u32,
+    /// `tpgid`.
+    pub pgrp: i32,
+}
+
+impl Default for Ctty {
+    fn default() -> Ctty {
+        Ctty { nr: 0, pgrp: -1 }
+    }
+}
+
 /// The contents of a `/proc/<pid>` text file (empty for a thread that has ended, and
-/// for a machine-wide file, which is `machine`'s).
-pub fn text(q: &Process, f: ProcFile) -> Vec<u8> {
+/// for a machine-wide file, which is `machine`'s); `tty` is the process's controlling
+/// terminal.
+pub fn text(q: &Process, f: ProcFile, tty: Ctty) -> Vec<u8> {
     match f {
         ProcFile::Maps => maps(q).into_bytes(),
         ProcFile::Cmdline => q.cmdline.clone(),
         ProcFile::Status => status(q, &leader(q), q.pid).into_bytes(),
-        ProcFile::Stat => stat(q, &leader(q), None).into_bytes(),
+        ProcFile::Stat => stat(q, &leader(q), None, tty).into_bytes(),
         ProcFile::Comm => comm_line(&leader(q)),
         ProcFile::Task(tid, f) => match (task(q, tid), f) {
             (Some(t), TaskFile::Status) => status(q, &t, tid).into_bytes(),
             (Some(t), TaskFile::Comm) => comm_line(&t),
-            (Some(t), TaskFile::Stat) => stat(q, &t, Some(tid)).into_bytes(),
+            (Some(t), TaskFile::Stat) => stat(q, &t, Some(tid), tty).into_bytes(),
             (None, _) => Vec::new(),
         },
         ProcFile::Machine(_) => Vec::new(),
@@ -183,7 +200,7 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
 /// `stat` of the process (`t` its leader, `tid` `None`) or of thread `tid` (`t`): the
 /// thread's id, name, state, registers, signals, priority and policy; its own time, or
 /// the group's.
-pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>) -> String {
+pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>, tty: Ctty) -> String {
     let (size, rss) = memory(q);
     let (ign, cgt) = dispositions(q);
     let tick = |n: u64| n / crate::process::INSNS_PER_TICK;
@@ -196,7 +213,7 @@ pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>) -> String {
     let prio = if t.attrs.is_realtime() { -1 - rt as i32 } else { 20 + q.nice };
     let nice = q.nice;
     format!(
-        "{} ({}) {} {} {} {} 0 -1 4194304 0 0 0 0 {utime} 0 {cutime} 0 {prio} {nice} {threads} 0 0 {size} {rss} \
+        "{} ({}) {} {} {} {} {} {} 4194304 0 0 0 0 {utime} 0 {cutime} 0 {prio} {nice} {threads} 0 0 {size} {rss} \
          4294967295 0 0 0 {} {} {} {} {} {} 0 0 0 {} 0 {rt} {policy} 0 0 0 0 0 {} 0 0 0 0 0\n",
         tid.unwrap_or(q.pid),
         name(t),
@@ -204,6 +221,8 @@ pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>) -> String {
         q.ppid,
         q.pgid,
         q.sid,
+        tty.nr,
+        tty.pgrp,
         t.esp,
         t.eip,
         lo(t.pending),

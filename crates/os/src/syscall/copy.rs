@@ -84,7 +84,7 @@ fn input_of(e: &FdEntry) -> Input {
         FileKind::Dir(_) | FileKind::Snapshot(_) | FileKind::Link(_) => any(Feed::None),
         FileKind::Random(_) => any(Feed::Random),
         FileKind::Device("zero" | "full") => any(Feed::Positional),
-        FileKind::Device("tty") => stream(Feed::None),
+        FileKind::Device("tty") | FileKind::Pty(_) => stream(Feed::None),
         FileKind::Device(_) => any(Feed::None),
         FileKind::Host => {
             let raw = e.host.as_raw_fd();

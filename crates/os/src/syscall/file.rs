@@ -1006,6 +1006,9 @@ pub(super) fn sys_flock(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 
 pub(super) fn sys_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let fd = host_fd(p, a[0])?;
+    if a[1] != FIONBIO && p.fds.get(a[0]).is_some_and(|e| matches!(e.host.kind, FileKind::Pty(_))) {
+        return super::tty::pty_ioctl(m, p, a);
+    }
     if a[1] == FIONBIO {
         // The guest's O_NONBLOCK, as F_SETFL sets it.
         let on = p.aspace.read_u32(a[2]).map_err(efault)? != 0;
@@ -1104,7 +1107,7 @@ pub(crate) fn read_special(
     let e = p.fds.get(fd)?;
     match &e.host.kind {
         // A link opened itself: its host descriptor is O_PATH, which reads nothing.
-        FileKind::Host | FileKind::Device(_) | FileKind::Link(_) => None,
+        FileKind::Host | FileKind::Device(_) | FileKind::Link(_) | FileKind::Pty(_) => None,
         FileKind::Snapshot(s) => {
             s.fill(m.sys(), p);
             None
@@ -1596,7 +1599,7 @@ fn same_tree(sys: special::Sys<'_>, p: &Process, here: &[u8], tree: Mount) -> bo
             FileKind::Snapshot(s) => in_tree(&s.path),
             FileKind::Dir(d) => in_tree(&d.path),
             FileKind::Link(l) => in_tree(&l.path),
-            FileKind::Device(_) | FileKind::Random(_) => tree == Mount::Dev,
+            FileKind::Device(_) | FileKind::Random(_) | FileKind::Pty(_) => tree == Mount::Dev,
             FileKind::Host => false,
         },
         Ok(Resolved::Node(Node::Dir(d))) => in_tree(&d),

@@ -63,6 +63,7 @@ mod signal;
 mod stat;
 pub mod strace;
 mod time;
+mod tty;
 mod wait;
 
 /// Every family's table; together they are the system call table.

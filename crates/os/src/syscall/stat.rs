@@ -235,7 +235,12 @@ pub(super) fn statfs_of(o: &Object) -> Result<HostStatfs, Errno> {
         Object::Synthetic(s) => {
             const PROC_SUPER_MAGIC: u64 = 0x9fa0;
             const TMPFS_MAGIC: u64 = 0x0102_1994;
-            st[0] = if s.st_dev == special::PROC_DEV { PROC_SUPER_MAGIC } else { TMPFS_MAGIC };
+            const DEVPTS_SUPER_MAGIC: u64 = 0x1cd1;
+            st[0] = match s.st_dev {
+                special::PROC_DEV => PROC_SUPER_MAGIC,
+                crate::pty::PTS_DEV => DEVPTS_SUPER_MAGIC,
+                _ => TMPFS_MAGIC,
+            };
             st[1] = 4096;
             st[8] = 255;
             st[9] = 4096;

@@ -1,0 +1,184 @@
+//! Pseudo-terminals (`/dev/ptmx`, `/dev/pts`), backed by the host's.
+//!
+//! Opening `/dev/ptmx` opens a new host pty master; the guest's descriptor holds it (a
+//! [`FileKind::Pty`] end), non-blocking on the host like morph's own pipes, so that a
+//! read or write that would wait blocks only the guest process, in the scheduler, and
+//! `poll`, `select` and `epoll` see the host's readiness (`POLLHUP` and `EIO` on the
+//! master once every slave is closed come from the host as they are). The line
+//! discipline, termios, window size, packet mode and the slave's lock are the host's.
+//!
+//! Each machine numbers its ptys itself, from 0, the lowest free number first (as
+//! Linux's devpts does): a number is what `TIOCGPTN` says, the name under `/dev/pts`,
+//! what `readlink("/proc/self/fd/N")` says of a slave, and the minor of its device
+//! number (136:N), so that glibc's `ptsname`, `ttyname` and `isatty` agree. The host's
+//! own numbers, and the host's other ptys, are never shown: `/dev/pts` lists only this
+//! machine's ptys whose master is open. A number is free again once the master and
+//! every slave are closed.
+//!
+//! Sessions and process groups are guest ones, which the host cannot know: each pty
+//! keeps the guest session it is the controlling terminal of and that session's
+//! foreground process group, and a guest session has at most one. A session whose
+//! leader has exited has no controlling terminal any more (pids are never reused in a
+//! machine, so the leader's pid names the session); at the leader's exit the
+//! terminal's foreground group gets `SIGHUP`, as Linux sends it for a pty (see
+//! `Machine::reap`). The host pty is never anyone's
+//! controlling terminal (it is always opened with `O_NOCTTY`): the host's job control
+//! never acts on guests.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::rc::{Rc, Weak};
+
+use crate::host;
+use crate::linux::{EIO, Pid};
+use crate::vfs::Errno;
+
+/// The device number of morph's `/dev/pts` (devpts).
+pub const PTS_DEV: u64 = 24;
+/// The major device number of pty slaves (Unix98).
+const SLAVE_MAJOR: u32 = 136;
+
+/// One pseudo-terminal of the machine.
+#[derive(Debug)]
+pub struct Pty {
+    /// Its number in this machine.
+    pub n: u32,
+    /// The host slave, opened `O_PATH` (which does not open the terminal): its metadata,
+    /// and what opening `/dev/pts/N` opens again.
+    slave: OwnedFd,
+    /// The master is open (while it is, `/dev/pts/N` exists).
+    master_open: Cell<bool>,
+    /// The guest session it is the controlling terminal of (0: none).
+    session: Cell<Pid>,
+    /// That session's foreground process group.
+    pgrp: Cell<Pid>,
+}
+
+/// What a guest descriptor of a pty holds beside the host descriptor: which pty, and
+/// which end.
+#[derive(Debug)]
+pub struct PtyEnd {
+    /// The pty.
+    pub pty: Rc<Pty>,
+    /// The master end (else the slave).
+    pub master: bool,
+    /// A slave opened as `/dev/tty` (the caller's controlling terminal): its name and
+    /// metadata are `/dev/tty`'s, as on Linux.
+    pub via_tty: bool,
+}
+
+impl Drop for PtyEnd {
+    fn drop(&mut self) {
+        // There is one open file description of a master: its end is the master's close.
+        if self.master {
+            self.pty.master_open.set(false);
+        }
+    }
+}
+
+/// The machine's pseudo-terminals, by number.
+#[derive(Default)]
+pub struct Ptys {
+    slots: RefCell<Vec<Weak<Pty>>>,
+}
+
+impl Ptys {
+    /// Opens a new pty (`/dev/ptmx`): the host master, opened with the guest's `open`
+    /// flags `host_flags` (without close-on-exec), and its pty.
+    pub fn create(&self, host_flags: i32) -> Result<(OwnedFd, Rc<Pty>), Errno> {
+        let flags = host_flags | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        let master = host::open(c"/dev/ptmx", flags, 0)?;
+        let mut b = [0u8; 64];
+        host::ioctl_ptr(master.as_raw_fd(), libc::TIOCGPTN as u32, &mut b)?;
+        let host_n = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        let path = CString::new(format!("/dev/pts/{host_n}")).map_err(|_| EIO)?;
+        let slave = host::open(&path, libc::O_PATH | libc::O_CLOEXEC, 0)?;
+        let mut slots = self.slots.borrow_mut();
+        let n = match slots.iter().position(|w| w.strong_count() == 0) {
+            Some(i) => i,
+            None => {
+                slots.push(Weak::new());
+                slots.len() - 1
+            }
+        };
+        let pty = Rc::new(Pty {
+            n: n as u32,
+            slave,
+            master_open: Cell::new(true),
+            session: Cell::new(0),
+            pgrp: Cell::new(0),
+        });
+        slots[n] = Rc::downgrade(&pty);
+        Ok((master, pty))
+    }
+
+    /// Pty `n`, if its master is open (`/dev/pts/N` exists).
+    pub fn get(&self, n: u32) -> Option<Rc<Pty>> {
+        self.slots.borrow().get(n as usize)?.upgrade().filter(|p| p.master_open.get())
+    }
+
+    /// The numbers `/dev/pts` lists.
+    pub fn list(&self) -> Vec<u32> {
+        (0..self.slots.borrow().len() as u32).filter(|&n| self.get(n).is_some()).collect()
+    }
+
+    /// Session `sid`'s leader has exited: its controlling terminal, if it has one, is no
+    /// longer anyone's; the foreground process group it had (to hang up), if any.
+    pub fn leader_exited(&self, sid: Pid) -> Option<Pid> {
+        let slots = self.slots.borrow();
+        let pty = slots.iter().filter_map(Weak::upgrade).find(|p| p.session.get() == sid)?;
+        let pgrp = pty.pgrp.get();
+        pty.set_session(0, 0);
+        (pgrp != 0).then_some(pgrp)
+    }
+
+    /// The controlling terminal of session `sid` (`alive` tells which processes live).
+    pub fn ctty(&self, sid: Pid, alive: impl Fn(Pid) -> bool) -> Option<Rc<Pty>> {
+        let slots = self.slots.borrow();
+        slots.iter().filter_map(Weak::upgrade).find(|p| p.session(&alive) == Some(sid))
+    }
+}
+
+impl Pty {
+    /// The session it is the controlling terminal of: none once that session's leader
+    /// has exited (`alive` tells which processes live).
+    pub fn session(&self, alive: impl Fn(Pid) -> bool) -> Option<Pid> {
+        let s = self.session.get();
+        (s != 0 && alive(s)).then_some(s)
+    }
+
+    /// Its session's foreground process group (0 if it is no session's terminal).
+    pub fn pgrp(&self, alive: impl Fn(Pid) -> bool) -> Pid {
+        if self.session(alive).is_some() { self.pgrp.get() } else { 0 }
+    }
+
+    /// Makes it the controlling terminal of session `sid` with foreground group `pgrp`
+    /// (`sid` 0: of none).
+    pub fn set_session(&self, sid: Pid, pgrp: Pid) {
+        self.session.set(sid);
+        self.pgrp.set(pgrp);
+    }
+
+    /// Sets the foreground process group.
+    pub fn set_pgrp(&self, pgrp: Pid) {
+        self.pgrp.set(pgrp);
+    }
+
+    /// Opens the host slave with the guest's `open` flags `host_flags` (without
+    /// close-on-exec), non-blocking on the host.
+    pub fn open_slave(&self, host_flags: i32) -> Result<OwnedFd, Errno> {
+        let path = CString::new(format!("/proc/self/fd/{}", self.slave.as_raw_fd())).map_err(|_| EIO)?;
+        host::open(&path, host_flags | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0)
+    }
+
+    /// The metadata of the slave (`/dev/pts/N`) as the guest sees it: the host's, with
+    /// morph's device and inode numbers (devpts gives pty N inode N + 3).
+    pub fn slave_stat(&self, fd: Option<RawFd>) -> Result<libc::stat, Errno> {
+        let mut st = host::fstat(fd.unwrap_or(self.slave.as_raw_fd()))?;
+        st.st_dev = PTS_DEV;
+        st.st_ino = u64::from(self.n) + 3;
+        st.st_rdev = libc::makedev(SLAVE_MAJOR, self.n);
+        Ok(st)
+    }
+}

@@ -1,0 +1,165 @@
+//! `ioctl` on the machine's pseudo-terminals (see [`crate::pty`]).
+//!
+//! The terminal's own requests (termios, window size, flushing, packet mode, the
+//! slave's lock, the queues' lengths) go to the host pty. The number (`TIOCGPTN`) is
+//! the machine's. The controlling-terminal requests (`TIOCSCTTY`, `TIOCNOTTY`,
+//! `TIOCGPGRP`, `TIOCSPGRP`, `TIOCGSID`) act on guest sessions and process groups, as
+//! Linux's do, kept beside the pty; a window size change sends `SIGWINCH` to the
+//! foreground process group as Linux does.
+
+use super::common::*;
+use crate::process::{Caps, SigInfo};
+use crate::pty::{Pty, PtyEnd};
+use std::rc::Rc;
+
+const TIOCSCTTY: u32 = 0x540e;
+const TIOCNOTTY: u32 = 0x5422;
+const TIOCGSID: u32 = 0x5429;
+const TIOCGPTN: u32 = 0x8004_5430;
+const TIOCGPTPEER: u32 = 0x5441;
+const TIOCOUTQ: u32 = 0x5411;
+const TIOCGETD: u32 = 0x5424;
+const TIOCSWINSZ: u32 = 0x5414;
+
+/// Whether process `pid` lives (the caller is not in the table while it runs).
+fn alive<'a>(m: &'a FileCtx<'_>, p: &'a Process) -> impl Fn(Pid) -> bool + 'a {
+    let sys = m.sys();
+    move |pid| pid == p.pid || sys.procs.contains_key(&pid)
+}
+
+/// Whether `pty` is the caller's controlling terminal.
+fn is_ctty(m: &FileCtx<'_>, p: &Process, pty: &Rc<Pty>) -> bool {
+    pty.session(alive(m, p)) == Some(p.sid)
+}
+
+/// `ioctl(fd, request, arg)` on guest `fd`, an end of a pty.
+pub(super) fn pty_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let e = p.fds.get(a[0]).ok_or(EBADF)?.clone();
+    let FileKind::Pty(PtyEnd { pty, master, .. }) = &e.host.kind else { return Err(ENOTTY) };
+    let (pty, master, raw) = (pty.clone(), *master, e.host.as_raw_fd());
+    let (req, arg) = (a[1], a[2]);
+    match req {
+        TIOCGPTN if master => {
+            p.aspace.write_u32(arg, pty.n).map_err(efault)?;
+            Ok(0)
+        }
+        TIOCGPTN => Err(ENOTTY),
+        TIOCGPTPEER if master => {
+            let fd = host::ioctl_value(raw, req, (arg & !O_CLOEXEC) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)?;
+            // SAFETY: TIOCGPTPEER returned a new descriptor, ours alone.
+            let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+            let file = special::slave_file(m.sys(), p, pty, fd, arg);
+            p.fds.install(FdEntry::of(file, arg & O_CLOEXEC != 0), 0).ok_or(EMFILE)
+        }
+        TIOCSCTTY => set_ctty(m, p, &pty, arg, raw),
+        TIOCNOTTY => {
+            if !is_ctty(m, p, &pty) {
+                return Err(ENOTTY);
+            }
+            if p.sid == p.pid {
+                // The session leader gives it up: its foreground group is hung up.
+                let pgrp = pty.pgrp(alive(m, p));
+                pty.set_session(0, 0);
+                if pgrp != 0 {
+                    let info =
+                        SigInfo { code: SI_USER, pid_or_addr: p.pid, uid: p.attrs.creds.uid, ..Default::default() };
+                    m.signal_group(p, pgrp, SIGHUP, info);
+                    m.signal_group(p, pgrp, SIGCONT, info);
+                }
+            }
+            Ok(0)
+        }
+        TIOCGPGRP => {
+            if !master && !is_ctty(m, p, &pty) {
+                return Err(ENOTTY);
+            }
+            let pgrp = pty.pgrp(alive(m, p));
+            p.aspace.write_u32(arg, pgrp).map_err(efault)?;
+            Ok(0)
+        }
+        TIOCSPGRP => {
+            if !is_ctty(m, p, &pty) {
+                return Err(ENOTTY);
+            }
+            let pgrp = p.aspace.read_u32(arg).map_err(efault)?;
+            if (pgrp as i32) < 0 {
+                return Err(EINVAL);
+            }
+            let sys = m.sys();
+            let member = std::iter::once(&*p).chain(sys.procs.values()).find(|q| q.pgid == pgrp).ok_or(ESRCH)?;
+            if member.sid != p.sid {
+                return Err(EPERM);
+            }
+            pty.set_pgrp(pgrp);
+            Ok(0)
+        }
+        TIOCGSID => {
+            if !master && !is_ctty(m, p, &pty) {
+                return Err(ENOTTY);
+            }
+            let sid = pty.session(alive(m, p)).ok_or(ENOTTY)?;
+            p.aspace.write_u32(arg, sid).map_err(efault)?;
+            Ok(0)
+        }
+        TIOCSWINSZ => {
+            let mut old = [0u8; 64];
+            host::ioctl_ptr(raw, TIOCGWINSZ, &mut old)?;
+            let mut new = [0u8; 64];
+            p.aspace.read_bytes(arg, &mut new[..8]).map_err(efault)?;
+            host::ioctl_ptr(raw, req, &mut new)?;
+            let pgrp = pty.pgrp(alive(m, p));
+            if old[..8] != new[..8] && pgrp != 0 {
+                let info = SigInfo { code: SI_KERNEL, ..Default::default() };
+                m.signal_group(p, pgrp, SIGWINCH, info);
+            }
+            Ok(0)
+        }
+        _ => {
+            if let Some(size) = host::tty_arg_size(req) {
+                // Requests that write their argument are `_IOR` ones, and the get requests.
+                let out = req >> 30 == 2 || [TCGETS, TIOCGWINSZ, FIONREAD, TIOCOUTQ, TIOCGETD].contains(&req);
+                let mut buf = [0u8; 64];
+                if !out {
+                    p.aspace.read_bytes(arg, &mut buf[..size]).map_err(efault)?;
+                }
+                let r = host::ioctl_ptr(raw, req, &mut buf)?;
+                if out {
+                    p.aspace.write_bytes(arg, &buf[..size]).map_err(efault)?;
+                }
+                return Ok(r);
+            }
+            match host::ioctl_value(raw, req, arg) {
+                Err(ENOTTY) => {
+                    *m.ioctl_unknown.entry(req).or_default() += 1;
+                    Err(ENOTTY)
+                }
+                r => r,
+            }
+        }
+    }
+}
+
+/// `TIOCSCTTY`: makes `pty` the controlling terminal of the caller's session (Linux's
+/// `tiocsctty`): the caller must lead its session and have none yet; a terminal that is
+/// another session's is taken from it only with `arg` 1 and `CAP_SYS_ADMIN`; without
+/// `CAP_SYS_ADMIN` the descriptor must be open for reading.
+fn set_ctty(m: &mut FileCtx<'_>, p: &mut Process, pty: &Rc<Pty>, arg: u32, raw: i32) -> SysResult {
+    let leader = p.sid == p.pid;
+    let current = m.ptys.ctty(p.sid, alive(m, p));
+    if leader && current.as_ref().is_some_and(|c| Rc::ptr_eq(c, pty)) {
+        return Ok(0);
+    }
+    if !leader || current.is_some() {
+        return Err(EPERM);
+    }
+    let admin = p.attrs.caps.has(Caps::SYS_ADMIN);
+    if pty.session(alive(m, p)).is_some() && !(arg == 1 && admin) {
+        return Err(EPERM);
+    }
+    let readable = host::getfl(raw).is_ok_and(|fl| fl & libc::O_ACCMODE != libc::O_WRONLY);
+    if !readable && !admin {
+        return Err(EPERM);
+    }
+    pty.set_session(p.sid, p.pgid);
+    Ok(0)
+}
