@@ -6,9 +6,12 @@
  * rounding control, then code that runs once computes with them; a signal handler
  * reads the control word and a register from its frame and changes the control word,
  * which the interrupted code then computes with; a forked child computes with the
- * control word it inherited. (morph leaves the guest's x87 state in the host FPU when
- * translated code returns to the dispatcher, and stores it back only when the
- * interpreter or the OS layer needs it.)
+ * control word it inherited; x87 registers live across system calls made inside one
+ * asm statement (getppid, write, clock_gettime, and an rt_sigprocmask that unblocks a
+ * pending signal whose handler rewrites the control word in its frame), hot and cold.
+ * (morph leaves the guest's x87 state in the host FPU when translated code returns to
+ * the dispatcher, and across the system calls that do not touch it, and stores it back
+ * only when the interpreter or the OS layer needs it.)
  */
 #include "sites.h"
 
@@ -97,6 +100,44 @@ static void handler(int sig, void *si, void *uc)
 	*(uint16_t *)((char *)fp + 112) = cw;
 }
 
+/* st(0) * st(1) of `x` and `y` loaded before system call `nr` (args in EBX, ECX,
+   EDX; ESI 8, rt_sigprocmask's set size) and multiplied after it. */
+static long double across(long nr, long b, long c, long d, long double x, long double y)
+{
+	long double r;
+	long ret;
+	__asm__ volatile("fldt %[y]\n\tfldt %[x]\n\tint $0x80\n\tfmulp\n\tfstpt %[r]"
+			 : [r] "=m"(r), "=a"(ret)
+			 : [x] "m"(x), [y] "m"(y), "a"(nr), "b"(b), "c"(c), "d"(d), "S"(8L)
+			 : "memory", "st", "st(1)");
+	(void)ret;
+	return r;
+}
+
+static void syscalls_keep_x87(uint16_t cw0)
+{
+	uint32_t ts[4];
+	long double acc = 0;
+	for (int i = 0; i < 3000; i++) {
+		acc += across(64 /* getppid */, 0, 0, 0, 1.0L / 3.0L, (long double)i);
+		acc += across(403 /* clock_gettime64 */, 1, (long)ts, 0, 1.0L / 7.0L, 2.0L);
+		acc += across(4 /* write */, 1, (long)"", 0, 0.1L, 3.0L);
+	}
+	show("x87 registers across system calls", acc);
+	/* A signal made deliverable by the call itself: its handler runs before the
+	   multiplication and sets rounding toward zero through its frame. */
+	uint32_t set[2] = { 1u << (SIGUSR1_ - 1), 0 }, none[2] = { 0, 0 };
+	rt_syscall(175 /* rt_sigprocmask */, 0 /* SIG_BLOCK */, set, 0, 8);
+	set_fcw(cw0);
+	sys_kill(sys_getpid(), SIGUSR1_);
+	handler_cw = 0;
+	long double r = across(175, 2 /* SIG_SETMASK */, (long)none, 0, 1.0L / 3.0L, 3.0L);
+	show("x87 registers across a handler", r);
+	printf("handler saw control word %04x, control word after it %04x\n", handler_cw, fcw());
+	show("third after it", third());
+	set_fcw(cw0);
+}
+
 int main(void)
 {
 	uint16_t cw0 = fcw();
@@ -127,6 +168,7 @@ int main(void)
 	printf("control word after the handler %04x\n", fcw());
 	show("third rounded toward zero", third());
 	show("spin rounded toward zero", spin(5000, 5000));
+	syscalls_keep_x87(cw0);
 
 	/* A forked child inherits the control word. */
 	set_fcw((uint16_t)((cw0 & ~0x300u) | 0x000u));

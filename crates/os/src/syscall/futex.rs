@@ -85,7 +85,24 @@ fn sys_futex_time64(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRe
 }
 
 /// `futex(uaddr, op, val, timeout | val2, uaddr2, val3)`; `wide`: 64-bit `timespec`.
+///
+/// A call that wakes a waiter ends the caller's time slice, so that the woken thread
+/// runs next (as Linux's scheduler lets a thread woken after a sleep preempt its waker,
+/// or runs it at once on another CPU). Without that, a thread that releases a lock and
+/// takes it again within one slice (Python's daemon thread writing to stderr in a loop)
+/// woke a waiter that ran only when the slice ended, found the lock held each time and
+/// waited again, for ever, as the slice ends at the same point of the loop in every
+/// round (Python's test_io `test_daemon_threads_shutdown_stderr_deadlock` hung).
 fn futex(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
+    let before = m.futexes.woken.len();
+    let r = futex_op(m, p, a, wide);
+    if m.futexes.woken.len() > before {
+        *m.yield_slice = true;
+    }
+    r
+}
+
+fn futex_op(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6], wide: bool) -> SysResult {
     let (uaddr, op, val, timeout, uaddr2, val3) = (a[0], a[1], a[2], a[3], a[4], a[5]);
     let private = op & FUTEX_PRIVATE_FLAG != 0;
     let cmd = op & !(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);

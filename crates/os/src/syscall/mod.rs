@@ -108,6 +108,24 @@ pub fn lookup(nr: u32) -> Option<&'static Syscall> {
 /// prepared (more than one fault's batch).
 const RECLAIM_IN_CALL: u32 = 64;
 
+/// The calls that neither read nor write a thread's x87/MMX state nor hand the CPU
+/// to anything else before they return (no signal frame, no copy of the thread, no
+/// exec): the scheduler runs them with the guest's FPU state left in the host FPU
+/// (`Engine::run_fpu_lazy`). Every other call, a fault and a signal delivery find it
+/// stored in `Cpu::fpu` first. Sorted, i386 numbers: I/O on descriptors, the clocks,
+/// ids, memory mappings, futexes, polling, sockets.
+const KEEPS_FPU: [u32; 80] = [
+    3, 4, 5, 6, 13, 19, 20, 24, 33, 41, 42, 45, 47, 49, 50, 54, 63, 64, 78, 85, 91, 102, 106, 108, 125, 140, 141, 142,
+    145, 146, 168, 174, 175, 180, 181, 183, 191, 192, 195, 196, 197, 199, 200, 201, 202, 219, 220, 221, 224, 240, 254,
+    255, 256, 265, 266, 295, 300, 308, 309, 319, 331, 355, 359, 360, 361, 362, 363, 364, 365, 366, 367, 368, 369, 370,
+    371, 372, 383, 403, 413, 422,
+];
+
+/// Whether system call `nr` leaves the guest's FPU state alone (see [`KEEPS_FPU`]).
+pub(crate) fn keeps_fpu(nr: u32) -> bool {
+    KEEPS_FPU.binary_search(&nr).is_ok()
+}
+
 /// The calls that ask whether descriptors are ready (the `poll`, `select` and `epoll`
 /// families): before one, the caller's signalfds and pidfds show what is ready for it.
 const ASK_READINESS: [u32; 11] = [82, 142, 168, 255, 256, 308, 309, 319, 413, 414, 441];
@@ -200,6 +218,8 @@ mod tests {
             }
         }
         assert_eq!(lookup(4).map(|s| s.name), Some("write"));
+        assert!(KEEPS_FPU.windows(2).all(|w| w[0] < w[1]), "KEEPS_FPU sorted");
+        assert!(keeps_fpu(4) && !keeps_fpu(2) && !keeps_fpu(11) && !keeps_fpu(119) && !keeps_fpu(173));
         assert_eq!(lookup(2).map(|s| s.name), Some("fork"));
         assert!(lookup(0).is_none());
     }
