@@ -679,7 +679,7 @@ static void refused(void)
 	printf("IP_TRANSPARENT: %ld\n", s_setsockopt(u, 0, 19, &one, 4));
 	printf("an unknown option: %ld\n", s_setsockopt(u, SOL_SOCKET, 0x7777, &one, 4));
 	printf("reading IP_OPTIONS: %ld\n", s_getsockopt(u, 0, 4, buf, &blen));
-	/* Control messages other than SCM_RIGHTS and SCM_CREDENTIALS. */
+	/* Control messages that route or name an interface the machine lacks. */
 	union { struct cmsghdr h; char space[32]; } ctl;
 	struct iovec iov = { "x", 1 };
 	struct msghdr msg = { &a, len, &iov, 1, &ctl, 0, 0 };

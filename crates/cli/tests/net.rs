@@ -38,11 +38,12 @@ fn leaving_loopback_is_refused_and_counted() {
          an unknown option: -92\n\
          reading IP_OPTIONS: -92\n\
          sendmsg IP_RETOPTS: -1\n\
-         sendmsg IP_PKTINFO: -1\n\
+         sendmsg IP_PKTINFO: -19\n\
          allowed: 0 0 0 0 0 0\n",
         "ENETUNREACH for connect/sendto, EADDRNOTAVAIL for bind, EAFNOSUPPORT for other families, \
          EPERM for raw sockets and for options and control messages that route, mark or bind to a \
-         device, ENOPROTOOPT for unknown options; loopback is reachable and its options work"
+         device, ENODEV for an interface the machine does not have, ENOPROTOOPT for unknown \
+         options; loopback is reachable and its options work"
     );
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(json["os"]["refused_net"], 18, "every refusal counted, loopback not: {}", json["os"]);
@@ -172,4 +173,37 @@ fn abstract_names_are_the_machines_own() {
     assert_eq!(st.code(), Some(0));
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
     assert_eq!(json["os"]["refused_net"], 0, "{}", json["os"]);
+}
+
+#[test]
+fn machine_names_are_the_machines_own_and_interfaces_cannot_be_set() {
+    let dir = scratch("net-uts");
+    let host_name = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let host_domain = std::fs::read_to_string("/proc/sys/kernel/domainname").unwrap();
+    let r = emulated(&["--timeout", "60"], &guests().join("netmore"), &["uts"], &dir, b"");
+    assert_eq!(r.status, 0, "{r:?}");
+    // The guest has the test's capabilities: naming the machine needs CAP_SYS_ADMIN.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let eff = status.lines().find_map(|l| l.strip_prefix("CapEff:")).unwrap();
+    let admin = u64::from_str_radix(eff.trim(), 16).unwrap() >> 21 & 1 == 1;
+    let names = if admin {
+        "sethostname guestbox: 0\n\
+         setdomainname example.test: 0\n\
+         child: guestbox example.test\n\
+         sethostname 64 bytes: 0\n\
+         nodename 0123456789012345678901234567890123456789012345678901234567890123\n"
+    } else {
+        "sethostname guestbox: error 1\n\
+         setdomainname example.test: error 1\n\
+         child: morph (none)\n\
+         sethostname 64 bytes: error 1\n\
+         nodename morph\n"
+    };
+    assert_eq!(
+        r.stdout,
+        format!("{names}SIOCSIFFLAGS lo: error 1\nSIOCSIFMTU lo: error 1\nSIOCSIFADDR lo: error 1\n"),
+        "the names are the machine's, seen by every process; lo cannot be changed"
+    );
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap(), host_name, "the host kept its name");
+    assert_eq!(std::fs::read_to_string("/proc/sys/kernel/domainname").unwrap(), host_domain);
 }

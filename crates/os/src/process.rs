@@ -295,7 +295,8 @@ impl Caps {
     pub const SETGID: u32 = 6;
     /// `CAP_SETUID`: any user ids.
     pub const SETUID: u32 = 7;
-    /// `CAP_SYS_ADMIN`: among much else, take a terminal from another session.
+    /// `CAP_SYS_ADMIN`: among much else, take a terminal from another session, name the
+    /// machine (`sethostname`).
     pub const SYS_ADMIN: u32 = 21;
     /// `CAP_SYS_NICE`: raise priorities, real-time policies.
     pub const SYS_NICE: u32 = 23;

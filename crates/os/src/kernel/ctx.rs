@@ -47,6 +47,8 @@ pub(crate) struct FileCtx<'a> {
     pub(crate) ioctl_unknown: &'a mut HashMap<u32, u64>,
     /// Advisory file locks.
     pub(crate) locks: &'a mut crate::locks::Locks,
+    /// The machine's host and domain names.
+    pub(crate) uts: &'a mut super::Uts,
     /// When the machine started (the uptime).
     pub(crate) started: Instant,
     /// Every process but the caller, seen only through `special::Sys` and
@@ -131,6 +133,7 @@ impl Machine {
             rng: &mut self.rng,
             ioctl_unknown: &mut self.ioctl_unknown,
             locks: &mut self.locks,
+            uts: &mut self.uts,
             started: self.started,
             procs: &mut self.tasks.procs,
             counters,

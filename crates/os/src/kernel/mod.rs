@@ -144,11 +144,29 @@ pub struct Machine {
     net: sockets::Net,
     /// The pseudo-terminals.
     ptys: crate::pty::Ptys,
+    /// The machine's host and domain names.
+    uts: Uts,
     /// Set by a system call to end the running process's time slice (fork: the child
     /// runs first).
     yield_slice: bool,
     /// Where `--strace` lines go (stderr if `None`).
     trace_out: Option<Box<dyn std::io::Write>>,
+}
+
+/// The machine's own names (Linux's UTS namespace, one for the machine): what
+/// `uname` reports as the node and domain names, set by `sethostname` and
+/// `setdomainname` for every process of the machine, never the host's.
+pub(crate) struct Uts {
+    /// The node name (at first `morph`).
+    pub(crate) hostname: Vec<u8>,
+    /// The NIS domain name (at first `(none)`, as Linux's).
+    pub(crate) domainname: Vec<u8>,
+}
+
+impl Default for Uts {
+    fn default() -> Uts {
+        Uts { hostname: b"morph".to_vec(), domainname: b"(none)".to_vec() }
+    }
 }
 
 /// The first pid handed out.
@@ -175,6 +193,7 @@ impl Machine {
             locks: crate::locks::Locks::default(),
             net: sockets::Net::default(),
             ptys: crate::pty::Ptys::default(),
+            uts: Uts::default(),
             yield_slice: false,
             trace_out: None,
         })

@@ -17,8 +17,16 @@ pub(crate) struct Net {
     /// Host names of the `AF_UNIX` sockets guests bound to paths → the guest's spelling.
     pub(crate) unix_names: HashMap<Vec<u8>, Vec<u8>>,
     /// The machine's abstract namespace: every abstract `AF_UNIX` name a guest uses is
-    /// this prefix (random, made at the first use) plus the guest's name on the host.
+    /// this prefix (random, made at the first use) plus the guest's name on the host,
+    /// or, for a name too long for that, [`LONG_MARK`] in place of the prefix's last
+    /// byte and the name's number in `abstract_long`.
     pub(crate) abstract_prefix: Option<Vec<u8>>,
+    /// The abstract names too long to follow the prefix on the host, numbered in the
+    /// order guests first used them (never forgotten: a name's number must stay the
+    /// same while any socket may still be bound or connected to it).
+    abstract_long: Vec<Vec<u8>>,
+    /// `abstract_long` inverted.
+    abstract_long_ids: HashMap<Vec<u8>, usize>,
     /// The next name an autobind tries (five hex digits, as Linux's).
     pub(crate) autobind_next: u32,
     /// Open files sent with `SCM_RIGHTS` and not received yet, oldest first.
@@ -51,6 +59,10 @@ const ABSTRACT_PREFIX_LEN: usize = 23;
 /// `sizeof(struct sockaddr_un)`: the longest `AF_UNIX` address.
 pub(crate) const SOCKADDR_UN_MAX: usize = 110;
 
+/// The last byte of the prefix of a long abstract name's host name (the prefix of the
+/// others ends in `/`, so the two kinds never meet).
+const LONG_MARK: u8 = b'#';
+
 impl Net {
     /// The machine's abstract-name prefix (made at the first use, from the host's
     /// entropy: it must differ between machines, and drawing it from the machine's
@@ -71,16 +83,49 @@ impl Net {
     }
 
     /// The host address of the guest's abstract name `name` (without its leading NUL):
-    /// the name inside the machine's namespace (`EINVAL` if it no longer fits).
+    /// the name inside the machine's namespace. A name too long to follow the prefix
+    /// (Linux takes up to 107 bytes after the NUL) is given a number, and the host name
+    /// is the prefix, marked, and the number in hex; `EINVAL` past 107 bytes.
     pub(crate) fn abstract_host(&mut self, name: &[u8]) -> Result<Vec<u8>, Errno> {
-        if 3 + ABSTRACT_PREFIX_LEN + name.len() > SOCKADDR_UN_MAX {
+        if 3 + name.len() > SOCKADDR_UN_MAX {
             return Err(EINVAL);
         }
         let mut b = AF_UNIX.to_le_bytes().to_vec();
         b.push(0);
         b.extend_from_slice(self.make_abstract_prefix());
-        b.extend_from_slice(name);
+        if b.len() + name.len() <= SOCKADDR_UN_MAX {
+            b.extend_from_slice(name);
+            return Ok(b);
+        }
+        let id = match self.abstract_long_ids.get(name) {
+            Some(&id) => id,
+            None => {
+                self.abstract_long.push(name.to_vec());
+                self.abstract_long_ids.insert(name.to_vec(), self.abstract_long.len() - 1);
+                self.abstract_long.len() - 1
+            }
+        };
+        if let Some(last) = b.last_mut() {
+            *last = LONG_MARK;
+        }
+        b.extend_from_slice(format!("{id:x}").as_bytes());
         Ok(b)
+    }
+
+    /// The guest's abstract name (without its leading NUL) behind a host abstract name
+    /// (without its leading NUL), if it is one of the machine's.
+    pub(crate) fn abstract_guest(&self, host: &[u8]) -> Option<Vec<u8>> {
+        let pre = self.abstract_prefix.as_deref()?;
+        let (_, stem) = pre.split_last()?;
+        let rest = host.strip_prefix(stem)?;
+        match rest.split_first()? {
+            (b'/', name) => Some(name.to_vec()),
+            (&LONG_MARK, id) => {
+                let id = usize::from_str_radix(std::str::from_utf8(id).ok()?, 16).ok()?;
+                self.abstract_long.get(id).cloned()
+            }
+            _ => None,
+        }
     }
 
     /// Remembers an open file a guest just sent.
@@ -144,4 +189,27 @@ pub(crate) fn same_file(a: i32, b: i32) -> bool {
     }
     // Without kcmp: the same object (a socket or a pipe end is opened only once).
     object_id(a).is_some() && object_id(a) == object_id(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_abstract_names_map_to_short_host_names_and_back() {
+        let mut net = Net::default();
+        for len in [0, 1, 84, 85, 100, 107] {
+            let name: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let host = net.abstract_host(&name).unwrap();
+            assert!(host.len() <= SOCKADDR_UN_MAX, "{len}");
+            assert_eq!(host[2], 0);
+            assert_eq!(net.abstract_guest(&host[3..]), Some(name.clone()), "{len}");
+            assert_eq!(net.abstract_host(&name).unwrap(), host, "the same name, the same host name");
+        }
+        // Names that differ only past what fits are different names.
+        let (a, b) = ([b'x'; 100], [[b'x'; 99].as_slice(), b"y"].concat());
+        assert_ne!(net.abstract_host(&a).unwrap(), net.abstract_host(&b).unwrap());
+        assert_eq!(net.abstract_host(&[b'x'; 108]), Err(EINVAL));
+        assert_eq!(net.abstract_guest(b"someone-else"), None, "a host process's name");
+    }
 }

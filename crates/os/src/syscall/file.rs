@@ -1019,6 +1019,9 @@ pub(super) fn sys_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
         e.host.nonblock.set(on);
         return Ok(0);
     }
+    if let Some(r) = super::net::iface::ioctl(p, fd, a[1], a[2]) {
+        return r;
+    }
     let size = match a[1] {
         TCGETS => 36,
         TIOCGWINSZ => 8,

@@ -1,14 +1,16 @@
-//! Who and where the guest runs: supplementary groups (the ids are `creds.rs`'), `uname`, resource limits, `sysinfo`, `getrandom`.
+//! Who and where the guest runs: supplementary groups (the ids are `creds.rs`'), `uname` and the machine's names, resource limits, `sysinfo`, `getrandom`.
 
 use super::common::*;
 
 table! {
     /// Identity, limits and system information.
     pub(super) TABLE: Files {
+        74 sethostname "pd" |m, p, a| set_uts_name(p, a, &mut m.uts.hostname);
         75 setrlimit "dp" sys_setrlimit;
         76 getrlimit "dp" sys_old_getrlimit;
         80 getgroups "dp" |_, p, a| sys_getgroups(p, a, true);
         116 sysinfo "p" sys_sysinfo;
+        121 setdomainname "pd" |m, p, a| set_uts_name(p, a, &mut m.uts.domainname);
         122 uname "p" sys_uname;
         191 ugetrlimit "dp" sys_getrlimit;
         205 getgroups32 "dp" |_, p, a| sys_getgroups(p, a, false);
@@ -39,17 +41,42 @@ fn sys_getgroups(p: &mut Process, a: &[u32; 6], narrow: bool) -> SysResult {
     Ok(n)
 }
 
+/// `uname`: Linux on i686, with the machine's node and domain names.
 pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // struct new_utsname: six 65-byte fields.
-    let mut buf = [0u8; 65 * 6];
+    let mut buf = [0u8; UTS_FIELD * 6];
     // glibc refuses kernels older than 3.2, so the 2.6.12 model also reports a modern
     // release; only its ASLR behaviour is modeled.
     let _ = m.cfg.kernel;
     let release: &[u8] = b"6.1.0-morph";
-    for (i, f) in [&b"Linux"[..], b"morph", release, b"#1 SMP morph", b"i686", b"(none)"].iter().enumerate() {
-        buf[i * 65..i * 65 + f.len()].copy_from_slice(f);
+    let fields = [&b"Linux"[..], &m.uts.hostname, release, b"#1 SMP morph", b"i686", &m.uts.domainname];
+    for (i, f) in fields.iter().enumerate() {
+        let n = f.len().min(UTS_FIELD - 1);
+        buf[i * UTS_FIELD..i * UTS_FIELD + n].copy_from_slice(&f[..n]);
     }
     p.aspace.write_bytes(a[0], &buf).map_err(efault)?;
+    Ok(0)
+}
+
+/// The size of a `struct new_utsname` field (`__NEW_UTS_LEN` and a NUL).
+const UTS_FIELD: usize = 65;
+
+/// `sethostname(name, len)` and `setdomainname(name, len)`: the machine's name
+/// becomes `len` bytes at `name` (kept as given, NULs included, as Linux keeps them;
+/// `uname` shows it up to the first NUL), after Linux's checks in Linux's order:
+/// `EPERM` without `CAP_SYS_ADMIN`, `EINVAL` for a length past 64 (or negative),
+/// `EFAULT`.
+fn set_uts_name(p: &mut Process, a: &[u32; 6], name: &mut Vec<u8>) -> SysResult {
+    if !p.attrs.caps.has(crate::process::Caps::SYS_ADMIN) {
+        return Err(EPERM);
+    }
+    let len = a[1] as i32;
+    if !(0..UTS_FIELD as i32).contains(&len) {
+        return Err(EINVAL);
+    }
+    let mut b = vec![0u8; len as usize];
+    p.aspace.read_bytes(a[0], &mut b).map_err(efault)?;
+    *name = b;
     Ok(0)
 }
 

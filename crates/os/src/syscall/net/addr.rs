@@ -129,7 +129,7 @@ pub(super) fn guest_addr(net: &Net, vfs: &Vfs, mut addr: Vec<u8>) -> Vec<u8> {
     if addr[2] == 0 {
         // An abstract name: the guest's own without the machine's prefix. Any other
         // (a host process's) is shown unnamed: the guest could not reach it anyway.
-        let own = net.abstract_prefix.as_deref().and_then(|pre| addr[3..].strip_prefix(pre)).map(<[u8]>::to_vec);
+        let own = net.abstract_guest(&addr[3..]);
         addr.truncate(2);
         if let Some(name) = own {
             addr.push(0);

@@ -31,7 +31,13 @@
 //! path inside the root loses the root. Abstract names live in the machine's own
 //! namespace: a random prefix is added on the way to the host and stripped on the way
 //! back, so guests meet each other at a name but never a host process (see
-//! [`Net::abstract_host`](crate::kernel::sockets::Net::abstract_host)); morph autobinds unnamed sockets in that namespace itself.
+//! [`Net::abstract_host`](crate::kernel::sockets::Net::abstract_host); a name too long
+//! to follow the prefix is numbered in a machine-wide table); morph autobinds unnamed
+//! sockets in that namespace itself.
+//!
+//! **Interfaces.** The machine has one, `lo`: the interface `ioctl`s on a socket
+//! (`SIOCGIFINDEX`, `SIOCGIFCONF`, ...) answer for it alone, and setting one is `EPERM`
+//! ([`iface`]).
 //!
 //! **ABI.** `sockaddr` layouts are the same on i386 and x86-64; `msghdr`, `iovec` and
 //! `cmsghdr` are not and are translated, as are the 32-bit `timeval`s of
@@ -42,6 +48,7 @@
 
 mod addr;
 mod conn;
+pub(super) mod iface;
 mod msg;
 mod sock;
 mod sockopt;

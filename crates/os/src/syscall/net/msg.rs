@@ -82,13 +82,14 @@ pub(super) fn align(n: usize, to: usize) -> usize {
 
 /// The guest's control messages (i386 `cmsghdr`s) as host ones. Guest descriptors in
 /// `SCM_RIGHTS` become host descriptors; their open files are returned, to be
-/// remembered as in flight once the message is sent. Only descriptors and credentials
-/// may be sent ([`sockopt::control_allowed`]). As Linux's 32-bit (compat) path does, a
+/// remembered as in flight once the message is sent. What may be sent is
+/// [`sockopt::control`]'s to say. As Linux's 32-bit (compat) path does, a
 /// non-zero length with a NULL buffer or too short for one header is `EINVAL` (no
 /// header found), and an unreadable buffer `EFAULT`.
 pub(super) fn control_out(
     stats: &mut OsStats,
     p: &Process,
+    raw: i32,
     h: &MsgHdr32,
 ) -> Result<(Vec<u8>, Vec<Rc<OpenFile>>), Errno> {
     let mut out = Vec::new();
@@ -106,15 +107,29 @@ pub(super) fn control_out(
     p.aspace.read_bytes(h.control, &mut b).map_err(efault)?;
     let w = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
     let mut off = 0;
+    let mut family = None;
     while off + CMSG_HDR32 <= b.len() {
         let (len, level, ty) = (w(&b, off) as usize, w(&b, off + 4), w(&b, off + 8));
         if len < CMSG_HDR32 || off + len > b.len() {
             return Err(EINVAL);
         }
-        if !sockopt::control_allowed(level, ty) {
-            return Err(refuse(stats, EPERM));
-        }
         let mut data = b[off + CMSG_HDR32..off + len].to_vec();
+        if level != SOL_SOCKET && family.is_none() {
+            // Which protocol levels the socket reads: an IP datagram socket's only.
+            let f = int_opt(raw, libc::SOL_SOCKET, libc::SO_DOMAIN).unwrap_or(0) as u16;
+            let stream = int_opt(raw, libc::SOL_SOCKET, libc::SO_TYPE) == Some(libc::SOCK_STREAM);
+            family = Some((f, (f == AF_INET || f == AF_INET6) && !stream));
+        }
+        let (f, ip) = family.unwrap_or((0, false));
+        match sockopt::control(level, ty, &data, f, ip) {
+            Ok(sockopt::Control::Pass) => {}
+            Ok(sockopt::Control::Drop) => {
+                off += align(len, 4);
+                continue;
+            }
+            Err(e) if e == EPERM || e == ENODEV || e == ENETUNREACH => return Err(refuse(stats, e)),
+            Err(e) => return Err(e),
+        }
         if level == SOL_SOCKET && ty == SCM_RIGHTS {
             if !data.len().is_multiple_of(4) {
                 return Err(EINVAL);
@@ -215,7 +230,7 @@ pub(super) fn sendmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, fl
         None
     };
     let iov = iovecs(p, h.iov, h.iovlen, false)?;
-    let (control, files) = control_out(m.stats, p, &h)?;
+    let (control, files) = control_out(m.stats, p, raw, &h)?;
     autobind_if_passcred(m.net, raw)?;
     let mut hdr = libc::msghdr::zeroed();
     if let Some(t) = &to {

@@ -11,14 +11,17 @@
 //! Reading an option is allowed for every settable one and a few more that only report
 //! (`SO_TYPE`, `SO_ERROR`, `SO_PEERCRED`, `TCP_INFO`, ...).
 //!
-//! Control messages a guest sends may only be `SCM_RIGHTS` and `SCM_CREDENTIALS`
-//! (`SOL_SOCKET`): `IP_RETOPTS`, `IP_PKTINFO` (a source address or interface),
-//! `IPV6_RTHDR` and the like are refused with `EPERM`. Received control messages are
-//! what the guest asked for with the options above.
+//! Control messages a guest sends ([`control`]): descriptors, credentials, hop limits,
+//! TTLs, traffic classes and the like go to the host, which checks them as Linux does;
+//! `IP_PKTINFO` and `IPV6_PKTINFO` only with the loopback interface and a loopback
+//! source; `IP_RETOPTS` (source routes), IPv6 extension headers and `SO_MARK` are
+//! refused with `EPERM`, unknown types with Linux's `EINVAL`; levels the socket's
+//! protocol does not read are left out, as Linux ignores them. Received control
+//! messages are what the guest asked for with the options above.
 //!
 //! The numbers are Linux's, the same on i386 and x86-64.
 
-use crate::linux::{ENODEV, ENOPROTOOPT, EPERM, SCM_CREDENTIALS, SCM_RIGHTS, SOL_SOCKET};
+use crate::linux::{AF_INET6, EINVAL, ENETUNREACH, ENODEV, ENOPROTOOPT, EPERM, SOL_SOCKET};
 use crate::vfs::Errno;
 
 const SOL_IP: u32 = 0;
@@ -247,10 +250,118 @@ pub(super) fn check(level: u32, name: u32, set: bool) -> Result<(), Errno> {
     }
 }
 
-/// Whether a guest may send a control message of this level and type: only
-/// descriptors and credentials.
-pub(super) fn control_allowed(level: u32, ty: u32) -> bool {
-    level == SOL_SOCKET && (ty == SCM_RIGHTS || ty == SCM_CREDENTIALS)
+/// What becomes of a control message a guest sends.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Control {
+    /// It goes to the host, which checks its size and value as Linux does.
+    Pass,
+    /// It is left out: the socket's protocol ignores its level on Linux too.
+    Drop,
+}
+
+/// `SOL_SOCKET` control messages that go to the host.
+const SOCKET_CMSG: &[u32] = &[
+    1,  // SCM_RIGHTS
+    2,  // SCM_CREDENTIALS
+    12, // SO_PRIORITY (0-6 unprivileged; the host says EPERM above, or EINVAL before 6.8)
+    37, // SO_TIMESTAMPING_OLD (report flags for this message)
+    61, // SCM_TXTIME
+];
+
+/// `SOL_IP` control messages that go to the host (`IP_PKTINFO` after its check).
+const IP_CMSG: &[u32] = &[
+    1,  // IP_TOS
+    2,  // IP_TTL
+    52, // IP_PROTOCOL (raw sockets only; ignored on the others)
+];
+
+/// `SOL_IPV6` control messages that go to the host (`IPV6_PKTINFO` after its check).
+const IPV6_CMSG: &[u32] = &[
+    8,  // IPV6_2292HOPLIMIT
+    11, // IPV6_FLOWINFO
+    52, // IPV6_HOPLIMIT
+    62, // IPV6_DONTFRAG
+    67, // IPV6_TCLASS
+];
+
+/// `SOL_IPV6` control messages refused with `EPERM` (extension headers: routing
+/// headers would route; every one needs `CAP_NET_RAW` on Linux).
+const IPV6_CMSG_EPERM: &[u32] = &[
+    3,  // IPV6_2292HOPOPTS
+    4,  // IPV6_2292DSTOPTS
+    5,  // IPV6_2292RTHDR
+    54, // IPV6_HOPOPTS
+    55, // IPV6_RTHDRDSTOPTS
+    57, // IPV6_RTHDR
+    59, // IPV6_DSTOPTS
+];
+
+/// The index of the machine's one interface, `lo` (Linux's `LOOPBACK_IFINDEX`, the
+/// host's loopback's too).
+pub(super) const LOOPBACK_IFINDEX: i32 = 1;
+
+/// Whether a guest may send a control message of level `level` and type `ty` with
+/// payload `data` on a socket of family `family` (an `AF_INET*` datagram socket when
+/// `ip`): what goes to the host, what is left out (a level the socket's protocol does
+/// not read: Linux ignores it), and the refusals, with Linux's errno for a type it
+/// does not know (`EINVAL`). The host checks the sizes and values of what passes.
+///
+/// An interface or source address (`IP_PKTINFO`, `IPV6_PKTINFO`) must be the
+/// machine's: the loopback interface (or none) and a loopback (or the wildcard)
+/// address; another interface does not exist (`ENODEV`), another IPv4 source is
+/// unreachable (`ENETUNREACH`) and another IPv6 source invalid (`EINVAL`), as on
+/// Linux without them. Source routes (`IP_RETOPTS`), routing and other extension
+/// headers and `SO_MARK` are refused with `EPERM`.
+pub(super) fn control(level: u32, ty: u32, data: &[u8], family: u16, ip: bool) -> Result<Control, Errno> {
+    let int = |at: usize| data.get(at..at + 4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let ifindex_ok = |i: Option<i32>| matches!(i, None | Some(0 | LOOPBACK_IFINDEX));
+    let v4_local = |a: &[u8]| a == [0, 0, 0, 0] || a[0] == 127;
+    match level {
+        SOL_SOCKET if SOCKET_CMSG.contains(&ty) => Ok(Control::Pass),
+        SOL_SOCKET if ty == 36 => Err(EPERM), // SO_MARK
+        SOL_SOCKET => Err(EINVAL),
+        SOL_IP | SOL_IPV6 | SOL_UDP if !ip => Ok(Control::Drop),
+        SOL_IP if IP_CMSG.contains(&ty) => Ok(Control::Pass),
+        SOL_IP if ty == 8 => {
+            // IP_PKTINFO: struct in_pktinfo { int ifindex; spec_dst; addr; }
+            if data.len() == 12 && !ifindex_ok(int(0)) {
+                Err(ENODEV)
+            } else if data.len() == 12 && !v4_local(&data[4..8]) {
+                Err(ENETUNREACH)
+            } else {
+                Ok(Control::Pass)
+            }
+        }
+        SOL_IP if ty == 7 => Err(EPERM), // IP_RETOPTS (source routes)
+        // An IPv6 socket reads IPv4 control messages only for an IPv4-mapped destination.
+        SOL_IP if family == AF_INET6 => Ok(Control::Drop),
+        SOL_IP => Err(EINVAL),
+        // An IPv4 socket does not read IPv6 control messages.
+        SOL_IPV6 if family != AF_INET6 => Ok(Control::Drop),
+        SOL_IPV6 if IPV6_CMSG.contains(&ty) => Ok(Control::Pass),
+        SOL_IPV6 if ty == 50 || ty == 2 => {
+            // IPV6_PKTINFO: struct in6_pktinfo { addr[16]; int ifindex; }
+            if data.len() < 20 {
+                return Ok(Control::Pass); // the host says EINVAL
+            }
+            let a = &data[..16];
+            let any = a.iter().all(|&b| b == 0);
+            let loopback = a[..15].iter().all(|&b| b == 0) && a[15] == 1;
+            let mapped = a[..10].iter().all(|&b| b == 0) && a[10..12] == [0xff, 0xff] && v4_local(&a[12..]);
+            if !ifindex_ok(int(16)) {
+                Err(ENODEV)
+            } else if any || loopback || mapped {
+                Ok(Control::Pass)
+            } else {
+                Err(EINVAL)
+            }
+        }
+        SOL_IPV6 if IPV6_CMSG_EPERM.contains(&ty) => Err(EPERM),
+        SOL_IPV6 => Err(EINVAL),
+        SOL_UDP if ty == 103 => Ok(Control::Pass), // UDP_SEGMENT
+        SOL_UDP => Err(EINVAL),
+        _ => Ok(Control::Drop),
+    }
 }
 
 #[cfg(test)]
@@ -282,9 +393,38 @@ mod tests {
         assert_eq!(check(SOL_SOCKET, 3, false), Ok(()), "reading SO_TYPE");
         assert_eq!(check(SOL_SOCKET, 3, true), Err(ENOPROTOOPT), "setting SO_TYPE");
         assert_eq!(check(SOL_SOCKET, 17, false), Ok(()), "SO_PEERCRED");
-        assert!(control_allowed(SOL_SOCKET, SCM_RIGHTS) && control_allowed(SOL_SOCKET, SCM_CREDENTIALS));
-        assert!(!control_allowed(SOL_IP, 7), "IP_RETOPTS");
-        assert!(!control_allowed(SOL_IP, 8), "IP_PKTINFO");
-        assert!(!control_allowed(SOL_SOCKET, 36), "SO_MARK");
+    }
+
+    #[test]
+    fn control_messages() {
+        use crate::linux::{AF_INET, AF_UNIX, SCM_CREDENTIALS, SCM_RIGHTS};
+        let int = |v: i32| v.to_le_bytes().to_vec();
+        let ok = Ok(Control::Pass);
+        assert_eq!(control(SOL_SOCKET, SCM_RIGHTS, &int(0), AF_UNIX, false), ok);
+        assert_eq!(control(SOL_SOCKET, SCM_CREDENTIALS, &[0; 12], AF_UNIX, false), ok);
+        assert_eq!(control(SOL_SOCKET, 36, &int(1), AF_INET, true), Err(EPERM), "SO_MARK");
+        assert_eq!(control(SOL_SOCKET, 99, &int(1), AF_UNIX, false), Err(EINVAL));
+        assert_eq!(control(SOL_IP, 2, &int(1), AF_UNIX, false), Ok(Control::Drop), "ignored by AF_UNIX");
+        assert_eq!(control(SOL_IP, 2, &int(7), AF_INET, true), ok, "IP_TTL");
+        assert_eq!(control(SOL_IP, 7, &[0; 8], AF_INET, true), Err(EPERM), "IP_RETOPTS");
+        assert_eq!(control(SOL_IP, 99, &int(0), AF_INET, true), Err(EINVAL));
+        let pktinfo = |i: i32, a: [u8; 4]| [&i.to_le_bytes()[..], &a, &[0; 4]].concat();
+        assert_eq!(control(SOL_IP, 8, &pktinfo(1, [127, 0, 0, 2]), AF_INET, true), ok);
+        assert_eq!(control(SOL_IP, 8, &pktinfo(2, [0; 4]), AF_INET, true), Err(ENODEV));
+        assert_eq!(control(SOL_IP, 8, &pktinfo(0, [10, 0, 0, 1]), AF_INET, true), Err(ENETUNREACH));
+        assert_eq!(control(SOL_IPV6, 52, &int(2), AF_INET6, true), ok, "IPV6_HOPLIMIT");
+        assert_eq!(control(SOL_IPV6, 67, &[0; 5], AF_INET6, true), ok, "the host checks the size");
+        assert_eq!(control(SOL_IPV6, 52, &int(2), AF_INET, true), Ok(Control::Drop));
+        assert_eq!(control(SOL_IPV6, 57, &[0; 8], AF_INET6, true), Err(EPERM), "IPV6_RTHDR");
+        assert_eq!(control(SOL_IPV6, 99, &int(0), AF_INET6, true), Err(EINVAL));
+        let mut p6 = [0u8; 20];
+        p6[15] = 1;
+        assert_eq!(control(SOL_IPV6, 50, &p6, AF_INET6, true), ok);
+        p6[16] = 3;
+        assert_eq!(control(SOL_IPV6, 50, &p6, AF_INET6, true), Err(ENODEV));
+        p6[16] = 0;
+        p6[0] = 0x20;
+        assert_eq!(control(SOL_IPV6, 50, &p6, AF_INET6, true), Err(EINVAL));
+        assert_eq!(control(200, 1, &[], AF_INET, true), Ok(Control::Drop));
     }
 }
