@@ -100,6 +100,22 @@ fn posix_spawn_and_vfork_share_the_parents_memory() {
     check("spawn", &[]);
 }
 
+/// A woken waiter gets a mutex its waker takes again in a loop (a time limit, so that a
+/// scheduler that starves it fails instead of hanging).
+#[test]
+fn a_woken_waiter_gets_the_mutex_its_waker_loops_on() {
+    let dir = thread_guests();
+    let prog = dir.join("lockloop");
+    let want = native(&prog, &[], dir, b"");
+    assert_eq!(want.status, 0);
+    for cfg in configs() {
+        let mut flags = cfg.clone();
+        flags.extend(["--timeout", "60"]);
+        let got = emulated(&flags, &prog, &[], dir, b"");
+        assert_eq!(got, want, "lockloop under {cfg:?}");
+    }
+}
+
 /// Cancellation unwinds with glibc's unwinder, whose CET code runs `rdsspd` (a hint
 /// NOP on the modeled CPU): it needs the interpreter to treat hint NOPs as NOPs.
 #[test]
