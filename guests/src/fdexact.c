@@ -515,6 +515,19 @@ static void magic_link(void)
 	sys_close(f);
 }
 
+/* A bad iovec array on a datagram socket: EFAULT, and nothing sent. */
+static void datagram_bad_iovec(void)
+{
+	int s[2];
+	rt_syscall(360 /* socketpair */, 1 /* AF_UNIX */, 2 /* SOCK_DGRAM */, 0, s);
+	printf("writev bad iovec on a datagram socket: %s\n", res(rt_syscall(146 /* writev */, s[0], 16, 1)));
+	char b[8];
+	long r = rt_syscall(371 /* recvfrom */, s[1], b, sizeof b, 0x40 /* MSG_DONTWAIT */, 0, 0);
+	printf("then the peer receives: %s\n", res(r));
+	sys_close(s[0]);
+	sys_close(s[1]);
+}
+
 int main(void)
 {
 	rt_syscall(SYS_mkdir_, D, 0700);
@@ -525,6 +538,7 @@ int main(void)
 	access_first();
 	pidfds();
 	magic_link();
+	datagram_bad_iovec();
 	sys_unlink(D "/f");
 	sys_unlink(D "/g");
 	rt_syscall(SYS_rmdir_, D);

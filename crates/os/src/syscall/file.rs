@@ -473,11 +473,17 @@ pub(super) fn iovecs_valid(
 /// the guest's `iovec` array: after `err` (the array could not be read, or its count or
 /// a length is refused), a transfer of no buffers on the host descriptor (`at` for the
 /// positioned calls) makes those checks alone, and what it refuses is the answer. A
-/// signalfd, whose host stand-in is an epoll instance, can be read.
+/// signalfd, whose host stand-in is an epoll instance, can be read; a socket is not
+/// asked.
 fn vector_checks(p: &Process, fd: u32, write: bool, at: Option<i64>, err: Errno) -> Errno {
     let Some(e) = p.fds.get(fd) else { return EBADF };
     let raw = e.host.as_raw_fd();
     if !write && at.is_none() && e.host.served.is_some() && !e.host.is_pidfd() {
+        return err;
+    }
+    // A socket is open for both; and a transfer of no bytes on one is not nothing (a
+    // datagram socket would send an empty datagram).
+    if host_stat_fd(raw).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFSOCK) {
         return err;
     }
     let checks = match (write, at) {
