@@ -441,6 +441,7 @@ pub const IPPROTO_ICMP: u32 = 1;
 pub const IPPROTO_TCP: u32 = 6;
 pub const IPPROTO_UDP: u32 = 17;
 pub const IPPROTO_ICMPV6: u32 = 58;
+pub const IPPROTO_UDPLITE: u32 = 136;
 pub const IPPROTO_IPV6: u32 = 41;
 pub const IP_ADD_MEMBERSHIP: u32 = 35;
 pub const IP_ADD_SOURCE_MEMBERSHIP: u32 = 39;

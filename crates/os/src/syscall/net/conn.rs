@@ -21,8 +21,8 @@ pub(super) fn socket_type(ty: u32) -> Result<(u32, bool, bool), Errno> {
     Ok((ty & SOCK_TYPE_MASK, flags & SOCK_NONBLOCK != 0, flags & SOCK_CLOEXEC != 0))
 }
 
-/// The sockets a guest may make: any `AF_UNIX` socket; TCP, UDP and ICMP echo
-/// ("ping") sockets of `AF_INET` and `AF_INET6`.
+/// The sockets a guest may make: any `AF_UNIX` socket; TCP, UDP, UDP-Lite and ICMP
+/// echo ("ping") sockets of `AF_INET` and `AF_INET6` (UDP-Lite where the host has it).
 pub(super) fn check_socket(stats: &mut OsStats, domain: u32, ty: u32, proto: u32) -> Result<(), Errno> {
     match u16::try_from(domain) {
         Ok(AF_UNIX) => Ok(()),
@@ -30,7 +30,7 @@ pub(super) fn check_socket(stats: &mut OsStats, domain: u32, ty: u32, proto: u32
             let ping = if domain == u32::from(AF_INET) { IPPROTO_ICMP } else { IPPROTO_ICMPV6 };
             match ty {
                 SOCK_STREAM if proto == 0 || proto == IPPROTO_TCP => Ok(()),
-                SOCK_DGRAM if proto == 0 || proto == IPPROTO_UDP || proto == ping => Ok(()),
+                SOCK_DGRAM if proto == 0 || proto == IPPROTO_UDP || proto == IPPROTO_UDPLITE || proto == ping => Ok(()),
                 SOCK_STREAM | SOCK_DGRAM => Err(refuse(stats, EPROTONOSUPPORT)),
                 SOCK_RAW => Err(refuse(stats, EPERM)),
                 _ => Err(refuse(stats, ESOCKTNOSUPPORT)),

@@ -27,6 +27,8 @@ use crate::vfs::Errno;
 const SOL_IP: u32 = 0;
 const SOL_TCP: u32 = 6;
 const SOL_UDP: u32 = 17;
+/// UDP-Lite's level (its protocol number).
+const SOL_UDPLITE: u32 = 136;
 const SOL_IPV6: u32 = 41;
 const SOL_ICMPV6: u32 = 58;
 
@@ -223,6 +225,12 @@ const UDP_SET: &[u32] = &[
     104, // UDP_GRO
 ];
 
+/// `SOL_UDPLITE` options a guest may set (and read): the checksum coverages.
+const UDPLITE_SET: &[u32] = &[
+    10, // UDPLITE_SEND_CSCOV
+    11, // UDPLITE_RECV_CSCOV
+];
+
 /// `SOL_ICMPV6` options a guest may set (and read): the ping socket's filter.
 const ICMPV6_SET: &[u32] = &[
     1, // ICMP6_FILTER
@@ -236,6 +244,7 @@ pub(super) fn check(level: u32, name: u32, set: bool) -> Result<(), Errno> {
         SOL_IPV6 => (IPV6_SET, IPV6_GET, IPV6_EPERM, IPV6_JOIN),
         SOL_TCP => (TCP_SET, TCP_GET, TCP_EPERM, &[]),
         SOL_UDP => (UDP_SET, &[], &[], &[]),
+        SOL_UDPLITE => (UDPLITE_SET, &[], &[], &[]),
         SOL_ICMPV6 => (ICMPV6_SET, &[], &[], &[]),
         _ => return Err(ENOPROTOOPT),
     };
