@@ -66,6 +66,12 @@ pub fn open(path: &CStr, flags: i32, mode: u32) -> Result<OwnedFd, Errno> {
     if mode == 0 { call() } else { with_umask(0, call) }
 }
 
+/// `/proc/self/fd/N` for descriptor `fd`: the path through which the host's calls by
+/// name reach the object an (`O_PATH`) descriptor holds.
+pub fn fd_path(fd: RawFd) -> std::ffi::CString {
+    std::ffi::CString::new(format!("/proc/self/fd/{fd}")).unwrap_or_default()
+}
+
 /// `openat2(dir, path, {flags, mode, resolve})`.
 pub fn openat2(dir: RawFd, path: &CStr, flags: u64, mode: u64, resolve: u64) -> Result<OwnedFd, Errno> {
     let mut how = libc::open_how::zeroed();

@@ -168,7 +168,7 @@ impl Pty {
     /// Opens the host slave with the guest's `open` flags `host_flags` (without
     /// close-on-exec), non-blocking on the host.
     pub fn open_slave(&self, host_flags: i32) -> Result<OwnedFd, Errno> {
-        let path = CString::new(format!("/proc/self/fd/{}", self.slave.as_raw_fd())).map_err(|_| EIO)?;
+        let path = host::fd_path(self.slave.as_raw_fd());
         host::open(&path, host_flags | libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC, 0)
     }
 

@@ -306,7 +306,7 @@ fn under(path: &[u8], top: &[u8]) -> bool {
 /// Opens again the object an `O_PATH` descriptor names (a new open file description
 /// of the same inode, through its `/proc/self/fd` link), with `flags`.
 fn reopen(obj: &OwnedFd, flags: i32) -> Result<OwnedFd, Errno> {
-    let via = CString::new(format!("/proc/self/fd/{}", obj.as_raw_fd())).map_err(|_| linux::EINVAL)?;
+    let via = host::fd_path(obj.as_raw_fd());
     host::open(&via, flags | libc::O_CLOEXEC | libc::O_NOCTTY, 0)
 }
 

@@ -67,6 +67,12 @@ pub(crate) fn read_path(p: &Process, ptr: u32) -> Result<Vec<u8>, Errno> {
     Ok(s)
 }
 
+/// The little-endian `u32` at byte `at` of `b`, a guest structure read whole (one
+/// `EFAULT` check) before its fields are taken (0 past its end, which callers size out).
+pub(crate) fn le_u32(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4).and_then(|s| s.try_into().ok()).map_or(0, u32::from_le_bytes)
+}
+
 /// `fstat` of a host descriptor (an `O_PATH` one too).
 pub(crate) fn host_stat_fd(fd: i32) -> Result<libc::stat, Errno> {
     host::fstatat(fd, c"", libc::AT_EMPTY_PATH)

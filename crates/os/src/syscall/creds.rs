@@ -322,7 +322,7 @@ fn sys_capset(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     }
     let mut b = vec![0u8; 12 * words];
     p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
-    let word = |i: usize| u64::from(u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes")));
+    let word = |i: usize| u64::from(le_u32(&b, 4 * i));
     let set = |k: usize| if words == 2 { (word(k) | word(3 + k) << 32) & VALID } else { word(k) };
     let (effective, permitted, inheritable) = (set(0), set(1), set(2));
     let old = p.attrs.caps;

@@ -292,7 +292,7 @@ pub(super) fn link_common(sys: special::Sys<'_>, p: &Process, a: [u32; 5]) -> Sy
     let src = changeable(sys.vfs, src)?;
     // Link through the descriptor's /proc/self/fd entry: unlike AT_EMPTY_PATH this needs
     // no privilege, and it names exactly the object opened inside the root.
-    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", src.as_raw_fd())).map_err(|_| EINVAL)?;
+    let via = host::fd_path(src.as_raw_fd());
     host::link_following(&via, nd.as_raw_fd(), &nn)
 }
 
@@ -352,7 +352,7 @@ pub(super) fn sys_mkdirat(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
 /// chmod of an object already opened (as `O_PATH`) inside the root, through its
 /// `/proc/self/fd` link (fchmod does not take `O_PATH` descriptors).
 pub(super) fn chmod_fd(fd: &OwnedFd, mode: u32) -> SysResult {
-    let path = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    let path = host::fd_path(fd.as_raw_fd());
     host::chmod(&path, mode & 0o7777)
 }
 
@@ -488,9 +488,7 @@ fn xattr_object(m: &mut FileCtx<'_>, p: &Process, what: &Xattr) -> Result<Option
     }
     let via = match what {
         // An `O_PATH` descriptor: the host's calls by path reach the object through it.
-        Xattr::Path(..) => {
-            Some(std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?)
-        }
+        Xattr::Path(..) => Some(host::fd_path(fd.as_raw_fd())),
         Xattr::Fd(_) => None,
     };
     Ok(Some(XattrObject { fd, via, kind }))
@@ -694,7 +692,7 @@ pub(super) fn utimes_common(
     let fd = changeable(m.vfs, at_target(m.sys(), p, dirfd, path, flags & AT_EMPTY_PATH)?)?;
     // Through the descriptor's /proc/self/fd entry, which names exactly the object opened
     // inside the root (an O_PATH descriptor cannot be given to utimensat directly).
-    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    let via = host::fd_path(fd.as_raw_fd());
     host::utimensat(libc::AT_FDCWD, Some(&via), tp, 0)
 }
 

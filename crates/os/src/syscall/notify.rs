@@ -67,7 +67,7 @@ fn sys_inotify_add_watch(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     }
     // The descriptor's link names exactly the object resolved (for `IN_DONT_FOLLOW`,
     // the symbolic link, opened `O_NOFOLLOW`): followed, never `IN_DONT_FOLLOW` here.
-    let via = std::ffi::CString::new(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| EINVAL)?;
+    let via = crate::host::fd_path(fd.as_raw_fd());
     host::inotify_add_watch(ifd, &via, mask & !(IN_DONT_FOLLOW | IN_ONLYDIR))
 }
 

@@ -819,7 +819,7 @@ fn sys_setitimer(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResul
     if a[1] != 0 {
         p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
     }
-    let w = |i: usize| i32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes"));
+    let w = |i: usize| le_u32(&b, 4 * i) as i32;
     let tv = |s: i32, us: i32| {
         (s >= 0 && (0..1_000_000).contains(&us))
             .then(|| Duration::from_secs(s as u64) + Duration::from_micros(us as u64))
@@ -871,7 +871,7 @@ fn sys_timer_create(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRe
     } else {
         let mut b = [0u8; 16];
         p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
-        let w = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let w = |i: usize| le_u32(&b, i);
         match w(8) {
             SIGEV_NONE => (0, w(0)),
             SIGEV_SIGNAL => (w(4) as i32, w(0)),

@@ -82,7 +82,7 @@ pub(crate) fn write_progress(p: &mut Process, fd: u32, ptr: u32, len: u32) -> u3
 /// room as long as it takes (Linux's pipes, FIFOs and stream sockets), rather than
 /// what fits (a datagram is all or nothing; a regular file never waits).
 fn writes_whole(raw: i32) -> bool {
-    let Ok(st) = crate::host::fstatat(raw, c"", libc::AT_EMPTY_PATH) else { return false };
+    let Ok(st) = host_stat_fd(raw) else { return false };
     match st.st_mode & libc::S_IFMT {
         libc::S_IFIFO => true,
         libc::S_IFSOCK => crate::host::getsockopt_int(raw, libc::SOL_SOCKET, libc::SO_TYPE) == Some(libc::SOCK_STREAM),
