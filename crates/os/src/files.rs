@@ -83,6 +83,53 @@ pub struct OpenFile {
     /// never on a pipe or a socket), and for morph's own objects, whose host descriptors
     /// are memfds, `O_DIRECTORY` and `O_NOFOLLOW` as the guest gave them.
     pub open_flags: u32,
+    /// Who gets its signal-driven I/O signals, and which (`F_SETOWN`, `F_SETSIG`; see
+    /// [`crate::sigio`]).
+    pub fown: Fown,
+}
+
+/// The owner of an open file description's I/O signals, as Linux's `struct
+/// fown_struct` keeps it: the owner (a thread, a process or a process group, and the
+/// ids of who set it), the signal (`F_SETSIG`, 0: a plain `SIGIO`), and the guest
+/// descriptors the signals name (`si_fd`): the one `O_ASYNC` was set through, and the
+/// one a directory notification was asked through.
+#[derive(Debug, Default)]
+pub struct Fown {
+    /// Whom the signals go to.
+    pub owner: Cell<Owner>,
+    /// `F_SETSIG`'s signal (0: a plain `SIGIO`, without the descriptor).
+    pub sig: Cell<u32>,
+    /// The descriptor `O_ASYNC` was turned on through.
+    pub async_fd: Cell<Option<u32>>,
+    /// The descriptor the last `F_NOTIFY` was asked through.
+    pub notify_fd: Cell<Option<u32>>,
+}
+
+/// Whom an owner names (`F_OWNER_TID`, `F_OWNER_PID`, `F_OWNER_PGRP`). A fresh
+/// description's owner is thread 0, as Linux's zeroed `fown_struct` reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OwnerKind {
+    /// One thread (`F_OWNER_TID`).
+    #[default]
+    Thread,
+    /// A process (`F_OWNER_PID`, a positive `F_SETOWN`).
+    Process,
+    /// A process group (`F_OWNER_PGRP`, a negative `F_SETOWN`).
+    Group,
+}
+
+/// An owner: whom it names (`id` 0: no one), and the real and effective user ids of
+/// the process that set it (which of the targets may be signalled, `sigio_perm`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Owner {
+    /// Whom `id` names.
+    pub kind: OwnerKind,
+    /// The thread, process or group id (0: no one).
+    pub id: u32,
+    /// The real user id of who set it.
+    pub uid: u32,
+    /// The effective user id of who set it.
+    pub euid: u32,
 }
 
 /// What morph keeps beside a host socket, shared like the socket itself (see
@@ -118,6 +165,7 @@ impl OpenFile {
             map_info: OnceCell::new(),
             served: None,
             open_flags: 0,
+            fown: Fown::default(),
         }
     }
 
@@ -139,6 +187,7 @@ impl OpenFile {
             map_info: OnceCell::new(),
             served: None,
             open_flags: 0,
+            fown: Fown::default(),
         }
     }
 

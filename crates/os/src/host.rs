@@ -126,6 +126,21 @@ pub fn setfl(fd: RawFd, flags: i32) -> Result<u32, Errno> {
     check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })
 }
 
+/// `fcntl(fd, F_NOTIFY, mask)`: directory notification (see `crate::sigio`).
+pub fn notify_dir(fd: RawFd, mask: i32) -> Result<u32, Errno> {
+    // SAFETY: F_NOTIFY takes an integer and touches no memory.
+    check(unsafe { libc::fcntl(fd, libc::F_NOTIFY, mask) })
+}
+
+/// `fcntl(fd, F_SET_RW_HINT, hint)` (`set`) or `F_GET_RW_HINT` into `hint`.
+pub fn rw_hint(fd: RawFd, set: bool, hint: &mut u64) -> Result<u32, Errno> {
+    const F_GET_RW_HINT: i32 = 1035;
+    const F_SET_RW_HINT: i32 = 1036;
+    let cmd = if set { F_SET_RW_HINT } else { F_GET_RW_HINT };
+    // SAFETY: both read or write one u64 at the pointer, our caller's.
+    check(unsafe { libc::fcntl(fd, cmd, hint as *mut u64) })
+}
+
 /// `fcntl(fd, F_DUPFD_CLOEXEC, min)`: a new descriptor for the same open file.
 pub fn dup_cloexec(fd: RawFd, min: i32) -> Result<OwnedFd, Errno> {
     // SAFETY: F_DUPFD_CLOEXEC takes an integer and touches no memory.

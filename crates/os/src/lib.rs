@@ -16,6 +16,7 @@ pub mod locks;
 mod machine;
 pub mod process;
 pub mod pty;
+pub mod sigio;
 pub mod special;
 pub mod stop;
 pub mod syscall;

@@ -35,6 +35,7 @@ impl Machine {
             if let Some(sig) = crate::stop::requested() {
                 return Err(RunError::Stopped(sig));
             }
+            self.deliver_io_signals(None);
             let Some(tid) = self.pick(cursor) else {
                 self.sleep_until_ready(deadline.map(|d| d.1))?;
                 continue;
@@ -183,7 +184,7 @@ impl Machine {
             let pids: Vec<String> = self.tasks().procs.keys().map(|p| p.to_string()).collect();
             return Err(RunError::Deadlock(pids.join(", ")));
         }
-        if let Some(fd) = crate::stop::wake_fd() {
+        for fd in [crate::stop::wake_fd(), crate::sigio::wake_fd()].into_iter().flatten() {
             fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
         }
         let ms = wake.map_or(-1, |w| {
@@ -194,6 +195,62 @@ impl Machine {
         let _ = crate::host::poll(&mut fds, ms);
         self.stats_mut().idle_ns += t0.elapsed().as_nanos() as u64;
         Ok(())
+    }
+
+    /// Sends the I/O signals the host reported since the last look (see
+    /// [`crate::sigio`]) to the owners of their descriptions, as Linux's `send_sigio`
+    /// does: `F_SETSIG`'s signal with the reason, band and guest descriptor, or a plain
+    /// `SIGIO`; only to targets whose real or saved user id is the setter's real or
+    /// effective one (or the setter's effective id is root's: `sigio_perm`). `cur` is
+    /// the running thread's process, out of the table while it runs.
+    fn deliver_io_signals(&mut self, mut cur: Option<&mut Process>) {
+        use crate::files::{Owner, OwnerKind};
+        const POLL_MSG: i32 = 3;
+        if !crate::sigio::pending() {
+            return;
+        }
+        let (events, lost) = crate::sigio::take();
+        let mut sends: Vec<(Owner, i32, SigInfo)> = Vec::new();
+        for ev in events {
+            let Some(f) = crate::sigio::file(ev.host_fd) else { continue };
+            let fown = &f.fown;
+            let fd = if ev.code == POLL_MSG && fown.notify_fd.get().is_some() {
+                fown.notify_fd.get()
+            } else {
+                fown.async_fd.get()
+            };
+            let Some(fd) = fd else { continue };
+            let (sig, info) = match fown.sig.get() {
+                0 => (SIGIO, SigInfo { code: SI_KERNEL, ..SigInfo::default() }),
+                s => (s as i32, SigInfo { code: ev.code, pid_or_addr: ev.band, uid: fd, ..SigInfo::default() }),
+            };
+            sends.push((fown.owner.get(), sig, info));
+        }
+        if lost {
+            // Linux falls back to a plain SIGIO when a real-time signal cannot be queued.
+            for f in crate::sigio::files() {
+                sends.push((f.fown.owner.get(), SIGIO, SigInfo { code: SI_KERNEL, ..SigInfo::default() }));
+            }
+        }
+        for (o, sig, info) in sends {
+            if o.id == 0 {
+                continue;
+            }
+            let permitted = |c: &crate::process::Creds| {
+                o.euid == 0 || o.euid == c.suid || o.euid == c.uid || o.uid == c.suid || o.uid == c.uid
+            };
+            let procs = cur.as_deref_mut().into_iter().chain(self.tasks_mut().procs.values_mut());
+            for q in procs {
+                match o.kind {
+                    OwnerKind::Process if q.pid == o.id && permitted(&q.attrs.creds) => q.raise_group(sig, info),
+                    OwnerKind::Group if q.pgid == o.id && permitted(&q.attrs.creds) => q.raise_group(sig, info),
+                    OwnerKind::Thread if q.thread_attrs(o.id).is_some_and(|a| permitted(&a.creds)) => {
+                        q.raise_thread(o.id, sig, info);
+                    }
+                    _ => {}
+                }
+            }
+        }
     }
 
     /// Runs `p` for one time slice.
@@ -222,6 +279,7 @@ impl Machine {
             }
             p.fire_cpu_timers();
             let t0 = now();
+            self.deliver_io_signals(Some(p));
             if p.deliverable() != 0 {
                 morph_cpu::x87::fpu_from_host(&mut p.cpu); // a frame holds it
             }

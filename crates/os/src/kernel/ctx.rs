@@ -104,6 +104,24 @@ impl<'a> FileCtx<'a> {
         }
     }
 
+    /// Whether `id` names something a pid can (Linux's `find_vpid`): a live thread, a
+    /// process group or a session, among every process the caller's included.
+    pub(crate) fn pid_in_use(&self, p: &Process, id: Pid) -> bool {
+        std::iter::once(p).chain(self.procs.values()).any(|q| q.pgid == id || q.sid == id || q.tids().any(|t| t == id))
+    }
+
+    /// Whether the owner `o` of I/O signals names a live thread, process or process group
+    /// (what `F_GETOWN` shows; 0 otherwise).
+    pub(crate) fn owner_alive(&self, p: &Process, o: &crate::files::Owner) -> bool {
+        use crate::files::OwnerKind;
+        o.id != 0
+            && std::iter::once(p).chain(self.procs.values()).any(|q| match o.kind {
+                OwnerKind::Thread => q.tids().any(|t| t == o.id),
+                OwnerKind::Process => q.pid == o.id,
+                OwnerKind::Group => q.pgid == o.id,
+            })
+    }
+
     /// How many processes there are besides the caller.
     pub(crate) fn other_processes(&self) -> usize {
         self.procs.len()

@@ -3,6 +3,7 @@
 
 use super::common::*;
 use super::wait;
+use crate::files::{Owner, OwnerKind};
 
 table! {
     /// Descriptors and their I/O.
@@ -867,6 +868,14 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
             if e.host.host_nonblock {
                 fl |= O_NONBLOCK;
             }
+            // Signal-driven I/O: the host's signals for the description come to morph
+            // first, and name this descriptor (Linux's `fasync_helper`, when the flag
+            // turns on).
+            let was_async = host::getfl(e.host.as_raw_fd()).is_ok_and(|f| f as u32 & O_ASYNC != 0);
+            if fl & O_ASYNC != 0 && !was_async {
+                crate::sigio::enable(&e.host)?;
+                e.host.fown.async_fd.set(Some(a[0]));
+            }
             let r = host::setfl(e.host.as_raw_fd(), fl as i32)?;
             e.host.nonblock.set(a[2] & O_NONBLOCK != 0);
             Ok(r)
@@ -876,7 +885,131 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
         // morph's pipes are the host's: their capacity is (`EBADF` for anything else).
         F_SETPIPE_SZ => host::set_pipe_size(e.host.as_raw_fd(), a[2]),
         F_GETPIPE_SZ => host::pipe_size(e.host.as_raw_fd()),
+        F_SETOWN..=F_GETSIG | F_SETOWN_EX..=F_GETOWNER_UIDS => owner(m, p, &e, a[1], a[2]),
+        F_NOTIFY => {
+            // The host watches the directory (`ENOTDIR`, `EINVAL` and the rest are its
+            // answers); like Linux's dnotify, asking makes the caller the owner.
+            crate::sigio::enable(&e.host)?;
+            host::notify_dir(e.host.as_raw_fd(), a[2] as i32)?;
+            let creds = p.attrs.creds;
+            e.host.fown.owner.set(Owner { kind: OwnerKind::Process, id: p.pid, uid: creds.uid, euid: creds.euid });
+            e.host.fown.notify_fd.set(Some(a[0]));
+            Ok(0)
+        }
+        // Write-life hints are the host file's.
+        F_GET_RW_HINT | F_SET_RW_HINT => {
+            let set = a[1] == F_SET_RW_HINT;
+            let mut hint = [0u8; 8];
+            if set {
+                p.aspace.read_bytes(a[2], &mut hint).map_err(efault)?;
+            }
+            let mut h = u64::from_le_bytes(hint);
+            host::rw_hint(e.host.as_raw_fd(), set, &mut h)?;
+            if !set {
+                p.aspace.write_bytes(a[2], &h.to_le_bytes()).map_err(efault)?;
+            }
+            Ok(0)
+        }
         _ => Err(EINVAL),
+    }
+}
+
+const O_ASYNC: u32 = 0o20000;
+const F_SETOWN: u32 = 8;
+const F_GETOWN: u32 = 9;
+const F_SETSIG: u32 = 10;
+const F_GETSIG: u32 = 11;
+const F_SETOWN_EX: u32 = 15;
+const F_GETOWN_EX: u32 = 16;
+const F_GETOWNER_UIDS: u32 = 17;
+const F_NOTIFY: u32 = 1026;
+const F_GET_RW_HINT: u32 = 1035;
+const F_SET_RW_HINT: u32 = 1036;
+
+/// The owner of a description's I/O signals (see `crate::sigio`), as Linux's
+/// `f_setown`, `f_getown`, `f_setown_ex`, `f_getown_ex` and `f_getowner_uids` keep and
+/// show it: `F_SETOWN` takes a process (a negative number: a process group) and
+/// `F_SETOWN_EX` a thread, process or group, either `ESRCH` if no such id is in use;
+/// reading shows 0 once the owner is gone.
+fn owner(m: &mut FileCtx<'_>, p: &mut Process, e: &FdEntry, cmd: u32, arg: u32) -> SysResult {
+    const F_OWNER_TID: u32 = 0;
+    const F_OWNER_PID: u32 = 1;
+    const F_OWNER_PGRP: u32 = 2;
+    let fown = &e.host.fown;
+    let creds = p.attrs.creds;
+    // The ids of who set it are kept only when it names someone (`f_modown`).
+    let set = |kind: OwnerKind, id: u32| {
+        let old = fown.owner.get();
+        let (uid, euid) = if id != 0 { (creds.uid, creds.euid) } else { (old.uid, old.euid) };
+        fown.owner.set(Owner { kind, id, uid, euid })
+    };
+    match cmd {
+        F_SETOWN => {
+            let who = arg as i32;
+            if who == i32::MIN {
+                return Err(EINVAL);
+            }
+            let kind = if who < 0 { OwnerKind::Group } else { OwnerKind::Process };
+            let id = who.unsigned_abs();
+            if id != 0 && !m.pid_in_use(p, id) {
+                return Err(ESRCH);
+            }
+            set(kind, id);
+            Ok(0)
+        }
+        F_GETOWN => {
+            let o = fown.owner.get();
+            Ok(match (m.owner_alive(p, &o), o.kind) {
+                (false, _) => 0,
+                (true, OwnerKind::Group) => o.id.wrapping_neg(),
+                (true, _) => o.id,
+            })
+        }
+        F_SETSIG if arg > 64 => Err(EINVAL),
+        F_SETSIG => {
+            fown.sig.set(arg);
+            Ok(0)
+        }
+        F_GETSIG => Ok(fown.sig.get()),
+        F_SETOWN_EX => {
+            let mut b = [0u8; 8];
+            p.aspace.read_bytes(arg, &mut b).map_err(efault)?;
+            let kind = match le_u32(&b, 0) {
+                F_OWNER_TID => OwnerKind::Thread,
+                F_OWNER_PID => OwnerKind::Process,
+                F_OWNER_PGRP => OwnerKind::Group,
+                _ => return Err(EINVAL),
+            };
+            let id = le_u32(&b, 4);
+            if id != 0 && ((id as i32) < 0 || !m.pid_in_use(p, id)) {
+                return Err(ESRCH);
+            }
+            set(kind, id);
+            Ok(0)
+        }
+        F_GETOWN_EX => {
+            let o = fown.owner.get();
+            let kind = match o.kind {
+                OwnerKind::Thread => F_OWNER_TID,
+                OwnerKind::Process => F_OWNER_PID,
+                OwnerKind::Group => F_OWNER_PGRP,
+            };
+            let id = if m.owner_alive(p, &o) { o.id } else { 0 };
+            let mut b = [0u8; 8];
+            b[..4].copy_from_slice(&kind.to_le_bytes());
+            b[4..].copy_from_slice(&id.to_le_bytes());
+            p.aspace.write_bytes(arg, &b).map_err(efault)?;
+            Ok(0)
+        }
+        // F_GETOWNER_UIDS
+        _ => {
+            let o = fown.owner.get();
+            let mut b = [0u8; 8];
+            b[..4].copy_from_slice(&o.uid.to_le_bytes());
+            b[4..].copy_from_slice(&o.euid.to_le_bytes());
+            p.aspace.write_bytes(arg, &b).map_err(efault)?;
+            Ok(0)
+        }
     }
 }
 

@@ -43,7 +43,10 @@ pub(crate) fn ready_or_block(p: &mut Process, fd: u32, events: i16) -> Result<()
         return Err(EBADF);
     }
     if e.host.guest_nonblock() {
-        return Err(EAGAIN);
+        // A non-blocking write is tried on the host all the same, which refuses it
+        // with `EAGAIN` as Linux does, and as Linux signals the reader's owner even
+        // then (`pipe_write`'s `kill_fasync`, see `crate::sigio`).
+        return if events & libc::POLLOUT != 0 { Ok(()) } else { Err(EAGAIN) };
     }
     block_on(p, vec![pfd], None, true).map(|_| ())
 }
