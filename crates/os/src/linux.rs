@@ -262,6 +262,12 @@ pub const SS_ONSTACK: u32 = 1;
 pub const SS_DISABLE: u32 = 2;
 
 // si_code values.
+/// `personality` flags: no ASLR for the programs loaded next.
+pub const ADDR_NO_RANDOMIZE: u32 = 0x004_0000;
+/// `personality` flags: `PROT_READ` implies `PROT_EXEC` in `mmap` and `mprotect`.
+pub const READ_IMPLIES_EXEC: u32 = 0x040_0000;
+/// `personality` flags: `uname` shows a 2.6 release.
+pub const UNAME26: u32 = 0x002_0000;
 pub const SI_USER: i32 = 0;
 pub const SI_KERNEL: i32 = 0x80;
 pub const SI_TKILL: i32 = -6;

@@ -90,6 +90,11 @@ pub struct Process {
     pub umask: u32,
     /// Nice value (-20..=19): only kept and reported, the scheduler ignores it.
     pub nice: i32,
+    /// The execution domain and its flags (`personality`): inherited, kept across
+    /// `exec`; `ADDR_NO_RANDOMIZE` turns ASLR off for the next programs loaded,
+    /// `READ_IMPLIES_EXEC` makes readable mappings executable, `UNAME26` shows a 2.6
+    /// release (see `syscall::ids`).
+    pub personality: u32,
     /// Resource limits (soft, hard) by `RLIMIT_*`.
     pub rlimits: [(u64, u64); 16],
     /// Set when the process has ended.

@@ -242,9 +242,10 @@ impl TaskCtx<'_> {
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
+        randomize: bool,
     ) -> Result<(AddressSpace, Image), LoadError> {
         let mut l = ImageLoader { cfg: self.cfg, phys: self.phys, vfs: self.vfs, cache: self.cache, rng: self.rng };
-        l.load(cwd, path, argv, envp)
+        l.load(cwd, path, argv, envp, randomize)
     }
 }
 

@@ -259,6 +259,7 @@ impl Machine {
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
+        randomize: bool,
     ) -> Result<(AddressSpace, Image), LoadError> {
         let mut l = ImageLoader {
             cfg: &self.cfg,
@@ -267,7 +268,7 @@ impl Machine {
             cache: &mut self.cache,
             rng: &mut self.rng,
         };
-        l.load(cwd, path, argv, envp)
+        l.load(cwd, path, argv, envp, randomize)
     }
 
     /// The configuration.
@@ -342,7 +343,7 @@ impl Machine {
             errno,
         })?;
         let path = String::from_utf8_lossy(&path).into_owned();
-        let (aspace, img) = self.load_image(cwd.as_bytes(), &path, &argv, envp)?;
+        let (aspace, img) = self.load_image(cwd.as_bytes(), &path, &argv, envp, true)?;
         let mut fds = FdTable::default();
         for fd in 0..3 {
             if let Ok(d) = host::dup_cloexec(fd, 3) {
@@ -380,6 +381,7 @@ impl Machine {
             sigmask: 0,
             umask: 0o022,
             nice: host_nice(),
+            personality: 0,
             rlimits,
             exit: None,
             pgid: pid,
@@ -435,15 +437,20 @@ struct ImageLoader<'a> {
 }
 
 impl ImageLoader<'_> {
-    /// Loads `path` into a fresh address space with a new layout (spawn and exec).
+    /// Loads `path` into a fresh address space with a new layout (spawn and exec), its
+    /// components randomized as `--aslr` says unless `randomize` is false (the
+    /// caller's `ADDR_NO_RANDOMIZE` personality: none then, as Linux sets no
+    /// `PF_RANDOMIZE`).
     fn load(
         &mut self,
         cwd: &[u8],
         path: &str,
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
+        randomize: bool,
     ) -> Result<(AddressSpace, Image), LoadError> {
-        let layout = Layout::new(self.cfg.kernel, self.cfg.aslr, self.rng);
+        let aslr = if randomize { self.cfg.aslr } else { crate::layout::Aslr::default() };
+        let layout = Layout::new(self.cfg.kernel, aslr, self.rng);
         let mut aspace = AddressSpace::new(self.phys.clone()).map_err(|_| LoadError::NoMemory(path.into()))?;
         let vfs = self.vfs;
         let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());

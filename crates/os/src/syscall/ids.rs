@@ -12,6 +12,7 @@ table! {
         116 sysinfo "p" sys_sysinfo;
         121 setdomainname "pd" |m, p, a| set_uts_name(p, a, &mut m.uts.domainname);
         122 uname "p" sys_uname;
+        136 personality "x" sys_personality;
         191 ugetrlimit "dp" sys_getrlimit;
         205 getgroups32 "dp" |_, p, a| sys_getgroups(p, a, false);
         340 prlimit64 "ddpp" sys_prlimit64;
@@ -48,7 +49,11 @@ pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     // glibc refuses kernels older than 3.2, so the 2.6.12 model also reports a modern
     // release; only its ASLR behaviour is modeled.
     let _ = m.cfg.kernel;
-    let release: &[u8] = b"6.1.0-morph";
+    const RELEASE: &[u8] = b"6.1.0-morph";
+    // UNAME26: "2.6." and the minor version plus 60, then what follows the version
+    // (Linux's `override_release`).
+    const RELEASE26: &[u8] = b"2.6.61-morph";
+    let release = if p.personality & UNAME26 != 0 { RELEASE26 } else { RELEASE };
     let fields = [&b"Linux"[..], &m.uts.hostname, release, b"#1 SMP morph", b"i686", &m.uts.domainname];
     for (i, f) in fields.iter().enumerate() {
         let n = f.len().min(UTS_FIELD - 1);
@@ -56,6 +61,20 @@ pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     }
     p.aspace.write_bytes(a[0], &buf).map_err(efault)?;
     Ok(0)
+}
+
+/// `personality(persona)`: the caller's execution domain and flags, set to `persona`
+/// unless it is `0xffffffff` (a query); the old value is returned. Linux keeps any
+/// value; what morph models of it: `ADDR_NO_RANDOMIZE` (the next `exec` lays the program
+/// out without ASLR), `READ_IMPLIES_EXEC` (`syscall::mm`), `UNAME26` (`uname`). The
+/// others (`ADDR_COMPAT_LAYOUT`'s bottom-up `mmap`, `MMAP_PAGE_ZERO`, `ADDR_LIMIT_3GB`,
+/// the execution domains) are kept and shown, without their effect.
+fn sys_personality(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let old = p.personality;
+    if a[0] != 0xffff_ffff {
+        p.personality = a[0];
+    }
+    Ok(old)
 }
 
 /// The size of a `struct new_utsname` field (`__NEW_UTS_LEN` and a NUL).

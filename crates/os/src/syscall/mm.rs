@@ -100,7 +100,7 @@ pub(super) fn do_mmap(
         }
     };
     let shared = typ == MAP_SHARED;
-    let prot = Prot(prot & 7);
+    let prot = Prot(read_implies_exec(p, prot & 7));
     if flags & MAP_ANONYMOUS != 0 {
         reclaiming(m, p, alen / PAGE_SIZE, |p| p.aspace.map_anon(start, alen, prot, shared, "")).map_err(|_| ENOMEM)?;
         return Ok(start);
@@ -235,6 +235,14 @@ pub(super) fn sys_munmap(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     Ok(0)
 }
 
+/// `prot` with `PROT_EXEC` added to a readable mapping under the `READ_IMPLIES_EXEC`
+/// personality, as Linux's `mmap` and `mprotect` add it.
+fn read_implies_exec(p: &Process, prot: u32) -> u32 {
+    const PROT_READ: u32 = 1;
+    const PROT_EXEC: u32 = 4;
+    if p.personality & crate::linux::READ_IMPLIES_EXEC != 0 && prot & PROT_READ != 0 { prot | PROT_EXEC } else { prot }
+}
+
 pub(super) fn sys_mprotect(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     if a[0] & (PAGE_SIZE - 1) != 0 || a[2] & !7 != 0 {
         return Err(EINVAL);
@@ -242,7 +250,7 @@ pub(super) fn sys_mprotect(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -
     if a[1] == 0 {
         return Ok(0);
     }
-    p.aspace.protect(a[0], a[1], Prot(a[2])).map_err(|k| match k {
+    p.aspace.protect(a[0], a[1], Prot(read_implies_exec(p, a[2]))).map_err(|k| match k {
         MemFaultKind::Protection => EACCES,
         MemFaultKind::Unmapped | MemFaultKind::BeyondEof | MemFaultKind::Limit => ENOMEM,
     })?;

@@ -181,6 +181,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         umask: p.umask,
         // SCHED_RESET_ON_FORK resets a negative nice value too.
         nice: if p.attrs.reset_on_fork { p.nice.max(0) } else { p.nice },
+        personality: p.personality,
         rlimits: p.rlimits,
         exit: None,
         pgid: p.pgid,
@@ -352,7 +353,8 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let spath = String::from_utf8_lossy(&path).into_owned();
     let cwd = p.cwd.clone();
     free_low_window(m, p);
-    let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp).map_err(|e| load_errno(&e))?;
+    let randomize = p.personality & crate::linux::ADDR_NO_RANDOMIZE == 0;
+    let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp, randomize).map_err(|e| load_errno(&e))?;
     // The point of no return: the old image goes, with the group's other threads
     // (their children get their parent-death signals and the caller as parent thread);
     // the calling thread becomes the leader.
