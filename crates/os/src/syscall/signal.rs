@@ -38,9 +38,16 @@ table! {
         27 alarm "u" sys_alarm;
         29 pause "" sys_pause;
         37 kill "dd" sys_kill;
+        48 signal "dx" sys_signal;
+        67 sigaction "dpp" sys_sigaction;
+        68 sgetmask "" |_, p, _| Ok(p.sigmask as u32);
+        69 ssetmask "x" sys_ssetmask;
+        72 sigsuspend "ddx" |_, p, a| suspend(p, u64::from(a[2]));
+        73 sigpending "p" sys_sigpending;
         104 setitimer "dpp" sys_setitimer;
         105 getitimer "dp" sys_getitimer;
         119 sigreturn "" sys_sigreturn;
+        126 sigprocmask "dpp" sys_sigprocmask;
         173 rt_sigreturn "" sys_rt_sigreturn;
         174 rt_sigaction "dppu" sys_rt_sigaction;
         175 rt_sigprocmask "dppu" sys_rt_sigprocmask;
@@ -160,7 +167,8 @@ impl TaskCtx<'_> {
             p.sigmask |= sigbit(sig);
         }
         if act.flags & SA_RESETHAND != 0 {
-            p.sigactions[(sig - 1) as usize] = crate::process::SigAction::default();
+            // Only the handler: the flags and mask stay, as `sigaction` reads them back.
+            p.sigactions[(sig - 1) as usize].handler = SIG_DFL;
         }
     }
 }
@@ -436,7 +444,8 @@ fn sys_sigreturn(_: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResul
     // The restorer popped pretcode (by `ret`) and sig (by `pop %eax`).
     let frame = p.cpu.gpr[reg::ESP].wrapping_sub(8);
     let sc = frame + 8;
-    let low = p.aspace.read_u32(sc + 84).map_err(efault);
+    // sigcontext's `oldmask`, its 21st word (`cr2` follows).
+    let low = p.aspace.read_u32(sc + 80).map_err(efault);
     let high = p.aspace.read_u32(frame + FRAME_SIZE - 12).map_err(efault);
     match (low, high, restore_sigcontext(p, sc)) {
         (Ok(low), Ok(high), Ok(())) => {
@@ -467,14 +476,30 @@ fn bad_frame(p: &mut Process) -> SysResult {
     Err(EJUSTRETURN)
 }
 
+/// Makes `act` the action of `sig` (Linux's `do_sigaction`, after the caller read it).
+fn set_action(p: &mut Process, sig: i32, mut act: crate::process::SigAction) {
+    // SIGKILL and SIGSTOP are never blocked: left out of the mask kept.
+    act.mask &= !UNBLOCKABLE;
+    p.sigactions[(sig - 1) as usize] = act;
+    // Setting SIG_IGN (or SIG_DFL for a signal ignored by default) discards a
+    // pending instance.
+    if act.handler == SIG_IGN || (act.handler == SIG_DFL && default_action(sig) == DefaultAction::Ignore) {
+        p.pending &= !sigbit(sig);
+    }
+}
+
+/// Whether `sig` may be given an action (`set`) or have it read: 1 to 64, and not
+/// `SIGKILL` or `SIGSTOP` for a new one.
+fn action_allowed(sig: i32, set: bool) -> Result<(), Errno> {
+    if !(1..=64).contains(&sig) || (set && (sig == SIGKILL || sig == SIGSTOP)) { Err(EINVAL) } else { Ok(()) }
+}
+
 fn sys_rt_sigaction(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let sig = a[0] as i32;
-    if !(1..=64).contains(&sig) || a[3] != 8 {
+    if a[3] != 8 {
         return Err(EINVAL);
     }
-    if a[1] != 0 && (sig == SIGKILL || sig == SIGSTOP) {
-        return Err(EINVAL);
-    }
+    action_allowed(sig, a[1] != 0)?;
     let old = p.sigactions[(sig - 1) as usize];
     if a[1] != 0 {
         let mut b = [0u8; 20];
@@ -486,12 +511,7 @@ fn sys_rt_sigaction(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRe
             restorer: w(8),
             mask: u64::from(w(12)) | (u64::from(w(16)) << 32),
         };
-        p.sigactions[(sig - 1) as usize] = act;
-        // Setting SIG_IGN (or SIG_DFL for a signal ignored by default) discards a
-        // pending instance.
-        if act.handler == SIG_IGN || (act.handler == SIG_DFL && default_action(sig) == DefaultAction::Ignore) {
-            p.pending &= !sigbit(sig);
-        }
+        set_action(p, sig, act);
     }
     if a[2] != 0 {
         let mut b = Vec::with_capacity(20);
@@ -501,6 +521,86 @@ fn sys_rt_sigaction(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRe
         p.aspace.write_bytes(a[2], &b).map_err(efault)?;
     }
     Ok(0)
+}
+
+// ----- the old calls of the first i386 ABI -------------------------------------------------
+//
+// Before the `rt_` calls (Linux 2.2) a signal set was one word: signals 1 to 32. A
+// 64-bit kernel still serves these calls to 32-bit processes (`compat_sys_sigaction`
+// and the rest), so a program built against an old C library runs as it did; glibc
+// uses none of them.
+
+/// `signal(sig, handler)`: `handler` with `SA_RESETHAND | SA_NODEFER` and an empty mask
+/// (System V's semantics); the old handler is returned.
+fn sys_signal(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const SA_NODEFER: u32 = 0x4000_0000;
+    const SA_RESETHAND: u32 = 0x8000_0000;
+    let sig = a[0] as i32;
+    action_allowed(sig, true)?;
+    let old = p.sigactions[(sig - 1) as usize];
+    let act = crate::process::SigAction { handler: a[1], flags: SA_RESETHAND | SA_NODEFER, restorer: 0, mask: 0 };
+    set_action(p, sig, act);
+    Ok(old.handler)
+}
+
+/// `sigaction(sig, act, oact)` with `struct old_sigaction { handler, mask, flags,
+/// restorer }` and a one-word mask (signals 33 to 64 left out of the new mask).
+fn sys_sigaction(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let sig = a[0] as i32;
+    action_allowed(sig, a[1] != 0)?;
+    let old = p.sigactions[(sig - 1) as usize];
+    if a[1] != 0 {
+        let mut b = [0u8; 16];
+        p.aspace.read_bytes(a[1], &mut b).map_err(efault)?;
+        let act = crate::process::SigAction {
+            handler: le_u32(&b, 0),
+            mask: u64::from(le_u32(&b, 4)),
+            flags: le_u32(&b, 8),
+            restorer: le_u32(&b, 12),
+        };
+        set_action(p, sig, act);
+    }
+    if a[2] != 0 {
+        let mut b = [0u8; 16];
+        for (i, v) in [old.handler, old.mask as u32, old.flags, old.restorer].into_iter().enumerate() {
+            b[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        p.aspace.write_bytes(a[2], &b).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+/// `sigprocmask(how, set, oset)` on the first word of the mask: `SIG_SETMASK` replaces
+/// signals 1 to 32 and keeps the others blocked as they were.
+fn sys_sigprocmask(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let old = p.sigmask;
+    if a[1] != 0 {
+        let set = u64::from(p.aspace.read_u32(a[1]).map_err(efault)?) & !UNBLOCKABLE;
+        p.sigmask = match a[0] {
+            0 => old | set,
+            1 => old & !set,
+            2 => (old & !0xffff_ffff) | set,
+            _ => return Err(EINVAL),
+        };
+    }
+    if a[2] != 0 {
+        p.aspace.write_u32(a[2], old as u32).map_err(efault)?;
+    }
+    Ok(0)
+}
+
+/// `sigpending(set)`: the first word of the pending and blocked signals.
+fn sys_sigpending(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    p.aspace.write_u32(a[0], (p.pending & p.sigmask) as u32).map_err(efault)?;
+    Ok(0)
+}
+
+/// `ssetmask(mask)`: the whole mask becomes `mask` (signals 33 to 64 unblocked); the old
+/// first word is returned.
+fn sys_ssetmask(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let old = p.sigmask as u32;
+    p.sigmask = u64::from(a[0]) & !UNBLOCKABLE;
+    Ok(old)
 }
 
 fn sys_rt_sigprocmask(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
@@ -548,6 +648,12 @@ fn sys_rt_sigsuspend(_: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysR
         return Err(EINVAL);
     }
     let mask = p.aspace.read_u64(a[0]).map_err(efault)?;
+    suspend(p, mask)
+}
+
+/// Waits for a handled signal with `mask` blocked meanwhile (`rt_sigsuspend`; the old
+/// `sigsuspend(0, 0, mask)` gives one word).
+fn suspend(p: &mut Process, mask: u64) -> SysResult {
     if p.saved_mask.is_none() {
         p.saved_mask = Some(p.sigmask);
     }
