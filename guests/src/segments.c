@@ -5,12 +5,14 @@
  * GDT entries from 12 (selector 0x63), and GS loaded with it reads back;
  * reloading DS with its own selector works, a selector past the TLS entries
  * (an LDT one, or entry 16) faults.  (morph's --kernel 2.6.12 profile gives the
- * i386 kernel's 0x73/0x7b and entries from 6 instead.)
+ * i386 kernel's 0x73/0x7b and entries from 6 instead.)  get_thread_area reads
+ * an entry back as Linux's fill_user_desc does, EINVAL outside the TLS entries.
  */
 #include "rt.h"
 
 #define SYS_rt_sigaction_ 174
 #define SYS_set_thread_area 243
+#define SYS_get_thread_area 244
 #define SYS_kill_ 37
 #define SIGSEGV_ 11
 #define SIGUSR1_ 10
@@ -91,5 +93,25 @@ int main(void)
 	printf("ds reloaded with its own selector: %s\n", load_ds(rd(1)) ? "ok" : "fault");
 	printf("ds with an LDT selector: %s\n", load_ds(0x0f) ? "ok" : "fault");
 	printf("ds with GDT entry 16: %s\n", load_ds(16 * 8 + 3) ? "ok" : "fault");
+
+	/* get_thread_area: the entry just set, a free one, one out of range, a bad pointer. */
+	struct user_desc g;
+	for (uint32_t e = d.entry_number; e <= d.entry_number + 1; e++) {
+		memset(&g, 0xee, sizeof g);
+		g.entry_number = e;
+		r = rt_syscall(SYS_get_thread_area, &g);
+		printf("get_thread_area(%s): %s base %s limit %#x flags %#x\n", e == d.entry_number ? "set" : "free",
+		       sys_err(r), g.base_addr == (uint32_t)&tls_word ? "ours" : g.base_addr == 0 ? "0" : "other",
+		       g.limit, g.flags);
+	}
+	g.entry_number = 3;
+	printf("get_thread_area(3): %s\n", sys_err(rt_syscall(SYS_get_thread_area, &g)));
+	printf("get_thread_area(NULL): %s\n", sys_err(rt_syscall(SYS_get_thread_area, 0)));
+	/* An entry emptied reads back as Linux's empty descriptor. */
+	struct user_desc z = { d.entry_number, 0, 0, 0x28 };
+	rt_syscall(SYS_set_thread_area, &z);
+	g.entry_number = d.entry_number;
+	r = rt_syscall(SYS_get_thread_area, &g);
+	printf("get_thread_area(emptied): %s base %#x limit %#x flags %#x\n", sys_err(r), g.base_addr, g.limit, g.flags);
 	return 0;
 }

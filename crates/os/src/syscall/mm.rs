@@ -20,6 +20,7 @@ table! {
         192 mmap2 "puPMfg" sys_mmap2;
         219 madvise "puD" sys_madvise;
         243 set_thread_area "p" sys_set_thread_area;
+        244 get_thread_area "p" sys_get_thread_area;
         376 mlock2 "pux" sys_mlock2;
     }
 }
@@ -457,6 +458,33 @@ fn sys_mlockall(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult
 
 pub(super) fn sys_set_thread_area(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     set_thread_area(p, a[0])
+}
+
+/// `get_thread_area(u_info)`: the TLS entry `u_info->entry_number` as a `struct
+/// user_desc`, as Linux's `fill_user_desc` makes it from the descriptor (an unused
+/// entry: not present, read-only); `EINVAL` outside the TLS entries.
+pub(super) fn sys_get_thread_area(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    use morph_cpu::state::TLS_ENTRIES;
+    let entry = p.aspace.read_u32(a[0]).map_err(efault)?;
+    let i = (entry as usize).wrapping_sub(p.cpu.segs.tls_min);
+    if i >= TLS_ENTRIES {
+        return Err(EINVAL);
+    }
+    let d = p.cpu.tls[i];
+    let typ = u32::from(d.access & 0xf);
+    let f = u32::from(d.flags);
+    let bits = (f >> 2 & 1) // seg_32bit: D/B
+        | (typ >> 2) << 1 // contents
+        | u32::from(typ & 2 == 0) << 3 // read_exec_only
+        | (f >> 3 & 1) << 4 // limit_in_pages: G
+        | u32::from(d.access & 0x80 == 0) << 5 // seg_not_present
+        | (f & 1) << 6; // useable: AVL
+    let mut b = [0u8; 16];
+    for (k, v) in [entry, d.base, d.limit & 0xf_ffff, bits].into_iter().enumerate() {
+        b[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    p.aspace.write_bytes(a[0], &b).map_err(efault)?;
+    Ok(0)
 }
 
 /// Installs the TLS descriptor (`struct user_desc`) at guest address `ptr`.
