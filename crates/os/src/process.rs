@@ -74,8 +74,13 @@ pub struct Process {
     pub aspace: AddressSpace,
     /// Descriptors.
     pub fds: FdTable,
-    /// Current directory, as a guest path.
+    /// Current directory, as a guest path (in the terms of `root`; see
+    /// [`crate::vfs::UNREACHABLE`] for one outside it).
     pub cwd: Vec<u8>,
+    /// The root directory `chroot` gave the process (`None`: the machine's root). Like
+    /// `cwd` and `umask`, one per thread group (`CLONE_FS`), copied by fork, kept by
+    /// exec.
+    pub root: Option<std::rc::Rc<crate::vfs::Root>>,
     /// The executable's guest path (`/proc/self/exe`).
     pub exe: String,
     /// Start of the heap.
@@ -300,6 +305,8 @@ impl Caps {
     pub const SETGID: u32 = 6;
     /// `CAP_SETUID`: any user ids.
     pub const SETUID: u32 = 7;
+    /// `CAP_SYS_CHROOT`: `chroot`.
+    pub const SYS_CHROOT: u32 = 18;
     /// `CAP_SYS_ADMIN`: among much else, take a terminal from another session, name the
     /// machine (`sethostname`).
     pub const SYS_ADMIN: u32 = 21;

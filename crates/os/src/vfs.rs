@@ -8,16 +8,27 @@
 //!
 //! Without `--root`, the root is the host's `/`.
 //!
+//! A process that called `chroot` has a root of its own, a [`Root`] (a directory of
+//! the machine's root, shared by its children). While one of its system calls runs,
+//! the Vfs resolves from that directory instead ([`Vfs::set_view`]), and the guest
+//! paths it takes and gives (the working directory, `guest_path_of`) are in that
+//! root's terms. A working directory outside it (as `chroot` leaves it) is written
+//! [`UNREACHABLE`] followed by its path in the machine's root: relative names resolve
+//! from there inside the machine's root (`..` climbs to the machine's root, as Linux's
+//! does from outside a chroot), `getcwd` shows `(unreachable)/...` as Linux's does.
+//!
 //! `/dev` and `/proc` are morph's own (see [`crate::special`]): the system-call layer
 //! answers paths under them before they reach here, and this module refuses any that
 //! still do, so the host's devices and process information never show through, not
 //! even when the root is the host's `/` (where a symbolic link could lead into them:
 //! then every open checks where it landed).
 
+use std::cell::RefCell;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use crate::host;
 use crate::linux;
@@ -37,7 +48,39 @@ pub struct Vfs {
     /// gave no temporary directory for it: `/dev/shm` is then missing (`ENOENT`), as
     /// on a system that mounts none, and the machine runs all the same.
     shm: Option<Shm>,
+    /// The root of the process whose system call runs, if it called `chroot` (see
+    /// [`Vfs::set_view`]); `None`: the machine's root.
+    view: RefCell<Option<Rc<Root>>>,
 }
+
+/// A process's root directory after `chroot`: inherited by fork and clone, kept by
+/// exec. It never changes; `chroot` gives the process a new one.
+pub struct Root {
+    /// The directory (`O_PATH`), that `openat2` resolves in.
+    fd: OwnedFd,
+    /// Its host path (to find the guest path of a descriptor).
+    host: PathBuf,
+    /// Its path in the machine's root (`/proc/<pid>/root`), normalized.
+    guest: Vec<u8>,
+    /// Whether it has a `dev` and a `proc` directory, where a system mounts them:
+    /// morph's `/dev` and `/proc` are there (as if mounted), and missing from a root
+    /// without them, as from a Linux chroot where nothing was mounted.
+    dev: bool,
+    proc: bool,
+}
+
+impl Root {
+    /// The directory's path in the machine's root.
+    pub fn guest(&self) -> &[u8] {
+        &self.guest
+    }
+}
+
+/// How a guest path outside the process's root starts (a working directory left
+/// outside by `chroot`): then the path after it is one in the machine's root. A guest
+/// cannot write it, a path it passes ending at its first NUL; `getcwd` shows it
+/// without the NUL, as Linux's `(unreachable)/...`.
+pub const UNREACHABLE: &[u8] = b"\0(unreachable)";
 
 /// The machine's `/dev/shm`: mode 1777 like Linux's, inside a private (0700) host
 /// temporary directory, preferably in the host's own `/dev/shm` (a tmpfs), so that no
@@ -91,7 +134,66 @@ impl Vfs {
         let root_dev = dev(&root_path);
         let mounted_special =
             [root_path.join("dev"), root_path.join("proc")].iter().any(|d| dev(d).is_some_and(|d| Some(d) != root_dev));
-        Ok(Vfs { root, root_path, mounted_special, shm: Shm::new().ok() })
+        Ok(Vfs { root, root_path, mounted_special, shm: Shm::new().ok(), view: RefCell::new(None) })
+    }
+
+    /// Makes paths resolve in `root` (a process's, after `chroot`; `None`: the
+    /// machine's root), for the system call about to run.
+    pub fn set_view(&self, root: Option<Rc<Root>>) {
+        *self.view.borrow_mut() = root;
+    }
+
+    /// The root that paths resolve in now, if not the machine's.
+    pub fn view(&self) -> Option<Rc<Root>> {
+        self.view.borrow().clone()
+    }
+
+    /// A [`Root`] of the directory `dir` (opened by [`Vfs::open`]), or `None` if it is
+    /// the machine's root.
+    pub fn make_root(&self, dir: OwnedFd) -> Result<Option<Root>, Errno> {
+        let host = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())).map_err(|_| linux::ENOENT)?;
+        let guest = self.machine_path_of(&dir)?;
+        if guest == b"/" {
+            return Ok(None);
+        }
+        let has = |name: &std::ffi::CStr| {
+            let how = (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64;
+            host::openat2(dir.as_raw_fd(), name, how, 0, libc::RESOLVE_IN_ROOT).is_ok()
+        };
+        let (dev, proc) = (has(c"dev"), has(c"proc"));
+        Ok(Some(Root { fd: dir, host, guest, dev, proc }))
+    }
+
+    /// The path in the machine's root of guest path `path` of a process with root
+    /// `root` (its absolute path, or [`UNREACHABLE`] and one).
+    pub fn machine_path(root: Option<&Root>, path: &[u8]) -> Vec<u8> {
+        if let Some(rest) = path.strip_prefix(UNREACHABLE) {
+            return rest.to_vec();
+        }
+        match root {
+            None => path.to_vec(),
+            Some(r) if path == b"/" => r.guest.clone(),
+            Some(r) => [&r.guest[..], path].concat(),
+        }
+    }
+
+    /// A path in the machine's root as a guest path of the process whose call runs:
+    /// inside its root, or [`UNREACHABLE`] and the path.
+    pub fn to_view(&self, machine: &[u8]) -> Vec<u8> {
+        match &*self.view.borrow() {
+            None => machine.to_vec(),
+            Some(r) if under(machine, &r.guest) => {
+                let rest = &machine[r.guest.len()..];
+                if rest.is_empty() { b"/".to_vec() } else { rest.to_vec() }
+            }
+            Some(_) => [UNREACHABLE, machine].concat(),
+        }
+    }
+
+    /// A guest path as Linux's `d_path` shows it (`/proc/<pid>/cwd`, `/proc/<pid>/fd`):
+    /// one outside the root in full, from the machine's root.
+    pub fn shown(path: &[u8]) -> &[u8] {
+        path.strip_prefix(UNREACHABLE).unwrap_or(path)
     }
 
     /// Whether the machine has its `/dev/shm`.
@@ -106,7 +208,7 @@ impl Vfs {
 
     /// Joins a guest path to the guest working directory (no resolution).
     pub fn absolute(cwd: &[u8], path: &[u8]) -> Vec<u8> {
-        if path.first() == Some(&b'/') {
+        if path.first() == Some(&b'/') || path.starts_with(UNREACHABLE) {
             path.to_vec()
         } else {
             let mut p = cwd.to_vec();
@@ -120,9 +222,14 @@ impl Vfs {
 
     /// The absolute guest path `path` names from `cwd`, with `.`, `..` and repeated
     /// slashes removed lexically (`..` at `/` stays at `/`); the flag says whether the
-    /// path ended in a slash (then it must name a directory).
+    /// path ended in a slash (then it must name a directory). A path outside the
+    /// process's root keeps its [`UNREACHABLE`] start.
     pub fn normalize(cwd: &[u8], path: &[u8]) -> (Vec<u8>, bool) {
         let abs = Self::absolute(cwd, path);
+        if let Some(rest) = abs.strip_prefix(UNREACHABLE) {
+            let (n, dir) = Self::normalize(b"/", rest);
+            return ([UNREACHABLE, &n[..]].concat(), dir);
+        }
         let mut parts: Vec<&[u8]> = Vec::new();
         for c in abs.split(|&b| b == b'/') {
             match c {
@@ -149,7 +256,30 @@ impl Vfs {
     /// morph's own trees, never the root's (but for `/dev/shm`, a directory of files
     /// that this file system serves).
     pub fn is_special(norm: &[u8]) -> bool {
+        let norm = norm.strip_prefix(UNREACHABLE).unwrap_or(norm);
         [&b"/dev"[..], b"/proc"].iter().any(|top| under(norm, top)) && !under(norm, SHM)
+    }
+
+    /// Whether morph serves the normalized absolute guest path (see
+    /// [`crate::special`]): a path of its `/dev` or `/proc` ([`Vfs::is_special`]), if
+    /// the root of the process whose call runs has them (see [`Root`]). A path
+    /// outside that root is never served (`open` refuses it if it is `/dev` or `/proc`
+    /// of the machine's root).
+    pub fn served(&self, norm: &[u8]) -> bool {
+        if !Self::is_special(norm) {
+            return false;
+        }
+        match &*self.view.borrow() {
+            None => true,
+            Some(_) if norm.starts_with(UNREACHABLE) => false,
+            Some(r) => {
+                if under(norm, b"/dev") {
+                    r.dev
+                } else {
+                    r.proc
+                }
+            }
+        }
     }
 
     /// The part of a normalized guest path below `/dev/shm`, relative (`.` for
@@ -166,26 +296,33 @@ impl Vfs {
         if path.is_empty() {
             return Err(linux::ENOENT);
         }
-        if Self::is_special(&Self::normalize(cwd, path).0) {
+        let (norm, slash) = Self::normalize(cwd, path);
+        if self.served(&norm) || norm.starts_with(UNREACHABLE) && Self::is_special(&norm) {
             return Err(if flags & libc::O_CREAT != 0 { linux::EACCES } else { linux::ENOENT });
         }
-        let (norm, slash) = Self::normalize(cwd, path);
+        let view = self.view.borrow();
         // Below /dev/shm: resolved inside that directory, from the path's lexical form
         // (a `..` there does not go back through a symbolic link).
-        let (base, abs) = match Self::in_shm(&norm) {
+        let (base, abs) = match Self::in_shm(&norm).filter(|_| view.as_ref().is_none_or(|r| r.dev)) {
             Some(mut rest) => {
                 if slash {
                     rest.push(b'/');
                 }
                 (&self.shm.as_ref().ok_or(linux::ENOENT)?.dir, rest)
             }
-            None => (&self.root, Self::absolute(cwd, path)),
+            None => {
+                let abs = Self::absolute(cwd, path);
+                match abs.strip_prefix(UNREACHABLE) {
+                    Some(rest) => (&self.root, rest.to_vec()),
+                    None => (view.as_ref().map_or(&self.root, |r| &r.fd), abs),
+                }
+            }
         };
         let c = CString::new(abs).map_err(|_| linux::EINVAL)?;
         let mode = if flags & (libc::O_CREAT | libc::O_TMPFILE) != 0 { u64::from(mode & 0o7777) } else { 0 };
         let resolve = libc::RESOLVE_IN_ROOT | libc::RESOLVE_NO_MAGICLINKS;
         let fd = host::openat2(base.as_raw_fd(), &c, (flags | libc::O_CLOEXEC) as u64, mode, resolve)?;
-        if self.mounted_special && self.guest_path_of(&fd).is_ok_and(|g| Self::is_special(&g)) {
+        if self.mounted_special && self.machine_path_of(&fd).is_ok_and(|g| Self::is_special(&g)) {
             return Err(linux::ENOENT); // a link led into the host's own /dev or /proc
         }
         Ok(fd)
@@ -233,25 +370,31 @@ impl Vfs {
         if path.is_empty() {
             return Err(linux::ENOENT);
         }
-        let abs = Self::absolute(cwd, path);
+        let full = Self::absolute(cwd, path);
+        // Outside the process's root: split the path in the machine's root.
+        let (mark, abs) = match full.strip_prefix(UNREACHABLE) {
+            Some(rest) => (UNREACHABLE, rest),
+            None => (&b""[..], &full[..]),
+        };
         let trimmed: &[u8] = {
-            let mut t = &abs[..];
+            let mut t = abs;
             while t.len() > 1 && t.last() == Some(&b'/') {
                 t = &t[..t.len() - 1];
             }
             t
         };
-        if Self::is_special(&Self::normalize(b"/", trimmed).0) {
+        let norm = Self::normalize(b"/", &[mark, trimmed].concat()).0;
+        if self.served(&norm) || mark == UNREACHABLE && Self::is_special(&norm) {
             return Err(linux::EACCES); // morph's /dev and /proc take no new names
         }
         let cut = trimmed.iter().rposition(|&b| b == b'/').unwrap_or(0);
         let (dir, name) = (&trimmed[..cut.max(1)], &trimmed[cut + 1..]);
         if matches!(name, b"" | b"." | b"..") {
             // The directory the whole path names (resolved by openat2 inside the root).
-            let dirfd = self.open(b"/", trimmed, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+            let dirfd = self.open(b"/", &[mark, trimmed].concat(), libc::O_PATH | libc::O_DIRECTORY, 0)?;
             return Ok((dirfd, c".".to_owned()));
         }
-        let dirfd = self.open(b"/", dir, libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        let dirfd = self.open(b"/", &[mark, dir].concat(), libc::O_PATH | libc::O_DIRECTORY, 0)?;
         Ok((dirfd, CString::new(name).map_err(|_| linux::EINVAL)?))
     }
 
@@ -280,9 +423,23 @@ impl Vfs {
             .is_ok_and(|p| p.starts_with(&self.root_path) || self.shm.as_ref().is_some_and(|s| p.starts_with(&s.path)))
     }
 
-    /// The guest path of an open directory (for `getcwd` after `chdir`).
+    /// The guest path of an open directory (for `getcwd` after `chdir`), in the terms
+    /// of the process whose call runs: one outside its root (after `chroot`) is
+    /// [`UNREACHABLE`] and its path in the machine's root.
     /// Its bytes as the host gives them: a name need not be UTF-8.
     pub fn guest_path_of(&self, fd: &impl AsRawFd) -> Result<Vec<u8>, Errno> {
+        let Some(r) = self.view() else { return self.machine_path_of(fd) };
+        let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;
+        if let Ok(rel) = host.strip_prefix(&r.host) {
+            return Ok([&b"/"[..], rel.as_os_str().as_bytes()].concat());
+        }
+        let m = self.machine_path_of(fd)?;
+        if under(&m, SHM) { Ok(m) } else { Ok(self.to_view(&m)) }
+    }
+
+    /// The path of an open file in the machine's root (or `/dev/shm`), whatever the
+    /// root of the process whose call runs.
+    pub fn machine_path_of(&self, fd: &impl AsRawFd) -> Result<Vec<u8>, Errno> {
         let host = std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| linux::ENOENT)?;
         let (top, rel): (&[u8], _) = match self.shm.as_ref().and_then(|s| host.strip_prefix(&s.path).ok()) {
             Some(rel) => (b"/dev/shm", rel),
@@ -330,5 +487,22 @@ mod tests {
         assert_eq!(Vfs::in_shm(b"/dev/shm"), Some(b".".to_vec()));
         assert_eq!(Vfs::in_shm(b"/dev/shm/a/b"), Some(b"a/b".to_vec()));
         assert_eq!(Vfs::in_shm(b"/dev/shmx"), None);
+    }
+
+    #[test]
+    fn paths_outside_a_chroot_keep_their_mark() {
+        let out = |p: &str| [UNREACHABLE, p.as_bytes()].concat();
+        // Relative names join an unreachable directory; absolute ones are the root's.
+        assert_eq!(Vfs::absolute(&out("/a/b"), b"c"), out("/a/b/c"));
+        assert_eq!(Vfs::absolute(&out("/a/b"), b"/c"), b"/c".to_vec());
+        assert_eq!(Vfs::absolute(b"/", &out("/x")), out("/x"));
+        // `..` climbs in the machine's root, and stops at its top.
+        assert_eq!(Vfs::normalize(&out("/a/b"), b"../../../c/"), (out("/c"), true));
+        assert!(Vfs::is_special(&out("/proc/1")) && !Vfs::is_special(&out("/a")));
+        assert_eq!(Vfs::shown(&out("/a")), b"/a");
+        assert_eq!(Vfs::shown(b"/a"), b"/a");
+        // A path of a process with no root of its own is the machine's.
+        assert_eq!(Vfs::machine_path(None, b"/a"), b"/a".to_vec());
+        assert_eq!(Vfs::machine_path(None, &out("/a")), b"/a".to_vec());
     }
 }

@@ -374,6 +374,7 @@ impl Machine {
             aspace,
             fds,
             cwd: cwd.as_bytes().to_vec(),
+            root: None,
             exe: img.exe.clone(),
             brk_start: img.brk,
             brk: img.brk,

@@ -159,7 +159,7 @@ pub fn resolve(m: Sys<'_>, p: &Process, dir: &[u8], path: &[u8], follow: bool) -
         return Err(ENOENT);
     }
     let (mut norm, slash) = Vfs::normalize(dir, path);
-    if !Vfs::is_special(&norm) {
+    if !m.vfs.served(&norm) {
         return Ok(Resolved::Path(Vfs::absolute(dir, path)));
     }
     let follow = follow || slash;
@@ -175,7 +175,7 @@ pub fn resolve(m: Sys<'_>, p: &Process, dir: &[u8], path: &[u8], follow: bool) -
             }
             Step::Again(v) => {
                 norm = Vfs::normalize(b"/", &v).0;
-                if !Vfs::is_special(&norm) {
+                if !m.vfs.served(&norm) {
                     if slash {
                         norm.push(b'/');
                     }
@@ -323,7 +323,7 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
     let into_root = |target: &[u8]| -> Step {
         if rest.is_empty() && !follow {
             let path = format!("{base}/{}", String::from_utf8_lossy(what));
-            Step::Node(Node::Link(path, target.to_vec(), 0o777))
+            Step::Node(Node::Link(path, Vfs::shown(target).to_vec(), 0o777))
         } else {
             Step::Again(join(trim_slashes(target), rest))
         }
@@ -335,8 +335,10 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
             }
             Ok(into_root(q.exe.as_bytes()))
         }
-        b"cwd" => Ok(into_root(&q.cwd)),
-        b"root" => Ok(into_root(b"/")),
+        // In the reader's terms: a directory outside its root in full (Linux's `d_path`).
+        b"cwd" if q.root.is_none() && p.root.is_none() => Ok(into_root(&q.cwd)),
+        b"cwd" => Ok(into_root(&m.vfs.to_view(&Vfs::machine_path(q.root.as_deref(), &q.cwd)))),
+        b"root" => Ok(into_root(&m.vfs.to_view(q.root.as_ref().map_or(b"/", |r| r.guest())))),
         b"fd" => {
             let Some(&n) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("{base}/fd")))) };
             let e = parse_num(n).and_then(|n| q.fds.get(n)).ok_or(ENOENT)?.clone();
@@ -406,7 +408,7 @@ fn fd_link(m: Sys<'_>, e: &FdEntry) -> Vec<u8> {
         FileKind::Host => {
             // Inside the root or /dev/shm: the guest's path, byte for byte.
             if let Ok(g) = m.vfs.guest_path_of(e.host.as_ref()) {
-                return g;
+                return Vfs::shown(&g).to_vec();
             }
             let host = std::fs::read_link(format!("/proc/self/fd/{}", e.host.as_raw_fd())).unwrap_or_default();
             match host.strip_prefix(m.vfs.root_path()) {

@@ -1502,7 +1502,14 @@ fn open_at(
     let (dir, c, how) = if resolve & SCOPED != 0 {
         (dir_fd(m.vfs, start)?, c, extra | (resolve & SCOPED))
     } else {
-        let root = m.vfs.open(b"/", b"/", libc::O_PATH | libc::O_DIRECTORY, 0)?;
+        // The root the path resolves in: the process's, or the machine's for a path
+        // outside it (see `crate::vfs::UNREACHABLE`).
+        let abs = Vfs::absolute(&start.path, path);
+        let (top, abs) = match abs.strip_prefix(crate::vfs::UNREACHABLE) {
+            Some(rest) => ([crate::vfs::UNREACHABLE, b"/"].concat(), rest.to_vec()),
+            None => (b"/".to_vec(), abs),
+        };
+        let root = m.vfs.open(b"/", &top, libc::O_PATH | libc::O_DIRECTORY, 0)?;
         let dir = match path[0] != b'/' && resolve & RESOLVE_NO_XDEV != 0 {
             true => Some(dir_fd(m.vfs, start)?),
             false => None,
@@ -1514,7 +1521,7 @@ fn open_at(
                 (d, c, extra)
             }
             _ => {
-                let abs = std::ffi::CString::new(Vfs::absolute(&start.path, path)).map_err(|_| EINVAL)?;
+                let abs = std::ffi::CString::new(abs).map_err(|_| EINVAL)?;
                 (root, abs, extra | libc::RESOLVE_IN_ROOT)
             }
         }
@@ -1523,7 +1530,7 @@ fn open_at(
     let file = open_host_with(p, host_flags, flags, |fl| {
         let fd = host::openat2(dir.as_raw_fd(), &c, (fl | libc::O_CLOEXEC) as u64, mode, how)?;
         // A link that led to the host's own /dev or /proc: not the guest's (see vfs.rs).
-        if vfs.guest_path_of(&fd).is_ok_and(|g| Vfs::is_special(&g)) {
+        if vfs.machine_path_of(&fd).is_ok_and(|g| Vfs::is_special(&g)) {
             return Err(ENOENT);
         }
         Ok(fd)

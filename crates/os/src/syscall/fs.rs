@@ -18,6 +18,7 @@ table! {
         39 mkdir "so" sys_mkdir;
         40 rmdir "s" sys_rmdir;
         60 umask "o" sys_umask;
+        61 chroot "s" sys_chroot;
         83 symlink "ss" sys_symlink;
         85 readlink "sbu" sys_readlink;
         94 fchmod "fo" sys_fchmod;
@@ -64,7 +65,11 @@ pub(super) fn sys_umask(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 }
 
 pub(super) fn sys_getcwd(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
-    let mut s = p.cwd.clone();
+    // Outside the root (after `chroot`): Linux's `(unreachable)/...`.
+    let mut s = match p.cwd.strip_prefix(b"\0") {
+        Some(marked) => marked.to_vec(),
+        None => p.cwd.clone(),
+    };
     s.push(0);
     if s.len() > a[1] as usize {
         return Err(ERANGE);
@@ -84,6 +89,35 @@ pub(super) fn sys_chdir(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
         Resolved::Node(Node::Fd(e)) => dir_of_entry(m.vfs, &e)?,
         Resolved::Node(_) => return Err(ENOTDIR),
     };
+    Ok(0)
+}
+
+/// `chroot(path)`: the directory `path` names becomes the process's root (see
+/// [`crate::vfs::Root`]); its working directory stays where it is, which may now be
+/// outside the root. Linux's order of checks: the path (`ENOENT`, `ENOTDIR`, `ELOOP`,
+/// search permission), then `CAP_SYS_CHROOT` (`EPERM`). morph's own `/dev` and `/proc`
+/// directories cannot be a root (`EINVAL`: no host directory to resolve in).
+pub(super) fn sys_chroot(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    let path = read_path(p, a[0])?;
+    let dir = match special::resolve(m.sys(), p, &p.cwd, &path, true)? {
+        Resolved::Path(abs) => m.vfs.open(b"/", &abs, libc::O_PATH | libc::O_DIRECTORY, 0)?,
+        Resolved::Node(Node::Fd(e)) if matches!(e.host.kind, FileKind::Host) => {
+            let g = dir_of_entry(m.vfs, &e)?;
+            m.vfs.open(b"/", &g, libc::O_PATH | libc::O_DIRECTORY, 0)?
+        }
+        Resolved::Node(Node::Dir(_) | Node::Fd(_)) => return Err(EINVAL),
+        Resolved::Node(_) => return Err(ENOTDIR),
+    };
+    host::access2_fd(dir.as_raw_fd(), libc::X_OK as u32)?;
+    if !p.attrs.caps.has(crate::process::Caps::SYS_CHROOT) {
+        return Err(EPERM);
+    }
+    let cwd = Vfs::machine_path(p.root.as_deref(), &p.cwd);
+    let root = m.vfs.make_root(dir)?.map(std::rc::Rc::new);
+    // The working directory in the new root's terms (the call's view is the new root).
+    m.vfs.set_view(root.clone());
+    p.cwd = m.vfs.to_view(&cwd);
+    p.root = root;
     Ok(0)
 }
 

@@ -113,7 +113,9 @@ pub(super) fn do_mmap(
     let (accmode, name) = entry.host.map_info.get_or_init(|| {
         (
             host::getfl(raw).map_or(-1, |fl| if fl & libc::O_PATH != 0 { -1 } else { fl & libc::O_ACCMODE }),
-            String::from_utf8_lossy(&m.vfs.guest_path_of(&entry.host).unwrap_or_default()).as_ref().into(),
+            String::from_utf8_lossy(crate::vfs::Vfs::shown(&m.vfs.guest_path_of(&entry.host).unwrap_or_default()))
+                .as_ref()
+                .into(),
         )
     });
     if *accmode == -1 {

@@ -169,6 +169,11 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     // Only this call's failures count below.
     m.phys().take_starved();
     m.phys().take_host_starved();
+    // A process after `chroot`: its paths resolve in its root for this call.
+    let chrooted = p.root.is_some();
+    if chrooted {
+        m.vfs().set_view(p.root.clone());
+    }
     let res = match row {
         Some(s) => match s.handler {
             Handler::Files(h) => h(&mut m.file_ctx(), p, &args),
@@ -181,6 +186,9 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
             Err(ENOSYS)
         }
     };
+    if chrooted || p.root.is_some() {
+        m.vfs().set_view(None);
+    }
     // A guest buffer the call could not prepare for want of a frame (a first touch, a
     // copy-on-write break): the page cache gives back idle pages and the call runs
     // again, as Linux reclaims within the fault; with nothing to give back it is

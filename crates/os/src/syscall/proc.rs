@@ -173,6 +173,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         aspace,
         fds: p.fds.clone(),
         cwd: p.cwd.clone(),
+        root: p.root.clone(),
         exe: p.exe.clone(),
         brk_start: p.brk_start,
         brk: p.brk,
@@ -398,7 +399,8 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     p.cpu = cpu;
     p.brk_start = img.brk;
     p.brk = img.brk;
-    p.exe = img.exe;
+    // A program outside the root (named from a directory outside it) is shown in full.
+    p.exe = String::from_utf8_lossy(Vfs::shown(img.exe.as_bytes())).into_owned();
     p.cmdline = crate::process::cmdline_of(&argv);
     p.fds.close_on_exec();
     for act in p.sigactions.iter_mut() {
