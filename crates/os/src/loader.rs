@@ -299,6 +299,9 @@ pub type Opener<'a> = dyn Fn(&str) -> Result<OwnedFd, i32> + 'a;
 pub struct LoadArgs<'a> {
     /// The guest path of the program.
     pub path: &'a str,
+    /// The name it was run by (`AT_EXECFN`: the path given to `execve`, a script's
+    /// rather than its interpreter's, as Linux's `bprm->filename`).
+    pub execfn: &'a [u8],
     /// argv.
     pub argv: &'a [Vec<u8>],
     /// envp.
@@ -435,7 +438,7 @@ fn build_stack(
         aspace.write_u8(*p + s.len() as u32, 0)?;
         Ok(*p)
     }
-    let execfn = push_str(aspace, &mut p, args.path.as_bytes())?;
+    let execfn = push_str(aspace, &mut p, args.execfn)?;
     let mut envp = Vec::new();
     for e in args.envp.iter().rev() {
         envp.push(push_str(aspace, &mut p, e)?);
@@ -486,11 +489,13 @@ pub(crate) fn follow_scripts(
 ) -> Result<(Vec<u8>, Vec<Vec<u8>>), i32> {
     for depth in 0..=4 {
         let (resolved, head) = open(&path)?;
-        path = resolved;
-        let Some((interp, arg)) = shebang(&head) else { return Ok((path, argv)) };
+        let Some((interp, arg)) = shebang(&head) else { return Ok((resolved, argv)) };
         if depth == 4 {
             break;
         }
+        // The script goes to its interpreter by the name it was run by (Linux's
+        // `bprm->interp`: the path given to `execve`, then an interpreter's as its
+        // `#!` line wrote it), not the resolved one: `./scr` stays `./scr`.
         let mut v = vec![interp.clone()];
         v.extend(arg);
         v.push(path);

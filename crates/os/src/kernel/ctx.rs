@@ -239,13 +239,13 @@ impl TaskCtx<'_> {
     pub(crate) fn load_image(
         &mut self,
         cwd: &[u8],
-        path: &str,
+        (path, execfn): (&str, &[u8]),
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
         randomize: bool,
     ) -> Result<(AddressSpace, Image), LoadError> {
         let mut l = ImageLoader { cfg: self.cfg, phys: self.phys, vfs: self.vfs, cache: self.cache, rng: self.rng };
-        l.load(cwd, path, argv, envp, randomize)
+        l.load(cwd, (path, execfn), argv, envp, randomize)
     }
 }
 

@@ -256,7 +256,7 @@ impl Machine {
     fn load_image(
         &mut self,
         cwd: &[u8],
-        path: &str,
+        (path, execfn): (&str, &[u8]),
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
         randomize: bool,
@@ -268,7 +268,7 @@ impl Machine {
             cache: &mut self.cache,
             rng: &mut self.rng,
         };
-        l.load(cwd, path, argv, envp, randomize)
+        l.load(cwd, (path, execfn), argv, envp, randomize)
     }
 
     /// The configuration.
@@ -327,6 +327,7 @@ impl Machine {
     pub fn spawn(&mut self, path: &str, argv: &[Vec<u8>], envp: &[Vec<u8>], cwd: &str) -> Result<Pid, LoadError> {
         // The name it goes by is the path it was started by (a script's, a link's).
         let comm = crate::process::Comm::of_path(path.as_bytes());
+        let execfn = path.as_bytes().to_vec();
         // A `#!` script runs its interpreter, as execve does (a file that cannot be
         // read is left for the loader to report).
         let (path, argv) = loader::follow_scripts(path.as_bytes().to_vec(), argv.to_vec(), |path| {
@@ -343,7 +344,7 @@ impl Machine {
             errno,
         })?;
         let path = String::from_utf8_lossy(&path).into_owned();
-        let (aspace, img) = self.load_image(cwd.as_bytes(), &path, &argv, envp, true)?;
+        let (aspace, img) = self.load_image(cwd.as_bytes(), (&path, &execfn), &argv, envp, true)?;
         let mut fds = FdTable::default();
         for fd in 0..3 {
             if let Ok(d) = host::dup_cloexec(fd, 3) {
@@ -445,7 +446,7 @@ impl ImageLoader<'_> {
     fn load(
         &mut self,
         cwd: &[u8],
-        path: &str,
+        (path, execfn): (&str, &[u8]),
         argv: &[Vec<u8>],
         envp: &[Vec<u8>],
         randomize: bool,
@@ -456,8 +457,17 @@ impl ImageLoader<'_> {
         let vfs = self.vfs;
         let open = |p: &str| vfs.open_exec(cwd, p.as_bytes());
         let name_of = |f: &std::fs::File| vfs.guest_path_of(f).ok().map(|g| String::from_utf8_lossy(&g).into_owned());
-        let args =
-            LoadArgs { path, argv, envp, layout, open: &open, name_of: &name_of, ids: ids(), cpu: self.cfg.engine.cpu };
+        let args = LoadArgs {
+            path,
+            execfn,
+            argv,
+            envp,
+            layout,
+            open: &open,
+            name_of: &name_of,
+            ids: ids(),
+            cpu: self.cfg.engine.cpu,
+        };
         let img = match loader::load(&args, &mut aspace, self.cache, self.rng) {
             // Out of guest memory: the page cache gives back every page no process maps
             // (see `PageCache::reclaim`), and the program is loaded again from scratch.

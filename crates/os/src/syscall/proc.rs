@@ -343,6 +343,7 @@ fn load_errno(e: &LoadError) -> Errno {
 fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
     let comm = Comm::of_path(&path);
+    let execfn = path.clone();
     let mut total = 0;
     let argv = read_strings(p, a[1], &mut total)?;
     let envp = read_strings(p, a[2], &mut total)?;
@@ -355,7 +356,7 @@ fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let cwd = p.cwd.clone();
     free_low_window(m, p);
     let randomize = p.personality & crate::linux::ADDR_NO_RANDOMIZE == 0;
-    let (aspace, img) = m.load_image(&cwd, &spath, &argv, &envp, randomize).map_err(|e| load_errno(&e))?;
+    let (aspace, img) = m.load_image(&cwd, (&spath, &execfn), &argv, &envp, randomize).map_err(|e| load_errno(&e))?;
     // The point of no return: the old image goes, with the group's other threads
     // (their children get their parent-death signals and the caller as parent thread);
     // the calling thread becomes the leader.
