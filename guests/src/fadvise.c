@@ -8,6 +8,7 @@
  */
 #include "rt.h"
 
+#define SYS_readahead 225
 #define SYS_fadvise64 250
 #define SYS_fadvise64_64 272
 #define SYS_pipe 42
@@ -74,6 +75,14 @@ int main(void)
 	null = sys_open("/dev/null", O_RDWR, 0);
 	both("/dev/null", null, 0, 0, 4);
 	both("/dev/null, bad advice", null, 0, 0, 77);
+	/* readahead(fd, offset, count): the same hint, Linux's own checks. */
+	long wo = sys_open(f, O_WRONLY, 0);
+	printf("readahead file: %s, huge offset: %s, write-only: %s, pipe: %s, directory: %s, /dev/null: %s, "
+	       "O_PATH: %s, closed: %s\n",
+	       sys_err(rt_syscall(SYS_readahead, fd, 0, 0, 4096)), sys_err(rt_syscall(SYS_readahead, fd, 0, 0x1234, 4096)),
+	       sys_err(rt_syscall(SYS_readahead, wo, 0, 0, 4096)), sys_err(rt_syscall(SYS_readahead, pfd[0], 0, 0, 4096)),
+	       sys_err(rt_syscall(SYS_readahead, dir, 0, 0, 4096)), sys_err(rt_syscall(SYS_readahead, null, 0, 0, 4096)),
+	       sys_err(rt_syscall(SYS_readahead, path, 0, 0, 4096)), sys_err(rt_syscall(SYS_readahead, 99, 0, 0, 4096)));
 	sys_close(fd);
 	sys_unlink(f);
 	return 0;

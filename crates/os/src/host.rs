@@ -126,6 +126,12 @@ pub fn setfl(fd: RawFd, flags: i32) -> Result<u32, Errno> {
     check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) })
 }
 
+/// `readahead(fd, offset, count)`.
+pub fn readahead(fd: RawFd, offset: i64, count: u32) -> Result<u32, Errno> {
+    // SAFETY: readahead takes integers and touches no memory of ours.
+    check(unsafe { libc::readahead(fd, offset, count as usize) } as i64)
+}
+
 /// `fcntl(fd, F_NOTIFY, mask)`: directory notification (see `crate::sigio`).
 pub fn notify_dir(fd: RawFd, mask: i32) -> Result<u32, Errno> {
     // SAFETY: F_NOTIFY takes an integer and touches no memory.

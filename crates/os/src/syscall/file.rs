@@ -34,6 +34,7 @@ table! {
         194 ftruncate64 "fq" sys_ftruncate64;
         220 getdents64 "fpu" sys_getdents64;
         221 fcntl64 "fdx" sys_fcntl;
+        225 readahead "fqu" |_, p, a| host::readahead(host_fd(p, a[0])?, pair(a[1], a[2]), a[3]);
         250 fadvise64 "fqud" sys_fadvise64;
         272 fadvise64_64 "fqqd" sys_fadvise64_64;
         295 openat "fsOo" sys_openat;
