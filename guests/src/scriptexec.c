@@ -13,8 +13,44 @@
 #define SYS_rmdir_ 40
 #define SYS_chmod_ 15
 #define AT_EXECFN_ 31
+#define SYS_execveat_ 358
+#define SYS_symlink_ 83
+#define AT_FDCWD_ (-100)
+#define AT_SYMLINK_NOFOLLOW_ 0x100
+#define AT_EMPTY_PATH_ 0x1000
+#define O_DIRECTORY_ 0200000
+#define O_CLOEXEC_ 02000000
+
+static const char *res(long r)
+{
+	switch (r) {
+	case -2: return "ENOENT";
+	case -9: return "EBADF";
+	case -13: return "EACCES";
+	case -20: return "ENOTDIR";
+	case -22: return "EINVAL";
+	case -40: return "ELOOP";
+	default: return sys_err(r);
+	}
+}
 
 extern char **environ;
+
+/* execveat(dirfd, path, ..., flags) in a child: what it printed, or its error. */
+static void runat(const char *what, int dirfd, const char *path, char *arg, int flags)
+{
+	fflush_stdout();
+	long pid = sys_fork();
+	if (pid == 0) {
+		char *args[] = { "prog", arg, 0 };
+		long r = rt_syscall(SYS_execveat_, dirfd, path, args, environ, flags);
+		printf("%s: %s\n", what, sys_failed(r) ? res(r) : "?");
+		fflush_stdout();
+		rt_syscall(SYS_exit_group, 1);
+	}
+	int st;
+	sys_waitpid((int)pid, &st, 0);
+}
 
 static void run(const char *path, char *arg)
 {
@@ -24,6 +60,7 @@ static void run(const char *path, char *arg)
 		char *args[] = { (char *)path, arg, 0 };
 		long r = rt_syscall(SYS_execve_, path, args, environ);
 		printf("execve %s: %ld\n", path, r);
+		fflush_stdout();
 		rt_syscall(SYS_exit_group, 1);
 	}
 	int st;
@@ -40,7 +77,10 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "--program") == 0) {
-		printf("program: argv[0] %s; AT_EXECFN %s\n", argv[0], (const char *)getauxval(AT_EXECFN_));
+		const char *fn = (const char *)getauxval(AT_EXECFN_);
+		/* This program's own path differs between its two builds. */
+		int own = fn[0] == '/' && strncmp(fn, "/dev/", 5) != 0 && strncmp(fn, "/proc/", 6) != 0;
+		printf("program: argv[0] %s; AT_EXECFN %s\n", argv[0], own ? "(its path)" : fn);
 		return 0;
 	}
 	char self[512];
@@ -59,6 +99,31 @@ int main(int argc, char **argv)
 	run("./scriptexec.d/../scriptexec.d/s", "two");
 	run("scriptexec.d//s", 0);
 	run("/proc/self/exe", "--program");
+
+	/* execveat: by descriptor (fexecve), relative to a directory, and its errors. */
+	int me = (int)sys_open(self, O_RDONLY, 0);
+	runat("fexecve", me, "", "--program", AT_EMPTY_PATH_);
+	int dir = (int)sys_open("scriptexec.d", O_RDONLY | O_DIRECTORY_, 0);
+	runat("script relative to a directory", dir, "s", "three", 0);
+	int sfd = (int)sys_open("scriptexec.d/s", O_RDONLY, 0);
+	runat("script by descriptor", sfd, "", "four", AT_EMPTY_PATH_);
+	runat("AT_FDCWD", AT_FDCWD_, "scriptexec.d/s", "five", 0);
+	runat("absolute path, bad dirfd", 99, self, "--program", 0);
+	int cdir = (int)sys_open("scriptexec.d", O_RDONLY | O_DIRECTORY_ | O_CLOEXEC_, 0);
+	runat("script through a close-on-exec directory", cdir, "s", "six", 0);
+	int csfd = (int)sys_open("scriptexec.d/s", O_RDONLY | O_CLOEXEC_, 0);
+	runat("script by a close-on-exec descriptor", csfd, "", "seven", AT_EMPTY_PATH_);
+	int cme = (int)sys_open(self, O_RDONLY | O_CLOEXEC_, 0);
+	runat("program by a close-on-exec descriptor", cme, "", "--program", AT_EMPTY_PATH_);
+	rt_syscall(SYS_symlink_, "s", "scriptexec.d/l");
+	runat("link, AT_SYMLINK_NOFOLLOW", dir, "l", "eight", AT_SYMLINK_NOFOLLOW_);
+	runat("link followed", dir, "l", "nine", 0);
+	runat("empty path without AT_EMPTY_PATH", me, "", "--program", 0);
+	runat("bad flags", me, "", "--program", AT_EMPTY_PATH_ | 1);
+	runat("bad dirfd", 99, "s", "x", 0);
+	runat("dirfd not a directory", me, "s", "x", 0);
+	runat("a directory by descriptor", dir, "", "x", AT_EMPTY_PATH_);
+	sys_unlink("scriptexec.d/l");
 	sys_unlink("scriptexec.d/s");
 	rt_syscall(SYS_rmdir_, "scriptexec.d");
 	return 0;

@@ -43,6 +43,7 @@ table! {
         147 getsid "d" sys_getsid;
         190 vfork "" sys_vfork;
         252 exit_group "d" sys_exit_group;
+        358 execveat "fsaex" sys_execveat;
         375 membarrier "ddd" sys_membarrier;
         424 pidfd_send_signal "fdpx" sys_pidfd_send_signal;
         434 pidfd_open "dx" sys_pidfd_open;
@@ -342,14 +343,60 @@ fn load_errno(e: &LoadError) -> Errno {
 
 fn sys_execve(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let path = read_path(p, a[0])?;
+    if path.is_empty() {
+        return Err(ENOENT);
+    }
+    exec(m, p, path, (a[1], a[2]), false)
+}
+
+/// `execveat(dirfd, path, argv, envp, flags)`: `execve` of `path` relative to directory
+/// `dirfd` (`AT_FDCWD`: the working directory), or with `AT_EMPTY_PATH` and an empty
+/// path of the file `dirfd` holds (glibc's `fexecve`). The program's name is Linux's
+/// `bprm->filename`: `path` if absolute or relative to `AT_FDCWD`, else `/dev/fd/N` or
+/// `/dev/fd/N/path`, which also reaches it through morph's `/dev/fd`. A script reached
+/// through a close-on-exec `dirfd` cannot run (`ENOENT`: its interpreter could not open
+/// that name); `AT_SYMLINK_NOFOLLOW` refuses a link as the last component (`ELOOP`).
+fn sys_execveat(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
+    const AT_SYMLINK_NOFOLLOW: u32 = 0x100;
+    const AT_EMPTY_PATH: u32 = 0x1000;
+    let (dirfd, flags) = (a[0], a[4]);
+    let path = read_path(p, a[1])?;
+    if path.is_empty() && flags & AT_EMPTY_PATH == 0 {
+        return Err(ENOENT);
+    }
+    if flags & !(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH) != 0 {
+        return Err(EINVAL);
+    }
+    let through_fd = dirfd as i32 != AT_FDCWD && path.first() != Some(&b'/');
+    let name = match (through_fd, path.is_empty()) {
+        (false, _) => path.clone(),
+        (true, true) => format!("/dev/fd/{dirfd}").into_bytes(),
+        (true, false) => [format!("/dev/fd/{dirfd}/").as_bytes(), &path].concat(),
+    };
+    let hidden = through_fd && p.fds.get(dirfd).ok_or(EBADF)?.cloexec;
+    if flags & AT_SYMLINK_NOFOLLOW != 0 && !path.is_empty() {
+        let o = super::stat::at_target(m.sys(), p, dirfd, &path, AT_SYMLINK_NOFOLLOW)?;
+        if super::stat::stat_of(&o)?.st_mode & libc::S_IFMT == libc::S_IFLNK {
+            return Err(ELOOP);
+        }
+    }
+    exec(m, p, name, (a[2], a[3]), hidden)
+}
+
+/// Runs the program `path` names (`argv` and `envp` at the guest pointers given);
+/// `hidden`: a script may not run (see `sys_execveat`).
+fn exec(m: &mut TaskCtx<'_>, p: &mut Process, path: Vec<u8>, (argv, envp): (u32, u32), hidden: bool) -> SysResult {
     let comm = Comm::of_path(&path);
     let execfn = path.clone();
     let mut total = 0;
-    let argv = read_strings(p, a[1], &mut total)?;
-    let envp = read_strings(p, a[2], &mut total)?;
+    let argv = read_strings(p, argv, &mut total)?;
+    let envp = read_strings(p, envp, &mut total)?;
     let (path, argv) = crate::loader::follow_scripts(path, argv, |path| {
         let path = crate::special::exec_path(m.sys(), p, path)?;
         let head = open_exec(m.vfs, p, &path)?;
+        if hidden && crate::loader::shebang(&head).is_some() {
+            return Err(ENOENT);
+        }
         Ok((path, head))
     })?;
     let spath = String::from_utf8_lossy(&path).into_owned();
