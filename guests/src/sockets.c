@@ -653,7 +653,7 @@ static void refused(void)
 	a.v6.sin6_addr[15] = 1;
 	long c6 = s_socket(AF_INET6, SOCK_STREAM, 0);
 	printf("connect 2001:db8::1: %ld\n", s_connect(c6, &a, sizeof a.v6));
-	printf("socket AF_NETLINK: %ld\n", s_socket(AF_NETLINK, SOCK_RAW, 0));
+	printf("socket AF_NETLINK uevent: %ld\n", s_socket(AF_NETLINK, SOCK_RAW, 15));
 	printf("socket AF_PACKET: %ld\n", s_socket(AF_PACKET, SOCK_RAW, 0));
 	printf("socket raw IPv4: %ld\n", s_socket(AF_INET, SOCK_RAW, 1));
 	via_sc = 1;

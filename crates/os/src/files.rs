@@ -143,6 +143,53 @@ pub struct SocketState {
     /// open so that the host name of the socket (`/proc/self/fd/N/name`) stays unique
     /// while the socket lives.
     pub bound_dir: OnceCell<OwnedFd>,
+    /// For a netlink socket: morph answers it itself (see `syscall::net::netlink`); the
+    /// host socket is one end of a host `AF_UNIX` datagram pair, the other end here.
+    pub netlink: Option<Rc<NetlinkState>>,
+}
+
+/// A guest netlink socket (`NETLINK_ROUTE`), served by morph: the host descriptor the
+/// guest holds is one end of an `AF_UNIX` datagram pair; morph answers each request by
+/// sending the replies on the other end (`replies`), so they queue on the guest's end,
+/// which reads, peeks, truncates and shows readiness as a netlink socket does.
+#[derive(Debug)]
+pub struct NetlinkState {
+    /// The type the guest asked for (`SOCK_RAW` or `SOCK_DGRAM`).
+    pub ty: u32,
+    /// The protocol (`NETLINK_ROUTE`).
+    pub protocol: u32,
+    /// morph's end of the pair.
+    pub replies: OwnedFd,
+    /// The port id, 0 until bound (explicitly or at the first send).
+    pub port: Cell<u32>,
+    /// The multicast groups joined (bit `n - 1` for group `n`), once the socket has
+    /// bound to or joined any (Linux then keeps the groups' words).
+    pub groups: Cell<Option<u64>>,
+    /// The `NETLINK_*` socket options set, as bits `1 << option`.
+    pub options: Cell<u32>,
+    /// A reply was dropped for want of room: the next receive fails with `ENOBUFS`.
+    pub overrun: Cell<bool>,
+    /// Replies were dropped and the guest has not emptied its queue since: later ones
+    /// are dropped too (Linux's `NETLINK_S_CONGESTED`).
+    pub congested: Cell<bool>,
+    /// The machine's netlink port ids, to bind in.
+    pub ports: Rc<RefCell<NetlinkPorts>>,
+}
+
+/// The machine's netlink port ids.
+#[derive(Debug)]
+pub struct NetlinkPorts {
+    /// Bound port id → its socket (a port whose socket is gone is free).
+    pub bound: std::collections::HashMap<u32, std::rc::Weak<NetlinkState>>,
+    /// The next negative port id an autobind tries when the process id is taken (as
+    /// Linux's, from -4096 down).
+    pub rover: i32,
+}
+
+impl Default for NetlinkPorts {
+    fn default() -> NetlinkPorts {
+        NetlinkPorts { bound: std::collections::HashMap::new(), rover: -4096 }
+    }
 }
 
 impl OpenFile {

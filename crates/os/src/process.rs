@@ -11,7 +11,7 @@ use crate::linux::{
     UNBLOCKABLE,
 };
 
-pub use crate::files::{FdEntry, FdTable, FileKind, MAX_FDS, OpenFile, SocketState};
+pub use crate::files::{FdEntry, FdTable, FileKind, MAX_FDS, NetlinkPorts, NetlinkState, OpenFile, SocketState};
 
 pub use crate::linux::Pid;
 

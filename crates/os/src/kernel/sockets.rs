@@ -2,13 +2,14 @@
 //! the machine's abstract namespace, and the open files in flight in `SCM_RIGHTS`
 //! messages (the socket calls are in [`crate::syscall`]'s net family).
 
+use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::{Rc, Weak};
 
 use crate::host;
 use crate::linux::{AF_UNIX, EINVAL};
-use crate::process::{FileKind, OpenFile};
+use crate::process::{FileKind, NetlinkPorts, OpenFile};
 use crate::vfs::Errno;
 
 /// Machine-wide socket state.
@@ -31,6 +32,8 @@ pub(crate) struct Net {
     pub(crate) autobind_next: u32,
     /// Open files sent with `SCM_RIGHTS` and not received yet, oldest first.
     in_flight: VecDeque<InFlight>,
+    /// The port ids of the machine's netlink sockets (shared with each of them).
+    pub(crate) netlink_ports: Rc<RefCell<NetlinkPorts>>,
 }
 
 /// An open file a guest sent with `SCM_RIGHTS`. The host holds the file in the message;

@@ -122,6 +122,9 @@ pub(super) fn guest_in(p: &Process, va: u32, len: u32) -> Result<u32, Errno> {
 
 pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?; // EBADF before anything else
+    if let Some(e) = super::net::netlink::pending_error(p, a[0]) {
+        return Err(e);
+    }
     let len = a[2].min(MAX_RW);
     let valid = guest_out(p, a[1], len)?;
     let buf = InPlace::window(&p.aspace, a[1], len);
@@ -139,6 +142,9 @@ pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
 pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
     let len = a[2].min(MAX_RW);
+    if super::net::netlink::of(p, a[0]).is_some() {
+        return super::net::netlink::write(p, a[0], &[InPlace::window(&p.aspace, a[1], len)]);
+    }
     guest_in(p, a[1], len)?;
     // A write re-run after waiting for room goes on where it stopped (see
     // `wait::wrote_all_or_block`).
@@ -222,6 +228,9 @@ fn pwritev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6], two: bool) -> Sys
     let fd = host_fd(p, a[0])?;
     pidfd_refuses(p, a[0], EINVAL)?;
     let v = iovecs(p, a[1], a[2], false).map_err(|e| vector_checks(p, a[0], true, off, e))?;
+    if off.is_none() && super::net::netlink::of(p, a[0]).is_some() {
+        return super::net::netlink::write(p, a[0], &v); // pwritev2 at the position: writev
+    }
     let n = host::pwritev2_in_place(fd, &v, off.unwrap_or(-1), flags)?;
     wrote(m.cache, m.phys, p, a[0], off.map(|o| o as u64), n);
     grew(m, p, a[0]);
@@ -499,6 +508,9 @@ fn vector_checks(p: &Process, fd: u32, write: bool, at: Option<i64>, err: Errno)
 
 pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
+    if let Some(e) = super::net::netlink::pending_error(p, a[0]) {
+        return Err(e);
+    }
     let (v, valid) = iovecs_valid(p, a[1], a[2], true).map_err(|e| vector_checks(p, a[0], false, None, e))?;
     if let Some(r) = super::signal::signalfd_read(p, a[0], &v, valid) {
         return r;
@@ -514,6 +526,9 @@ pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     host_fd(p, a[0])?;
     let v = iovecs(p, a[1], a[2], false).map_err(|e| vector_checks(p, a[0], true, None, e))?;
+    if super::net::netlink::of(p, a[0]).is_some() {
+        return super::net::netlink::write(p, a[0], &v);
+    }
     let len = v.iter().map(InPlace::len).sum::<usize>().min(MAX_RW as usize) as u32;
     let done = wait::write_progress(p, a[0], a[1], len);
     if done == 0 {
@@ -1165,6 +1180,8 @@ pub(super) fn sys_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let size = match a[1] {
         TCGETS => 36,
         TIOCGWINSZ => 8,
+        // A netlink socket has no queue-size ioctl (its host stand-in would answer).
+        FIONREAD if super::net::netlink::of(p, a[0]).is_some() => return Err(ENOTTY),
         TIOCGPGRP | FIONREAD => 4,
         _ => {
             *m.ioctl_unknown.entry(a[1]).or_default() += 1;

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use super::addr::*;
+use super::netlink::{self, AF_NETLINK};
 use super::sock::*;
 use super::sockopt;
 use crate::host::poll_now;
@@ -42,6 +43,9 @@ pub(super) fn check_socket(stats: &mut OsStats, domain: u32, ty: u32, proto: u32
 
 pub(super) fn sys_socket(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
+    if a[0] == u32::from(AF_NETLINK) {
+        return netlink::socket(m, p, ty, nonblock, cloexec, a[2]);
+    }
     check_socket(m.stats, a[0], ty, a[2])?;
     let fd = host::socket(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
     install(p, fd, nonblock, cloexec)
@@ -49,6 +53,11 @@ pub(super) fn sys_socket(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
 
 pub(super) fn sys_socketpair(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (ty, nonblock, cloexec) = socket_type(a[1])?;
+    if a[0] == u32::from(AF_NETLINK) {
+        // Netlink sockets come one at a time.
+        netlink::check_socket(m.stats, ty, a[2])?;
+        return Err(EOPNOTSUPP);
+    }
     check_socket(m.stats, a[0], ty, a[2])?;
     p.aspace.prepare_write(a[3], 8).map_err(efault)?;
     let (x, y) = host::socketpair(a[0] as i32, ty as i32 | HOST_SOCK_FLAGS, a[2] as i32)?;
@@ -67,6 +76,9 @@ pub(super) fn sys_socketpair(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) 
 pub(super) fn sys_bind(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let addr = read_sockaddr(p, a[1], a[2])?;
+    if let Some(nl) = &f.socket.netlink {
+        return netlink::bind(p, nl, &addr);
+    }
     if addr.len() == 2 && family_of(&addr) == Some(AF_UNIX) {
         return autobind(m.net, f.as_raw_fd());
     }
@@ -94,6 +106,9 @@ pub(super) fn sys_connect(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
         return connect_result(p, &f);
     }
     let addr = read_sockaddr(p, a[1], a[2])?;
+    if let Some(nl) = &f.socket.netlink {
+        return netlink::connect(m.stats, p, nl, &addr);
+    }
     let unix = family_of(&addr) == Some(AF_UNIX);
     let h = host_addr(m, p, addr, Use::Connect)?;
     if unix {
@@ -165,6 +180,9 @@ pub(super) fn sys_accept4(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
 }
 
 pub(super) fn sockname(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6], peer: bool) -> SysResult {
+    if let Some(nl) = netlink::of(p, a[0]) {
+        return netlink::sockname(m, p, &nl, a, peer);
+    }
     let raw = host_fd(p, a[0])?;
     let b = host::sockname(raw, peer)?;
     put_sockaddr(m.net, m.vfs, p, a[1], a[2], &b)?;
@@ -181,6 +199,9 @@ pub(super) fn sys_getpeername(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6])
 
 pub(super) fn sys_shutdown(_: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let raw = host_fd(p, a[0])?;
+    if netlink::of(p, a[0]).is_some() {
+        return Err(EOPNOTSUPP); // netlink has no shutdown
+    }
     host::shutdown(raw, a[1] as i32)
 }
 
@@ -211,12 +232,18 @@ pub(super) fn option_allowed(stats: &mut OsStats, raw: i32, level: u32, name: u3
 
 pub(super) fn sys_setsockopt(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (raw, level, name) = (host_fd(p, a[0])?, a[1], a[2]);
-    option_allowed(m.stats, raw, level, name, true)?;
+    let nl = netlink::of(p, a[0]);
+    if nl.is_none() {
+        option_allowed(m.stats, raw, level, name, true)?;
+    }
     if (a[4] as i32) < 0 {
         return Err(EINVAL);
     }
     let mut b = vec![0u8; a[4].min(1 << 16) as usize];
     p.aspace.read_bytes(a[3], &mut b).map_err(efault)?;
+    if let Some(r) = nl.and_then(|nl| netlink::setsockopt(m.stats, &nl, level, name, &b)) {
+        return r;
+    }
     let set = |v: &[u8]| host::setsockopt(raw, level as i32, name as i32, v);
     match (level, name) {
         (SOL_SOCKET, SO_RCVTIMEO_OLD | SO_SNDTIMEO_OLD) => {
@@ -248,8 +275,16 @@ pub(super) fn sys_setsockopt(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) 
 pub(super) fn sys_getsockopt(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let f = file(p, a[0])?;
     let (raw, level, name, val, len_ptr) = (f.as_raw_fd(), a[1], a[2], a[3], a[4]);
-    option_allowed(m.stats, raw, level, name, false)?;
+    if f.socket.netlink.is_none() {
+        option_allowed(m.stats, raw, level, name, false)?;
+    }
     let room = p.aspace.read_u32(len_ptr).map_err(efault)?;
+    if let Some(r) = f.socket.netlink.as_ref().and_then(|nl| netlink::getsockopt(nl, level, name, room)) {
+        let (out, len) = r?;
+        p.aspace.write_bytes(val, &out).map_err(efault)?;
+        p.aspace.write_u32(len_ptr, len).map_err(efault)?;
+        return Ok(0);
+    }
     if (room as i32) < 0 {
         return Err(EINVAL);
     }

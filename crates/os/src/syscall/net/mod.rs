@@ -37,7 +37,8 @@
 //!
 //! **Interfaces.** The machine has one, `lo`: the interface `ioctl`s on a socket
 //! (`SIOCGIFINDEX`, `SIOCGIFCONF`, ...) answer for it alone, and setting one is `EPERM`
-//! ([`iface`]).
+//! ([`iface`]); so do `NETLINK_ROUTE` sockets, which morph answers itself, never
+//! through a host netlink socket ([`netlink`]).
 //!
 //! **ABI.** `sockaddr` layouts are the same on i386 and x86-64; `msghdr`, `iovec` and
 //! `cmsghdr` are not and are translated, as are the 32-bit `timeval`s of
@@ -50,6 +51,7 @@ mod addr;
 mod conn;
 pub(super) mod iface;
 mod msg;
+pub(super) mod netlink;
 mod sock;
 mod sockopt;
 

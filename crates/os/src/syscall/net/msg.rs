@@ -5,6 +5,7 @@ use std::os::fd::{FromRawFd, OwnedFd};
 use std::rc::Rc;
 
 use super::addr::*;
+use super::netlink;
 use super::sock::*;
 use super::sockopt;
 use crate::host::Zeroed;
@@ -14,6 +15,11 @@ pub(super) fn sys_sendto(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     let (fd, buf, len, flags, addr, alen) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
+    if f.socket.netlink.is_some() {
+        let to = if addr != 0 { Some(read_sockaddr(p, addr, alen)?) } else { None };
+        let r = netlink::sendto(m, p, a, to);
+        return sent(p, raw, flags, f.guest_nonblock(), r);
+    }
     // What Linux transfers from a partly valid buffer is the protocol's business: the
     // host stops at the first page the guest may not read, as Linux would.
     guest_in(p, buf, len)?;
@@ -32,6 +38,9 @@ pub(super) fn sys_recvfrom(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
     let (fd, buf, len, flags, addr, len_ptr) = (a[0], a[1], a[2].min(MAX_IO), a[3], a[4], a[5]);
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
+    if let Some(e) = netlink::pending_error(p, fd) {
+        return Err(e);
+    }
     guest_out(p, buf, len)?; // a datagram that does not fit is consumed, as on Linux
     let dontwait = flags & MSG_DONTWAIT != 0 || f.guest_nonblock();
     if let Some(r) = wait_all(p, raw, flags, len as usize, dontwait) {
@@ -58,7 +67,8 @@ pub(super) fn sys_recvfrom(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
         };
     }
     if addr != 0 {
-        put_sockaddr(m.net, m.vfs, p, addr, len_ptr, from.get())?;
+        let nl = f.socket.netlink.is_some().then(netlink::kernel_addr);
+        put_sockaddr(m.net, m.vfs, p, addr, len_ptr, nl.as_deref().unwrap_or(from.get()))?;
     }
     Ok(r as u32)
 }
@@ -223,6 +233,12 @@ pub(super) fn sendmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, fl
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     let h = read_msghdr(p, msg)?;
+    if f.socket.netlink.is_some() {
+        let to = if h.name != 0 { Some(read_sockaddr(p, h.name, h.namelen.min(SOCKADDR_MAX))?) } else { None };
+        let iov = iovecs(p, h.iov, h.iovlen, false)?;
+        let r = netlink::sendmsg(m, p, fd, to, &iov, flags);
+        return sent(p, raw, flags, f.guest_nonblock(), r);
+    }
     let to = if h.name != 0 {
         let addr = read_sockaddr(p, h.name, h.namelen.min(SOCKADDR_MAX))?;
         Some(host_addr(m, p, addr, Use::Send)?)
@@ -258,6 +274,9 @@ pub(super) fn recvmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, fl
     let f = file(p, fd)?;
     let raw = f.as_raw_fd();
     let h = read_msghdr(p, msg)?;
+    if let Some(e) = netlink::pending_error(p, fd) {
+        return Err(e);
+    }
     let iov = iovecs(p, h.iov, h.iovlen, true)?;
     let dontwait = flags & MSG_DONTWAIT != 0 || f.guest_nonblock();
     if let Some(r) = wait_all(p, raw, flags, iov.iter().map(|v| v.len()).sum(), dontwait) {
@@ -294,7 +313,8 @@ pub(super) fn recvmsg(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, msg: u32, fl
     let (guest_control, trunc) = control_in(m, p, host_control, room, flags & MSG_CMSG_CLOEXEC != 0);
     if h.name != 0 {
         from.len = hdr.msg_namelen;
-        put_sockaddr(m.net, m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, from.get())?;
+        let nl = f.socket.netlink.is_some().then(netlink::kernel_addr);
+        put_sockaddr(m.net, m.vfs, p, h.name, msg + MsgHdr32::NAMELEN_OFF, nl.as_deref().unwrap_or(from.get()))?;
     }
     if !guest_control.is_empty() {
         p.aspace.write_bytes(h.control, &guest_control).map_err(efault)?;
