@@ -146,6 +146,10 @@ pub struct SocketState {
     /// For a netlink socket: morph answers it itself (see `syscall::net::netlink`); the
     /// host socket is one end of a host `AF_UNIX` datagram pair, the other end here.
     pub netlink: Option<Rc<NetlinkState>>,
+    /// The numbered long abstract names the socket is bound to (or was accepted from a
+    /// socket bound to) or connected to: each keeps its number in the machine's table
+    /// while the socket lives (see `kernel::sockets::Net::abstract_hold`).
+    pub names: RefCell<Vec<Rc<NameHold>>>,
 }
 
 /// A guest netlink socket (`NETLINK_ROUTE`), served by morph: the host descriptor the
@@ -190,6 +194,14 @@ impl Default for NetlinkPorts {
     fn default() -> NetlinkPorts {
         NetlinkPorts { bound: std::collections::HashMap::new(), rover: -4096 }
     }
+}
+
+/// A hold on the number of a long abstract `AF_UNIX` name in the machine's table (see
+/// `kernel::sockets::Net`): the table forgets a name once no socket holds it.
+#[derive(Debug)]
+pub struct NameHold {
+    /// The name's number.
+    pub id: usize,
 }
 
 impl OpenFile {
@@ -277,8 +289,7 @@ impl OpenFile {
     /// A descriptor morph serves itself (see [`Served`]), guest `O_NONBLOCK` if
     /// `guest_nonblock`.
     pub fn served(what: ServedKind, guest_nonblock: bool) -> Result<OpenFile, crate::vfs::Errno> {
-        let event = host::eventfd(0, false)?;
-        host::set_nonblocking(event.as_raw_fd(), true)?;
+        let (event, writer) = host::pipe2(libc::O_NONBLOCK | libc::O_CLOEXEC)?;
         let epoll = host::epoll_create()?;
         let mut ev = [0u8; 12];
         ev[..4].copy_from_slice(&(libc::EPOLLIN as u32).to_le_bytes());
@@ -288,13 +299,34 @@ impl OpenFile {
         // fails as the host's epoll refuses it (`EINVAL`, as Linux's objects do).
         f.pollable = false;
         SERVED.with(|n| n.set(n.get() + 1));
-        f.served = Some(Served { what, event, ready: Cell::new(false), hangup: Cell::new(false) });
+        f.served = Some(Served { what, event, writer: RefCell::new(Some(writer)), ready: Cell::new(false) });
         Ok(f)
     }
 
     /// The guest's `O_NONBLOCK`.
     pub fn guest_nonblock(&self) -> bool {
         self.nonblock.get()
+    }
+
+    /// The host descriptor whose readiness `poll` and a guest epoll instance watch for
+    /// this one: a served descriptor's pipe (see [`Served`]), which also shows a
+    /// hang-up; the host descriptor itself otherwise.
+    pub fn poll_fd(&self) -> RawFd {
+        self.served.as_ref().map_or(self.fd.as_raw_fd(), |s| s.event.as_raw_fd())
+    }
+
+    /// The flags `F_GETFL` shows the guest: the host description's, with the guest's own
+    /// `O_NONBLOCK` where the host descriptor is always non-blocking, and morph's
+    /// `O_LARGEFILE` replaced by the guest's (see `open_flags`).
+    pub fn guest_flags(&self) -> Result<u32, crate::vfs::Errno> {
+        let mut fl = (host::getfl(self.fd.as_raw_fd())? as u32 & !O_LARGEFILE) | self.open_flags;
+        if self.host_nonblock {
+            fl &= !(libc::O_NONBLOCK as u32);
+            if self.guest_nonblock() {
+                fl |= libc::O_NONBLOCK as u32;
+            }
+        }
+        Ok(fl)
     }
 
     /// Whether it is a pidfd (see [`Served`]).
@@ -306,26 +338,26 @@ impl OpenFile {
 /// A descriptor morph serves itself: a signalfd (`syscall/signal.rs`) or a pidfd
 /// (`syscall/proc.rs`). What it reads (a signalfd's `signalfd_siginfo` records) is
 /// morph's, and so is when it is ready, which depends on guest state (the reader's
-/// pending signals, the process the pidfd refers to); the host descriptor the guest
-/// holds is an epoll instance watching a host eventfd morph makes readable exactly
-/// while the object is ready ([`Served::set_ready`], brought up to date before a guest
-/// looks: `syscall::refresh_served`). So `poll`, `select` and `epoll` (a guest epoll
-/// instance is a host one, and epoll instances nest) see the object's readiness as
-/// they see any host descriptor's; the epoll instance is never writable, refuses
-/// `write` with `EINVAL`, `pread` with `ESPIPE` and seeks as a no-op, as a signalfd
-/// does. A pidfd's `POLLHUP` once its process is reaped (`hangup`) cannot be shown by
-/// an epoll instance, which reports `POLLIN` alone: `poll` and `ppoll` add it, a guest
-/// epoll instance watching the pidfd does not see it.
+/// pending signals, the process the pidfd refers to). Morph shows that readiness in a
+/// host pipe: one byte in it exactly while the object is ready ([`Served::set_ready`]),
+/// its write end closed once a pidfd's process is reaped ([`Served::hang_up`]: the read
+/// end then shows `POLLHUP`, as Linux's pidfd does), both brought up to date before a
+/// guest looks (`syscall::refresh_served`). `poll` and `ppoll` poll the pipe's read end,
+/// and a guest epoll instance (a host one) watches it in the descriptor's stead
+/// ([`OpenFile::poll_fd`]), so both see `POLLIN` and `POLLHUP` as Linux reports them.
+/// The host descriptor the guest holds is an epoll instance watching that read end
+/// (readable while it is ready or hung up, for `select`): it is never writable, refuses
+/// `write` with `EINVAL`, `pread` with `ESPIPE` and seeks as a no-op, as a signalfd does.
 pub struct Served {
     /// What it refers to.
     pub what: ServedKind,
-    /// The host eventfd the host descriptor (an epoll instance) watches: readable, with
-    /// a count of 1, exactly while `ready`.
+    /// The read end of the host pipe that shows the readiness: one byte in it exactly
+    /// while `ready`.
     event: OwnedFd,
+    /// The pipe's write end, until a pidfd's process has been reaped (or its thread is
+    /// gone): closing it makes the read end show `POLLHUP` beside `POLLIN`.
+    writer: RefCell<Option<OwnedFd>>,
     ready: Cell<bool>,
-    /// A pidfd's process has been reaped (or its thread is gone): Linux's pidfd shows
-    /// `POLLHUP` beside `POLLIN`.
-    pub hangup: Cell<bool>,
 }
 
 /// What a served descriptor refers to.
@@ -355,22 +387,30 @@ pub fn any_served() -> bool {
 }
 
 impl Served {
-    /// Makes the host descriptor readable or not (an edge only when this changes).
+    /// Makes the host pipe readable or not (an edge only when this changes).
     pub fn set_ready(&self, ready: bool) {
         if self.ready.get() == ready {
             return;
         }
-        let fd = self.event.as_raw_fd();
         let done = if ready {
-            host::write(fd, &1u64.to_ne_bytes()).is_ok()
+            match &*self.writer.borrow() {
+                Some(w) => host::write(w.as_raw_fd(), &[1]).is_ok(),
+                None => false, // hung up: never ready again
+            }
         } else {
-            let mut b = [0u8; 8];
-            // Non-blocking; a count of 0 (never, while `ready`) reads as EAGAIN.
-            host::read(fd, &mut b).is_ok()
+            let mut b = [0u8; 1];
+            // Non-blocking; an empty pipe (never, while `ready`) reads as EAGAIN.
+            host::read(self.event.as_raw_fd(), &mut b).is_ok()
         };
         if done {
             self.ready.set(ready);
         }
+    }
+
+    /// Hangs the host pipe up for good (a pidfd's process reaped, its thread gone):
+    /// `poll` and epoll see `POLLHUP`, with `POLLIN` while it is ready.
+    pub fn hang_up(&self) {
+        self.writer.borrow_mut().take();
     }
 
     /// What `readlink("/proc/<pid>/fd/N")` says of it (Linux's anonymous inodes).
@@ -515,6 +555,8 @@ pub enum ProcFile {
     Cmdline,
     /// `comm`: the name the process goes by, and a newline.
     Comm,
+    /// `fdinfo/<n>`: descriptor `n`'s position, flags and what its kind adds.
+    FdInfo(u32),
     /// A file of `task/<tid>`: one thread's view.
     Task(Pid, TaskFile),
     /// One of the machine-wide files at `/proc`'s top level (its pid is the opener's,

@@ -78,6 +78,7 @@ pub const MAP_PRIVATE: u32 = 0x02;
 pub const MAP_TYPE: u32 = 0x0f;
 pub const MAP_FIXED: u32 = 0x10;
 pub const MAP_ANONYMOUS: u32 = 0x20;
+pub const MAP_LOCKED: u32 = 0x2000;
 pub const MAP_FIXED_NOREPLACE: u32 = 0x10_0000;
 
 // open flags (i386 == generic).

@@ -108,6 +108,10 @@ pub struct Process {
     pub pgid: Pid,
     /// Session.
     pub sid: Pid,
+    /// It gave its controlling terminal up (`TIOCNOTTY` by a process that does not lead
+    /// its session; Linux clears its `signal->tty` alone): it has none, whatever its
+    /// session has, until `setsid`. Inherited by `fork`.
+    pub no_ctty: bool,
     /// *Per thread*: Pending signals (bit `sig - 1`), with what each was sent with.
     pub pending: u64,
     /// *Per thread*: The `siginfo` of each pending signal.

@@ -132,6 +132,11 @@ pub struct AddressSpace {
     /// The machine's page cache, once a file is mapped: pages of file mappings are read
     /// (or found) there at their first touch (see `fill_file_pages`).
     cache: Option<PageCache>,
+    /// The pages locked in memory (`mlock`, Linux's `VM_LOCKED` VMAs), as disjoint,
+    /// page-aligned ranges start → end: what `RLIMIT_MEMLOCK` counts and `VmLck` shows.
+    /// Unmapping pages unlocks them, moving them (`mremap`) moves their lock, and a
+    /// forked child starts with none, as on Linux.
+    locked: BTreeMap<u32, u32>,
 }
 
 impl AddressSpace {
@@ -158,6 +163,7 @@ impl AddressSpace {
             fork_pending: false,
             counted: 0,
             cache: None,
+            locked: BTreeMap::new(),
         })
         .map(|mut a: AddressSpace| {
             a.account();
@@ -242,6 +248,59 @@ impl AddressSpace {
     /// The VMAs in address order.
     pub fn vmas(&self) -> impl Iterator<Item = &Vma> {
         self.vmas.values()
+    }
+
+    /// Records the pages `[start, end)` (page-aligned) as locked in memory.
+    pub fn lock_pages(&mut self, start: u32, end: u32) {
+        if start >= end {
+            return;
+        }
+        self.unlock_pages(start, end);
+        let (mut lo, mut hi) = (start, end);
+        // Joined with a locked range that ends where this starts, or starts where it ends.
+        if let Some((&s, &e)) = self.locked.range(..lo).next_back()
+            && e == lo
+        {
+            self.locked.remove(&s);
+            lo = s;
+        }
+        if let Some(e) = self.locked.remove(&hi) {
+            hi = e;
+        }
+        self.locked.insert(lo, hi);
+    }
+
+    /// Records the pages `[start, end)` (page-aligned) as not locked.
+    pub fn unlock_pages(&mut self, start: u32, end: u32) {
+        if start >= end {
+            return;
+        }
+        let over: Vec<(u32, u32)> =
+            self.locked.range(..end).rev().take_while(|&(_, &e)| e > start).map(|(&s, &e)| (s, e)).collect();
+        for (s, e) in over {
+            self.locked.remove(&s);
+            if s < start {
+                self.locked.insert(s, start);
+            }
+            if e > end {
+                self.locked.insert(end, e);
+            }
+        }
+    }
+
+    /// Bytes locked in `[start, end)`.
+    pub fn locked_within(&self, start: u64, end: u64) -> u64 {
+        self.locked.iter().map(|(&s, &e)| end.min(u64::from(e)).saturating_sub(start.max(u64::from(s)))).sum()
+    }
+
+    /// Bytes locked in the whole space (Linux's `locked_vm`, in bytes).
+    pub fn locked_bytes(&self) -> u64 {
+        self.locked.iter().map(|(&s, &e)| u64::from(e - s)).sum()
+    }
+
+    /// The locked ranges in `[start, end)`, clipped to it.
+    pub(super) fn locked_ranges(&self, start: u32, end: u32) -> Vec<(u32, u32)> {
+        self.locked.iter().filter(|&(&s, &e)| s < end && e > start).map(|(&s, &e)| (s.max(start), e.min(end))).collect()
     }
 }
 

@@ -108,6 +108,7 @@ impl AddressSpace {
         for v in self.carve(start, end.max(start)) {
             let _ = self.write_back_vma(&v, v.start, v.end);
         }
+        self.unlock_pages(start, end);
         self.drop_pages(first, n);
     }
 
@@ -380,7 +381,12 @@ impl AddressSpace {
         self.unhost(first, n)?;
         self.unhost(dfirst, n)?;
         let moved = self.carve(from, from + (n << PAGE_SHIFT));
+        let locks = self.locked_ranges(from, from + (n << PAGE_SHIFT));
+        self.unlock_pages(from, from + (n << PAGE_SHIFT));
         self.remove_range(dfirst, n);
+        for (s, e) in locks {
+            self.lock_pages(to + (s - from), to + (e - from));
+        }
         for i in 0..n {
             self.pt[(dfirst + i) as usize].set(self.pt[(first + i) as usize].take());
         }

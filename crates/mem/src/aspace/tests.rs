@@ -256,3 +256,22 @@ fn a_fork_leaves_the_parents_host_protection_to_its_next_run() {
     c.write_u32(0x8000, 2).unwrap();
     assert_eq!((c.read_u32(0x8000).unwrap(), child.read_u32(0x8000).unwrap()), (2, 1));
 }
+
+#[test]
+fn locked_pages_join_split_and_follow_unmap_and_moves() {
+    let mut a = space();
+    a.map_anon(0x1000_0000, 0x10000, Prot::RW, false, "").unwrap();
+    a.lock_pages(0x1000_0000, 0x1000_2000);
+    a.lock_pages(0x1000_1000, 0x1000_4000); // overlaps: counted once
+    a.lock_pages(0x1000_4000, 0x1000_5000); // joins
+    assert_eq!(a.locked_bytes(), 0x5000);
+    assert_eq!(a.locked_within(0x1000_1000, 0x1000_3000), 0x2000);
+    a.unlock_pages(0x1000_2000, 0x1000_3000); // splits
+    assert_eq!(a.locked_bytes(), 0x4000);
+    a.unmap(0x1000_0000, 0x1000).unwrap();
+    assert_eq!(a.locked_bytes(), 0x3000);
+    a.move_pages(0x1000_3000, 0x2000_0000, 0x2000).unwrap();
+    assert_eq!(a.locked_within(0x2000_0000, 0x2000_2000), 0x2000);
+    assert_eq!(a.locked_bytes(), 0x3000);
+    assert_eq!(a.fork().unwrap().locked_bytes(), 0);
+}

@@ -54,6 +54,10 @@ pub(crate) struct FileCtx<'a> {
     /// Every process but the caller, seen only through `special::Sys` and
     /// [`FileCtx::file_resized`].
     procs: &'a mut BTreeMap<Pid, Process>,
+    /// Every live thread id, for `special::Sys`.
+    tids: &'a BTreeMap<Pid, Pid>,
+    /// The zombies, for `special::Sys`.
+    zombies: &'a BTreeMap<Pid, crate::process::Zombie>,
     /// The machine's counters, for `/proc`'s machine-wide files.
     counters: special::Counters,
     /// The machine's pseudo-terminals.
@@ -66,7 +70,14 @@ impl<'a> FileCtx<'a> {
     pub(crate) fn sys(&self) -> special::Sys<'_> {
         let machine =
             special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters: self.counters };
-        special::Sys { vfs: self.vfs, procs: self.procs, machine, ptys: self.ptys }
+        special::Sys {
+            vfs: self.vfs,
+            procs: self.procs,
+            tids: self.tids,
+            zombies: self.zombies,
+            machine,
+            ptys: self.ptys,
+        }
     }
 
     /// The file `key` now has `len` bytes: every other process's mappings of it see the
@@ -154,6 +165,8 @@ impl Machine {
             uts: &mut self.uts,
             started: self.started,
             procs: &mut self.tasks.procs,
+            tids: &self.tasks.tids,
+            zombies: &self.tasks.zombies,
             counters,
             ptys: &self.ptys,
         }
@@ -232,7 +245,14 @@ impl TaskCtx<'_> {
             last_pid: self.tasks.next_pid.saturating_sub(1),
         };
         let machine = special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters };
-        special::Sys { vfs: self.vfs, procs: &self.tasks.procs, machine, ptys: self.ptys }
+        special::Sys {
+            vfs: self.vfs,
+            procs: &self.tasks.procs,
+            tids: &self.tasks.tids,
+            zombies: &self.tasks.zombies,
+            machine,
+            ptys: self.ptys,
+        }
     }
 
     /// Loads `path` into a fresh address space with a new layout (exec).

@@ -388,6 +388,7 @@ impl Machine {
             exit: None,
             pgid: pid,
             sid: pid,
+            no_ctty: false,
             pending: 0,
             siginfo: [SigInfo::default(); 64],
             altstack: (0, 0, SS_DISABLE),

@@ -7,6 +7,7 @@ use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::rc::{Rc, Weak};
 
+use crate::files::NameHold;
 use crate::host;
 use crate::linux::{AF_UNIX, EINVAL};
 use crate::process::{FileKind, NetlinkPorts, OpenFile};
@@ -22,12 +23,16 @@ pub(crate) struct Net {
     /// or, for a name too long for that, [`LONG_MARK`] in place of the prefix's last
     /// byte and the name's number in `abstract_long`.
     pub(crate) abstract_prefix: Option<Vec<u8>>,
-    /// The abstract names too long to follow the prefix on the host, numbered in the
-    /// order guests first used them (never forgotten: a name's number must stay the
-    /// same while any socket may still be bound or connected to it).
-    abstract_long: Vec<Vec<u8>>,
+    /// The abstract names too long to follow the prefix on the host, by number, each
+    /// with the holds of the sockets bound (or connected) to it: a name's number stays
+    /// the same while any socket holds it, and the name is forgotten once none does (at
+    /// the next new long name; numbers are never given again, so an address that
+    /// outlives every socket of its name is never read as another name).
+    abstract_long: HashMap<usize, (Vec<u8>, Weak<NameHold>)>,
     /// `abstract_long` inverted.
     abstract_long_ids: HashMap<Vec<u8>, usize>,
+    /// The number the next new long name gets.
+    abstract_next: usize,
     /// The next name an autobind tries (five hex digits, as Linux's).
     pub(crate) autobind_next: u32,
     /// Open files sent with `SCM_RIGHTS` and not received yet, oldest first.
@@ -50,6 +55,8 @@ struct InFlight {
     open_flags: u32,
     /// What the file was, when that is plain data (not a `/proc` snapshot).
     kind: Option<FileKind>,
+    /// A socket's holds on long abstract names: a socket in flight is still bound.
+    names: Vec<Rc<NameHold>>,
 }
 
 /// How many sent open files morph remembers; beyond, the oldest is forgotten and its
@@ -103,9 +110,12 @@ impl Net {
         let id = match self.abstract_long_ids.get(name) {
             Some(&id) => id,
             None => {
-                self.abstract_long.push(name.to_vec());
-                self.abstract_long_ids.insert(name.to_vec(), self.abstract_long.len() - 1);
-                self.abstract_long.len() - 1
+                self.forget_unheld();
+                let id = self.abstract_next;
+                self.abstract_next += 1;
+                self.abstract_long.insert(id, (name.to_vec(), Weak::new()));
+                self.abstract_long_ids.insert(name.to_vec(), id);
+                id
             }
         };
         if let Some(last) = b.last_mut() {
@@ -125,10 +135,35 @@ impl Net {
             (b'/', name) => Some(name.to_vec()),
             (&LONG_MARK, id) => {
                 let id = usize::from_str_radix(std::str::from_utf8(id).ok()?, 16).ok()?;
-                self.abstract_long.get(id).cloned()
+                self.abstract_long.get(&id).map(|(name, _)| name.clone())
             }
             _ => None,
         }
+    }
+
+    /// A hold on the number of the long abstract name `name` (without its leading NUL),
+    /// for a socket just bound or connected to it (see [`Net::abstract_host`], which
+    /// numbered it); `None` for a name that needs no number.
+    pub(crate) fn abstract_hold(&mut self, name: &[u8]) -> Option<Rc<NameHold>> {
+        let &id = self.abstract_long_ids.get(name)?;
+        let (_, weak) = self.abstract_long.get_mut(&id)?;
+        Some(weak.upgrade().unwrap_or_else(|| {
+            let hold = Rc::new(NameHold { id });
+            *weak = Rc::downgrade(&hold);
+            hold
+        }))
+    }
+
+    /// Forgets the long abstract names no socket holds any more.
+    fn forget_unheld(&mut self) {
+        let ids = &mut self.abstract_long_ids;
+        self.abstract_long.retain(|_, (name, hold)| {
+            let held = hold.strong_count() > 0;
+            if !held {
+                ids.remove(name);
+            }
+            held
+        });
     }
 
     /// Remembers an open file a guest just sent.
@@ -148,6 +183,7 @@ impl Net {
                 FileKind::Random(n) => Some(FileKind::Random(n)),
                 _ => None,
             },
+            names: f.socket.names.borrow().clone(),
         });
     }
 
@@ -176,6 +212,7 @@ impl Net {
         if let Some(k) = e.kind {
             f.kind = k;
         }
+        *f.socket.names.borrow_mut() = e.names;
         Rc::new(f)
     }
 }
@@ -214,5 +251,25 @@ mod tests {
         assert_ne!(net.abstract_host(&a).unwrap(), net.abstract_host(&b).unwrap());
         assert_eq!(net.abstract_host(&[b'x'; 108]), Err(EINVAL));
         assert_eq!(net.abstract_guest(b"someone-else"), None, "a host process's name");
+    }
+
+    #[test]
+    fn long_abstract_names_are_forgotten_once_no_socket_holds_them() {
+        let mut net = Net::default();
+        let (a, b, c) = ([b'a'; 100], [b'b'; 100], [b'c'; 100]);
+        let ha = net.abstract_host(&a).unwrap();
+        let hold = net.abstract_hold(&a).expect("a long name");
+        assert!(net.abstract_hold(b"short").is_none());
+        let hb = net.abstract_host(&b).unwrap(); // never held
+        assert_eq!(net.abstract_guest(&ha[3..]), Some(a.to_vec()));
+        net.abstract_host(&c).unwrap(); // forgets b, keeps a
+        assert_eq!(net.abstract_guest(&hb[3..]), None);
+        assert_eq!(net.abstract_host(&a).unwrap(), ha, "held: the same number");
+        drop(hold);
+        assert_eq!(net.abstract_host(&a).unwrap(), ha, "known until a new name comes");
+        net.abstract_host(&b).unwrap();
+        assert_eq!(net.abstract_guest(&ha[3..]), None, "forgotten");
+        assert_ne!(net.abstract_host(&a).unwrap(), ha, "numbers are not given twice");
+        assert!(net.abstract_long.len() <= 3);
     }
 }

@@ -19,6 +19,7 @@
 //! | `/proc/<pid>/exe`, `cwd`, `root` | links to the executable, working directory and `/` |
 //! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds (`(unreachable)/name` for a host file outside the root); opening it opens that object again, as Linux does, but a host object outside the root with no more access than the descriptor has |
 //! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
+//! | `/proc/<pid>/fdinfo/N` | descriptor N's `pos`, `flags`, `mnt_id` (one number for every mount: no `mountinfo` is served) and `ino`, and what its kind adds (a pidfd's `Pid`, a signalfd's `sigmask`, a pty master's `tty-index`, a host object's own lines) |
 //! | `/proc/<pid>/task/<tid>/stat`, `status`, `comm` | the same for each thread of the group (`task` lists the thread ids) |
 //! | `/proc/meminfo`, `uptime`, `loadavg`, `stat` | the machine's memory, clock and counters in Linux's format (see `machine.rs`) |
 //!
@@ -60,6 +61,11 @@ pub struct Sys<'a> {
     pub vfs: &'a Vfs,
     /// Every process but the caller.
     pub procs: &'a std::collections::BTreeMap<Pid, Process>,
+    /// Every live thread id (with its group's pid), and the exited processes not yet
+    /// waited for: whether an id still has a task (a pidfd's `fdinfo`).
+    pub tids: &'a std::collections::BTreeMap<Pid, Pid>,
+    /// The zombies.
+    pub zombies: &'a std::collections::BTreeMap<Pid, crate::process::Zombie>,
     /// Memory, clock and counters, for the machine-wide files.
     pub machine: MachineView<'a>,
     /// The machine's pseudo-terminals.
@@ -134,6 +140,7 @@ impl Snapshot {
         // A process that has gone reads as empty.
         let bytes = match self.file {
             ProcFile::Machine(f) => machine::text(m, p, f),
+            ProcFile::FdInfo(n) => process(m, p, self.pid).map(|q| text::fdinfo(m, p, q, n)).unwrap_or_default(),
             f => process(m, p, self.pid).map(|q| text(q, f, ctty(m, p, q))).unwrap_or_default(),
         };
         let mut done = 0;
@@ -276,7 +283,7 @@ fn dev(m: Sys<'_>, c: &[&[u8]], follow: bool) -> Result<Step, Errno> {
 /// shows it.
 fn ctty(m: Sys<'_>, p: &Process, q: &Process) -> Ctty {
     let alive = |pid: Pid| process(m, p, pid).is_some();
-    match m.ptys.ctty(q.sid, alive) {
+    match m.ptys.ctty(q.sid, alive).filter(|_| !q.no_ctty) {
         Some(pty) => {
             let n = pty.n;
             let pgrp = pty.pgrp(alive);
@@ -367,6 +374,11 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
                 }
                 _ => Err(ENOTDIR),
             }
+        }
+        b"fdinfo" => {
+            let Some(&n) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("{base}/fdinfo")))) };
+            let fd = parse_num(n).filter(|&n| q.fds.get(n).is_some()).ok_or(ENOENT)?;
+            leaf(c, 3, Node::Proc(pid, ProcFile::FdInfo(fd), format!("{base}/fdinfo/{fd}")))
         }
         b"task" => {
             let Some(&t) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("{base}/task")))) };
@@ -484,6 +496,8 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
         f
     };
     match node {
+        // A process that gave its controlling terminal up has none (see `Process::no_ctty`).
+        Node::HostDev("tty") if p.no_ctty => Err(ENXIO),
         Node::HostDev("tty") if let Some(pty) = m.ptys.ctty(p.sid, |pid| process(m, p, pid).is_some()) => {
             // The caller's controlling terminal, one of the machine's ptys.
             let mut f = open_slave(m, p, pty, flags | O_NOCTTY)?;
@@ -764,6 +778,7 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             ("cwd", DT_LNK),
             ("exe", DT_LNK),
             ("fd", DT_DIR),
+            ("fdinfo", DT_DIR),
             ("maps", DT_REG),
             ("root", DT_LNK),
             ("stat", DT_REG),
@@ -776,8 +791,9 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             tids.into_iter().map(|t| (t.to_string().into_bytes(), DT_DIR)).collect()
         }
         (Some("task"), Some(_)) => named(&[("comm", DT_REG), ("stat", DT_REG), ("status", DT_REG)]),
-        _ => {
-            (0..q.fds.end()).filter(|&n| q.fds.get(n).is_some()).map(|n| (n.to_string().into_bytes(), DT_LNK)).collect()
+        (Some(d), _) => {
+            let typ = if d == "fdinfo" { DT_REG } else { DT_LNK };
+            (0..q.fds.end()).filter(|&n| q.fds.get(n).is_some()).map(|n| (n.to_string().into_bytes(), typ)).collect()
         }
     }
 }

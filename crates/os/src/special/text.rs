@@ -1,5 +1,5 @@
-//! The text of `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm` and of
-//! `task/<tid>/stat`, `status`, `comm`, in Linux's format.
+//! The text of `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm`, `fdinfo/<n>`
+//! and of `task/<tid>/stat`, `status`, `comm`, in Linux's format.
 
 use super::*;
 use crate::process::ThreadAttrs;
@@ -91,8 +91,8 @@ impl Default for Ctty {
     }
 }
 
-/// The contents of a `/proc/<pid>` text file (empty for a thread that has ended, and
-/// for a machine-wide file, which is `machine`'s); `tty` is the process's controlling
+/// The contents of a `/proc/<pid>` text file (empty for a thread that has ended, for a
+/// machine-wide file, which is `machine`'s, and for `fdinfo`, which is [`fdinfo`]'s); `tty` is the process's controlling
 /// terminal.
 pub fn text(q: &Process, f: ProcFile, tty: Ctty) -> Vec<u8> {
     match f {
@@ -107,7 +107,7 @@ pub fn text(q: &Process, f: ProcFile, tty: Ctty) -> Vec<u8> {
             (Some(t), TaskFile::Stat) => stat(q, &t, Some(tid), tty).into_bytes(),
             (None, _) => Vec::new(),
         },
-        ProcFile::Machine(_) => Vec::new(),
+        ProcFile::Machine(_) | ProcFile::FdInfo(_) => Vec::new(),
     }
 }
 
@@ -186,7 +186,9 @@ pub(super) fn status(q: &Process, t: &TaskView, pid: Pid) -> String {
     let groups: Vec<String> = q.groups.iter().map(u32::to_string).collect();
     // Linux's trailing space after the list, even an empty one.
     let _ = writeln!(s, "FDSize:\t{}\nGroups:\t{} ", crate::process::MAX_FDS, groups.join(" "));
-    let _ = writeln!(s, "VmSize:\t{:8} kB\nVmRSS:\t{:8} kB", size / 1024, rss * u64::from(PAGE_SIZE) / 1024);
+    let _ = writeln!(s, "VmSize:\t{:8} kB", size / 1024);
+    let _ = writeln!(s, "VmLck:\t{:8} kB", q.aspace.locked_bytes() / 1024);
+    let _ = writeln!(s, "VmRSS:\t{:8} kB", rss * u64::from(PAGE_SIZE) / 1024);
     let _ = writeln!(s, "Threads:\t{}", 1 + q.threads.len());
     let _ = writeln!(s, "SigPnd:\t{:016x}\nShdPnd:\t{:016x}", t.pending, 0);
     let _ = writeln!(s, "SigBlk:\t{:016x}\nSigIgn:\t{:016x}\nSigCgt:\t{:016x}", t.sigmask, ign, cgt);
@@ -232,4 +234,75 @@ pub(super) fn stat(q: &Process, t: &TaskView, tid: Option<Pid>, tty: Ctty) -> St
         q.exit_signal,
         q.brk_start,
     )
+}
+
+/// The `mnt_id` every `fdinfo` file shows. morph serves no `/proc/<pid>/mountinfo` to
+/// match it against, so one stable number stands for every mount.
+pub const FDINFO_MNT_ID: u32 = 1;
+
+/// `fdinfo/<n>` of process `q` (`p` is the caller): Linux's `pos`, `flags` (octal, with
+/// `O_CLOEXEC` for a close-on-exec descriptor), `mnt_id` ([`FDINFO_MNT_ID`]) and `ino`
+/// (what `fstat` shows), then what the kind of file adds: a pidfd's `Pid` and `NSpid`
+/// (-1 once its task is gone), a signalfd's `sigmask`, a pty master's `tty-index` (the
+/// machine's number), and for a host object (an eventfd, a timerfd, an inotify or epoll
+/// instance, a socket) the host's own lines, an epoll instance's `tfd` numbers turned
+/// into the guest's descriptors. Empty if `n` is not open.
+pub(super) fn fdinfo(m: Sys<'_>, p: &Process, q: &Process, n: u32) -> Vec<u8> {
+    use crate::files::{Served, ServedKind};
+    let Some(e) = q.fds.get(n) else { return Vec::new() };
+    let f = &e.host;
+    let raw = f.as_raw_fd();
+    let pos = match &f.kind {
+        FileKind::Dir(d) => d.pos.get(),
+        _ => host::lseek(raw, 0, libc::SEEK_CUR).unwrap_or(0),
+    };
+    let flags = f.guest_flags().unwrap_or(0) | if e.cloexec { O_CLOEXEC } else { 0 };
+    let ino = match object_of_fd(e) {
+        Ok(Object::Host(o) | Object::Device(o)) => host::fstat(o.as_raw_fd()).map_or(0, |st| st.st_ino),
+        Ok(Object::Synthetic(st)) => st.st_ino,
+        Err(_) => 0,
+    };
+    let mut s = format!("pos:\t{pos}\nflags:\t0{flags:o}\nmnt_id:\t{FDINFO_MNT_ID}\nino:\t{ino}\n");
+    match (&f.served, &f.kind) {
+        (Some(Served { what: ServedKind::Pid { pid, .. }, .. }), _) => {
+            let has_task =
+                *pid == p.pid || m.tids.contains_key(pid) || m.procs.contains_key(pid) || m.zombies.contains_key(pid);
+            let nr = if has_task { i64::from(*pid) } else { -1 };
+            let _ = write!(s, "Pid:\t{nr}\nNSpid:\t{nr}\n");
+        }
+        (Some(Served { what: ServedKind::Signal(mask), .. }), _) => {
+            let _ = writeln!(s, "sigmask:\t{:016x}", mask.get());
+        }
+        (None, FileKind::Pty(end)) if end.master => {
+            let _ = writeln!(s, "tty-index:\t{}", end.pty.n);
+        }
+        (None, FileKind::Host) => host_fdinfo_lines(q, raw, &mut s),
+        _ => {}
+    }
+    s.into_bytes()
+}
+
+/// Appends the host's `fdinfo` lines for host descriptor `raw` past the four every file
+/// has (and its record locks, which are morph's own: `crate::locks`), an epoll
+/// instance's `tfd` turned into `q`'s descriptor for the host one it watches.
+fn host_fdinfo_lines(q: &Process, raw: i32, s: &mut String) {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/self/fdinfo/{raw}")) else { return };
+    for line in text.lines() {
+        if ["pos:", "flags:", "mnt_id:", "ino:", "lock:"].iter().any(|k| line.starts_with(k)) {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("tfd: ") {
+            let num = rest.trim_start();
+            let digits = num.find(|c: char| !c.is_ascii_digit()).unwrap_or(num.len());
+            let guest = num[..digits].parse::<i32>().ok().and_then(|h| {
+                q.fds.iter().find(|(_, x)| x.host.as_raw_fd() == h || x.host.poll_fd() == h).map(|(g, _)| g)
+            });
+            if let Some(g) = guest {
+                let _ = writeln!(s, "tfd: {g:>8}{}", &num[digits..]);
+                continue;
+            }
+        }
+        s.push_str(line);
+        s.push('\n');
+    }
 }

@@ -867,18 +867,7 @@ pub(super) fn sys_fcntl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
             }
             Ok(0)
         }
-        F_GETFL => {
-            // The host's O_LARGEFILE is morph's own (see `OpenFile::open_flags`).
-            let mut fl = (host::getfl(e.host.as_raw_fd())? as u32 & !O_LARGEFILE) | e.host.open_flags;
-            if e.host.host_nonblock {
-                // The host descriptor is always non-blocking; the guest sees its own flag.
-                fl &= !O_NONBLOCK;
-                if e.host.guest_nonblock() {
-                    fl |= O_NONBLOCK;
-                }
-            }
-            Ok(fl)
-        }
+        F_GETFL => e.host.guest_flags(),
         F_SETFL => {
             let mut fl = a[2] & !O_LARGEFILE;
             if e.host.host_nonblock {

@@ -106,7 +106,9 @@ fn sys_epoll_create1(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
 fn sys_epoll_ctl(_: &mut IoCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const EPOLL_CTL_DEL: u32 = 2;
     let epfd = host_fd(p, a[0])?;
-    let fd = host_fd(p, a[2])?;
+    // A served descriptor (a signalfd, a pidfd) is watched through its pipe, which shows
+    // its hang-up (see `crate::files::Served`).
+    let fd = p.fds.get(a[2]).map(|e| e.host.poll_fd()).ok_or(EBADF)?;
     let event = if a[1] == EPOLL_CTL_DEL && a[3] == 0 {
         None
     } else {
@@ -282,7 +284,6 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
     p.aspace.read_bytes(ptr, &mut guest).map_err(efault)?;
     let mut host = Vec::with_capacity(n as usize);
     let mut nval = vec![false; n as usize];
-    let mut hangup = vec![false; n as usize];
     for i in 0..n as usize {
         let fd = i32::from_le_bytes(guest[8 * i..8 * i + 4].try_into().expect("4 bytes"));
         let events = i16::from_le_bytes([guest[8 * i + 4], guest[8 * i + 5]]);
@@ -290,10 +291,7 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
             -1
         } else {
             match p.fds.get(fd as u32) {
-                Some(e) => {
-                    hangup[i] = e.host.served.as_ref().is_some_and(|s| s.hangup.get());
-                    e.host.as_raw_fd()
-                }
+                Some(e) => e.host.poll_fd(),
                 None => {
                     nval[i] = true;
                     -1
@@ -308,14 +306,6 @@ fn do_poll(p: &mut Process, ptr: u32, n: u32, timeout: Option<Duration>) -> SysR
             host[i].revents = libc::POLLNVAL;
             ready += 1;
         }
-    }
-    // A reaped process's pidfd hangs up, which its host stand-in cannot show (see
-    // `crate::files::Served`); POLLHUP is reported whatever was asked.
-    for (f, _) in host.iter_mut().zip(&hangup).filter(|(_, h)| **h) {
-        if f.revents == 0 {
-            ready += 1;
-        }
-        f.revents |= libc::POLLHUP;
     }
     if ready == 0 && timeout != Some(Duration::ZERO) && p.resumed != Some(true) {
         let waits: Vec<libc::pollfd> = host.iter().copied().filter(|f| f.fd >= 0).collect();
@@ -400,7 +390,7 @@ fn do_select(p: &mut Process, n: u32, sets: [u32; 3], timeout: Option<Duration>)
             }
         }
         if events != 0 {
-            let raw = p.fds.get(fd).ok_or(EBADF)?.host.as_raw_fd();
+            let raw = p.fds.get(fd).ok_or(EBADF)?.host.poll_fd();
             host.push(libc::pollfd { fd: raw, events, revents: 0 });
             which.push(fd);
         }

@@ -15,7 +15,7 @@ table! {
         150 mlock "pu" |_, p, a| mlock(p, a[0], a[1], false);
         151 munlock "pu" sys_munlock;
         152 mlockall "x" sys_mlockall;
-        153 munlockall "" |_, _, _| Ok(0);
+        153 munlockall "" sys_munlockall;
         163 mremap "puuRp" sys_mremap;
         192 mmap2 "puPMfg" sys_mmap2;
         219 madvise "puD" sys_madvise;
@@ -100,11 +100,26 @@ pub(super) fn do_mmap(
             p.aspace.find_free_top_down(alen, MMAP_MIN_ADDR, p.aspace.mmap_base()).ok_or(ENOMEM)?
         }
     };
+    // MAP_LOCKED: Linux's checks (`EPERM` if the caller may not lock at all, `EAGAIN`
+    // past `RLIMIT_MEMLOCK`) come before the file's; the new pages are locked.
+    let locked = flags & MAP_LOCKED != 0;
+    if locked && !can_lock(p) {
+        return Err(EPERM);
+    }
+    if locked && !lock_fits(p, u64::from(alen)) {
+        return Err(EAGAIN);
+    }
+    let lock = |p: &mut Process| {
+        if locked {
+            p.aspace.lock_pages(start, start + alen);
+        }
+        Ok(start)
+    };
     let shared = typ == MAP_SHARED;
     let prot = Prot(read_implies_exec(p, prot & 7));
     if flags & MAP_ANONYMOUS != 0 {
         reclaiming(m, p, alen / PAGE_SIZE, |p| p.aspace.map_anon(start, alen, prot, shared, "")).map_err(|_| ENOMEM)?;
-        return Ok(start);
+        return lock(p);
     }
     let entry = p.fds.get(fd).ok_or(EBADF)?.clone();
     fill_snapshot(m.sys(), p, fd);
@@ -133,7 +148,7 @@ pub(super) fn do_mmap(
         MemError::Host { err, .. } if err.raw_os_error() == Some(EOVERFLOW) => EOVERFLOW,
         _ => ENOMEM,
     })?;
-    Ok(start)
+    lock(p)
 }
 
 /// Runs `f`, and again each time the page cache gave back idle pages (about `pages`
@@ -200,6 +215,11 @@ pub(super) fn sys_mremap(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
         return Ok(old);
     }
     let extra = new_len - old_len;
+    // A locked mapping grows locked (Linux's `resize_is_valid`: `EAGAIN` past the limit).
+    let locked = p.aspace.locked_within(u64::from(old), u64::from(old) + 1) != 0;
+    if locked && !lock_fits(p, u64::from(extra)) {
+        return Err(EAGAIN);
+    }
     // Growing a file mapping would need the file itself; morph grows anonymous ones.
     if !matches!(vma.kind, morph_mem::MapKind::Anon) {
         return Err(ENOMEM);
@@ -208,7 +228,11 @@ pub(super) fn sys_mremap(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     // idle pages first if the limit is near).
     let grow_at = |m: &mut FileCtx<'_>, p: &mut Process, base: u32| -> Result<(), Errno> {
         let grow = |p: &mut Process| p.aspace.map_anon(base + old_len, extra, vma.prot, vma.shared, &vma.name);
-        reclaiming(m, p, extra / PAGE_SIZE, grow).map_err(|_| ENOMEM)
+        reclaiming(m, p, extra / PAGE_SIZE, grow).map_err(|_| ENOMEM)?;
+        if locked {
+            p.aspace.lock_pages(base + old_len, base + new_len);
+        }
+        Ok(())
     };
     if old + old_len == vma.end && p.aspace.is_free(old + old_len, extra) {
         grow_at(m, p, old)?;
@@ -343,12 +367,14 @@ pub(super) fn sys_madvise(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) ->
 // ----- mlock and its relatives -----------------------------------------------------
 //
 // Locking pages in memory is a residency promise morph keeps trivially for the guest
-// (its memory is the host process's; nothing of it is paged out by morph), and no
-// `/proc` file morph makes reports locked memory (`VmLck`), so no lock is recorded on
-// the mappings: the calls make Linux's checks and report Linux's errors. Not modeled,
-// for want of that record: `RLIMIT_MEMLOCK` counting pages locked by earlier calls
-// (each call is checked alone, as a first one is), and `MCL_FUTURE` applying the limit
-// to later mappings.
+// (its memory is the host process's; nothing of it is paged out by morph). What is
+// modeled is the accounting: the address space records its locked pages (Linux's
+// `VM_LOCKED` VMAs, `AddressSpace::lock_pages`), which `RLIMIT_MEMLOCK` counts as a
+// whole without `CAP_IPC_LOCK` (Linux's `locked_vm`: pages locked again are not
+// counted twice), `munlock`, `munlockall`, `munmap` and a mapping over them release,
+// `mremap` moves (and grows: `EAGAIN` past the limit), `fork` and `exec` drop, and
+// `/proc/<pid>/status` shows (`VmLck`). `MAP_LOCKED` locks a new mapping. Not modeled:
+// `MCL_FUTURE` locking later mappings (and applying the limit to them).
 
 /// `CAP_IPC_LOCK`: locks past `RLIMIT_MEMLOCK`.
 const CAP_IPC_LOCK: u32 = 14;
@@ -360,6 +386,13 @@ fn can_lock(p: &Process) -> bool {
     p.rlimits[RLIMIT_MEMLOCK].0 != 0 || p.attrs.caps.has(CAP_IPC_LOCK)
 }
 
+/// Whether `p` may have `more` bytes locked beside what it has locked (Linux's
+/// `mlock_future_ok`): within `RLIMIT_MEMLOCK`, or `CAP_IPC_LOCK`.
+fn lock_fits(p: &Process, more: u64) -> bool {
+    let limit = p.rlimits[RLIMIT_MEMLOCK].0 / u64::from(PAGE_SIZE);
+    (p.aspace.locked_bytes() + more) / u64::from(PAGE_SIZE) <= limit || p.attrs.caps.has(CAP_IPC_LOCK)
+}
+
 /// The pages `[start, end)` a lock call names: its start rounded down to a page, its
 /// length with the start's offset rounded up, in the 64-bit arithmetic of the kernel a
 /// 32-bit process runs on (nothing wraps; a range past 4 GiB has unmapped pages).
@@ -369,22 +402,32 @@ fn lock_range(start: u32, len: u32) -> (u64, u64) {
     (first, first + morph_mem::page_align_up(u64::from(len) + off))
 }
 
-/// The mappings over `[start, end)`: `ENOMEM` if a page of it is unmapped (Linux's
-/// `apply_vma_lock_flags`).
-fn locked_parts(p: &Process, start: u64, end: u64) -> Result<Vec<morph_mem::Vma>, Errno> {
+/// The mappings over `[start, end)`, and whether a page of it is unmapped (Linux's
+/// `apply_vma_lock_flags` then fails with `ENOMEM`, after it changed the mappings
+/// before the hole): the mappings before the first hole.
+fn locked_parts(p: &Process, start: u64, end: u64) -> (Vec<morph_mem::Vma>, bool) {
     if start == end {
-        return Ok(Vec::new());
+        return (Vec::new(), false);
     }
-    let parts: Vec<morph_mem::Vma> =
-        p.aspace.vmas().filter(|v| u64::from(v.end) > start && u64::from(v.start) < end).cloned().collect();
+    let mut parts = Vec::new();
     let mut at = start;
-    for v in &parts {
+    for v in p.aspace.vmas().filter(|v| u64::from(v.end) > start && u64::from(v.start) < end) {
         if u64::from(v.start) > at {
-            return Err(ENOMEM);
+            return (parts, true);
         }
         at = u64::from(v.end);
+        parts.push(v.clone());
     }
-    if at < end { Err(ENOMEM) } else { Ok(parts) }
+    (parts, at < end)
+}
+
+/// Records (`lock`) or clears the lock of the pages of `parts` within `[start, end)`.
+fn set_locked(p: &mut Process, parts: &[morph_mem::Vma], start: u64, end: u64, lock: bool) {
+    for v in parts {
+        // Within a mapping, so below 4 GiB.
+        let (s, e) = (start.max(u64::from(v.start)) as u32, end.min(u64::from(v.end)) as u32);
+        if lock { p.aspace.lock_pages(s, e) } else { p.aspace.unlock_pages(s, e) }
+    }
 }
 
 /// Whether the pages of `v` before `end` (within a locked range) can all be brought in, as `mlock`
@@ -402,18 +445,24 @@ fn populates(v: &morph_mem::Vma, end: u64) -> bool {
 
 /// `mlock(start, len)` and `mlock2` (`on_fault`: `MLOCK_ONFAULT`, which brings nothing
 /// in). Linux's checks in its order: may the caller lock at all (`EPERM`), the pages
+/// it would have locked (those locked already, and those of the range not locked yet)
 /// against `RLIMIT_MEMLOCK` unless `CAP_IPC_LOCK` (`ENOMEM`), a page unmapped
-/// (`ENOMEM`), a page that cannot be brought in (`ENOMEM`).
+/// (`ENOMEM`, the mappings before it locked), a page that cannot be brought in
+/// (`ENOMEM`, the range locked).
 fn mlock(p: &mut Process, start: u32, len: u32, on_fault: bool) -> SysResult {
     if !can_lock(p) {
         return Err(EPERM);
     }
     let (first, end) = lock_range(start, len);
-    let limit = p.rlimits[RLIMIT_MEMLOCK].0 / u64::from(PAGE_SIZE);
-    if (end - first) / u64::from(PAGE_SIZE) > limit && !p.attrs.caps.has(CAP_IPC_LOCK) {
+    let again = p.aspace.locked_within(first, end);
+    if !lock_fits(p, (end - first) - again) {
         return Err(ENOMEM);
     }
-    let parts = locked_parts(p, first, end)?;
+    let (parts, hole) = locked_parts(p, first, end);
+    set_locked(p, &parts, first, end, true);
+    if hole {
+        return Err(ENOMEM);
+    }
     if !on_fault && !parts.iter().all(|v| populates(v, end)) {
         return Err(ENOMEM);
     }
@@ -428,17 +477,26 @@ fn sys_mlock2(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     mlock(p, a[0], a[1], a[2] & MLOCK_ONFAULT != 0)
 }
 
-/// `munlock(start, len)`: any caller; `ENOMEM` for an unmapped page in the range.
+/// `munlock(start, len)`: any caller; `ENOMEM` for an unmapped page in the range (the
+/// mappings before it unlocked).
 fn sys_munlock(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     let (first, end) = lock_range(a[0], a[1]);
-    locked_parts(p, first, end)?;
+    let (parts, hole) = locked_parts(p, first, end);
+    set_locked(p, &parts, first, end, false);
+    if hole { Err(ENOMEM) } else { Ok(0) }
+}
+
+/// `munlockall()`: every page unlocked.
+fn sys_munlockall(_: &mut FileCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
+    p.aspace.unlock_pages(0, u32::MAX);
     Ok(0)
 }
 
 /// `mlockall(flags)`: `MCL_CURRENT`, `MCL_FUTURE`, `MCL_ONFAULT` (not alone). Linux's
 /// checks in its order: the flags (`EINVAL`), may the caller lock at all (`EPERM`),
 /// with `MCL_CURRENT` every mapped page against `RLIMIT_MEMLOCK` unless
-/// `CAP_IPC_LOCK` (`ENOMEM`). Pages that cannot be brought in are no error here.
+/// `CAP_IPC_LOCK` (`ENOMEM`); then with `MCL_CURRENT` every mapping is locked. Pages
+/// that cannot be brought in are no error here.
 fn sys_mlockall(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     const MCL_CURRENT: u32 = 1;
     const MCL_FUTURE: u32 = 2;
@@ -452,8 +510,14 @@ fn sys_mlockall(_: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult
     }
     let limit = p.rlimits[RLIMIT_MEMLOCK].0 / u64::from(PAGE_SIZE);
     let total: u64 = p.aspace.vmas().map(|v| u64::from(v.end - v.start) / u64::from(PAGE_SIZE)).sum();
-    if flags & MCL_CURRENT != 0 && total > limit && !p.attrs.caps.has(CAP_IPC_LOCK) {
-        return Err(ENOMEM);
+    if flags & MCL_CURRENT != 0 {
+        if total > limit && !p.attrs.caps.has(CAP_IPC_LOCK) {
+            return Err(ENOMEM);
+        }
+        let all: Vec<(u32, u32)> = p.aspace.vmas().map(|v| (v.start, v.end)).collect();
+        for (s, e) in all {
+            p.aspace.lock_pages(s, e);
+        }
     }
     Ok(0)
 }

@@ -147,7 +147,9 @@ pub(crate) fn refresh_served(tasks: &crate::kernel::tasks::Tasks, p: &Process) {
             }
             Some(s @ Served { what: ServedKind::Pid { pid, thread }, .. }) => {
                 s.set_ready(proc::pidfd_ended(tasks, p, *pid, *thread));
-                s.hangup.set(proc::pidfd_reaped(tasks, p, *pid));
+                if proc::pidfd_reaped(tasks, p, *pid) {
+                    s.hang_up();
+                }
             }
             None => {}
         }

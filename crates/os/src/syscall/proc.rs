@@ -188,6 +188,7 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
         exit: None,
         pgid: p.pgid,
         sid: p.sid,
+        no_ctty: p.no_ctty,
         pending: 0,
         siginfo: [SigInfo::default(); 64],
         altstack: p.altstack,
@@ -613,6 +614,7 @@ fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
     }
     p.sid = p.pid;
     p.pgid = p.pid;
+    p.no_ctty = false; // a new session, which has no controlling terminal yet
     Ok(p.pid)
 }
 
@@ -628,8 +630,7 @@ fn sys_setsid(m: &mut TaskCtx<'_>, p: &mut Process, _: &[u32; 6]) -> SysResult {
 // thread has, and hangs up (`POLLHUP`) once the process is reaped or the thread gone;
 // it cannot be read or written (`EINVAL`, also `pread` and the like), nor seek
 // (`ESPIPE`), and `fstat` shows Linux's pidfs inode mode (0700, no file type). Where the
-// host's stand-in still differs from Linux's pidfd: a guest epoll instance sees no
-// `POLLHUP`, `F_GETFL` does not show `PIDFD_THREAD` (`O_EXCL`), and `fstat`'s other
+// host's stand-in still differs from Linux's pidfd: `F_GETFL` does not show `PIDFD_THREAD` (`O_EXCL`), and `fstat`'s other
 // fields are the host's anonymous inode's (one inode number for every pidfd).
 
 const PIDFD_NONBLOCK: u32 = O_NONBLOCK;

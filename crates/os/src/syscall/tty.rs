@@ -29,7 +29,7 @@ fn alive<'a>(m: &'a FileCtx<'_>, p: &'a Process) -> impl Fn(Pid) -> bool + 'a {
 
 /// Whether `pty` is the caller's controlling terminal.
 fn is_ctty(m: &FileCtx<'_>, p: &Process, pty: &Rc<Pty>) -> bool {
-    pty.session(alive(m, p)) == Some(p.sid)
+    !p.no_ctty && pty.session(alive(m, p)) == Some(p.sid)
 }
 
 /// `ioctl(fd, request, arg)` on guest `fd`, an end of a pty.
@@ -56,7 +56,10 @@ pub(super) fn pty_ioctl(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
             if !is_ctty(m, p, &pty) {
                 return Err(ENOTTY);
             }
-            if p.sid == p.pid {
+            if p.sid != p.pid {
+                // Another process gives it up for itself alone, with no signal.
+                p.no_ctty = true;
+            } else {
                 // The session leader gives it up: its foreground group is hung up.
                 let pgrp = pty.pgrp(alive(m, p));
                 pty.set_session(0, 0);

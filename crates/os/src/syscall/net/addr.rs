@@ -119,6 +119,20 @@ pub(super) fn unix_addr(net: &mut Net, vfs: &Vfs, p: &Process, addr: Vec<u8>, ho
     Ok(HostAddr { bytes, unix: Some((fd, path.to_vec())) })
 }
 
+/// The abstract name (without its leading NUL) of a guest `AF_UNIX` address, if it is
+/// one.
+pub(super) fn abstract_name(addr: &[u8]) -> Option<Vec<u8>> {
+    (family_of(addr) == Some(AF_UNIX) && addr.len() > 2 && addr[2] == 0).then(|| addr[3..].to_vec())
+}
+
+/// After `f` was bound or connected to the abstract name `name`: if the name is
+/// numbered in the machine's table, `f` holds its number (see `Net::abstract_hold`).
+pub(super) fn hold_name(net: &mut Net, f: &OpenFile, name: Option<Vec<u8>>) {
+    if let Some(hold) = name.and_then(|n| net.abstract_hold(&n)) {
+        f.socket.names.borrow_mut().push(hold);
+    }
+}
+
 /// A host socket address as the guest is to see it: the name of an `AF_UNIX` socket a
 /// guest bound is shown as the guest spelled it, a host path inside the root without
 /// the root.

@@ -82,9 +82,11 @@ pub(super) fn sys_bind(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sys
     if addr.len() == 2 && family_of(&addr) == Some(AF_UNIX) {
         return autobind(m.net, f.as_raw_fd());
     }
+    let name = abstract_name(&addr);
     let h = host_addr(m, p, addr, Use::Bind)?;
     // A socket's name in the file system gets `0777 & !umask`, the guest's.
     host::with_umask(p.umask, || host::bind(f.as_raw_fd(), &h.bytes))?;
+    hold_name(m.net, &f, name);
     if let Some((dir, guest)) = h.unix {
         // The host name holds the directory's descriptor number: keeping the directory
         // open with the socket keeps the name unique.
@@ -110,12 +112,18 @@ pub(super) fn sys_connect(m: &mut NetCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
         return netlink::connect(m.stats, p, nl, &addr);
     }
     let unix = family_of(&addr) == Some(AF_UNIX);
+    let name = abstract_name(&addr);
     let h = host_addr(m, p, addr, Use::Connect)?;
     if unix {
         autobind_if_passcred(m.net, f.as_raw_fd())?;
     }
     let blocking = f.host_nonblock && !f.guest_nonblock();
-    match host::connect(f.as_raw_fd(), &h.bytes) {
+    let r = host::connect(f.as_raw_fd(), &h.bytes);
+    if matches!(r, Ok(_) | Err(EINPROGRESS)) {
+        // Its peer's name (`getpeername`) keeps its number while the socket lives.
+        hold_name(m.net, &f, name);
+    }
+    match r {
         Err(EINPROGRESS) if blocking => {
             f.socket.connecting.set(true);
             connect_result(p, &f)
@@ -166,6 +174,10 @@ pub(super) fn accept(m: &mut NetCtx<'_>, p: &mut Process, fd: u32, addr: u32, le
         Err(e) => return Err(e),
     };
     let gfd = install(p, conn, flags & SOCK_NONBLOCK != 0, flags & SOCK_CLOEXEC != 0)?;
+    if let Some(e) = p.fds.get(gfd) {
+        // The accepted socket has the listener's name.
+        e.host.socket.names.borrow_mut().extend(f.socket.names.borrow().iter().cloned());
+    }
     if addr != 0
         && let Err(e) = put_sockaddr(m.net, m.vfs, p, addr, len_ptr, &peer)
     {
