@@ -24,7 +24,7 @@ What it does, in order:
      built by debootstrap. Symlinks met while merging are resolved *inside*
      the sysroot, never on the host.
   6. Fix-ups that maintainer scripts would do: tmp, dev, proc, sys, root;
-     minimal /etc/passwd, group, hostname, nsswitch.conf if absent;
+     minimal /etc/passwd, group, hostname, hosts, nsswitch.conf if absent;
      /etc/profile and root's dot files from base-files' templates; /bin/sh,
      awk and which symlinks that dash and update-alternatives would make.
   7. Write the stamp last, atomically (suite, the verified Release's date and
@@ -572,6 +572,9 @@ def fixups(root, merger, log, packages):
                   "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
         "group": "root:x:0:\ndaemon:x:1:\nbin:x:2:\ntty:x:5:\nusers:x:100:\nnogroup:x:65534:\n",
         "hostname": "morph\n",
+        # The installer writes this one on a Debian system: "localhost" resolves
+        # without DNS (and loopback is all the guest's network is).
+        "hosts": "127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n",
         # libc-bin (not needed to run programs) would install this one.
         "nsswitch.conf": "passwd: files\ngroup: files\nshadow: files\n"
                          "hosts: files dns\nnetworks: files\nprotocols: files\n"
