@@ -474,6 +474,7 @@ fn run(a: RunArgs) -> anyhow::Result<ExitCode> {
         root: root.clone(),
         seed: a.seed,
         aslr,
+        aslr_mode: morph_os::layout::named_mode(&a.aslr),
         kernel,
         strace: a.strace || a.strace_file.is_some(),
         max_mem: a.max_mem << 20,

@@ -312,3 +312,68 @@ fn inherited_descriptors_are_no_handle_on_host_files() {
     assert!(!root.join("stolen1").exists() && !root.join("stolen2").exists());
     assert!(!stdout.contains(base.to_str().unwrap()), "a host path was shown");
 }
+
+/// `/proc/sys` shows the machine's settings and nobody may change them: `--aslr` as
+/// `randomize_va_space` (a mode as named; a component list as the largest mode it
+/// covers), the limits morph enforces, and writes refused, `EROFS` for root (as in a
+/// container whose `/proc/sys` is mounted read-only) and `EACCES` for anyone else;
+/// `/proc/self/personality` after `personality(0x40008)`. The guest is
+/// `guests/src/procsys.c` (its default mode is compared with native runs by `guests.rs`;
+/// natively root could write these files).
+#[test]
+fn proc_sys_shows_the_machine_and_is_read_only() {
+    let prog = guests().join("procsys");
+    let prog = prog.to_str().unwrap();
+    let cwd = scratch("confine-procsys");
+    let shown = |flags: &[&str]| {
+        let mut args = vec!["run", "--timeout", "20"];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&["--", prog, "--morph-only"]);
+        let r = morph_within(&args, &cwd, LIMIT);
+        assert_eq!(r.status, 0, "{flags:?}: {r:?}");
+        r.stdout
+    };
+    for (flags, want) in [
+        (&[][..], "0"),
+        (&["--aslr", "0"][..], "0"),
+        (&["--aslr", "1"][..], "1"),
+        (&["--aslr", "2"][..], "2"),
+        (&["--aslr", "stack,mmap,exec,vdso"][..], "1"),
+        (&["--aslr", "stack,mmap,exec"][..], "0"),
+        (&["--kernel", "2.6.12", "--aslr", "2"][..], "2"),
+        (&["--kernel", "2.6.12", "--aslr", "1"][..], "1"),
+        (&["--kernel", "2.6.12", "--aslr", "stack,mmap"][..], "1"),
+    ] {
+        let out = shown(flags);
+        assert!(out.starts_with(&format!("randomize_va_space={want}\n")), "{flags:?}: {out}");
+    }
+    let out = shown(&["--max-procs", "7"]);
+    let root = euid() == 0;
+    let mut want = String::from(
+        "randomize_va_space=0\n\
+         overcommit_memory=2\n\
+         threads-max=7\n\
+         pid_max=4194304\n\
+         osrelease=6.1.0-morph\n\
+         personality after 0x40008: 00040008\n",
+    );
+    let refused = |who: &str, writable: &str| {
+        format!(
+            "{who} /proc/sys/kernel/randomize_va_space: O_WRONLY {writable} O_TRUNC EROFS access(W_OK) {writable}\n\
+             {who} /proc/sys/kernel/osrelease: O_WRONLY EACCES O_TRUNC EROFS access(W_OK) EACCES\n\
+             {who} /proc/sys/vm/overcommit_memory: O_WRONLY {writable} O_TRUNC EROFS access(W_OK) {writable}\n\
+             {who} /proc/sys/kernel: O_WRONLY EISDIR\n"
+        )
+    };
+    if root {
+        want += &refused("root", "EROFS");
+    }
+    want += &refused("user", "EACCES");
+    assert_eq!(out, want, "{}", diff(&want, &out));
+}
+
+/// The test's effective user id (root runs the guest as root, who then drops to 65534).
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}

@@ -555,6 +555,8 @@ pub enum ProcFile {
     Cmdline,
     /// `comm`: the name the process goes by, and a newline.
     Comm,
+    /// `personality`: the execution domain and flags, `%08x` and a newline.
+    Personality,
     /// `fdinfo/<n>`: descriptor `n`'s position, flags and what its kind adds.
     FdInfo(u32),
     /// A file of `task/<tid>`: one thread's view.
@@ -575,6 +577,39 @@ pub enum MachineFile {
     Loadavg,
     /// `stat`: CPU times, context switches, boot time, forks, runnable threads.
     Stat,
+    /// A file of `/proc/sys` (see `special::sysctl`).
+    Sysctl(SysctlFile),
+}
+
+/// A file of morph's read-only `/proc/sys` (see `special::sysctl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SysctlFile {
+    /// `kernel/cap_last_cap`.
+    CapLastCap,
+    /// `kernel/domainname`.
+    Domainname,
+    /// `kernel/hostname`.
+    Hostname,
+    /// `kernel/ngroups_max`.
+    NgroupsMax,
+    /// `kernel/osrelease`.
+    Osrelease,
+    /// `kernel/ostype`.
+    Ostype,
+    /// `kernel/pid_max`.
+    PidMax,
+    /// `kernel/randomize_va_space`.
+    RandomizeVaSpace,
+    /// `kernel/threads-max`.
+    ThreadsMax,
+    /// `kernel/version`.
+    Version,
+    /// `vm/mmap_min_addr`.
+    MmapMinAddr,
+    /// `vm/overcommit_memory`.
+    OvercommitMemory,
+    /// `vm/overcommit_ratio`.
+    OvercommitRatio,
 }
 
 /// A file of `/proc/<pid>/task/<tid>`.

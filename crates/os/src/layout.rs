@@ -88,6 +88,41 @@ impl Aslr {
     }
 }
 
+/// The `randomize_va_space` mode `--aslr` names (`0`/`none`, `1`, `2`), if it names one
+/// rather than a list of components.
+pub fn named_mode(s: &str) -> Option<u8> {
+    match s {
+        "0" | "none" => Some(0),
+        "1" => Some(1),
+        "2" => Some(2),
+        _ => None,
+    }
+}
+
+/// What `/proc/sys/kernel/randomize_va_space` shows for `aslr` under `kernel`: the mode
+/// `--aslr` named (`named`), else the largest mode all of whose components `aslr`
+/// randomizes, and of modes randomizing the same (2.6.12's 1 and 2) the smallest. So
+/// `stack,mmap,exec,vdso,brk` under a modern kernel is 2, `stack,mmap,exec` is 0 (mode 1
+/// also randomizes the vDSO), and `stack,mmap` under 2.6.12 is 1.
+pub fn randomize_va_space(aslr: Aslr, kernel: Kernel, named: Option<u8>) -> u8 {
+    if let Some(m) = named {
+        return m;
+    }
+    let of = |m: u8| Aslr::parse(&m.to_string(), kernel).unwrap_or_default();
+    let within = |a: Aslr| {
+        (!a.stack || aslr.stack)
+            && (!a.mmap || aslr.mmap)
+            && (!a.exec || aslr.exec)
+            && (!a.brk || aslr.brk)
+            && (!a.vdso || aslr.vdso)
+    };
+    let mut m = (0..=2).rev().find(|&m| within(of(m))).unwrap_or(0);
+    while m > 0 && of(m - 1) == of(m) {
+        m -= 1;
+    }
+    m
+}
+
 /// The bases chosen for one `exec`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -162,6 +197,16 @@ mod tests {
         assert!(a.stack && a.mmap && a.exec && a.brk && a.vdso);
         assert_eq!(Aslr::parse("brk,exec", Kernel::Modern).unwrap(), Aslr { brk: true, exec: true, ..Aslr::default() });
         assert!(Aslr::parse("heap", Kernel::Modern).is_err());
+        let shown = |s: &str, k: Kernel| randomize_va_space(Aslr::parse(s, k).unwrap(), k, named_mode(s));
+        assert_eq!(shown("2", Kernel::Linux2612), 2);
+        assert_eq!(shown("1", Kernel::Linux2612), 1);
+        assert_eq!(shown("stack,mmap", Kernel::Linux2612), 1);
+        assert_eq!(shown("stack,mmap,brk", Kernel::Linux2612), 1);
+        assert_eq!(shown("stack", Kernel::Linux2612), 0);
+        assert_eq!(shown("none", Kernel::Modern), 0);
+        assert_eq!(shown("stack,mmap,exec", Kernel::Modern), 0);
+        assert_eq!(shown("vdso,exec,mmap,stack", Kernel::Modern), 1);
+        assert_eq!(shown("stack,mmap,exec,vdso,brk", Kernel::Modern), 2);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub const EINVAL: i32 = 22;
 pub const EMFILE: i32 = 24;
 pub const ENOTTY: i32 = 25;
 pub const ESPIPE: i32 = 29;
+pub const EROFS: i32 = 30;
 pub const ERANGE: i32 = 34;
 pub const ENAMETOOLONG: i32 = 36;
 pub const ENOSYS: i32 = 38;

@@ -36,6 +36,7 @@ impl Machine {
                 return Err(RunError::Stopped(sig));
             }
             self.deliver_io_signals(None);
+            self.deliver_hangups(None);
             let Some(tid) = self.pick(cursor) else {
                 self.sleep_until_ready(deadline.map(|d| d.1))?;
                 continue;
@@ -253,6 +254,22 @@ impl Machine {
         }
     }
 
+    /// Tells the leaders of the sessions whose terminal a master's close hung up (see
+    /// [`crate::pty::Ptys::take_hangups`]): `SIGHUP` then `SIGCONT`, from the kernel, as
+    /// Linux's `tty_signal_session_leader` sends them. `cur` is the running thread's
+    /// process, out of the table while it runs.
+    fn deliver_hangups(&mut self, mut cur: Option<&mut Process>) {
+        let sids = self.ptys().take_hangups();
+        let info = SigInfo { code: SI_KERNEL, ..SigInfo::default() };
+        for sid in sids {
+            let procs = cur.as_deref_mut().into_iter().chain(self.tasks_mut().procs.values_mut());
+            if let Some(leader) = procs.into_iter().find(|q| q.pid == sid && q.sid == sid) {
+                leader.raise_group(SIGHUP, info);
+                leader.raise_group(SIGCONT, info);
+            }
+        }
+    }
+
     /// Runs `p` for one time slice.
     /// Runs thread `p` for a time slice; the guest FPU state is in `p.cpu.fpu` after it
     /// (see [`Machine::run_slice_fpu_lazy`]).
@@ -280,6 +297,7 @@ impl Machine {
             p.fire_cpu_timers();
             let t0 = now();
             self.deliver_io_signals(Some(p));
+            self.deliver_hangups(Some(p));
             if p.deliverable() != 0 {
                 morph_cpu::x87::fpu_from_host(&mut p.cpu); // a frame holds it
             }

@@ -316,6 +316,12 @@ impl Caps {
     pub const SYS_ADMIN: u32 = 21;
     /// `CAP_SYS_NICE`: raise priorities, real-time policies.
     pub const SYS_NICE: u32 = 23;
+    /// `CAP_SYS_PTRACE`: trace (and look into) any process.
+    pub const SYS_PTRACE: u32 = 19;
+    /// The last capability the kernel knows (`CAP_LAST_CAP`, `CAP_CHECKPOINT_RESTORE`
+    /// in Linux 5.9 and later; `/proc/sys/kernel/cap_last_cap`): `capset` ignores the
+    /// bits past it.
+    pub const LAST: u32 = 40;
 
     /// The capabilities that go with the file-system user id (Linux's `CAP_FS_SET`:
     /// `CAP_CHOWN`, `CAP_DAC_OVERRIDE`, `CAP_DAC_READ_SEARCH`, `CAP_FOWNER`,
@@ -357,6 +363,21 @@ impl Caps {
         self.has(Caps::KILL)
             || [ids.uid, ids.euid].iter().any(|&u| u == target.uid || u == target.suid)
             || (sig == crate::linux::SIGCONT && sid == target_sid)
+    }
+
+    /// Whether a thread with these capabilities and ids `me` may look into process `q`'s
+    /// thread with attributes `t` the way `ptrace` would let it (Linux's
+    /// `ptrace_may_access` without Yama, for another thread group; a thread group may
+    /// always look into itself): `CAP_SYS_PTRACE`, or its ids as all of the target's
+    /// real, effective and saved ids (the file-system ids if `fs`, Linux's
+    /// `PTRACE_MODE_FSCREDS`, else the real ones) with the target dumpable and its
+    /// permitted capabilities among the caller's.
+    pub fn may_ptrace(&self, me: &Creds, t: &ThreadAttrs, dumpable: bool, fs: bool) -> bool {
+        let them = &t.creds;
+        let (uid, gid) = if fs { (me.fsuid, me.fsgid) } else { (me.uid, me.gid) };
+        let same_ids = [them.uid, them.euid, them.suid].iter().all(|&u| u == uid)
+            && [them.gid, them.egid, them.sgid].iter().all(|&g| g == gid);
+        self.has(Caps::SYS_PTRACE) || (same_ids && dumpable && t.caps.permitted & !self.permitted == 0)
     }
 
     /// After a change of the user ids from `old` to `new` by `setuid`, `setreuid` or
@@ -481,10 +502,9 @@ impl ThreadAttrs {
 /// `group_exit_code` of a stop). A stop signal's default action stops every thread of
 /// the group until `SIGCONT` (or `SIGKILL`); the parent is told by `SIGCHLD` (unless
 /// its handler has `SA_NOCLDSTOP`) and by `wait` with `WUNTRACED`/`WCONTINUED`.
-/// Linux's discarding of `SIGTSTP`, `SIGTTIN` and `SIGTTOU` in an orphaned process
-/// group, and the `SIGHUP`/`SIGCONT` a group gets when it becomes orphaned with a
-/// stopped member, are not modeled (morph's first process has no parent to tell an
-/// orphaned group by).
+/// `SIGTSTP`, `SIGTTIN` and `SIGTTOU` are discarded in an orphaned process group (see
+/// [`pgrp_orphaned`]), as Linux's `get_signal` does; the `SIGHUP`/`SIGCONT` a group gets
+/// when it becomes orphaned with a stopped member is not modeled.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct JobControl {
     /// The group is stopped: no thread of it runs.
@@ -762,6 +782,20 @@ impl Process {
     }
 }
 
+/// Whether `p`'s process group is orphaned (Linux's `is_current_pgrp_orphaned`): no
+/// member has a parent in another group of the same session. `procs` are the other
+/// processes. The first process's parent (the shell or harness that started morph, in
+/// the first process's session, which is the one morph was started in) is taken as
+/// such a parent; another parent outside the machine (init, after a reparenting) is
+/// in no guest session and never counts.
+pub fn pgrp_orphaned(p: &Process, procs: &std::collections::BTreeMap<Pid, Process>) -> bool {
+    let parent = |pid: Pid| if pid == p.pid { Some(p) } else { procs.get(&pid) };
+    let mut members = std::iter::once(p).chain(procs.values().filter(|q| q.pid != p.pid && q.pgid == p.pgid));
+    !members.any(|q| {
+        q.pid == crate::kernel::FIRST_PID || parent(q.ppid).is_some_and(|par| par.pgid != p.pgid && par.sid == q.sid)
+    })
+}
+
 /// Makes `sig` pending in `pending` with `info` (a second instance of a pending standard
 /// signal merges with the first, as Linux does).
 pub fn raise_into(pending: &mut u64, siginfo: &mut [SigInfo; 64], sig: i32, info: SigInfo) {
@@ -919,6 +953,14 @@ impl ExitStatus {
 }
 
 impl Process {
+    /// Leads its session for the rules of controlling terminals: `setsid` made it the
+    /// leader. The first process's session is the one morph was started in, whose
+    /// leader (a shell, a harness) is outside the machine, so the first process never
+    /// acquires a terminal (`TIOCSCTTY`, opening a slave) as natively.
+    pub fn leads_session(&self) -> bool {
+        self.sid == self.pid && self.pid != crate::kernel::FIRST_PID
+    }
+
     /// Makes `sig` pending with `info` (a second instance of a pending standard signal
     /// merges with the first, as Linux does).
     pub fn raise(&mut self, sig: i32, info: SigInfo) {

@@ -24,6 +24,16 @@
 //! `Machine::reap`). The host pty is never anyone's
 //! controlling terminal (it is always opened with `O_NOCTTY`): the host's job control
 //! never acts on guests.
+//!
+//! The line discipline's signals are therefore morph's to send. The host's termios is
+//! the guest's, `ISIG` included, so the host pty itself drops a `VINTR`, `VQUIT` or
+//! `VSUSP` character from the input, echoes it (`^C`) and flushes the queues (unless
+//! `NOFLSH`); the signal it would send has no process group to go to. morph scans
+//! what guests write to a master for those characters ([`Pty::input_signals`]) and
+//! signals the foreground group. Closing the master hangs the slave up: the host makes
+//! its reads end and its writes fail, and morph detaches the session and has its
+//! leader signalled ([`Ptys::take_hangups`]). Job control (`SIGTTIN`, `SIGTTOU`) is in
+//! `syscall::tty`.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::CString;
@@ -53,6 +63,11 @@ pub struct Pty {
     session: Cell<Pid>,
     /// That session's foreground process group.
     pgrp: Cell<Pid>,
+    /// The last input byte written to the master was the slave's `VLNEXT` in canonical
+    /// mode: the host's line discipline takes the next one literally.
+    lnext: Cell<bool>,
+    /// The machine's list of sessions to hang up (see [`Ptys::take_hangups`]).
+    hangups: Rc<RefCell<Vec<Pid>>>,
 }
 
 /// What a guest descriptor of a pty holds beside the host descriptor: which pty, and
@@ -70,9 +85,16 @@ pub struct PtyEnd {
 
 impl Drop for PtyEnd {
     fn drop(&mut self) {
-        // There is one open file description of a master: its end is the master's close.
+        // There is one open file description of a master: its end is the master's close,
+        // which hangs the slave up (Linux's `pty_close` → `tty_vhangup`): the session it
+        // controls loses it, and its leader is told (see `Ptys::take_hangups`).
         if self.master {
             self.pty.master_open.set(false);
+            let sid = self.pty.session.get();
+            if sid != 0 {
+                self.pty.set_session(0, 0);
+                self.pty.hangups.borrow_mut().push(sid);
+            }
         }
     }
 }
@@ -81,6 +103,9 @@ impl Drop for PtyEnd {
 #[derive(Default)]
 pub struct Ptys {
     slots: RefCell<Vec<Weak<Pty>>>,
+    /// Sessions whose terminal was hung up by its master's close, whose leaders are yet
+    /// to get `SIGHUP` and `SIGCONT`.
+    hangups: Rc<RefCell<Vec<Pid>>>,
 }
 
 impl Ptys {
@@ -108,6 +133,8 @@ impl Ptys {
             master_open: Cell::new(true),
             session: Cell::new(0),
             pgrp: Cell::new(0),
+            lnext: Cell::new(false),
+            hangups: self.hangups.clone(),
         });
         slots[n] = Rc::downgrade(&pty);
         Ok((master, pty))
@@ -131,6 +158,13 @@ impl Ptys {
         let pgrp = pty.pgrp.get();
         pty.set_session(0, 0);
         (pgrp != 0).then_some(pgrp)
+    }
+
+    /// The sessions whose controlling terminal was hung up since the last call, because
+    /// its master was closed: their leaders get `SIGHUP` then `SIGCONT` (Linux's
+    /// `tty_signal_session_leader`; see `Machine::deliver_hangups`).
+    pub fn take_hangups(&self) -> Vec<Pid> {
+        std::mem::take(&mut *self.hangups.borrow_mut())
     }
 
     /// The controlling terminal of session `sid` (`alive` tells which processes live).
@@ -160,9 +194,64 @@ impl Pty {
         self.pgrp.set(pgrp);
     }
 
+    /// Its master is closed: a slave is hung up (Linux's `hung_up_tty_fops`: reads
+    /// end, writes and requests fail; the host's slave says so for what reaches it).
+    pub fn hung_up(&self) -> bool {
+        !self.master_open.get()
+    }
+
     /// Sets the foreground process group.
     pub fn set_pgrp(&self, pgrp: Pid) {
         self.pgrp.set(pgrp);
+    }
+
+    /// The signals `bytes`, just written to the master (the slave's input), make the line
+    /// discipline send to the foreground process group, in order: with `ISIG` in the
+    /// slave's termios, each `VINTR`, `VQUIT` or `VSUSP` character gives `SIGINT`,
+    /// `SIGQUIT` or `SIGTSTP` (Linux's `n_tty_receive_char_special`, after `ISTRIP`;
+    /// a character after `VLNEXT` in canonical mode with `IEXTEN` is data; `VSTART` and
+    /// `VSTOP` under `IXON` come first). The host pty, whose termios is the guest's,
+    /// drops the character, echoes it and flushes the queues itself; its own signal
+    /// goes nowhere, since it is no host process's controlling terminal.
+    /// `raw` is the host master.
+    pub fn input_signals(&self, raw: RawFd, bytes: &[u8]) -> Vec<i32> {
+        const VINTR: usize = 0;
+        const VQUIT: usize = 1;
+        const VSTART: usize = 8;
+        const VSTOP: usize = 9;
+        const VSUSP: usize = 10;
+        const VLNEXT: usize = 15;
+        let mut t = [0u8; 64];
+        if bytes.is_empty() || host::ioctl_ptr(raw, libc::TCGETS as u32, &mut t).is_err() {
+            return Vec::new();
+        }
+        let flag = |i: usize| u32::from_le_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+        let (iflag, lflag) = (flag(0), flag(12));
+        let cc = |i: usize| t[17 + i];
+        let (isig, icanon, iexten) = (lflag & libc::ISIG != 0, lflag & libc::ICANON != 0, lflag & libc::IEXTEN != 0);
+        let (istrip, ixon) = (iflag & libc::ISTRIP != 0, iflag & libc::IXON != 0);
+        let mut lnext = self.lnext.get();
+        let mut sigs = Vec::new();
+        for &b in bytes {
+            let c = if istrip { b & 0x7f } else { b };
+            if std::mem::take(&mut lnext) {
+                continue;
+            }
+            if ixon && (c == cc(VSTART) || c == cc(VSTOP)) {
+                continue;
+            }
+            if isig && c == cc(VINTR) {
+                sigs.push(libc::SIGINT);
+            } else if isig && c == cc(VQUIT) {
+                sigs.push(libc::SIGQUIT);
+            } else if isig && c == cc(VSUSP) {
+                sigs.push(libc::SIGTSTP);
+            } else if icanon && iexten && c == cc(VLNEXT) {
+                lnext = true;
+            }
+        }
+        self.lnext.set(lnext);
+        sigs
     }
 
     /// Opens the host slave with the guest's `open` flags `host_flags` (without

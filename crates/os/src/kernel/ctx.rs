@@ -68,8 +68,13 @@ impl<'a> FileCtx<'a> {
     /// What `/dev` and `/proc` see: the file system, every process but the caller, and
     /// the machine's memory, clock and counters.
     pub(crate) fn sys(&self) -> special::Sys<'_> {
-        let machine =
-            special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters: self.counters };
+        let machine = special::MachineView {
+            phys: self.phys,
+            cache: self.cache,
+            started: self.started,
+            counters: self.counters,
+            sysctl: sysctl(self.cfg, self.uts),
+        };
         special::Sys {
             vfs: self.vfs,
             procs: self.procs,
@@ -136,6 +141,16 @@ impl<'a> FileCtx<'a> {
     /// How many processes there are besides the caller.
     pub(crate) fn other_processes(&self) -> usize {
         self.procs.len()
+    }
+}
+
+/// The settings `/proc/sys` shows, from the configuration and the machine's names.
+fn sysctl<'a>(cfg: &Config, uts: &'a super::Uts) -> special::Sysctl<'a> {
+    special::Sysctl {
+        randomize_va_space: crate::layout::randomize_va_space(cfg.aslr, cfg.kernel, cfg.aslr_mode),
+        hostname: &uts.hostname,
+        domainname: &uts.domainname,
+        threads_max: cfg.max_procs,
     }
 }
 
@@ -231,6 +246,8 @@ pub(crate) struct TaskCtx<'a> {
     rng: &'a mut ChaCha8Rng,
     /// The machine's pseudo-terminals (for `/dev` only).
     ptys: &'a crate::pty::Ptys,
+    /// The machine's names (for `/proc/sys` only).
+    uts: &'a super::Uts,
 }
 
 impl TaskCtx<'_> {
@@ -244,7 +261,9 @@ impl TaskCtx<'_> {
             exited_icount: self.tasks.exited_icount,
             last_pid: self.tasks.next_pid.saturating_sub(1),
         };
-        let machine = special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters };
+        let sysctl = sysctl(self.cfg, self.uts);
+        let machine =
+            special::MachineView { phys: self.phys, cache: self.cache, started: self.started, counters, sysctl };
         special::Sys {
             vfs: self.vfs,
             procs: &self.tasks.procs,
@@ -285,6 +304,7 @@ impl Machine {
             cache: &mut self.cache,
             rng: &mut self.rng,
             ptys: &self.ptys,
+            uts: &self.uts,
         }
     }
 }

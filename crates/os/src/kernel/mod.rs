@@ -40,6 +40,10 @@ pub struct Config {
     pub seed: u64,
     /// Which layout components are randomized.
     pub aslr: Aslr,
+    /// The `randomize_va_space` mode `--aslr` named (0, 1 or 2), if it named one rather
+    /// than a list of components (`/proc/sys/kernel/randomize_va_space`; see
+    /// [`crate::layout::randomize_va_space`]).
+    pub aslr_mode: Option<u8>,
     /// The kernel whose ASLR and fork scheduling (2.6.12: child first) are modeled.
     pub kernel: Kernel,
     /// Trace every system call in strace's format (to stderr, or to [`Machine::trace_to`]'s
@@ -64,6 +68,7 @@ impl Default for Config {
             root: PathBuf::from("/"),
             seed: 0,
             aslr: Aslr::default(),
+            aslr_mode: None,
             kernel: Kernel::Modern,
             strace: false,
             max_mem: 4 << 30,

@@ -45,6 +45,8 @@ pub struct MachineView<'a> {
     pub started: Instant,
     /// Its counters.
     pub counters: Counters,
+    /// Its settings, for `/proc/sys`.
+    pub sysctl: super::Sysctl<'a>,
 }
 
 /// The text of a machine-wide file; `p` is the caller (not in `m.procs` while it runs).
@@ -54,6 +56,7 @@ pub(super) fn text(m: Sys<'_>, p: &Process, f: MachineFile) -> Vec<u8> {
         MachineFile::Uptime => uptime(&m.machine),
         MachineFile::Loadavg => loadavg(m, p),
         MachineFile::Stat => stat(m, p),
+        MachineFile::Sysctl(f) => return super::sysctl::text(&m.machine.sysctl, f),
     }
     .into_bytes()
 }
@@ -191,7 +194,9 @@ mod tests {
     fn meminfo_has_linux_layout() {
         let phys = PhysMem::new(64 << 20).unwrap();
         let cache = PageCache::new();
-        let m = MachineView { phys: &phys, cache: &cache, started: Instant::now(), counters: Counters::default() };
+        let sysctl = super::Sysctl { randomize_va_space: 0, hostname: b"", domainname: b"", threads_max: 1 };
+        let m =
+            MachineView { phys: &phys, cache: &cache, started: Instant::now(), counters: Counters::default(), sysctl };
         let text = meminfo(&m);
         let first = text.lines().next().unwrap();
         assert_eq!(first, "MemTotal:          65536 kB");

@@ -19,9 +19,11 @@
 //! | `/proc/<pid>/exe`, `cwd`, `root` | links to the executable, working directory and `/` |
 //! | `/proc/<pid>/fd/N` | a link to what guest descriptor N holds (`(unreachable)/name` for a host file outside the root); opening it opens that object again, as Linux does, but a host object outside the root with no more access than the descriptor has |
 //! | `/proc/<pid>/maps`, `status`, `stat`, `cmdline`, `comm` | text in Linux's format, made at the first read (so `cmd < /proc/self/maps` shows `cmd`'s, as on Linux) |
+//! | `/proc/<pid>/personality` | the execution domain and flags, `%08x`; mode 0400, open to a reader that may `ptrace` the process (else `EACCES` at the open) |
 //! | `/proc/<pid>/fdinfo/N` | descriptor N's `pos`, `flags`, `mnt_id` (one number for every mount: no `mountinfo` is served) and `ino`, and what its kind adds (a pidfd's `Pid`, a signalfd's `sigmask`, a pty master's `tty-index`, a host object's own lines) |
 //! | `/proc/<pid>/task/<tid>/stat`, `status`, `comm` | the same for each thread of the group (`task` lists the thread ids) |
 //! | `/proc/meminfo`, `uptime`, `loadavg`, `stat` | the machine's memory, clock and counters in Linux's format (see `machine.rs`) |
+//! | `/proc/sys/kernel/…`, `/proc/sys/vm/…` | the machine's settings, read-only (see `sysctl.rs`) |
 //!
 //! `<pid>` is any live guest process. The directories can be listed (`getdents`), made
 //! the working directory, and used as `*at` directory descriptors. Nothing here can be
@@ -46,10 +48,12 @@ use crate::vfs::{Errno, Vfs};
 use std::rc::Rc;
 
 mod machine;
+pub mod sysctl;
 mod text;
-pub use crate::files::{DirState, LinkState, ProcFile, Snapshot, TaskFile};
+pub use crate::files::{DirState, LinkState, ProcFile, Snapshot, SysctlFile, TaskFile};
 use crate::files::{Listing, MachineFile};
 pub use machine::{Counters, MachineView};
+pub use sysctl::Sysctl;
 pub use text::{Ctty, text};
 
 /// What `/dev` and `/proc` see of the machine: its file system, its processes (the
@@ -88,6 +92,7 @@ impl ProcFile {
             b"stat" => ProcFile::Stat,
             b"cmdline" => ProcFile::Cmdline,
             b"comm" => ProcFile::Comm,
+            b"personality" => ProcFile::Personality,
             _ => return None,
         })
     }
@@ -322,6 +327,14 @@ fn proc(m: Sys<'_>, p: &Process, c: &[&[u8]], follow: bool) -> Result<Step, Errn
         let path = format!("/proc/{}", String::from_utf8_lossy(name));
         return leaf(c, 1, Node::Proc(p.pid, ProcFile::Machine(f), path));
     }
+    if name == b"sys" {
+        let Some(&dir) = c.get(2) else { return Ok(Step::Node(Node::Dir("/proc/sys".into()))) };
+        let dir = sysctl::DIRS.into_iter().find(|d| d.as_bytes() == dir).ok_or(ENOENT)?;
+        let Some(&file) = c.get(3) else { return Ok(Step::Node(Node::Dir(format!("/proc/sys/{dir}")))) };
+        let f = sysctl::file(dir.as_bytes(), file).ok_or(ENOENT)?;
+        let path = format!("/proc/sys/{dir}/{}", String::from_utf8_lossy(file));
+        return leaf(c, 3, Node::Proc(p.pid, ProcFile::Machine(MachineFile::Sysctl(f)), path));
+    }
     let pid = parse_num(name).ok_or(ENOENT)?;
     let q = process(m, p, pid).ok_or(ENOENT)?;
     let base = format!("/proc/{pid}");
@@ -532,11 +545,31 @@ pub fn open(m: Sys<'_>, p: &Process, node: Node, flags: u32, mode: u32) -> Resul
             if flags & (O_CREAT | O_EXCL) == O_CREAT | O_EXCL {
                 return Err(EEXIST);
             }
+            if let ProcFile::Machine(MachineFile::Sysctl(s)) = f {
+                // Read-only whoever asks (see `sysctl.rs`): the mount first for
+                // O_TRUNC, then the file's bits, then the mount.
+                if flags & O_TRUNC != 0 {
+                    return Err(EROFS);
+                }
+                if acc != O_RDONLY {
+                    let c = p.attrs.creds;
+                    return Err(sysctl::refuse_write(sysctl::mode(s), c.euid, in_group(p, c.egid, 0)));
+                }
+            }
             if acc != O_RDONLY || flags & O_TRUNC != 0 {
                 return Err(EACCES);
             }
             if !matches!(f, ProcFile::Machine(_)) {
-                process(m, p, pid).ok_or(ENOENT)?;
+                let q = process(m, p, pid).ok_or(ENOENT)?;
+                // Linux's `lock_trace`: what only a tracer may see (a read by another
+                // fails with EPERM there; its mode 0400, owned by the process, mostly
+                // refuses the open first, which morph does in every case).
+                if f == ProcFile::Personality
+                    && q.pid != p.pid
+                    && !p.attrs.caps.may_ptrace(&p.attrs.creds, &q.attrs, q.dumpable, true)
+                {
+                    return Err(EACCES);
+                }
             }
             snapshot(pid, f, path)
         }
@@ -573,7 +606,7 @@ pub fn slave_file(m: Sys<'_>, p: &Process, pty: Rc<Pty>, fd: OwnedFd, flags: u32
     let readable = flags & O_ACCMODE != 1; // O_RDONLY or O_RDWR
     if flags & O_NOCTTY == 0
         && readable
-        && p.sid == p.pid
+        && p.leads_session()
         && pty.session(alive).is_none()
         && m.ptys.ctty(p.sid, alive).is_none()
     {
@@ -650,6 +683,31 @@ fn ino_of(path: &[u8]) -> u64 {
     ((h >> 32) ^ h) & 0xffff_ffff | 1
 }
 
+/// Whether a process with effective (or real) group `gid` and `p`'s supplementary
+/// groups is in group `g` (Linux's `in_egroup_p`).
+fn in_group(p: &Process, gid: u32, g: u32) -> bool {
+    gid == g || p.groups.contains(&g)
+}
+
+/// The permission bits of a `/proc` text file: Linux's (0400 for what only a tracer may
+/// read, 0644 or 0444 for `/proc/sys`, 0444 for the others).
+fn proc_mode(f: ProcFile) -> u32 {
+    match f {
+        ProcFile::Personality => 0o400,
+        ProcFile::Machine(MachineFile::Sysctl(s)) => sysctl::mode(s),
+        _ => 0o444,
+    }
+}
+
+/// The metadata of a `/proc` text file; `/proc/sys`'s are root's, as on Linux.
+fn proc_stat(path: &str, f: ProcFile) -> libc::stat {
+    let mut st = synthetic(path, libc::S_IFREG | proc_mode(f), 0);
+    if matches!(f, ProcFile::Machine(MachineFile::Sysctl(_))) {
+        (st.st_uid, st.st_gid) = (0, 0);
+    }
+    st
+}
+
 /// The metadata of a made-up object.
 fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
     let mut st = libc::stat::zeroed();
@@ -662,9 +720,10 @@ fn synthetic(path: &str, mode: u32, size: i64) -> libc::stat {
     };
     st.st_ino = ino_of(path.as_bytes());
     st.st_mode = mode;
-    st.st_nlink = if mode & libc::S_IFMT == libc::S_IFDIR { 2 } else { 1 };
+    // Linux's sysctl directories have one link, its other directories two or more.
+    st.st_nlink = if mode & libc::S_IFMT == libc::S_IFDIR && !path.starts_with("/proc/sys") { 2 } else { 1 };
     let id = ids();
-    (st.st_uid, st.st_gid) = (id[1], id[3]);
+    (st.st_uid, st.st_gid) = if path.starts_with("/proc/sys") { (0, 0) } else { (id[1], id[3]) };
     st.st_size = size;
     st.st_blksize = 1024;
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -683,7 +742,7 @@ pub fn object(node: Node) -> Result<Object, Errno> {
             Object::Synthetic(synthetic(&path, libc::S_IFLNK | mode, target.len() as i64))
         }
         // Size 0, as Linux reports for /proc files.
-        Node::Proc(_, _, path) => Object::Synthetic(synthetic(&path, libc::S_IFREG | 0o444, 0)),
+        Node::Proc(_, f, path) => Object::Synthetic(proc_stat(&path, f)),
         Node::Fd(e) => object_of_fd(&e)?,
         Node::Ptmx => Object::Device(host_open("/dev/ptmx", libc::O_PATH, 0)?),
         Node::Pts(pty) => Object::Synthetic(pty.slave_stat(None)?),
@@ -703,7 +762,7 @@ pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
         }
         FileKind::Host => Object::Host(dup()?),
         FileKind::Random(_) | FileKind::Device(_) => Object::Device(dup()?),
-        FileKind::Snapshot(s) => Object::Synthetic(synthetic(&s.path, libc::S_IFREG | 0o444, 0)),
+        FileKind::Snapshot(s) => Object::Synthetic(proc_stat(&s.path, s.file)),
         FileKind::Dir(d) => Object::Synthetic(synthetic(&d.path, libc::S_IFDIR | 0o555, 0)),
         FileKind::Link(l) => Object::Synthetic(synthetic(&l.path, libc::S_IFLNK | l.mode, l.target.len() as i64)),
         FileKind::Pty(end) if end.master => Object::Device(dup()?),
@@ -713,8 +772,23 @@ pub fn object_of_fd(e: &FdEntry) -> Result<Object, Errno> {
 }
 
 /// `access` on a made-up object: Linux's permission check against its mode (the
-/// caller owns everything in its `/proc`).
-pub fn access(st: &libc::stat, mode: u32) -> Result<(), Errno> {
+/// caller owns everything in its `/proc` but `/proc/sys`, which is root's and
+/// read-only: see `sysctl.rs`); `p` is the caller, whose real ids `access` checks.
+pub fn access(p: &Process, st: &libc::stat, mode: u32) -> Result<(), Errno> {
+    if sysctl::is_file(st) {
+        let c = p.attrs.creds;
+        let bits = if c.uid == 0 {
+            st.st_mode >> 6
+        } else if in_group(p, c.gid, 0) {
+            st.st_mode >> 3
+        } else {
+            st.st_mode
+        };
+        if mode & 7 & !bits != 0 {
+            return Err(EACCES);
+        }
+        return if mode & 2 != 0 { Err(EROFS) } else { Ok(()) };
+    }
     let bits = (st.st_mode >> 6) & 7;
     let root = ids()[1] == 0;
     let want = mode & 7;
@@ -759,10 +833,22 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
         let mut pids: Vec<Pid> = m.procs.keys().copied().chain([p.pid]).collect();
         pids.sort_unstable();
         pids.dedup();
-        let mut v =
-            named(&[("loadavg", DT_REG), ("meminfo", DT_REG), ("self", DT_LNK), ("stat", DT_REG), ("uptime", DT_REG)]);
+        let mut v = named(&[
+            ("loadavg", DT_REG),
+            ("meminfo", DT_REG),
+            ("self", DT_LNK),
+            ("stat", DT_REG),
+            ("sys", DT_DIR),
+            ("uptime", DT_REG),
+        ]);
         v.extend(pids.into_iter().map(|pid| (pid.to_string().into_bytes(), DT_DIR)));
         return v;
+    }
+    if path == "/proc/sys" {
+        return sysctl::DIRS.iter().map(|d| (d.as_bytes().to_vec(), DT_DIR)).collect();
+    }
+    if let Some(dir) = path.strip_prefix("/proc/sys/") {
+        return sysctl::names(dir).map(|n| (n.as_bytes().to_vec(), DT_REG)).collect();
     }
     if path == "/dev/pts" {
         return m.ptys.list().into_iter().map(|n| (n.to_string().into_bytes(), DT_CHR)).collect();
@@ -780,6 +866,7 @@ fn listing(m: Sys<'_>, p: &Process, path: &str) -> Listing {
             ("fd", DT_DIR),
             ("fdinfo", DT_DIR),
             ("maps", DT_REG),
+            ("personality", DT_REG),
             ("root", DT_LNK),
             ("stat", DT_REG),
             ("status", DT_REG),

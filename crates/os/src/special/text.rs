@@ -101,6 +101,7 @@ pub fn text(q: &Process, f: ProcFile, tty: Ctty) -> Vec<u8> {
         ProcFile::Status => status(q, &leader(q), q.pid).into_bytes(),
         ProcFile::Stat => stat(q, &leader(q), None, tty).into_bytes(),
         ProcFile::Comm => comm_line(&leader(q)),
+        ProcFile::Personality => format!("{:08x}\n", q.personality).into_bytes(),
         ProcFile::Task(tid, f) => match (task(q, tid), f) {
             (Some(t), TaskFile::Status) => status(q, &t, tid).into_bytes(),
             (Some(t), TaskFile::Comm) => comm_line(&t),

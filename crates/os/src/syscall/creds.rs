@@ -189,8 +189,8 @@ fn set_fs(p: &mut Process, w: Which, id: u32) -> u32 {
     f
 }
 
-/// Linux's `NGROUPS_MAX`.
-const NGROUPS_MAX: u32 = 65536;
+/// Linux's `NGROUPS_MAX` (`/proc/sys/kernel/ngroups_max`).
+use crate::special::sysctl::NGROUPS_MAX;
 
 /// `setgroups(size, list)`: the supplementary groups, for a privileged caller (`EPERM`
 /// otherwise, checked before the size: `EINVAL` beyond `NGROUPS_MAX`), read as 16-bit ids
@@ -252,8 +252,8 @@ const VERSION_3: u32 = 0x2008_0522;
 /// `CAP_SETPCAP`: lets `capset` add to the inheritable set what is not permitted.
 const CAP_SETPCAP: u32 = 8;
 /// Every capability the kernel knows (`CAP_VALID_MASK`, up to `CAP_CHECKPOINT_RESTORE`,
-/// 40): `capset` ignores the bits past it.
-const VALID: u64 = (1 << 41) - 1;
+/// 40: [`Caps::LAST`]): `capset` ignores the bits past it.
+const VALID: u64 = (1 << (Caps::LAST + 1)) - 1;
 
 /// The header's version (`cap_validate_magic`): how many 32-bit words of each set the
 /// data holds; an unknown version is `EINVAL` with the kernel's preferred one (3)

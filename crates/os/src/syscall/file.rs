@@ -134,6 +134,7 @@ pub(super) fn sys_read(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> Sy
     if let Some(r) = read_special(m, p, a[0], &[buf], valid) {
         return r;
     }
+    super::tty::before_read(m, p, a[0])?;
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m.cache, m.phys, p, a[0]);
     wait::host_readv(p, a[0], &[buf])
@@ -150,10 +151,14 @@ pub(super) fn sys_write(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     // `wait::wrote_all_or_block`).
     let done = wait::write_progress(p, a[0], a[1], len);
     if done == 0 {
+        super::tty::before_write(m, p, a[0])?;
         wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     }
     let one = [InPlace::window(&p.aspace, a[1].wrapping_add(done), len - done)];
     let r = wait::host_writev(p, a[0], &one);
+    if let Ok(k) = r {
+        super::tty::master_wrote(m, p, a[0], &one, k);
+    }
     let n = wait::wrote_all_or_block(p, a[0], (a[1], len), done, r)?;
     wrote(m.cache, m.phys, p, a[0], None, n);
     grew(m, p, a[0]);
@@ -518,6 +523,7 @@ pub(super) fn sys_readv(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> S
     if let Some(r) = read_special(m, p, a[0], &v, valid) {
         return r;
     }
+    super::tty::before_read(m, p, a[0])?;
     wait::ready_or_block(p, a[0], libc::POLLIN)?;
     sync_before_read(m.cache, m.phys, p, a[0]);
     wait::host_readv(p, a[0], &v)
@@ -532,6 +538,7 @@ pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
     let len = v.iter().map(InPlace::len).sum::<usize>().min(MAX_RW as usize) as u32;
     let done = wait::write_progress(p, a[0], a[1], len);
     if done == 0 {
+        super::tty::before_write(m, p, a[0])?;
         wait::ready_or_block(p, a[0], libc::POLLOUT)?;
     }
     // The buffers' bytes after the first `done`.
@@ -546,6 +553,9 @@ pub(super) fn sys_writev(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> 
         })
         .collect();
     let r = wait::host_writev(p, a[0], &rest);
+    if let Ok(k) = r {
+        super::tty::master_wrote(m, p, a[0], &rest, k);
+    }
     let n = wait::wrote_all_or_block(p, a[0], (a[1], len), done, r)?;
     wrote(m.cache, m.phys, p, a[0], None, n);
     grew(m, p, a[0]);

@@ -46,15 +46,11 @@ fn sys_getgroups(p: &mut Process, a: &[u32; 6], narrow: bool) -> SysResult {
 pub(super) fn sys_uname(m: &mut FileCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysResult {
     // struct new_utsname: six 65-byte fields.
     let mut buf = [0u8; UTS_FIELD * 6];
-    // glibc refuses kernels older than 3.2, so the 2.6.12 model also reports a modern
-    // release; only its ASLR behaviour is modeled.
-    let _ = m.cfg.kernel;
-    const RELEASE: &[u8] = b"6.1.0-morph";
-    // UNAME26: "2.6." and the minor version plus 60, then what follows the version
-    // (Linux's `override_release`).
-    const RELEASE26: &[u8] = b"2.6.61-morph";
-    let release = if p.personality & UNAME26 != 0 { RELEASE26 } else { RELEASE };
-    let fields = [&b"Linux"[..], &m.uts.hostname, release, b"#1 SMP morph", b"i686", &m.uts.domainname];
+    // One source with /proc/sys/kernel (see `special::sysctl`): the 2.6.12 model
+    // reports a modern release too; UNAME26 changes the release shown here only.
+    use crate::special::sysctl::{MACHINE, OSRELEASE, OSRELEASE26, OSTYPE, VERSION};
+    let release = if p.personality & UNAME26 != 0 { OSRELEASE26 } else { OSRELEASE };
+    let fields = [OSTYPE, &m.uts.hostname, release, VERSION, MACHINE, &m.uts.domainname];
     for (i, f) in fields.iter().enumerate() {
         let n = f.len().min(UTS_FIELD - 1);
         buf[i * UTS_FIELD..i * UTS_FIELD + n].copy_from_slice(&f[..n]);

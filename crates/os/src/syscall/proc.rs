@@ -131,7 +131,8 @@ fn do_fork(m: &mut TaskCtx<'_>, p: &mut Process, flags: u32, rest: [u32; 4]) -> 
     if flags & CLONE_SIGHAND != 0 && flags & CLONE_VM == 0 || flags & CLONE_THREAD != 0 && flags & CLONE_SIGHAND == 0 {
         return Err(EINVAL);
     }
-    if m.tasks.tids.len() >= m.cfg.max_procs {
+    // `threads-max` and `pid_max` of /proc/sys/kernel: morph never reuses a pid.
+    if m.tasks.tids.len() >= m.cfg.max_procs || m.tasks.next_pid >= crate::special::sysctl::PID_MAX {
         return Err(EAGAIN);
     }
     if flags & CLONE_THREAD != 0 {
@@ -638,7 +639,6 @@ const PIDFD_THREAD: u32 = O_EXCL;
 const PIDFD_SIGNAL_THREAD: u32 = 1;
 const PIDFD_SIGNAL_THREAD_GROUP: u32 = 2;
 const PIDFD_SIGNAL_PROCESS_GROUP: u32 = 4;
-const CAP_SYS_PTRACE: u32 = 19;
 
 /// Whether what a pidfd names has ended (Linux's `pidfd_poll` readable): the thread
 /// `pid` (`thread`) is gone, or the process `pid` is (a zombie or reaped: a group
@@ -845,12 +845,7 @@ fn sys_pidfd_getfd(m: &mut TaskCtx<'_>, p: &mut Process, a: &[u32; 6]) -> SysRes
     } else {
         let q = m.tasks.procs.get(&group).ok_or(ESRCH)?;
         let t = q.thread_attrs(tid).copied().unwrap_or(q.attrs);
-        let (me, them) = (&p.attrs.creds, &t.creds);
-        let ptrace = p.attrs.caps.has(CAP_SYS_PTRACE);
-        let same_ids = [them.uid, them.euid, them.suid].iter().all(|&u| u == me.uid)
-            && [them.gid, them.egid, them.sgid].iter().all(|&g| g == me.gid);
-        let allowed = ptrace || (same_ids && q.dumpable && t.caps.permitted & !p.attrs.caps.permitted == 0);
-        if !allowed {
+        if !p.attrs.caps.may_ptrace(&p.attrs.creds, &t, q.dumpable, false) {
             return Err(EPERM);
         }
         q.fds.get(a[1]).ok_or(EBADF)?.clone()

@@ -123,6 +123,9 @@ impl TaskCtx<'_> {
                     p.exit = Some(ExitStatus::Signal(sig));
                     p.blocked = None;
                 }
+                // A stop from a terminal or `kill` other than `SIGSTOP`, in an orphaned
+                // group, is discarded (no one is left to continue it).
+                DefaultAction::Stop if sig != SIGSTOP && crate::process::pgrp_orphaned(p, &self.tasks.procs) => {}
                 DefaultAction::Stop => {
                     p.job = crate::process::JobControl { stopped: true, stop_report: sig, ..Default::default() };
                     let (pid, ppid) = (p.pid, p.ppid);

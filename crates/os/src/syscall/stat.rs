@@ -205,7 +205,7 @@ pub(super) fn access_common(
     }
     let fd = match at_target(sys, p, dirfd, path, flags)? {
         Object::Host(fd) | Object::Device(fd) => fd,
-        Object::Synthetic(st) => return special::access(&st, mode).map(|_| 0),
+        Object::Synthetic(st) => return special::access(p, &st, mode).map(|_| 0),
     };
     host::access2_fd(fd.as_raw_fd(), mode)
 }
