@@ -684,8 +684,8 @@ fn stats_json(m: &Machine, wall: Duration) -> serde_json::Value {
             "evicted": t.evicted,
         })),
         "os": {
-            "syscalls_total": os.syscalls.values().sum::<u64>(),
-            "syscalls": names(&os.syscalls),
+            "syscalls_total": os.syscalls.total(),
+            "syscalls": names(&os.syscalls.by_number()),
             "enosys": names(&os.enosys),
             "os_ns": os.os_ns,
             "engine_ns": os.engine_ns,

@@ -249,7 +249,7 @@ fn proc_self() {
     no_panic(&r);
     assert_eq!(
         r.stdout,
-        "/usr/bin/busybox\n1\nbb\n0\n1\n2\n13\ncmdline\ncomm\ncwd\nexe\nfd\nfdinfo\nmaps\nroot\nstat\nstatus\ntask\n",
+        "/usr/bin/busybox\n1\nbb\n0\n1\n2\n13\ncmdline\ncomm\ncwd\nexe\nfd\nfdinfo\nmaps\npersonality\nroot\nstat\nstatus\ntask\n",
         "{r:?}"
     );
     // (`cd /proc/self/fd` went to the shell's own: `ls` lists the shell's descriptors.)

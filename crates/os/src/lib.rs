@@ -22,5 +22,5 @@ pub mod stop;
 pub mod syscall;
 pub mod vfs;
 
-pub use kernel::{Config, DEFAULT_MAX_PROCS, FIRST_PID, Machine, OsStats, RunError};
+pub use kernel::{Config, DEFAULT_MAX_PROCS, FIRST_PID, Machine, OsStats, RunError, SyscallCounts};
 pub use process::ExitStatus;

@@ -791,9 +791,7 @@ impl Process {
 pub fn pgrp_orphaned(p: &Process, procs: &std::collections::BTreeMap<Pid, Process>) -> bool {
     let parent = |pid: Pid| if pid == p.pid { Some(p) } else { procs.get(&pid) };
     let mut members = std::iter::once(p).chain(procs.values().filter(|q| q.pid != p.pid && q.pgid == p.pgid));
-    !members.any(|q| {
-        q.pid == crate::kernel::FIRST_PID || parent(q.ppid).is_some_and(|par| par.pgid != p.pgid && par.sid == q.sid)
-    })
+    !members.any(|q| q.pid == FIRST_PID || parent(q.ppid).is_some_and(|par| par.pgid != p.pgid && par.sid == q.sid))
 }
 
 /// Makes `sig` pending in `pending` with `info` (a second instance of a pending standard
@@ -914,6 +912,9 @@ pub struct SigInfo {
     pub fault: bool,
 }
 
+/// The first pid handed out.
+pub const FIRST_PID: Pid = 100;
+
 /// A process that has exited and not yet been waited for.
 #[derive(Clone, Copy, Debug)]
 pub struct Zombie {
@@ -958,7 +959,7 @@ impl Process {
     /// leader (a shell, a harness) is outside the machine, so the first process never
     /// acquires a terminal (`TIOCSCTTY`, opening a slave) as natively.
     pub fn leads_session(&self) -> bool {
-        self.sid == self.pid && self.pid != crate::kernel::FIRST_PID
+        self.sid == self.pid && self.pid != FIRST_PID
     }
 
     /// Makes `sig` pending with `info` (a second instance of a pending standard signal

@@ -162,7 +162,7 @@ pub fn dispatch(m: &mut Machine, p: &mut Process) {
     let nr = p.cpu.gpr[reg::EAX];
     let g = &p.cpu.gpr;
     let args = [g[reg::EBX], g[reg::ECX], g[reg::EDX], g[reg::ESI], g[reg::EDI], g[reg::EBP]];
-    *m.stats_mut().syscalls.entry(nr).or_default() += 1;
+    m.stats_mut().syscalls.add(nr);
     let row = lookup(nr);
     let traced = m.config().strace.then(|| strace::Call::before(p, nr, row, &args));
     if ASK_READINESS.contains(&nr) {

@@ -176,15 +176,11 @@ fn nl_addr(pid: u32, groups: u32) -> Vec<u8> {
     b
 }
 
-fn word(b: &[u8], at: usize) -> u32 {
-    b.get(at..at + 4).map_or(0, |s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
-}
-
 pub(super) fn bind(p: &Process, nl: &Rc<NetlinkState>, addr: &[u8]) -> SysResult {
     if addr.len() < SOCKADDR_NL || family_of(addr) != Some(AF_NETLINK) {
         return Err(EINVAL);
     }
-    let (pid, groups) = (word(addr, 4), word(addr, 8));
+    let (pid, groups) = (le_u32(addr, 4), le_u32(addr, 8));
     if nl.port.get() != 0 {
         if pid != nl.port.get() {
             return Err(EINVAL);
@@ -210,7 +206,7 @@ fn check_dest(stats: &mut OsStats, addr: &[u8]) -> Result<(), Errno> {
     if addr.len() < SOCKADDR_NL || family_of(addr) != Some(AF_NETLINK) {
         return Err(EINVAL);
     }
-    if word(addr, 4) != 0 || word(addr, 8) != 0 {
+    if le_u32(addr, 4) != 0 || le_u32(addr, 8) != 0 {
         return Err(refuse(stats, EPERM));
     }
     Ok(())
@@ -355,7 +351,7 @@ pub(super) fn setsockopt(stats: &mut OsStats, nl: &NetlinkState, level: u32, nam
     if level != SOL_NETLINK {
         return Some(Err(ENOPROTOOPT));
     }
-    let val = if v.len() >= 4 { word(v, 0) } else { 0 };
+    let val = if v.len() >= 4 { le_u32(v, 0) } else { 0 };
     let flag = match name {
         NETLINK_ADD_MEMBERSHIP | NETLINK_DROP_MEMBERSHIP => {
             if val == 0 || val > RTNLGRP_MAX {
@@ -601,7 +597,7 @@ fn attrs(payload: &[u8], fixed: usize) -> Vec<(u16, &[u8])> {
 fn route(msg: &[u8], port: u32, out: &mut Vec<Vec<u8>>) -> Outcome {
     let ty = u16::from_le_bytes([msg[4], msg[5]]);
     let flags = u16::from_le_bytes([msg[6], msg[7]]);
-    let seq = word(msg, 8);
+    let seq = le_u32(msg, 8);
     if ty > RTM_MAX {
         return Outcome::Done(-EOPNOTSUPP);
     }
@@ -645,7 +641,7 @@ fn route(msg: &[u8], port: u32, out: &mut Vec<Vec<u8>>) -> Outcome {
             if payload.len() < 16 {
                 return Outcome::Done(-EINVAL);
             }
-            let index = word(payload, 4) as i32;
+            let index = le_u32(payload, 4) as i32;
             let found = if index > 0 {
                 index == LO_INDEX
             } else {
@@ -669,7 +665,7 @@ fn route(msg: &[u8], port: u32, out: &mut Vec<Vec<u8>>) -> Outcome {
 /// error (the request appended, unless `NETLINK_CAP_ACK`).
 fn ack(msg: &[u8], err: i32, port: u32, cap: bool) -> Vec<u8> {
     let capped = err == 0 || cap;
-    let seq = word(msg, 8);
+    let seq = le_u32(msg, 8);
     let mut m = Msg::new(NLMSG_ERROR, if capped { NLM_F_CAPPED } else { 0 }, seq, port);
     m.put(&err.to_le_bytes());
     m.put(if capped { &msg[..NLMSG_HDRLEN] } else { msg });
@@ -681,7 +677,7 @@ pub(super) fn respond(data: &[u8], port: u32, cap_ack: bool) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     let mut rest = data;
     while rest.len() >= NLMSG_HDRLEN {
-        let len = word(rest, 0) as usize;
+        let len = le_u32(rest, 0) as usize;
         if len < NLMSG_HDRLEN || len > rest.len() {
             break;
         }
@@ -716,10 +712,10 @@ mod tests {
     fn link_dump() {
         let r = respond(&req(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, 7, &[0; 16]), 42, false);
         assert_eq!(r.len(), 2);
-        assert_eq!(word(&r[0], 0) as usize, r[0].len());
+        assert_eq!(le_u32(&r[0], 0) as usize, r[0].len());
         assert_eq!(u16::from_le_bytes([r[0][4], r[0][5]]), RTM_NEWLINK);
-        assert_eq!((word(&r[0], 8), word(&r[0], 12)), (7, 42));
-        assert_eq!(word(&r[0], 20), 1); // index
+        assert_eq!((le_u32(&r[0], 8), le_u32(&r[0], 12)), (7, 42));
+        assert_eq!(le_u32(&r[0], 20), 1); // index
         assert_eq!(r[1].len(), 20);
         assert_eq!(u16::from_le_bytes([r[1][4], r[1][5]]), NLMSG_DONE);
     }
@@ -731,7 +727,7 @@ mod tests {
             let mut k = 0;
             let mut at = 0;
             while at < r[0].len() {
-                at += word(&r[0], at) as usize;
+                at += le_u32(&r[0], at) as usize;
                 k += 1;
             }
             k
@@ -747,20 +743,20 @@ mod tests {
         let r = respond(&req(200, NLM_F_REQUEST, 3, &[1; 16]), 9, false);
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].len(), 52);
-        assert_eq!(word(&r[0], 16) as i32, -EOPNOTSUPP);
+        assert_eq!(le_u32(&r[0], 16) as i32, -EOPNOTSUPP);
         let r = respond(&req(RTM_NEWLINK, NLM_F_REQUEST, 3, &[0; 16]), 9, false);
-        assert_eq!(word(&r[0], 16) as i32, -EPERM);
+        assert_eq!(le_u32(&r[0], 16) as i32, -EPERM);
         let mut bad = [0u8; 16];
         bad[4] = 7;
         let r = respond(&req(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK, 3, &bad), 9, true);
-        assert_eq!((r.len(), r[0].len(), word(&r[0], 16) as i32), (1, 36, -ENODEV));
+        assert_eq!((r.len(), r[0].len(), le_u32(&r[0], 16) as i32), (1, 36, -ENODEV));
         let r = respond(
             &req(RTM_GETLINK, NLM_F_REQUEST | NLM_F_ACK, 3, &[0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
             9,
             false,
         );
         assert_eq!(r.len(), 2);
-        assert_eq!((r[1].len(), word(&r[1], 16)), (36, 0));
+        assert_eq!((r[1].len(), le_u32(&r[1], 16)), (36, 0));
         // Not a request: acked if asked, never answered.
         assert_eq!(respond(&req(RTM_GETLINK, NLM_F_ACK, 3, &[0; 16]), 9, false).len(), 1);
         assert!(respond(&req(RTM_GETLINK, 0, 3, &[0; 16]), 9, false).is_empty());
