@@ -427,6 +427,8 @@ const char *hexle(const void *p, size_t n);
 /* "ok" for a system call result that is not an error, else the errno's name
  * (EINVAL, EBADF, ENOMEM) or the raw result */
 const char *sys_err(long r);
+const char *errno_name(long r);	/* "ENOENT" for -2; 0 for a number that is no errno */
+const char *errno_str(long r);	/* errno_name, else the number (eight results live at once) */
 /* hex of n bytes in memory order, space separated */
 void print_bytes(const void *p, size_t n);
 /* simple 32-bit FNV-1a checksum */

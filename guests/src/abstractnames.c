@@ -11,18 +11,7 @@
 
 static const char *res(long r)
 {
-	static char buf[8][24];
-	static int next;
-	switch (r) {
-	case 0: return "ok";
-	case -98: return "EADDRINUSE";
-	case -111: return "ECONNREFUSED";
-	case -107: return "ENOTCONN";
-	default:
-		next = (next + 1) % 8;
-		snprintf(buf[next], sizeof buf[next], r > 0 ? "fd" : "%ld", r);
-		return buf[next];
-	}
+	return r == 0 ? "ok" : r > 0 ? "fd" : errno_str(r);
 }
 
 /* An abstract address: NUL, then `len` bytes of `c` ending in the pid (the native run's

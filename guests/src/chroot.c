@@ -37,22 +37,7 @@
 
 static const char *res(long r)
 {
-	static char buf[8][24];
-	static int next;
-	char *b = buf[next++ % 8];
-	if (r >= 0)
-		return "ok";
-	switch (-r) {
-	case 1: return "EPERM";
-	case 2: return "ENOENT";
-	case 13: return "EACCES";
-	case 14: return "EFAULT";
-	case 20: return "ENOTDIR";
-	case 22: return "EINVAL";
-	case 36: return "ENAMETOOLONG";
-	case 40: return "ELOOP";
-	default: snprintf(b, 24, "%ld", r); return b;
-	}
+	return r >= 0 ? "ok" : errno_str(r);
 }
 
 static long chroot_(const char *p) { return rt_syscall(SYS_chroot_, p); }

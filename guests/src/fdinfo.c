@@ -26,13 +26,7 @@ struct ev { uint32_t events; uint32_t lo, hi; } __attribute__((packed));
 
 static const char *res(long r)
 {
-	static char buf[24];
-	switch (r) {
-	case -2: return "ENOENT";
-	case -9: return "EBADF";
-	case -20: return "ENOTDIR";
-	default: snprintf(buf, sizeof buf, "%ld", r); return buf;
-	}
+	return errno_str(r);
 }
 
 static int starts(const char *s, const char *p)

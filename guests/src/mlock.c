@@ -26,15 +26,7 @@
 
 static const char *res(long r)
 {
-	static char buf[24];
-	switch (r) {
-	case 0: return "ok";
-	case -1: return "EPERM";
-	case -11: return "EAGAIN";
-	case -12: return "ENOMEM";
-	case -22: return "EINVAL";
-	default: snprintf(buf, sizeof buf, "%ld", r); return buf;
-	}
+	return r == 0 ? "ok" : errno_str(r);
 }
 
 static char text[16384];

@@ -21,20 +21,7 @@
 
 static const char *res(long r)
 {
-	static char buf[8][24];
-	static int next;
-	switch (r) {
-	case 0: return "ok";
-	case -1: return "EPERM";
-	case -6: return "ENXIO";
-	case -25: return "ENOTTY";
-	default:
-		if (r > 0)
-			return "ok";
-		next = (next + 1) % 8;
-		snprintf(buf[next], sizeof buf[next], "%ld", r);
-		return buf[next];
-	}
+	return r >= 0 ? "ok" : errno_str(r);
 }
 
 /* Fields 7 (tty_nr) and 8 (tpgid) of /proc/self/stat. */

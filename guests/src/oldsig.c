@@ -32,14 +32,7 @@ struct old_sigaction {
 
 static const char *res(long r)
 {
-	static char buf[24];
-	switch (r) {
-	case 0: return "ok";
-	case -4: return "EINTR";
-	case -14: return "EFAULT";
-	case -22: return "EINVAL";
-	default: snprintf(buf, sizeof buf, "%ld", r); return buf;
-	}
+	return r == 0 ? "ok" : errno_str(r);
 }
 
 static volatile int hits, blocked_inside;

@@ -26,16 +26,7 @@
 
 static const char *res(long r)
 {
-	static char buf[24];
-	switch (r) {
-	case -1: return "EPERM";
-	case -2: return "ENOENT";
-	case -13: return "EACCES";
-	case -20: return "ENOTDIR";
-	case -21: return "EISDIR";
-	case -30: return "EROFS";
-	default: snprintf(buf, sizeof buf, "%ld", r); return buf;
-	}
+	return errno_str(r);
 }
 
 /* Reads `path` into `buf` (NUL-terminated); the length, or the error. */

@@ -62,26 +62,7 @@ struct termios {
 
 static const char *res(long r)
 {
-	static char buf[8][24];
-	static int next;
-	char *b = buf[next++ % 8];
-	if (r >= 0) {
-		snprintf(b, 24, "%ld", r);
-		return b;
-	}
-	switch (-r) {
-	case 1: return "EPERM";
-	case 4: return "EINTR";
-	case 5: return "EIO";
-	case 6: return "ENXIO";
-	case 9: return "EBADF";
-	case 11: return "EAGAIN";
-	case 22: return "EINVAL";
-	case 25: return "ENOTTY";
-	default:
-		snprintf(b, 24, "%ld", r);
-		return b;
-	}
+	return errno_str(r);
 }
 
 static volatile uint32_t got;	/* signals handled, by bit */

@@ -23,15 +23,7 @@
 
 static const char *res(long r)
 {
-	switch (r) {
-	case -2: return "ENOENT";
-	case -9: return "EBADF";
-	case -13: return "EACCES";
-	case -20: return "ENOTDIR";
-	case -22: return "EINVAL";
-	case -40: return "ELOOP";
-	default: return sys_err(r);
-	}
+	return sys_failed(r) ? errno_str(r) : "ok";
 }
 
 extern char **environ;

@@ -39,15 +39,7 @@
 
 static const char *res(long r)
 {
-	static char buf[24];
-	switch (r) {
-	case -1: return "EPERM";
-	case -3: return "ESRCH";
-	case -14: return "EFAULT";
-	case -20: return "ENOTDIR";
-	case -22: return "EINVAL";
-	default: snprintf(buf, sizeof buf, "%ld", r); return buf;
-	}
+	return errno_str(r);
 }
 
 static volatile int got, got_sig, got_code, got_band, got_fd;
